@@ -1,0 +1,136 @@
+"""Drill-down between operators and the GPU work they launched.
+
+``op_launches``: for an operator name, the kernels (and memcpy/memset) launched by its calls,
+directly or through the operators below them.  ``kernel_launches``: for a kernel name, the
+operator chains (and Python stacks, when recorded) that launched it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from profview.analysis.calltree import subtree_mask
+from profview.analysis.model import UNATTRIBUTED, TraceModel
+from profview.analysis.operators import display_name
+
+OP_LAUNCH_COLUMNS = (
+    "name",
+    "kind",
+    "calls",
+    "direct_calls",
+    "total_us",
+    "mean_us",
+    "min_us",
+    "max_us",
+    "pct",
+)
+KERNEL_LAUNCH_COLUMNS = ("op", "op_chain", "python_stack", "calls", "total_us", "mean_us", "min_us", "max_us", "pct")
+CHAIN_SEPARATOR = " > "
+
+
+def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
+    """GPU work launched by every call of ``op_name`` (a name as the operator table shows it).
+
+    ``calls`` counts all launches under the operator, ``direct_calls`` those whose innermost
+    launching operator is the operator itself; ``pct`` is the share of the operator's device time.
+    """
+    gpu = model.gpu
+    if op_name == UNATTRIBUTED:
+        launched = gpu.filter(pl.col("op_row").is_null()).with_columns(pl.lit(True).alias("direct"))
+    else:
+        names = model.host.select(display_name(pl.col("name")).alias("name"), "is_op")
+        roots = np.flatnonzero(((names["name"] == op_name) & names["is_op"]).to_numpy())
+        inside = subtree_mask(model.tree, roots)
+        root_mask = np.zeros(len(inside), dtype=bool)
+        root_mask[roots] = True
+        attributed = gpu.filter(pl.col("op_row").is_not_null())
+        op_rows = attributed["op_row"].to_numpy()
+        launched = attributed.filter(pl.Series(inside[op_rows])).with_columns(
+            pl.Series("direct", root_mask[op_rows][inside[op_rows]])
+        )
+    table = launched.group_by("name", "kind").agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),
+        pl.col("dur").sum().alias("total_us"),
+        pl.col("dur").mean().alias("mean_us"),
+        pl.col("dur").min().alias("min_us"),
+        pl.col("dur").max().alias("max_us"),
+    )
+    total = table["total_us"].sum() or 0.0
+    table = table.with_columns(
+        pl.col("kind").cast(pl.String),
+        (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
+    )
+    return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+
+
+def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
+    """Where the GPU events named ``kernel_name`` came from: one row per launching path.
+
+    ``op`` is the innermost launching operator, ``op_chain`` the operators enclosing it
+    (outermost first), ``python_stack`` the Python frames enclosing it (outermost first) when the
+    trace was recorded with_stack, or the legacy ``Call stack`` argument.
+    """
+    calls = model.gpu.filter(pl.col("name") == kernel_name)
+    per_op = calls.group_by("op_row").agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.col("dur").sum().alias("total_us"),
+        pl.col("dur").min().alias("min_us"),
+        pl.col("dur").max().alias("max_us"),
+    )
+    paths = _launch_paths(model, per_op["op_row"].to_list())
+    per_op = per_op.with_columns(
+        pl.Series("op", [p[0] for p in paths], dtype=pl.String),
+        pl.Series("op_chain", [p[1] for p in paths], dtype=pl.String),
+        pl.Series("python_stack", [p[2] for p in paths], dtype=pl.String),
+    )
+    table = per_op.group_by("op", "op_chain", "python_stack").agg(
+        pl.col("calls").sum(),
+        pl.col("total_us").sum(),
+        pl.col("min_us").min(),
+        pl.col("max_us").max(),
+    )
+    total = table["total_us"].sum() or 0.0
+    table = table.with_columns(
+        (pl.col("total_us") / pl.col("calls")).alias("mean_us"),
+        (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
+    )
+    return table.select(KERNEL_LAUNCH_COLUMNS).sort(["total_us", "op_chain"], descending=[True, False])
+
+
+def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:
+    """(op, op chain, python stack) for each launching operator row (None: unattributed)."""
+    names = model.host.select(display_name(pl.col("name")))["name"].to_list()
+    kinds = model.host["kind"].cast(pl.String).to_list()
+    stacks = model.host["call_stack"].to_list()
+    parent = model.tree.parent
+    memo: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def frames(row: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(operators, python frames) from the root down to ``row`` inclusive."""
+        if row in memo:
+            return memo[row]
+        pending = []
+        node = row
+        while node >= 0 and node not in memo:
+            pending.append(node)
+            node = int(parent[node])
+        ops, py = memo[node] if node >= 0 else ((), ())
+        for item in reversed(pending):
+            if kinds[item] == "python_function":
+                py = (*py, names[item])
+            elif kinds[item] in ("cpu_op", "user_annotation"):
+                ops = (*ops, names[item])
+            memo[item] = (ops, py)
+        return memo[row]
+
+    paths = []
+    for row in op_rows:
+        if row is None:
+            paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
+            continue
+        ops, py = frames(row)
+        stack = CHAIN_SEPARATOR.join(py) if py else (stacks[row] or "")
+        paths.append((names[row], CHAIN_SEPARATOR.join(ops), stack))
+    return paths

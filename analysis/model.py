@@ -1,0 +1,128 @@
+"""The trace model every view reads: host events with their call tree, GPU work with the
+operator that launched it.  Built once per trace from the events frame; no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from profview.analysis.calltree import CallTree, build_call_tree
+from profview.parsers.schema import GPU_KINDS, HOST_OP_KINDS
+
+HOST_KINDS = (*HOST_OP_KINDS, "python_function", "runtime", "driver")
+UNATTRIBUTED = "(unattributed)"
+_STEP_NAME = r"^ProfilerStep#\d+$"
+
+
+@dataclass
+class TraceModel:
+    """Derived frames of one trace.
+
+    ``host``: host events (cpu_op, user_annotation, python_function, runtime, driver) sorted by
+    (pid, tid, ts, -dur), with ``row`` = position, ``end``, ``is_op``; ``tree`` links them.
+    ``gpu``: GPU work (kernel, memcpy, memset) with ``end``, ``launch_row`` (the runtime call that
+    launched it, or null) and ``op_row`` (the innermost operator that launched it, or null when it
+    cannot be attributed: launched before the trace window, or no launching call recorded).
+    """
+
+    host: pl.DataFrame
+    gpu: pl.DataFrame
+    tree: CallTree
+    span_start: float
+    span_end: float
+
+
+def build_model(events: pl.DataFrame) -> TraceModel:
+    """Sort, nest and link the events of one trace."""
+    complete = events.filter((pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null())
+    complete = complete.with_columns(pl.col("dur").clip(lower_bound=0.0))
+    host = (
+        complete.filter(pl.col("kind").is_in(HOST_KINDS))
+        .sort(["pid", "tid", "ts", "dur"], descending=[False, False, False, True])
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+            (pl.col("ts") + pl.col("dur")).alias("end"),
+            pl.col("kind").is_in(HOST_OP_KINDS).alias("is_op"),
+        )
+    )
+    tree = build_call_tree(host)
+    gpu = complete.filter(pl.col("kind").is_in(GPU_KINDS)).with_columns(
+        (pl.col("ts") + pl.col("dur")).alias("end")
+    )
+    gpu = _attribute_gpu_work(gpu, host, tree)
+    spans = complete.filter(pl.col("kind") != "other")
+    span_start = float(spans["ts"].min() or 0.0) if spans.height else 0.0
+    span_end = float((spans["ts"] + spans["dur"]).max() or 0.0) if spans.height else 0.0
+    return TraceModel(host, gpu, tree, span_start, span_end)
+
+
+def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -> pl.DataFrame:
+    """Link each GPU event to its launching runtime call and innermost launching operator.
+
+    The operator comes from the GPU event's External id (Kineto writes the innermost enclosing
+    operator's id there); failing that, from the runtime call that shares its correlation id (the
+    innermost operator enclosing that call).  A CUDA-graph launch gives many GPU events one
+    correlation; they all link to the one cudaGraphLaunch call.
+    """
+    host = host.with_columns(pl.Series("op_parent", tree.op_parent))
+    launches = (
+        host.filter(pl.col("kind").is_in(["runtime", "driver"]) & pl.col("correlation").is_not_null())
+        .group_by("correlation")
+        .agg(pl.col("row").first().alias("launch_row"), pl.col("op_parent").first().alias("launch_op"))
+    )
+    by_external = (
+        host.filter(pl.col("is_op") & pl.col("external_id").is_not_null())
+        .group_by("external_id")
+        .agg(pl.col("row").first().alias("external_op"))
+    )
+    gpu = gpu.join(launches, on="correlation", how="left").join(by_external, on="external_id", how="left")
+    launch_op = pl.when(pl.col("launch_op") >= 0).then(pl.col("launch_op"))
+    return gpu.with_columns(pl.coalesce("external_op", launch_op).alias("op_row")).drop(
+        "external_op", "launch_op"
+    )
+
+
+def step_windows(model: TraceModel) -> pl.DataFrame:
+    """One row per ``ProfilerStep#N``: ``step`` (N), ``name``, ``start``, ``end`` in µs.
+
+    A step starts at its host annotation and extends to the end of the GPU work launched inside
+    it (never into the next step).  When a trace has only GPU-side step annotations, those are
+    used; with no steps at all, one ``(whole trace)`` row covers the trace.
+    """
+    host_steps = model.host.filter(pl.col("is_op") & pl.col("name").str.contains(_STEP_NAME))
+    if host_steps.height == 0:
+        return pl.DataFrame(
+            {"step": [-1], "name": ["(whole trace)"], "start": [model.span_start], "end": [model.span_end]},
+            schema={"step": pl.Int64, "name": pl.String, "start": pl.Float64, "end": pl.Float64},
+        )
+    steps = (
+        host_steps.group_by("name")
+        .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("cpu_end"))
+        .with_columns(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step"))
+        .sort("start")
+    )
+    starts = steps["start"].to_numpy()
+    cpu_ends = steps["cpu_end"].to_numpy()
+    launched = model.gpu.filter(pl.col("launch_row").is_not_null()).join(
+        model.host.select(pl.col("row").alias("launch_row"), pl.col("ts").alias("launch_ts")),
+        on="launch_row",
+    )
+    gpu_end = np.full(len(starts), -np.inf)
+    if launched.height:
+        launch_ts = launched["launch_ts"].to_numpy()
+        which = np.searchsorted(starts, launch_ts, side="right") - 1
+        inside = (which >= 0) & (launch_ts <= cpu_ends[np.clip(which, 0, None)])
+        np.maximum.at(gpu_end, which[inside], launched["end"].to_numpy()[inside])
+    ends = np.maximum(cpu_ends, gpu_end)
+    # As the TensorBoard plugin does: a step ends when its GPU work ends, and the next step starts
+    # no earlier than that, so steps never overlap.
+    starts_adj = starts.copy()
+    for i in range(len(starts)):
+        if i:
+            starts_adj[i] = max(starts[i], ends[i - 1])
+        ends[i] = max(ends[i], starts_adj[i])
+    return steps.select("step", "name").with_columns(
+        pl.Series("start", starts_adj), pl.Series("end", ends)
+    )

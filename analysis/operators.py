@@ -1,0 +1,94 @@
+"""The operator table: host and device, self and total time per operator name."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from profview.analysis.model import UNATTRIBUTED, TraceModel
+
+#: Columns of the operator table, in order (``input_dims`` only when grouped by shapes).
+OPERATOR_COLUMNS = (
+    "name",
+    "kind",
+    "calls",
+    "host_self_us",
+    "host_total_us",
+    "device_self_us",
+    "device_total_us",
+)
+
+
+def display_name(name: pl.Expr) -> pl.Expr:
+    """Operator names as tables show them: every ``ProfilerStep#N`` folds into ``ProfilerStep*``."""
+    return name.str.replace(r"^ProfilerStep#\d+$", "ProfilerStep*")
+
+
+def operator_rows(model: TraceModel) -> pl.DataFrame:
+    """One row per operator call (host row) with its four times in µs.
+
+    host_total = the call's duration; host_self = that minus its direct child operators;
+    device_self = GPU work (kernels, memcpy, memset) whose innermost launching operator is this
+    call; device_total = device_self of the call and every call below it.
+    """
+    host, tree = model.host, model.tree
+    n = host.height
+    device_self = np.zeros(n)
+    attributed = model.gpu.filter(pl.col("op_row").is_not_null())
+    if attributed.height:
+        np.add.at(device_self, attributed["op_row"].to_numpy(), attributed["dur"].to_numpy())
+    cumulative = np.concatenate([[0.0], np.cumsum(device_self)])
+    device_total = cumulative[tree.subtree_end] - cumulative[np.arange(n)]
+    durations = host["dur"].to_numpy()
+    is_op = host["is_op"].to_numpy()
+    child_ops = np.zeros(n)
+    has_op_parent = is_op & (tree.op_parent >= 0)
+    np.add.at(child_ops, tree.op_parent[has_op_parent], durations[has_op_parent])
+    rows = host.with_columns(
+        pl.Series("host_self_us", np.clip(durations - child_ops, 0.0, None)),
+        pl.col("dur").alias("host_total_us"),
+        pl.Series("device_self_us", device_self),
+        pl.Series("device_total_us", device_total),
+    )
+    return rows.filter(pl.col("is_op"))
+
+
+def operator_table(
+    rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes: bool = False
+) -> pl.DataFrame:
+    """Group operator calls by name (and input shapes); add the ``(unattributed)`` GPU row.
+
+    ``unattributed_gpu`` is the GPU work no operator launched; it becomes one row so that the
+    device_self column adds up to all GPU time.
+    """
+    keys = ["name", "input_dims"] if by_shapes else ["name"]
+    table = (
+        rows.with_columns(display_name(pl.col("name")).alias("name"), pl.col("kind").cast(pl.String))
+        .group_by(keys)
+        .agg(
+            pl.col("kind").first(),
+            pl.len().cast(pl.Int64).alias("calls"),
+            pl.col("host_self_us").sum(),
+            pl.col("host_total_us").sum(),
+            pl.col("device_self_us").sum(),
+            pl.col("device_total_us").sum(),
+        )
+    )
+    if unattributed_gpu.height:
+        gpu_time = float(unattributed_gpu["dur"].sum())
+        extra = {
+            "name": [UNATTRIBUTED],
+            "kind": ["gpu"],
+            "calls": [unattributed_gpu.height],
+            "host_self_us": [0.0],
+            "host_total_us": [0.0],
+            "device_self_us": [gpu_time],
+            "device_total_us": [gpu_time],
+        }
+        if by_shapes:
+            extra["input_dims"] = [None]
+        table = pl.concat([table, pl.DataFrame(extra).select(table.columns).cast(table.schema)])
+    columns = [*OPERATOR_COLUMNS, "input_dims"] if by_shapes else list(OPERATOR_COLUMNS)
+    return table.select(columns).sort(
+        ["device_total_us", "host_total_us", "name"], descending=[True, True, False]
+    )

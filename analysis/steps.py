@@ -1,0 +1,78 @@
+"""The step breakdown: each ``ProfilerStep#N`` split into exclusive time categories.
+
+As in the TensorBoard profiler plugin, every instant of a step is counted once, in the first
+category of :data:`CATEGORIES` that is active at that instant; what none covers is ``other``.
+Kernel, Memcpy and Memset are GPU work; Communication is NCCL/RCCL kernels; Runtime is CUDA/HIP
+runtime and driver calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other
+host operator (the ProfilerStep annotation itself excluded).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from profview.analysis.model import TraceModel, step_windows
+
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
+CATEGORY_LABELS = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Communication",
+    "runtime": "Runtime",
+    "dataloader": "DataLoader",
+    "cpu_exec": "CPU Exec",
+    "other": "Other",
+}
+STEP_COLUMNS = ("step", "name", "start_us", "duration_us", *(f"{c}_us" for c in CATEGORIES))
+COMMUNICATION_KERNEL = r"(?i)nccl|rccl"
+DATALOADER_RANGE = r"^enumerate\(DataLoader\)"
+_STEP_RANGE = r"^ProfilerStep#\d+$"
+
+
+def category_intervals(model: TraceModel) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) in µs of the events of each category except ``other``."""
+    gpu, host = model.gpu, model.host
+    is_comm = pl.col("name").str.contains(COMMUNICATION_KERNEL)
+    selections = {
+        "kernel": gpu.filter((pl.col("kind") == "kernel") & ~is_comm),
+        "memcpy": gpu.filter(pl.col("kind") == "memcpy"),
+        "memset": gpu.filter(pl.col("kind") == "memset"),
+        "communication": gpu.filter((pl.col("kind") == "kernel") & is_comm),
+        "runtime": host.filter(pl.col("kind").is_in(["runtime", "driver"])),
+        "dataloader": host.filter(pl.col("is_op") & pl.col("name").str.contains(DATALOADER_RANGE)),
+        "cpu_exec": host.filter(pl.col("is_op") & ~pl.col("name").str.contains(_STEP_RANGE)),
+    }
+    return {c: (f["ts"].to_numpy(), f["end"].to_numpy()) for c, f in selections.items()}
+
+
+def step_table(model: TraceModel) -> pl.DataFrame:
+    """One row per step: ``duration_us`` and the exclusive time of each category (they add up)."""
+    windows = step_windows(model)
+    starts, ends = windows["start"].to_numpy(), windows["end"].to_numpy()
+    intervals = category_intervals(model)
+    points = np.unique(np.concatenate([starts, ends, *(a for pair in intervals.values() for a in pair)]))
+    segments = len(points) - 1
+    winner = np.full(max(segments, 0), len(CATEGORIES) - 1, dtype=np.int64)
+    for priority in reversed(range(len(CATEGORIES) - 1)):
+        lo, hi = intervals[CATEGORIES[priority]]
+        if not len(lo):
+            continue
+        change = np.zeros(len(points) + 1, dtype=np.int64)
+        np.add.at(change, np.searchsorted(points, lo), 1)
+        np.add.at(change, np.searchsorted(points, hi), -1)
+        active = np.cumsum(change)[:segments] > 0
+        winner[active] = priority
+    lengths = np.diff(points)
+    seg_step = np.searchsorted(starts, points[:-1], side="right") - 1
+    in_step = (seg_step >= 0) & (points[:-1] < ends[np.clip(seg_step, 0, None)])
+    totals = np.zeros((len(starts), len(CATEGORIES)))
+    np.add.at(totals, (seg_step[in_step], winner[in_step]), lengths[in_step])
+    table = windows.select("step", "name").with_columns(
+        # Rounded to the nanosecond: the trace's own resolution.
+        pl.Series("start_us", np.round(starts - model.span_start, 3)),
+        pl.Series("duration_us", np.round(ends - starts, 3)),
+        *(pl.Series(f"{c}_us", np.round(totals[:, i], 3)) for i, c in enumerate(CATEGORIES)),
+    )
+    return table.select(STEP_COLUMNS)

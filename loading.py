@@ -1,0 +1,27 @@
+"""Open any supported input file as a :class:`Profile`, detecting the format from content."""
+
+from __future__ import annotations
+
+import os
+
+from profview.errors import ProfviewError
+from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
+from profview.parsers.source import read_source
+from profview.profile import Profile
+
+
+def load(path: str | os.PathLike[str]) -> Profile:
+    """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason."""
+    source = read_source(path)
+    head = source.data[:65536]
+    if looks_like_chrome_trace(head):
+        trace = parse_chrome_trace(source.data, source.path)
+        return Profile(
+            path=source.path,
+            format="Chrome trace",
+            events=trace.events,
+            metadata=trace.metadata,
+            warnings=source.warnings + trace.warnings,
+            truncated=trace.truncated or bool(source.warnings),
+        )
+    raise ProfviewError(source.path, "not a recognised profile (tried: Chrome-trace JSON)")

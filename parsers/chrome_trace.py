@@ -1,0 +1,242 @@
+"""Chrome-trace JSON (PyTorch profiler / Kineto, and other tools) → the events frame.
+
+The hot path never builds a Python object per event: msgspec splits the ``traceEvents`` array
+into raw byte slices (it validates the JSON but decodes nothing inside an event), the slices are
+joined into newline-delimited JSON and Polars' multi-threaded NDJSON reader types the columns.
+Any JSON layout works (one event over several lines, one per line, everything on one line),
+with the top-level keys in any order.  A document cut short (a killed job) is read up to its last
+complete event, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from profview.errors import ProfviewError
+from profview.parsers.schema import ARG_COLUMNS, CATEGORY_KINDS, EVENT_SCHEMA, KIND, empty_events
+
+#: Top-level keys kept as trace metadata (anything else is ignored).
+METADATA_KEYS = (
+    "schemaVersion",
+    "deviceProperties",
+    "distributedInfo",
+    "displayTimeUnit",
+    "baseTimeNanoseconds",
+    "traceName",
+    "trace_id",
+    "with_stack",
+    "record_shapes",
+    "profile_memory",
+    "with_flops",
+    "with_modules",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "cupti_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+    "roctracer_version",
+)
+
+_ANY_DEFAULT: Any = None
+_TraceDocument = msgspec.defstruct(
+    "_TraceDocument",
+    [("traceEvents", list[msgspec.Raw], msgspec.field(default_factory=list))]
+    + [(key, Any, _ANY_DEFAULT) for key in METADATA_KEYS],
+)
+_RAW_LIST = list[msgspec.Raw]
+# JSON allows raw newlines only as whitespace, so mapping them to spaces keeps every event valid
+# and makes each raw slice one NDJSON line.
+_FLATTEN = bytes.maketrans(b"\n\r", b"  ")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+_ARG_KEYS = sorted({key for _column, keys, _dtype in ARG_COLUMNS for key in keys})
+_READ_SCHEMA: dict[str, pl.DataType] = {
+    "ph": pl.String(),
+    "cat": pl.String(),
+    "name": pl.String(),
+    "pid": pl.String(),
+    "tid": pl.String(),
+    "ts": pl.Float64(),
+    "dur": pl.Float64(),
+    "id": pl.String(),
+    # Every arg is read as text and typed afterwards: traces disagree on types (ROCm writes
+    # "stream" as a string, some ids exceed int64), and a bad value must not cost the event.
+    "args": pl.Struct({key: pl.String() for key in _ARG_KEYS}),
+}
+
+
+@dataclass
+class ChromeTrace:
+    """The events frame and metadata parsed from one Chrome-trace document."""
+
+    events: pl.DataFrame
+    metadata: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+def looks_like_chrome_trace(head: bytes) -> bool:
+    """Whether the first bytes of a document look like a Chrome trace."""
+    text = head.lstrip()
+    return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
+
+
+def parse_chrome_trace(data: bytes, path: str) -> ChromeTrace:
+    """Parse a Chrome-trace document (object with ``traceEvents`` or a bare event array)."""
+    flat = data.translate(_FLATTEN)
+    warnings: list[str] = []
+    truncated = False
+    metadata: dict[str, Any] = {}
+    start = flat.lstrip()[:1]
+    try:
+        if start == b"[":
+            raw_events = msgspec.json.decode(flat, type=_RAW_LIST)
+        elif start == b"{":
+            doc = msgspec.json.decode(flat, type=_TraceDocument)
+            raw_events = doc.traceEvents
+            metadata = {k: getattr(doc, k) for k in METADATA_KEYS if getattr(doc, k) is not None}
+        else:
+            raise ProfviewError(path, "not JSON: a Chrome trace starts with '{' or '['")
+    except msgspec.ValidationError as exc:
+        raise ProfviewError(path, f"JSON but not a Chrome trace ({exc})") from None
+    except msgspec.DecodeError as exc:
+        raw_events, metadata, problem = _recover_prefix(flat, path, str(exc))
+        truncated = True
+        warnings.append(f"{problem}; read {len(raw_events):,} complete events up to the cut")
+    events = events_from_raw(raw_events, path)
+    if start == b"{" and not raw_events and not truncated and "traceEvents" not in _top_keys(flat):
+        raise ProfviewError(path, "JSON object without 'traceEvents': not a Chrome trace")
+    return ChromeTrace(events, metadata, warnings, truncated)
+
+
+def _top_keys(flat: bytes) -> set[str]:
+    try:
+        return set(msgspec.json.decode(flat, type=dict[str, msgspec.Raw]))
+    except msgspec.MsgspecError:
+        return set()
+
+
+def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Raw], dict[str, Any], str]:
+    """Read the complete events of a document that was cut short (or is broken mid-way)."""
+    match = _EVENTS_KEY.search(flat)
+    if flat.lstrip()[:1] == b"[":
+        header, body = b"", flat[flat.index(b"[") :]
+    elif match:
+        header, body = flat[: match.start()], flat[match.end() - 1 :]
+    else:
+        raise ProfviewError(path, f"invalid JSON ({error}) and no 'traceEvents' array found") from None
+    events = _longest_valid_prefix(body)
+    if events is None:
+        raise ProfviewError(path, f"invalid JSON ({error}); no complete event could be read") from None
+    kind = "truncated" if "truncated" in error.lower() else f"broken ({error})"
+    return events, _header_metadata(header), f"the trace is {kind}"
+
+
+def _longest_valid_prefix(body: bytes) -> list[msgspec.Raw] | None:
+    """The events of ``body`` (a JSON array cut anywhere) up to its last complete event.
+
+    Every closing brace, from the end, is tried as the end of the last event: the first one that
+    makes ``body[:brace + 1] + "]"`` a valid array is exactly the end of the last complete event,
+    since a brace inside an unfinished event leaves a string or a bracket open.
+    """
+    pos = len(body)
+    while True:
+        pos = body.rfind(b"}", 0, pos)
+        if pos < 0:
+            return [] if body.startswith(b"[") else None
+        try:
+            return msgspec.json.decode(body[: pos + 1] + b"]", type=_RAW_LIST)
+        except msgspec.MsgspecError:
+            continue
+
+
+def _header_metadata(header: bytes) -> dict[str, Any]:
+    """Metadata keys that precede ``traceEvents`` in a document whose end is missing."""
+    text = header.rstrip().rstrip(b",")
+    if not text.lstrip().startswith(b"{"):
+        return {}
+    try:
+        doc = msgspec.json.decode(text + b"}")
+    except msgspec.MsgspecError:
+        return {}
+    return {k: doc[k] for k in METADATA_KEYS if k in doc} if isinstance(doc, dict) else {}
+
+
+def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
+    """Type a list of raw event slices into the events frame."""
+    if not raw_events:
+        return empty_events()
+    ndjson = b"\n".join(raw_events)
+    try:
+        raw = pl.read_ndjson(ndjson, schema=_READ_SCHEMA, ignore_errors=True)
+    except pl.exceptions.ComputeError:
+        try:  # invalid UTF-8 inside names: replace it rather than lose the trace
+            fixed = ndjson.decode("utf-8", "replace").encode("utf-8")
+            raw = pl.read_ndjson(fixed, schema=_READ_SCHEMA, ignore_errors=True)
+        except pl.exceptions.PolarsError as exc:
+            raise ProfviewError(path, f"events could not be read ({exc})") from None
+    return normalise_events(raw)
+
+
+def _arg(keys: tuple[str, ...]) -> pl.Expr:
+    fields = [pl.col("args").struct.field(key) for key in keys]
+    return fields[0] if len(fields) == 1 else pl.coalesce(fields)
+
+
+def _kind_expr() -> pl.Expr:
+    cat = pl.col("cat").str.to_lowercase()
+    by_cat = cat.replace_strict(CATEGORY_KINDS, default="other", return_dtype=pl.String)
+    ph = pl.col("ph")
+    return (
+        pl.when(ph.is_in(["X", "B", "E"]))
+        .then(by_cat)
+        .when(ph.is_in(["i", "I", "n"]))
+        .then(pl.lit("instant"))
+        .when(ph.is_in(["s", "t", "f"]))
+        .then(pl.lit("flow"))
+        .when(ph == "M")
+        .then(pl.lit("metadata"))
+        .when(ph == "C")
+        .then(pl.lit("counter"))
+        .otherwise(pl.lit("other"))
+        .cast(KIND)
+    )
+
+
+def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
+    """Raw NDJSON columns → the documented events frame (typed columns, normalised kind)."""
+    columns: list[pl.Expr] = [
+        pl.col("ph"),
+        pl.col("cat"),
+        _kind_expr().alias("kind"),
+        pl.col("name").fill_null(""),
+        pl.col("pid"),
+        pl.col("tid"),
+        pl.col("ts"),
+        pl.col("dur"),
+        pl.col("id").cast(pl.Int64, strict=False).alias("flow_id"),
+    ]
+    for column, keys, dtype in ARG_COLUMNS:
+        value = _arg(keys)
+        if dtype != pl.String():
+            value = value.cast(pl.Float64, strict=False) if dtype == pl.Float64() else _to_int(value)
+        columns.append(value.alias(column))
+    events = raw.select(columns)
+    # External id 0 means "none" in Kineto.
+    events = events.with_columns(
+        pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id")
+    )
+    return events.select(list(EVENT_SCHEMA))
+
+
+def _to_int(text: pl.Expr) -> pl.Expr:
+    """Text → Int64; integral floats (``"7.0"``) accepted, anything else (or > int64) null."""
+    as_int = text.cast(pl.Int64, strict=False)
+    as_float = text.cast(pl.Float64, strict=False)
+    integral = pl.when(as_float == as_float.floor()).then(as_float).cast(pl.Int64, strict=False)
+    return pl.coalesce(as_int, integral)

@@ -1,0 +1,124 @@
+"""The documented Polars frames every parser produces.
+
+**Events frame** (one row per trace event, from Chrome-trace JSON):
+
+=================  =========  ===========================================================
+column             dtype      meaning
+=================  =========  ===========================================================
+ph                 String     Chrome-trace phase: ``X`` complete, ``i`` instant, ``s``/``f`` flow, ``M`` metadata
+cat                String     category as written in the trace (``kernel``, ``Kernel``, ``cpu_op`` ...)
+kind               Enum       normalised category, one of :data:`KINDS`
+name               String     event name (operator, kernel, runtime call ...)
+pid, tid           String     process and thread as written (``"0"``, ``"stream 7"``, ``"Spans"``)
+ts                 Float64    start, microseconds as written in the trace
+dur                Float64    duration in microseconds (null when absent)
+external_id        Int64      ``External id`` / legacy ``external id`` (0 in the trace becomes null)
+correlation        Int64      CUDA/HIP correlation id linking a runtime call to its GPU work
+flow_id            Int64      ``id`` of flow events
+stream, device     Int64      GPU stream and device index of GPU work
+grid, block        String     launch shape as written, e.g. ``[64, 1, 1]``
+registers          Int64      registers per thread
+shared_mem         Int64      shared memory per block in bytes
+occupancy          Float64    ``est. achieved occupancy %``
+bytes              Int64      bytes moved by a memcpy/memset
+input_dims         String     ``Input Dims`` of an operator, as JSON text
+input_type         String     ``Input type`` of an operator, as JSON text
+python_id          Int64      ``Python id`` of a python_function event
+python_parent_id   Int64      ``Python parent id``
+call_stack         String     legacy ``Call stack`` of an operator (PyTorch <= 1.10 with_stack)
+sequence_number    Int64      autograd ``Sequence number``
+fwd_thread_id      Int64      ``Fwd thread id`` of a backward op
+collective         String     ``Collective name`` of an NCCL/RCCL operation
+label              String     ``args.name`` of a metadata event (process/thread name)
+=================  =========  ===========================================================
+
+**Trace metadata** is a plain dict of the document's top-level keys other than ``traceEvents``
+(``deviceProperties``, ``distributedInfo``, ``with_stack`` and the other flags).
+
+The analysis frames (kernels, operators, steps, launches) are documented in
+:mod:`profview.analysis`; text-table parsers produce those frames directly.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Normalised event kinds.  GPU work is ``kernel``, ``memcpy`` and ``memset``.
+KINDS: tuple[str, ...] = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "gpu_annotation",
+    "runtime",
+    "driver",
+    "cpu_op",
+    "user_annotation",
+    "python_function",
+    "instant",
+    "flow",
+    "metadata",
+    "counter",
+    "other",
+)
+KIND = pl.Enum(KINDS)
+GPU_KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
+HOST_OP_KINDS: tuple[str, ...] = ("cpu_op", "user_annotation")
+
+#: Lower-cased ``cat`` values → kind, for ``X`` events.
+CATEGORY_KINDS: dict[str, str] = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memset": "memset",
+    "gpu_user_annotation": "gpu_annotation",
+    "cuda_runtime": "runtime",
+    "runtime": "runtime",
+    "cuda_driver": "driver",
+    "driver": "driver",
+    "cpu_op": "cpu_op",
+    "operator": "cpu_op",
+    "user_annotation": "user_annotation",
+    "python_function": "python_function",
+}
+
+#: (column, trace arg key(s), dtype) for every typed column taken from ``args``.
+ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
+    ("external_id", ("External id", "external id"), pl.Int64()),
+    ("correlation", ("correlation",), pl.Int64()),
+    ("stream", ("stream",), pl.Int64()),
+    ("device", ("device",), pl.Int64()),
+    ("grid", ("grid",), pl.String()),
+    ("block", ("block",), pl.String()),
+    ("registers", ("registers per thread",), pl.Int64()),
+    ("shared_mem", ("shared memory",), pl.Int64()),
+    ("occupancy", ("est. achieved occupancy %",), pl.Float64()),
+    ("bytes", ("bytes",), pl.Int64()),
+    ("input_dims", ("Input Dims",), pl.String()),
+    ("input_type", ("Input type",), pl.String()),
+    ("python_id", ("Python id",), pl.Int64()),
+    ("python_parent_id", ("Python parent id",), pl.Int64()),
+    ("call_stack", ("Call stack",), pl.String()),
+    ("sequence_number", ("Sequence number",), pl.Int64()),
+    ("fwd_thread_id", ("Fwd thread id",), pl.Int64()),
+    ("collective", ("Collective name",), pl.String()),
+    ("label", ("name",), pl.String()),
+)
+
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "ph": pl.String(),
+    "cat": pl.String(),
+    "kind": KIND,
+    "name": pl.String(),
+    "pid": pl.String(),
+    "tid": pl.String(),
+    "ts": pl.Float64(),
+    "dur": pl.Float64(),
+    "flow_id": pl.Int64(),
+    **{column: dtype for column, _keys, dtype in ARG_COLUMNS},
+}
+
+
+def empty_events() -> pl.DataFrame:
+    """An events frame with no rows and the documented schema."""
+    return pl.DataFrame(schema=EVENT_SCHEMA)

@@ -1,0 +1,129 @@
+"""A loaded profile: the one object the CLI, the viewer, exports and notebooks read.
+
+A trace profile computes its views from the events frame (lazily, once each); a profile read
+from a text table carries the views its format provides.  Either way every figure comes from
+:mod:`profview.analysis`, so the CLI, the viewer and exports agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from profview.analysis.kernels import kernel_table
+from profview.analysis.launches import kernel_launches, op_launches
+from profview.analysis.model import TraceModel, build_model
+from profview.analysis.operators import operator_rows, operator_table
+from profview.analysis.overview import Overview, build_overview
+from profview.analysis.steps import step_table
+from profview.errors import ProfviewError
+
+VIEWS = ("kernels", "ops", "steps", "launches")
+
+
+@dataclass
+class Profile:
+    """One profile.  ``events`` is set for traces; ``tables`` holds views given by text formats.
+
+    ``missing`` maps a view that this profile cannot provide to the reason, shown to the user.
+    """
+
+    path: str
+    format: str
+    events: pl.DataFrame | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    # -- derived ---------------------------------------------------------------------------
+    @cached_property
+    def model(self) -> TraceModel:
+        """The linked trace model (traces only)."""
+        if self.events is None:
+            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        return build_model(self.events)
+
+    @cached_property
+    def _operator_rows(self) -> pl.DataFrame:
+        return operator_rows(self.model)
+
+    @cached_property
+    def _steps(self) -> pl.DataFrame:
+        return step_table(self.model)
+
+    def available(self, view: str) -> bool:
+        """Whether this profile can show ``view``."""
+        return view not in self.missing and (self.events is not None or view in self.tables)
+
+    def _require(self, view: str) -> pl.DataFrame | None:
+        if view in self.missing:
+            raise ProfviewError(self.path, self.missing[view])
+        if self.events is None:
+            if view not in self.tables:
+                raise ProfviewError(self.path, f"a {self.format} has no {view} view")
+            return self.tables[view]
+        return None
+
+    def _window(self, step: int | None) -> tuple[float, float] | None:
+        if step is None:
+            return None
+        rows = self._steps.filter(pl.col("step") == step)
+        if rows.height == 0:
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        start = float(rows["start_us"][0]) + self.model.span_start
+        return start, start + float(rows["duration_us"][0])
+
+    def step_numbers(self) -> list[int]:
+        """The ProfilerStep numbers of a trace."""
+        return [s for s in self.steps()["step"].to_list() if s is not None and s >= 0]
+
+    # -- views -----------------------------------------------------------------------------
+    def kernels(self, by_shape: bool = False, step: int | None = None) -> pl.DataFrame:
+        """The kernel table (see :func:`profview.analysis.kernels.kernel_table`)."""
+        given = self._require("kernels")
+        if given is not None:
+            return given
+        gpu = self.model.gpu
+        window = self._window(step)
+        if window:
+            gpu = gpu.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        return kernel_table(gpu, by_shape)
+
+    def ops(self, by_shapes: bool = False, step: int | None = None) -> pl.DataFrame:
+        """The operator table (see :func:`profview.analysis.operators.operator_table`)."""
+        given = self._require("ops")
+        if given is not None:
+            return given
+        rows = self._operator_rows
+        unattributed = self.model.gpu.filter(pl.col("op_row").is_null())
+        window = self._window(step)
+        if window:
+            rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+            unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        return operator_table(rows, unattributed, by_shapes)
+
+    def steps(self) -> pl.DataFrame:
+        """The step breakdown (see :func:`profview.analysis.steps.step_table`)."""
+        given = self._require("steps")
+        return given if given is not None else self._steps
+
+    def launches(self, op: str) -> pl.DataFrame:
+        """GPU work launched by operator ``op``, directly or through its children."""
+        given = self._require("launches")
+        if given is not None:
+            return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+        return op_launches(self.model, op)
+
+    def kernel_launches(self, kernel: str) -> pl.DataFrame:
+        """The operator chains and Python stacks that launched kernel ``kernel``."""
+        self._require("launches")
+        return kernel_launches(self.model, kernel)
+
+    def overview(self) -> Overview:
+        """Devices, span, GPU busy time and the average step (traces only)."""
+        return build_overview(self.model, self.steps(), self.kernels(), self.metadata)
