@@ -10,8 +10,12 @@ from profview.parsers.source import read_source
 from profview.profile import Profile
 
 
-def load(path: str | os.PathLike[str]) -> Profile:
-    """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason."""
+def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | None = None) -> Profile:
+    """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
+
+    ``run`` picks one run of a file that holds several (TensorBoard-plugin JSON); ``use_cache``
+    allows re-opening a trace from the parsed-frame cache.
+    """
     source = read_source(path)
     head = source.data[:65536]
     if looks_like_chrome_trace(head):

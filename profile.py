@@ -12,7 +12,6 @@ from functools import cached_property
 from typing import Any
 
 import polars as pl
-
 from profview.analysis.kernels import kernel_table
 from profview.analysis.launches import kernel_launches, op_launches
 from profview.analysis.model import TraceModel, build_model

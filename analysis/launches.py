@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-
 from profview.analysis.calltree import subtree_mask
 from profview.analysis.model import UNATTRIBUTED, TraceModel
 from profview.analysis.operators import display_name

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-
 from profview.analysis.calltree import CallTree, build_call_tree
 from profview.parsers.schema import GPU_KINDS, HOST_OP_KINDS
 

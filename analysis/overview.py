@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
 from profview.analysis.model import TraceModel
 from profview.analysis.steps import CATEGORIES
 

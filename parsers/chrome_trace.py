@@ -16,7 +16,6 @@ from typing import Any
 
 import msgspec
 import polars as pl
-
 from profview.errors import ProfviewError
 from profview.parsers.schema import ARG_COLUMNS, CATEGORY_KINDS, EVENT_SCHEMA, KIND, empty_events
 

@@ -1,0 +1,134 @@
+"""The ``profview`` command: open the viewer, print a summary, export a view.
+
+Textual is imported only by the viewer, so ``summary`` and ``export`` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+from profview import __version__
+from profview.errors import ProfviewError
+
+app = typer.Typer(
+    name="profview",
+    help="A terminal trace explorer for GPU profiles: `profview TRACE` opens the viewer.",
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+COMMANDS = ("open", "summary", "export")
+
+PathArg = Annotated[str, typer.Argument(help="Trace (.json, .json.gz) or profiler table file.")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"profview {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """profview: kernel, operator and step tables of GPU profiles, in the terminal."""
+
+
+def _load(path: str, no_cache: bool = False):
+    from profview.loading import load
+
+    profile = load(path, use_cache=not no_cache)
+    for warning in profile.warnings:
+        from profview.sanitize import clean
+
+        typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
+    return profile
+
+
+@app.command("open")
+def open_viewer(path: PathArg, no_cache: NoCache = False) -> None:
+    """Open the interactive viewer on PATH."""
+    from profview.tui.app import run
+
+    raise typer.Exit(run(path, no_cache=no_cache))
+
+
+@app.command()
+def summary(
+    path: PathArg,
+    top: Annotated[int, typer.Option("--top", "-n", help="Rows of each table.")] = 10,
+    no_cache: NoCache = False,
+) -> None:
+    """Print an overview, the step breakdown and the top kernels and operators."""
+    from profview.summary import print_summary
+
+    print_summary(_load(path, no_cache), top)
+
+
+@app.command()
+def export(
+    path: PathArg,
+    out: Annotated[str, typer.Option("--out", "-o", help="Output .csv, .parquet or .json; - for CSV on stdout.")],
+    view: Annotated[str, typer.Option("--view", "-v", help="kernels, ops, steps or launches.")] = "kernels",
+    op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
+    kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
+    filter_: Annotated[
+        Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
+    ] = None,
+    sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
+    asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
+    top: Annotated[Optional[int], typer.Option("--top", "-n", help="Keep the first N rows.")] = None,  # noqa: UP045
+    by_shape: Annotated[bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")] = False,
+    step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
+    raw_formulas: Annotated[
+        bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
+    ] = False,
+    no_cache: NoCache = False,
+) -> None:
+    """Write a view (with filter, sort and top applied) to a file."""
+    from profview.export import export_format, write_table
+    from profview.views import refine, view_frame
+
+    export_format(out)
+    profile = _load(path, no_cache)
+    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
+    frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
+    written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+    if written != "-":
+        typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {written}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+        args.insert(0, "open")
+    try:
+        app(args=args, prog_name="profview", standalone_mode=False)
+    except ProfviewError as exc:
+        from profview.sanitize import clean
+
+        typer.echo(f"profview: error: {clean(exc)}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("profview: interrupted", err=True)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,84 @@
+"""Write a view to CSV, Parquet or JSON, safely.
+
+Writes go to a temporary file in the target folder and are renamed into place, so an existing
+file is never truncated by a failed write; the input trace itself is never overwritten.  CSV
+cells that a spreadsheet would run as formulas are prefixed with ``'`` unless ``raw_formulas``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import polars as pl
+from profview.errors import ProfviewError
+from profview.sanitize import FORMULA_START
+
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
+
+
+def neutralise_formulas(frame: pl.DataFrame) -> pl.DataFrame:
+    """Prefix text cells that start like a formula (``= + - @``) with a single quote."""
+    pattern = "^(" + "|".join(re.escape(c) for c in FORMULA_START) + ")"
+    return frame.with_columns(
+        pl.when(pl.col(c).str.contains(pattern)).then("'" + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c, dtype in frame.schema.items()
+        if dtype == pl.String
+    )
+
+
+def export_format(target: str) -> str:
+    """The format implied by a target path (``-`` is CSV on stdout)."""
+    if target == "-":
+        return "csv"
+    fmt = FORMATS.get(Path(target).suffix.lower())
+    if fmt is None:
+        raise ProfviewError(target, "unknown export format: use .csv, .parquet or .json, or - for stdout")
+    return fmt
+
+
+def write_table(
+    frame: pl.DataFrame,
+    target: str,
+    *,
+    inputs: tuple[str, ...] = (),
+    overwrite: bool = True,
+    raw_formulas: bool = False,
+) -> str:
+    """Write ``frame`` to ``target`` atomically; return the path written (or ``-``)."""
+    fmt = export_format(target)
+    if fmt == "csv" and not raw_formulas:
+        frame = neutralise_formulas(frame)
+    if target == "-":
+        frame.write_csv(sys.stdout)
+        return target
+    path = Path(target).expanduser()
+    for source in inputs:
+        if path.exists() and os.path.samefile(path, source):
+            raise ProfviewError(target, "refusing to overwrite the input profile")
+    if path.exists() and not overwrite:
+        raise ProfviewError(target, "already exists (use --force to overwrite)")
+    if path.is_dir():
+        raise ProfviewError(target, "is a directory")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ProfviewError(target, f"folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if fmt == "csv":
+                frame.write_csv(fh)
+            elif fmt == "parquet":
+                frame.write_parquet(fh)
+            else:
+                fh.write(frame.write_json().encode())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
+        raise
+    return str(path)
