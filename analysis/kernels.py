@@ -47,7 +47,7 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         pl.struct(SHAPE_KEYS).n_unique().cast(pl.Int64).alias("shapes"),
         *shape_aggs,
     )
-    total = table["total_us"].sum() or 0.0
+    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
     table = table.with_columns(
         (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct")
     )

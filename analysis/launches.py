@@ -56,7 +56,7 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
         pl.col("dur").min().alias("min_us"),
         pl.col("dur").max().alias("max_us"),
     )
-    total = table["total_us"].sum() or 0.0
+    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
     table = table.with_columns(
         pl.col("kind").cast(pl.String),
         (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
@@ -90,7 +90,7 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
         pl.col("min_us").min(),
         pl.col("max_us").max(),
     )
-    total = table["total_us"].sum() or 0.0
+    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
     table = table.with_columns(
         (pl.col("total_us") / pl.col("calls")).alias("mean_us"),
         (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),

@@ -1,0 +1,46 @@
+"""Shared fixtures: real sample traces, and the raw events read by a second, independent method."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import profview
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+SHARED = ROOT.parent / "shared"
+
+
+def sample(name: str) -> Path:
+    """Path of a file in samples/."""
+    return SAMPLES / name
+
+
+@cache
+def raw_events(name: str) -> list[dict]:
+    """The events of a sample read with the standard library (the independent check)."""
+    path = sample(name)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        doc = json.load(fh)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+@cache
+def loaded(name: str) -> profview.Profile:
+    """A sample loaded by profview (cached per test session)."""
+    return profview.load(sample(name), use_cache=False)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the checkout, or skip with the reason."""
+    if not SHARED.is_dir():
+        print(f"skipping: {SHARED} is absent (corpus tests need ../shared beside the checkout)")
+        pytest.skip(f"{SHARED} is absent")
+    return SHARED
