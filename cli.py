@@ -85,7 +85,9 @@ def export(
     sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
     asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
     top: Annotated[Optional[int], typer.Option("--top", "-n", help="Keep the first N rows.")] = None,  # noqa: UP045
-    by_shape: Annotated[bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")] = False,
+    by_shape: Annotated[
+        bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
+    ] = False,
     step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     raw_formulas: Annotated[

@@ -7,9 +7,8 @@ import json
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 import profview
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import polars as pl
+import profview
 import pytest
 from conftest import loaded, raw_events, sample
-
-import profview
 from profview.cli import main
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
