@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except typer.TyperException as exc:  # usage errors: bad or missing options
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"profview: error: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))

@@ -4,28 +4,38 @@ from __future__ import annotations
 
 import os
 
+from profview import cache
 from profview.errors import ProfviewError
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
 from profview.parsers.source import read_source
 from profview.profile import Profile
+
+TRACE_FORMAT = "Chrome trace"
 
 
 def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | None = None) -> Profile:
     """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
 
     ``run`` picks one run of a file that holds several (TensorBoard-plugin JSON); ``use_cache``
-    allows re-opening a trace from the parsed-frame cache.
+    allows re-opening a trace from the parsed-frame cache (see :mod:`profview.cache`).
     """
-    source = read_source(path)
-    head = source.data[:65536]
+    name = os.fspath(path)
+    if use_cache and os.path.isfile(name):
+        hit = cache.lookup(name)
+        if hit is not None:
+            events, fields = hit
+            return Profile(path=name, events=events, **fields)
+    source = read_source(name)
+    head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
         trace = parse_chrome_trace(source.data, source.path)
-        return Profile(
-            path=source.path,
-            format="Chrome trace",
-            events=trace.events,
-            metadata=trace.metadata,
-            warnings=source.warnings + trace.warnings,
-            truncated=trace.truncated or bool(source.warnings),
-        )
+        fields = {
+            "format": TRACE_FORMAT,
+            "metadata": trace.metadata,
+            "warnings": source.warnings + trace.warnings,
+            "truncated": trace.truncated or bool(source.warnings),
+        }
+        if use_cache:
+            cache.store(name, trace.events, fields)
+        return Profile(path=source.path, events=trace.events, **fields)
     raise ProfviewError(source.path, "not a recognised profile (tried: Chrome-trace JSON)")

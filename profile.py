@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from profview.analysis.kernels import kernel_table
 from profview.analysis.launches import kernel_launches, op_launches
-from profview.analysis.model import TraceModel, build_model
+from profview.analysis.model import TraceModel, build_model, gpu_work
 from profview.analysis.operators import operator_rows, operator_table
 from profview.analysis.overview import Overview, build_overview
 from profview.analysis.steps import step_table
@@ -45,7 +45,14 @@ class Profile:
         """The linked trace model (traces only)."""
         if self.events is None:
             raise ProfviewError(self.path, f"{self.format} has no trace events")
-        return build_model(self.events)
+        return build_model(self.events, self.gpu)
+
+    @cached_property
+    def gpu(self) -> pl.DataFrame:
+        """GPU work of a trace, without the links to operators (enough for kernel tables)."""
+        if self.events is None:
+            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        return gpu_work(self.events)
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
@@ -87,7 +94,7 @@ class Profile:
         given = self._require("kernels")
         if given is not None:
             return given
-        gpu = self.model.gpu
+        gpu = self.gpu
         window = self._window(step)
         if window:
             gpu = gpu.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))

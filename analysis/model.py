@@ -33,10 +33,22 @@ class TraceModel:
     span_end: float
 
 
-def build_model(events: pl.DataFrame) -> TraceModel:
-    """Sort, nest and link the events of one trace."""
+def complete_events(events: pl.DataFrame) -> pl.DataFrame:
+    """``X`` events with a start and a duration (negative durations clipped to 0)."""
     complete = events.filter((pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null())
-    complete = complete.with_columns(pl.col("dur").clip(lower_bound=0.0))
+    return complete.with_columns(pl.col("dur").clip(lower_bound=0.0))
+
+
+def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
+    """GPU work (kernel, memcpy, memset events) with ``end``; enough for the kernel table."""
+    return complete_events(events.filter(pl.col("kind").is_in(GPU_KINDS))).with_columns(
+        (pl.col("ts") + pl.col("dur")).alias("end")
+    )
+
+
+def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
+    """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
+    complete = complete_events(events)
     host = (
         complete.filter(pl.col("kind").is_in(HOST_KINDS))
         .sort(["pid", "tid", "ts", "dur"], descending=[False, False, False, True])
@@ -47,10 +59,7 @@ def build_model(events: pl.DataFrame) -> TraceModel:
         )
     )
     tree = build_call_tree(host)
-    gpu = complete.filter(pl.col("kind").is_in(GPU_KINDS)).with_columns(
-        (pl.col("ts") + pl.col("dur")).alias("end")
-    )
-    gpu = _attribute_gpu_work(gpu, host, tree)
+    gpu = _attribute_gpu_work(gpu_work(events) if gpu is None else gpu, host, tree)
     spans = complete.filter(pl.col("kind") != "other")
     span_start = float(spans["ts"].min() or 0.0) if spans.height else 0.0
     span_end = float((spans["ts"] + spans["dur"]).max() or 0.0) if spans.height else 0.0

@@ -53,7 +53,9 @@ _RAW_LIST = list[msgspec.Raw]
 _FLATTEN = bytes.maketrans(b"\n\r", b"  ")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
-_ARG_KEYS = sorted({key for _column, keys, _dtype in ARG_COLUMNS for key in keys})
+_ARG_DTYPES: dict[str, pl.DataType] = {key: dtype for _column, keys, dtype in ARG_COLUMNS for key in keys}
+# ROCm writes "stream" as text on some events: read it as text and convert, so it is not lost.
+_ARG_DTYPES["stream"] = pl.String()
 _READ_SCHEMA: dict[str, pl.DataType] = {
     "ph": pl.String(),
     "cat": pl.String(),
@@ -62,11 +64,13 @@ _READ_SCHEMA: dict[str, pl.DataType] = {
     "tid": pl.String(),
     "ts": pl.Float64(),
     "dur": pl.Float64(),
-    "id": pl.String(),
-    # Every arg is read as text and typed afterwards: traces disagree on types (ROCm writes
-    # "stream" as a string, some ids exceed int64), and a bad value must not cost the event.
-    "args": pl.Struct({key: pl.String() for key in _ARG_KEYS}),
+    "id": pl.Int64(),
+    # With ignore_errors a value of the wrong type (an id above int64, say) becomes null without
+    # costing the rest of the event.
+    "args": pl.Struct(_ARG_DTYPES),
 }
+#: Events are typed in chunks of about this many bytes, to bound the memory of the NDJSON copy.
+CHUNK_BYTES = 48 * 2**20
 
 
 @dataclass
@@ -91,7 +95,7 @@ def parse_chrome_trace(data: bytes, path: str) -> ChromeTrace:
     warnings: list[str] = []
     truncated = False
     metadata: dict[str, Any] = {}
-    start = flat.lstrip()[:1]
+    start = _first_byte(flat)
     try:
         if start == b"[":
             raw_events = msgspec.json.decode(flat, type=_RAW_LIST)
@@ -113,6 +117,12 @@ def parse_chrome_trace(data: bytes, path: str) -> ChromeTrace:
     return ChromeTrace(events, metadata, warnings, truncated)
 
 
+def _first_byte(data: bytes) -> bytes:
+    """The first non-whitespace byte of a document (without copying it)."""
+    match = re.compile(rb"\s*").match(data)
+    return data[match.end() : match.end() + 1] if match else b""
+
+
 def _top_keys(flat: bytes) -> set[str]:
     try:
         return set(msgspec.json.decode(flat, type=dict[str, msgspec.Raw]))
@@ -123,7 +133,7 @@ def _top_keys(flat: bytes) -> set[str]:
 def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Raw], dict[str, Any], str]:
     """Read the complete events of a document that was cut short (or is broken mid-way)."""
     match = _EVENTS_KEY.search(flat)
-    if flat.lstrip()[:1] == b"[":
+    if _first_byte(flat) == b"[":
         header, body = b"", flat[flat.index(b"[") :]
     elif match:
         header, body = flat[: match.start()], flat[match.end() - 1 :]
@@ -167,9 +177,23 @@ def _header_metadata(header: bytes) -> dict[str, Any]:
 
 
 def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
-    """Type a list of raw event slices into the events frame."""
+    """Type a list of raw event slices into the events frame, a bounded chunk at a time."""
     if not raw_events:
         return empty_events()
+    total = len(raw_events)
+    chunks = max(1, -(-_raw_size(raw_events) // CHUNK_BYTES))
+    step = -(-total // chunks)
+    frames = [_read_chunk(raw_events[i : i + step], path) for i in range(0, total, step)]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+
+
+def _raw_size(raw_events: list[msgspec.Raw]) -> int:
+    """Approximate byte size of the events (from a sample, to avoid a loop over all of them)."""
+    sample = raw_events[:: max(1, len(raw_events) // 1000)]
+    return sum(len(e) for e in sample) * len(raw_events) // len(sample)
+
+
+def _read_chunk(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
     ndjson = b"\n".join(raw_events)
     try:
         raw = pl.read_ndjson(ndjson, schema=_READ_SCHEMA, ignore_errors=True)
@@ -180,11 +204,6 @@ def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
         except pl.exceptions.PolarsError as exc:
             raise ProfviewError(path, f"events could not be read ({exc})") from None
     return normalise_events(raw)
-
-
-def _arg(keys: tuple[str, ...]) -> pl.Expr:
-    fields = [pl.col("args").struct.field(key) for key in keys]
-    return fields[0] if len(fields) == 1 else pl.coalesce(fields)
 
 
 def _kind_expr() -> pl.Expr:
@@ -209,6 +228,7 @@ def _kind_expr() -> pl.Expr:
 
 def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
     """Raw NDJSON columns → the documented events frame (typed columns, normalised kind)."""
+    args = pl.col("args").struct
     columns: list[pl.Expr] = [
         pl.col("ph"),
         pl.col("cat"),
@@ -218,24 +238,14 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
         pl.col("tid"),
         pl.col("ts"),
         pl.col("dur"),
-        pl.col("id").cast(pl.Int64, strict=False).alias("flow_id"),
+        pl.col("id").alias("flow_id"),
     ]
     for column, keys, dtype in ARG_COLUMNS:
-        value = _arg(keys)
-        if dtype != pl.String():
-            value = value.cast(pl.Float64, strict=False) if dtype == pl.Float64() else _to_int(value)
-        columns.append(value.alias(column))
+        fields = [args.field(key) for key in keys]
+        value = fields[0] if len(fields) == 1 else pl.coalesce(fields)
+        columns.append(value.cast(dtype, strict=False).alias(column))
     events = raw.select(columns)
     # External id 0 means "none" in Kineto.
-    events = events.with_columns(
+    return events.with_columns(
         pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id")
-    )
-    return events.select(list(EVENT_SCHEMA))
-
-
-def _to_int(text: pl.Expr) -> pl.Expr:
-    """Text → Int64; integral floats (``"7.0"``) accepted, anything else (or > int64) null."""
-    as_int = text.cast(pl.Int64, strict=False)
-    as_float = text.cast(pl.Float64, strict=False)
-    integral = pl.when(as_float == as_float.floor()).then(as_float).cast(pl.Int64, strict=False)
-    return pl.coalesce(as_int, integral)
+    ).select(list(EVENT_SCHEMA))
