@@ -36,6 +36,14 @@ def loaded(name: str) -> profview.Profile:
     return profview.load(sample(name), use_cache=False)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read or write the user's real cache."""
+    import os
+
+    os.environ["PROFVIEW_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """../shared beside the checkout, or skip with the reason."""

@@ -1,0 +1,5 @@
+"""``python -m profview``: the profview command."""
+
+from profview.cli import main
+
+main()

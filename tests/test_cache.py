@@ -1,0 +1,58 @@
+"""The parsed-frame cache: same frames on re-open, never stale, safe against broken entries."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import sample
+
+import profview
+from profview import cache
+
+DDP = "ddp_nccl_streams.pt.trace.json.gz"
+
+
+@pytest.fixture
+def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "t.json.gz"
+    shutil.copy(sample(DDP), target)
+    return target
+
+
+def test_reopen_serves_identical_frames_from_the_cache(trace: Path) -> None:
+    first = profview.load(trace)
+    assert cache.lookup(str(trace)) is not None
+    again = profview.load(trace)
+    assert again.events.equals(first.events)
+    assert again.kernels().equals(first.kernels())
+    assert again.ops().equals(first.ops())
+    assert again.metadata == first.metadata
+
+
+def test_changed_trace_is_parsed_again(trace: Path) -> None:
+    profview.load(trace)
+    other = sample("hta_mi250_rocm_minitoy.json.gz")
+    shutil.copy(other, trace)
+    os.utime(trace, ns=(1, 1))  # a different size and modification time
+    assert cache.lookup(str(trace)) is None
+    reloaded = profview.load(trace)
+    assert reloaded.kernels()["calls"].sum() == 14  # the ROCm trace's kernels, not the DDP ones
+    entries = [p for p in cache.cache_root().iterdir() if not p.name.startswith(".")]
+    assert len(entries) == 1  # the stale entry was pruned
+
+
+def test_broken_entry_is_ignored(trace: Path) -> None:
+    profview.load(trace)
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    (entry / cache.EVENTS_FILE).write_bytes(b"not arrow")
+    assert cache.lookup(str(trace)) is None
+    assert profview.load(trace).kernels()["calls"].sum() > 0
+
+
+def test_no_cache_neither_reads_nor_writes(trace: Path) -> None:
+    profview.load(trace, use_cache=False)
+    assert not cache.cache_root().exists() or not any(cache.cache_root().iterdir())
