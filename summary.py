@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from profview.analysis.steps import CATEGORIES, CATEGORY_LABELS
+from profview.analysis.steps import CATEGORIES
 from profview.profile import Profile
 from profview.sanitize import clean
 from rich.console import Console
@@ -30,22 +30,45 @@ def short(name: object, width: int = NAME_WIDTH) -> Text:
     return Text(text if len(text) <= width else text[: width - 1] + "…")
 
 
-def _table(title: str, frame: pl.DataFrame, columns: dict[str, str]) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for column, header in columns.items():
-        table.add_column(header, justify="left" if column in ("name", "step") else "right", overflow="fold")
-    for row in frame.iter_rows(named=True):
-        cells = []
-        for column in columns:
-            value = row[column]
-            if column == "name":
-                cells.append(short(value))
-            elif column.endswith("_us"):
-                cells.append(Text(fmt_us(value)))
-            elif column == "pct":
-                cells.append(Text(f"{value:.1f}%"))
-            else:
-                cells.append(Text(clean(value)))
+SHORT_LABELS = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Comm",
+    "runtime": "Runtime",
+    "dataloader": "Data",
+    "cpu_exec": "CPU",
+    "other": "Other",
+}
+
+
+def _cell(column: str, value: object, unit_ms: bool) -> Text:
+    if column == "name":
+        return short(value)
+    if column.endswith("_us"):
+        return Text("-" if value is None else f"{value / 1e3:.1f}" if unit_ms else fmt_us(value))  # type: ignore[operator]
+    if column == "pct":
+        return Text(f"{value:.1f}%")
+    return Text(clean(value))
+
+
+def _table(
+    title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False
+) -> Table:
+    """A borderless table: numbers keep their full width, names give way with an ellipsis."""
+    rows = [[_cell(c, row[c], unit_ms) for c in columns] for row in frame.iter_rows(named=True)]
+    widths = [max([len(header), *(len(r[i]) for r in rows)]) for i, header in enumerate(columns.values())]
+    names = [i for i, column in enumerate(columns) if column == "name"]
+    spare = width - sum(w for i, w in enumerate(widths) if i not in names) - 2 * len(widths)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
+    for index, (column, header) in enumerate(columns.items()):
+        if column == "name":
+            size = max(16, min(widths[index], spare))
+            table.add_column(header, no_wrap=True, overflow="ellipsis", width=size)
+        else:
+            justify = "left" if column == "step" else "right"
+            table.add_column(header, justify=justify, no_wrap=True, min_width=widths[index])
+    for cells in rows:
         table.add_row(*cells)
     return table
 
@@ -68,12 +91,13 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             console.print(Text(f"  hint: {clean(hint)}"))
     if profile.available("steps"):
         steps = profile.steps()
-        columns = {"step": "step", "duration_us": "duration"} | {f"{c}_us": CATEGORY_LABELS[c] for c in CATEGORIES}
-        console.print(_table("Steps", steps.with_columns(pl.col("step").cast(pl.String)), columns))
+        columns = {"step": "step", "duration_us": "total"} | {f"{c}_us": SHORT_LABELS[c] for c in CATEGORIES}
+        steps = steps.with_columns(pl.col("step").cast(pl.String))
+        console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
     if profile.available("kernels"):
         kernels = profile.kernels().head(top)
         cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
-        console.print(_table(f"Top {top} kernels", kernels, cols))
+        console.print(_table(f"Top {top} kernels", kernels, cols, console.width))
     if profile.available("ops"):
         ops = profile.ops().head(top)
         cols = {
@@ -84,6 +108,6 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             "device_self_us": "device self",
             "device_total_us": "device total",
         }
-        console.print(_table(f"Top {top} operators", ops, cols))
+        console.print(_table(f"Top {top} operators", ops, cols, console.width))
     for view, reason in profile.missing.items():
         console.print(Text(f"  no {view} view: {clean(reason)}"))

@@ -70,7 +70,7 @@ _READ_SCHEMA: dict[str, pl.DataType] = {
     "args": pl.Struct(_ARG_DTYPES),
 }
 #: Events are typed in chunks of about this many bytes, to bound the memory of the NDJSON copy.
-CHUNK_BYTES = 48 * 2**20
+CHUNK_BYTES = 16 * 2**20
 
 
 @dataclass
@@ -89,9 +89,22 @@ def looks_like_chrome_trace(head: bytes) -> bool:
     return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
 
 
-def parse_chrome_trace(data: bytes, path: str) -> ChromeTrace:
-    """Parse a Chrome-trace document (object with ``traceEvents`` or a bare event array)."""
-    flat = data.translate(_FLATTEN)
+def flatten_newlines(data: bytes | bytearray) -> bytes | bytearray:
+    """Newlines → spaces; a bytearray is changed in place (a slice at a time, no second copy)."""
+    if not isinstance(data, bytearray):
+        return data.translate(_FLATTEN)
+    step = 16 * 2**20
+    for start in range(0, len(data), step):
+        data[start : start + step] = data[start : start + step].translate(_FLATTEN)
+    return data
+
+
+def parse_chrome_trace(data: bytes | bytearray, path: str) -> ChromeTrace:
+    """Parse a Chrome-trace document (object with ``traceEvents`` or a bare event array).
+
+    A ``bytearray`` is modified in place (newlines become spaces) to save a copy of the trace.
+    """
+    flat = flatten_newlines(data)
     warnings: list[str] = []
     truncated = False
     metadata: dict[str, Any] = {}
