@@ -48,15 +48,15 @@ def json_load(trace: Path) -> list[str]:
     return [sys.executable, "-c", code, str(trace)]
 
 
-def hta_load(trace: Path) -> list[str] | None:
-    """HTA's TraceAnalysis on a folder holding only this trace, if HTA is installed."""
-    probe = subprocess.run([sys.executable, "-c", "import hta"], capture_output=True)
+def hta_load(trace: Path, python: str) -> list[str] | None:
+    """HTA's TraceAnalysis on a folder holding only this trace, if ``python`` has HTA."""
+    probe = subprocess.run([python, "-c", "import hta.trace_analysis"], capture_output=True)
     if probe.returncode != 0:
         return None
     folder = Path(tempfile.mkdtemp(prefix="hta-"))
     (folder / trace.name).symlink_to(trace)
     code = "import sys; from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir=sys.argv[1])"
-    return [sys.executable, "-c", code, str(folder)]
+    return [python, "-c", code, str(folder)]
 
 
 def row(label: str, seconds: float, rss: float, base: float | None, size_mb: float) -> str:
@@ -64,7 +64,7 @@ def row(label: str, seconds: float, rss: float, base: float | None, size_mb: flo
     return f"  {label:<42} {seconds:7.2f} s {rss:8.0f} MB  {rss / size_mb:5.2f}x size  {ratio}"
 
 
-def bench_big(out: Path) -> None:
+def bench_big(out: Path, hta_python: str) -> None:
     import gzip
 
     with gzip.open(BIG, "rb") as fh:
@@ -72,13 +72,13 @@ def bench_big(out: Path) -> None:
     print(f"\n{BIG.name}: {size_mb:.1f} MB of JSON  (ratio column: baseline time / this time)")
     baseline, base_rss = measure(json_load(BIG))
     print(row("json.load (baseline)", baseline, base_rss, baseline, size_mb))
-    hta = hta_load(BIG)
+    hta = hta_load(BIG, hta_python)
     hta_time = None
     if hta:
         hta_time, hta_rss = measure(hta)
         print(row("HTA TraceAnalysis", hta_time, hta_rss, baseline, size_mb))
     else:
-        print("  HTA not installed: its anchor on this machine is 22.1 s, 1.27 GB (shared/README.md)")
+        print("  HTA not installed (see --hta-python): its anchor here is 22.1 s, 1.27 GB (shared/README.md)")
     cache = tempfile.mkdtemp(prefix="profview-cache-")
     env = {"PROFVIEW_CACHE_DIR": cache}
     cold, cold_rss = measure(profview_export(BIG, out, "--no-cache"), env)
@@ -133,6 +133,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only gpt2_train_big")
     parser.add_argument("--sizes", default="250,500,1000", help="scaled trace sizes in MB")
     parser.add_argument("--styles", default="kineto,compact,oneline")
+    parser.add_argument(
+        "--hta-python", default=sys.executable, help="a Python with HolisticTraceAnalysis installed (a separate venv)"
+    )
     parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "profview-bench"))
     args = parser.parse_args()
     if not BIG.exists():
@@ -141,7 +144,7 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "kernels.csv"
     print(f"profview benchmark on {os.cpu_count()} cores; traces in {folder}")
-    bench_big(out)
+    bench_big(out, args.hta_python)
     if not args.quick:
         sizes = [int(s) for s in args.sizes.split(",")]
         bench_scaled(out, sizes, args.styles.split(","), folder)

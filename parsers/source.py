@@ -20,24 +20,43 @@ class SourceBytes:
     """The decompressed content of one input file."""
 
     path: str
-    data: bytes
+    data: bytearray
     compressed: bool
     warnings: list[str] = field(default_factory=list)
 
 
-def _gunzip_fast(raw: bytes) -> bytes:
-    """Decompress a complete gzip member stream with the fastest decoder at hand."""
+def _gunzip_fast(raw: bytes | bytearray) -> bytearray:
+    """Decompress a complete gzip stream straight into one buffer (no intermediate copies)."""
+    import io
+
     try:
-        from isal import igzip  # ISA-L: about 3x faster than zlib on large traces
-
-        return igzip.decompress(raw)
+        from isal.igzip import IGzipFile as GzipFile  # ISA-L: about 3x faster than zlib
     except ImportError:  # pragma: no cover - isal is a declared dependency
-        import gzip
+        from gzip import GzipFile  # type: ignore[assignment]
 
-        return gzip.decompress(raw)
+    # The gzip trailer holds the decompressed size modulo 2**32: a good first guess.
+    out = bytearray(max(int.from_bytes(raw[-4:], "little"), 1 << 20))
+    filled = 0
+    with GzipFile(fileobj=io.BytesIO(raw)) as stream:
+        while True:
+            if filled == len(out):  # the guess was short (or exact): grow only if data remains
+                more = stream.read(8 << 20)
+                if not more:
+                    break
+                out += more
+                filled += len(more)
+                out.extend(bytes(len(out)))
+                continue
+            with memoryview(out) as view:  # bounded reads: the stream buffers what it returns
+                count = stream.readinto(view[filled : filled + (8 << 20)])
+            if not count:
+                break
+            filled += count
+    del out[filled:]
+    return out
 
 
-def _gunzip_partial(raw: bytes) -> tuple[bytes, str | None]:
+def _gunzip_partial(raw: bytes | bytearray) -> tuple[bytearray, str | None]:
     """Decompress as much of a damaged gzip stream as possible; return (data, problem)."""
     out: list[bytes] = []
     rest = raw
@@ -53,7 +72,7 @@ def _gunzip_partial(raw: bytes) -> tuple[bytes, str | None]:
             problem = "the gzip stream ends early (truncated file)"
             break
         rest = dec.unused_data
-    return b"".join(out), problem
+    return bytearray(b"".join(out)), problem
 
 
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
@@ -65,7 +84,10 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         raise ProfviewError(name, "is a directory, not a trace file")
     try:
         with open(name, "rb") as fh:
-            raw = fh.read()
+            raw = bytearray(os.fstat(fh.fileno()).st_size)
+            with memoryview(raw) as view:
+                count = fh.readinto(view)
+            del raw[count:]
     except PermissionError:
         raise ProfviewError(name, "permission denied") from None
     except OSError as exc:
