@@ -27,7 +27,9 @@ SCALE = SHARED / "tools" / "scale_trace.py"
 def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one subprocess."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     _pid, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
