@@ -9,6 +9,10 @@ markup strings, from trace data.)
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # C0 and C1 controls (tab kept out too: it breaks table layout), DEL, and the Unicode bidi
 # controls that can reorder what a terminal shows.
@@ -28,6 +32,17 @@ def clean(text: object) -> str:
         return value
     value = _ESCAPE_SEQUENCE.sub(lambda m: "␛" + _UNSAFE.sub(_placeholder, m.group()[1:]), value)
     return _UNSAFE.sub(_placeholder, value)
+
+
+def clean_column(column: str) -> pl.Expr:
+    """A Polars expression: the text column made inert for display (ESC shown as ␛, other controls as �)."""
+    import polars as pl
+
+    return (
+        pl.col(column)
+        .str.replace_all("\x1b", "␛", literal=True)
+        .str.replace_all(_UNSAFE.pattern, "\ufffd")
+    )
 
 
 def is_formula(text: str) -> bool:

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+#: Float rounding of µs timestamps: a child may appear to end this much after its parent.
+CONTAINMENT_TOLERANCE_US = 0.002
+
 
 @dataclass
 class CallTree:
@@ -23,9 +26,13 @@ class CallTree:
 
 
 def build_call_tree(host: pl.DataFrame) -> CallTree:
-    """Nest the sorted host events of each thread by time containment (one pass with a stack)."""
+    """Nest the sorted host events of each thread by time containment (one pass with a stack).
+
+    An event is a child of the innermost open event that contains it; one that outlasts the
+    open event is not nested in it.
+    """
     n = host.height
-    threads = (host["pid"] + "\x00" + host["tid"]).to_list()
+    threads = (host["is_python"].cast(pl.String) + "\x00" + host["pid"] + "\x00" + host["tid"]).to_list()
     starts = host["ts"].to_list()
     ends = (host["ts"] + host["dur"]).to_list()
     is_op = host["is_op"].to_list()
@@ -40,8 +47,10 @@ def build_call_tree(host: pl.DataFrame) -> CallTree:
                 subtree_end[k] = i
             stack.clear()
             current = threads[i]
-        start = starts[i]
-        while stack and ends[stack[-1]] <= start:
+        start, end = starts[i], ends[i]
+        # Pop what ended before this event starts, and what it outlasts: events that only
+        # partly overlap (a Python frame across a step boundary) are siblings, not children.
+        while stack and (ends[stack[-1]] <= start or end > ends[stack[-1]] + CONTAINMENT_TOLERANCE_US):
             subtree_end[stack.pop()] = i
         if stack:
             top = stack[-1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from profview.analysis.calltree import subtree_mask
-from profview.analysis.model import UNATTRIBUTED, TraceModel
+from profview.analysis.model import UNATTRIBUTED, TraceModel, python_stack_at
 from profview.analysis.operators import display_name
 
 OP_LAUNCH_COLUMNS = (
@@ -101,27 +101,21 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
 def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:
     """(op, op chain, python stack) for each launching operator row (None: unattributed)."""
     names = model.host.select(display_name(pl.col("name")))["name"].to_list()
-    kinds = model.host["kind"].cast(pl.String).to_list()
     stacks = model.host["call_stack"].to_list()
     parent = model.tree.parent
-    memo: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    memo: dict[int, tuple[str, ...]] = {}
 
-    def frames(row: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(operators, python frames) from the root down to ``row`` inclusive."""
-        if row in memo:
-            return memo[row]
+    def chain(row: int) -> tuple[str, ...]:
+        """Operator names from the outermost down to ``row``."""
         pending = []
         node = row
         while node >= 0 and node not in memo:
             pending.append(node)
             node = int(parent[node])
-        ops, py = memo[node] if node >= 0 else ((), ())
+        ops = memo[node] if node >= 0 else ()
         for item in reversed(pending):
-            if kinds[item] == "python_function":
-                py = (*py, names[item])
-            elif kinds[item] in ("cpu_op", "user_annotation"):
-                ops = (*ops, names[item])
-            memo[item] = (ops, py)
+            ops = (*ops, names[item])
+            memo[item] = ops
         return memo[row]
 
     paths = []
@@ -129,7 +123,7 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
         if row is None:
             paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
             continue
-        ops, py = frames(row)
-        stack = CHAIN_SEPARATOR.join(py) if py else (stacks[row] or "")
-        paths.append((names[row], CHAIN_SEPARATOR.join(ops), stack))
+        frames = [names[f] for f in python_stack_at(model, row)]
+        stack = CHAIN_SEPARATOR.join(frames) if frames else (stacks[row] or "")
+        paths.append((names[row], CHAIN_SEPARATOR.join(chain(row)), stack))
     return paths

@@ -20,7 +20,8 @@ class TraceModel:
     """Derived frames of one trace.
 
     ``host``: host events (cpu_op, user_annotation, python_function, runtime, driver) sorted by
-    (pid, tid, ts, -dur), with ``row`` = position, ``end``, ``is_op``; ``tree`` links them.
+    (is_python, pid, tid, ts, -dur), with ``row`` = position, ``end``, ``is_op``; ``tree`` nests
+    operators and runtime calls per thread, and Python frames per thread, separately.
     ``gpu``: GPU work (kernel, memcpy, memset) with ``end``, ``launch_row`` (the runtime call that
     launched it, or null) and ``op_row`` (the innermost operator that launched it, or null when it
     cannot be attributed: launched before the trace window, or no launching call recorded).
@@ -49,9 +50,13 @@ def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
     """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
     complete = complete_events(events)
+    # Two layers per thread, each nested on its own: operators with the runtime calls they make,
+    # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
+    # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
     host = (
         complete.filter(pl.col("kind").is_in(HOST_KINDS))
-        .sort(["pid", "tid", "ts", "dur"], descending=[False, False, False, True])
+        .with_columns((pl.col("kind") == "python_function").alias("is_python"))
+        .sort(["is_python", "pid", "tid", "ts", "dur"], descending=[False, False, False, False, True])
         .with_columns(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
             (pl.col("ts") + pl.col("dur")).alias("end"),
@@ -90,6 +95,27 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
     return gpu.with_columns(pl.coalesce("external_op", launch_op).alias("op_row")).drop(
         "external_op", "launch_op"
     )
+
+
+def python_stack_at(model: TraceModel, row: int) -> list[int]:
+    """Rows of the Python frames enclosing host event ``row`` (same thread), outermost first."""
+    host = model.host
+    pid, tid, ts = host["pid"][row], host["tid"][row], host["ts"][row]
+    frames = host.filter(
+        pl.col("is_python") & (pl.col("pid") == pid) & (pl.col("tid") == tid) & (pl.col("ts") <= ts)
+    ).select("row", "end")
+    if frames.height == 0:
+        return []
+    # The innermost frame is the latest-starting one still open; its ancestors enclose the rest.
+    node = int(frames["row"][-1])
+    ends = host["end"]
+    while node >= 0 and ends[node] < ts:
+        node = int(model.tree.parent[node])
+    stack = []
+    while node >= 0:
+        stack.append(node)
+        node = int(model.tree.parent[node])
+    return stack[::-1]
 
 
 def step_windows(model: TraceModel) -> pl.DataFrame:

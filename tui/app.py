@@ -1,12 +1,224 @@
-"""The viewer (placeholder until the Textual app lands): prints the summary."""
+"""The profview viewer: a Textual app over the frames of one profile.
+
+Loading runs in a thread worker that posts :class:`ProfileLoaded` or :class:`LoadFailed`; the
+UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.help`.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
+from profview.errors import ProfviewError
+from profview.export import write_table
+from profview.sanitize import clean
+from profview.tui.drilldown import DrillScreen
+from profview.tui.export_dialog import ExportDialog, suggest_name
+from profview.tui.filter_bar import FilterBar
+from profview.tui.help import HelpScreen
+from profview.tui.loading_screen import LoadingScreen
+from profview.tui.main_screen import PANES, TITLES, MainScreen
+from profview.tui.messages import DrillRequested, LoadFailed, ProfileLoaded
+from profview.tui.table_view import FrameView
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+
+class ProfviewApp(App[int]):
+    """Kernel, operator and step views of one trace, by keyboard."""
+
+    CSS_PATH = "profview.tcss"
+    TITLE = "profview"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("ctrl+c", "quit_now", "quit", show=False, priority=True),
+        Binding("q", "back_or_quit", "quit/back"),
+        Binding("escape", "back", "back", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("1", "pane('overview')", "overview", show=False),
+        Binding("2", "pane('kernels')", "kernels", show=False),
+        Binding("3", "pane('ops')", "operators", show=False),
+        Binding("4", "pane('steps')", "steps", show=False),
+        Binding("tab", "cycle", "next view", priority=True),
+        Binding("slash", "filter", "filter"),
+        Binding("s", "sort", "sort"),
+        Binding("e", "export", "export"),
+        Binding("b", "group", "by shape"),
+        Binding("j", "cursor('down')", "down", show=False),
+        Binding("k", "cursor('up')", "up", show=False),
+        Binding("g", "cursor('top')", "top", show=False),
+        Binding("G", "cursor('bottom')", "bottom", show=False),
+    ]
+
+    def __init__(self, path: str, *, no_cache: bool = False) -> None:
+        super().__init__()
+        self.path = path
+        self.no_cache = no_cache
+        self.profile = None
+        self.error: str | None = None
+        self.loaded = False
+
+    def on_mount(self) -> None:
+        self.push_screen(LoadingScreen(self.path))
+        self.load_profile()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load_profile(self) -> None:
+        from profview.loading import load
+
+        try:
+            profile = load(self.path, use_cache=not self.no_cache)
+        except ProfviewError as exc:
+            self.post_message(LoadFailed(str(exc)))
+            return
+        except MemoryError:
+            self.post_message(LoadFailed(f"{self.path}: not enough memory to load this trace"))
+            return
+        self.post_message(ProfileLoaded(profile))
+
+    def on_profile_loaded(self, message: ProfileLoaded) -> None:
+        self.profile = message.profile
+        self.loaded = True
+        self.switch_screen(MainScreen(message.profile))
+        for warning in message.profile.warnings:
+            self.notify(clean(warning), title="warning", severity="warning", timeout=10)
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        self.error = message.reason
+        self.exit(return_code=2)
+
+    # -- navigation -------------------------------------------------------------------------
+    def main_screen(self) -> MainScreen | None:
+        screens = [s for s in self.screen_stack if isinstance(s, MainScreen)]
+        return screens[0] if screens else None
+
+    def frame_view(self) -> FrameView | None:
+        screen = self.screen
+        if isinstance(screen, DrillScreen):
+            return screen.frame_view()
+        if isinstance(screen, MainScreen):
+            return screen.active_frame_view()
+        return None
+
+    def action_quit_now(self) -> None:
+        self.exit(return_code=0 if self.loaded else 130)
+
+    def action_back_or_quit(self) -> None:
+        if isinstance(self.screen, DrillScreen):
+            self.pop_screen()
+        else:
+            self.exit(return_code=0 if self.loaded else 130)
+
+    def action_back(self) -> None:
+        if isinstance(self.screen, DrillScreen):
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_pane(self, pane: str) -> None:
+        main = self.main_screen()
+        if main is None:
+            return
+        while isinstance(self.screen, DrillScreen):
+            self.pop_screen()
+        main.show(pane)
+
+    def action_cycle(self) -> None:
+        main = self.main_screen()
+        if main is not None and self.screen is main:
+            main.show(PANES[(PANES.index(main.pane) + 1) % len(PANES)])
+
+    def action_cursor(self, where: str) -> None:
+        view = self.frame_view()
+        table = view.table if view else None
+        if table is None:
+            return
+        if where == "down":
+            table.action_cursor_down()
+        elif where == "up":
+            table.action_cursor_up()
+        elif where == "top":
+            table.move_cursor(row=0)
+        else:
+            table.move_cursor(row=max(view.displayed.height - 1, 0))
+
+    def action_filter(self) -> None:
+        view = self.frame_view()
+        if view is not None:
+            self.screen.query_one(FilterBar).open(view)
+
+    def action_sort(self) -> None:
+        view = self.frame_view()
+        if view is not None:
+            view.sort_by_cursor()
+
+    def action_group(self) -> None:
+        if isinstance(self.screen, MainScreen):
+            self.screen.toggle_grouping()
+
+    # -- drill-down -------------------------------------------------------------------------
+    def on_drill_requested(self, message: DrillRequested) -> None:
+        profile = self.profile
+        if profile is None:
+            return
+        path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
+        try:
+            if message.view in ("kernels", "op_launches"):
+                name = message.row["name"]
+                if message.view == "op_launches" and message.row.get("kind") not in (None, "kernel"):
+                    self.notify("memcpy/memset rows have no launch chain of their own", severity="warning")
+                    return
+                screen = DrillScreen("kernel_launches", profile.kernel_launches(name), [*path, f"kernel {name}"])
+            elif message.view in ("ops", "kernel_launches"):
+                name = message.row.get("op") if message.view == "kernel_launches" else message.row["name"]
+                screen = DrillScreen("op_launches", profile.launches(name), [*path, f"op {name}"])
+            else:
+                return
+        except ProfviewError as exc:
+            self.notify(clean(exc.problem), title="no drill-down", severity="warning")
+            return
+        self.push_screen(screen)
+
+    # -- export -----------------------------------------------------------------------------
+    def action_export(self) -> None:
+        view = self.frame_view()
+        if view is None:
+            self.notify("Nothing to export here: open a table view (2, 3) or a drill-down", severity="warning")
+            return
+        parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
+        frame = view.displayed
+
+        def write(target: str | None) -> None:
+            if not target:
+                return
+            try:
+                written = write_table(frame, target, inputs=(self.path,), overwrite=True)
+            except ProfviewError as exc:
+                self.notify(clean(str(exc)), title="export failed", severity="error", timeout=10)
+                return
+            self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
+
+        self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
+
 
 def run(path: str, *, no_cache: bool = False) -> int:
-    """Open ``path`` in the viewer; return the exit code."""
-    from profview.loading import load
-    from profview.summary import print_summary
+    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
+    if not Path(path).exists():
+        print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
+        return 2
+    app = ProfviewApp(path, no_cache=no_cache)
+    code = app.run()
+    if app.error:
+        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
+    if not app.loaded:
+        # A parse still running in its worker thread cannot be interrupted: leave at once.
+        sys.stderr.flush()
+        os._exit(app.return_code or code or (2 if app.error else 130))
+    return app.return_code or code or 0
 
-    print_summary(load(path, use_cache=not no_cache), 10)
-    return 0
+
+__all__ = ["ProfviewApp", "run"]

@@ -1,0 +1,70 @@
+"""Drill-down screens: operator → the GPU work it launched; kernel → what launched it."""
+
+from __future__ import annotations
+
+import polars as pl
+from profview.analysis.launches import CHAIN_SEPARATOR
+from profview.sanitize import clean
+from profview.tui.table_view import FrameView
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+CRUMB_WIDTH = 48
+
+
+def breadcrumb(path: list[str]) -> Text:
+    """'Operators › aten::conv… › kernel…' with each part shortened."""
+    text = Text()
+    for index, part in enumerate(path):
+        if index:
+            text.append(" › ", style="dim")
+        part = clean(part)
+        shown = part if len(part) <= CRUMB_WIDTH else part[: CRUMB_WIDTH - 1] + "…"
+        text.append(shown, style="bold" if index == len(path) - 1 else "")
+    return text
+
+
+class DrillScreen(Screen):
+    """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
+
+    def __init__(self, view: str, frame: pl.DataFrame, path: list[str]) -> None:
+        super().__init__()
+        self.view = view
+        self.frame = frame
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        yield Static(breadcrumb(self.path), id="breadcrumb")
+        yield FrameView(self.view, self.frame, id="drill-table")
+        if self.view == "kernel_launches":
+            yield Static(id="launch-detail")
+        yield Footer()
+
+    def frame_view(self) -> FrameView:
+        return self.query_one(FrameView)
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.frame_view().focus_table)
+        self.call_after_refresh(self.update_detail)
+
+    def on_data_table_cell_highlighted(self) -> None:
+        self.update_detail()
+
+    def update_detail(self) -> None:
+        """The full operator chain and Python stack of the highlighted launch path."""
+        if self.view != "kernel_launches":
+            return
+        row = self.frame_view().current_row()
+        detail = Text()
+        if row is not None:
+            detail.append("operator chain (outermost first):\n", style="bold")
+            for depth, op in enumerate(str(row["op_chain"] or "").split(CHAIN_SEPARATOR)):
+                detail.append(f"{'  ' * depth}{clean(op)}\n")
+            stack = str(row["python_stack"] or "")
+            heading = "python stack:\n" if stack else "python stack: not recorded (with_stack=False)\n"
+            detail.append(heading, style="bold")
+            for depth, frame in enumerate(stack.split(CHAIN_SEPARATOR) if stack else []):
+                detail.append(f"{'  ' * depth}{clean(frame)}\n")
+        self.query_one("#launch-detail", Static).update(detail)

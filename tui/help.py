@@ -1,0 +1,45 @@
+"""The ? help screen: every key."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = (
+    ("1 2 3 4, Tab", "Overview, Kernels, Operators, Steps (Tab cycles)"),
+    ("↑ ↓ ← →, j k, PgUp PgDn, g G", "move; g/G: first/last row"),
+    ("Enter", "drill down: operator → kernels it launched; kernel → operators and Python stack"),
+    ("Esc", "back (closes a drill-down, clears a filter)"),
+    ("q", "close the current drill-down, or quit"),
+    ("/", "filter the table by regex (live, case-insensitive); Enter keeps it, Esc clears"),
+    ("s", "sort by the column under the cursor (again: reverse)"),
+    ("b", "group kernels by launch shape / operators by input shapes (toggle)"),
+    ("e", "export the table on screen (filter and sort applied) to CSV"),
+    ("Steps: Enter / a", "narrow Kernels and Operators to the highlighted step / all steps"),
+    ("Timeline: ← → ↑ ↓ + - [ ] 0", "cursor, lane, zoom in/out, pan, fit"),
+    ("?", "this help"),
+    ("Ctrl+C", "quit at any time"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Key reference; any of Esc, q or ? closes it."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        table = Table(title="profview keys", box=None, show_header=False, expand=True)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(ratio=1)
+        for key, meaning in KEYS:
+            table.add_row(Text(key), Text(meaning))
+        with VerticalScroll(id="help-box"):
+            yield Static(table)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)

@@ -1,0 +1,41 @@
+"""Messages the viewer's widgets and workers post."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profview.profile import Profile
+from textual.message import Message
+
+
+class ProfileLoaded(Message):
+    """The loading worker finished."""
+
+    def __init__(self, profile: Profile) -> None:
+        super().__init__()
+        self.profile = profile
+
+
+class LoadFailed(Message):
+    """The loading worker failed with a one-line reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class DrillRequested(Message):
+    """Enter on a table row: open what it launched, or what launched it."""
+
+    def __init__(self, view: str, row: dict[str, Any]) -> None:
+        super().__init__()
+        self.view = view
+        self.row = row
+
+
+class StepChosen(Message):
+    """A step was selected in the Steps view (None: all steps)."""
+
+    def __init__(self, step: int | None) -> None:
+        super().__init__()
+        self.step = step

@@ -1,0 +1,81 @@
+"""The Overview: trace, devices, span, GPU busy, average step breakdown, hints, top tables."""
+
+from __future__ import annotations
+
+from profview.profile import Profile
+from profview.sanitize import clean
+from profview.summary import fmt_us
+from profview.tui.bars import legend, stacked_bar
+from profview.tui.colours import CATEGORIES
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+TOP = 5
+
+
+def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str, str, str]) -> Table:
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, expand=True)
+    table.add_column(headers[0], ratio=1, no_wrap=True, overflow="ellipsis")
+    table.add_column(headers[1], justify="right", no_wrap=True)
+    table.add_column(headers[2], justify="right", no_wrap=True)
+    for name, a, b in rows:
+        table.add_row(Text(clean(name)), Text(a), Text(b))
+    return table
+
+
+def overview_renderable(profile: Profile, width: int) -> RenderableType:
+    """Everything the Overview shows, as inert Rich renderables."""
+    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+    for warning in profile.warnings:
+        parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
+    if profile.events is not None:
+        view = profile.overview()
+        for device in view.devices or ["device: not recorded in this trace"]:
+            parts.append(Text(f"device {clean(device)}"))
+        parts.append(
+            Text(
+                f"span {fmt_us(view.span_us)} · {view.steps} steps · GPU busy {view.gpu_busy_pct:.1f}% · "
+                f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
+            )
+        )
+        step = view.average_step
+        total = step.get("duration", 0.0)
+        parts.append(Text(f"\naverage step {fmt_us(total)}", style="bold"))
+        parts.append(stacked_bar(step, total, max(width - 2, 10)))
+        parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        for hint in view.hints:
+            parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    for name, reason in profile.missing.items():
+        parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
+    if profile.available("kernels"):
+        kernels = profile.kernels().head(TOP)
+        rows = [(r["name"], fmt_us(r["total_us"]), f"{(r['pct'] or 0):.1f}%") for r in kernels.iter_rows(named=True)]
+        parts.append(Text(""))
+        parts.append(_top_table("Top kernels", rows, ("kernel", "total", "share")))
+    if profile.available("ops"):
+        ops = profile.ops().head(TOP)
+        rows = [
+            (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
+        ]
+        parts.append(Text(""))
+        parts.append(_top_table("Top operators", rows, ("operator", "device total", "host total")))
+    return Group(*parts)
+
+
+class OverviewView(VerticalScroll):
+    """The Overview pane."""
+
+    can_focus = True
+
+    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="overview-body")
+
+    def on_resize(self) -> None:
+        self.query_one("#overview-body", Static).update(overview_renderable(self.profile, self.size.width))

@@ -1,0 +1,121 @@
+"""The Steps view: a stacked bar per step, its totals, and the GPU timeline of the chosen step."""
+
+from __future__ import annotations
+
+import polars as pl
+from profview.profile import Profile
+from profview.sanitize import clean
+from profview.summary import fmt_us
+from profview.tui.bars import legend, stacked_bar
+from profview.tui.colours import CATEGORIES, CATEGORY_LABELS
+from profview.tui.messages import StepChosen
+from profview.tui.timeline import Timeline
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+STEP_LABEL = 22
+
+
+class StepList(Widget, can_focus=True):
+    """One stacked bar per step; Enter narrows the other views to the highlighted step."""
+
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "up", show=False),
+        Binding("down,j", "move(1)", "down", show=False),
+        Binding("g", "jump(0)", "first", show=False),
+        Binding("G", "jump(-1)", "last", show=False),
+        Binding("enter", "choose", "narrow to step"),
+        Binding("a", "all", "all steps"),
+    ]
+    DEFAULT_CSS = "StepList { height: auto; max-height: 50%; }"
+
+    def __init__(self, steps: pl.DataFrame, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.steps = steps
+        self.cursor = 0
+        self.chosen: int | None = None
+        self.styles.height = steps.height
+
+    def render(self) -> Text:
+        longest = float(self.steps["duration_us"].max() or 0.0)
+        width = max(self.size.width - STEP_LABEL - 2, 10)
+        out = Text()
+        for index, row in enumerate(self.steps.iter_rows(named=True)):
+            mark = "▶" if row["step"] == self.chosen else " "
+            label = f"{mark} {clean(row['name'])[:10]:<10} {fmt_us(row['duration_us']):>10} "
+            out.append(label, style="reverse" if index == self.cursor else "")
+            bar_width = round(width * row["duration_us"] / longest) if longest else 0
+            values = {c: row[f"{c}_us"] for c in CATEGORIES}
+            out.append(stacked_bar(values, row["duration_us"], bar_width))
+            out.append("\n")
+        return out
+
+    def highlighted(self) -> dict:
+        return self.steps.row(self.cursor, named=True)
+
+    def action_move(self, delta: int) -> None:
+        self.cursor = max(0, min(self.steps.height - 1, self.cursor + delta))
+        self.refresh()
+        self.parent_view().show_step(self.highlighted())
+
+    def action_jump(self, index: int) -> None:
+        self.action_move((index % self.steps.height) - self.cursor)
+
+    def action_choose(self) -> None:
+        step = self.highlighted()["step"]
+        self.chosen = step if step is not None and step >= 0 else None
+        self.refresh()
+        self.post_message(StepChosen(self.chosen))
+
+    def action_all(self) -> None:
+        self.chosen = None
+        self.refresh()
+        self.post_message(StepChosen(None))
+
+    def parent_view(self) -> StepsView:
+        return self.query_ancestor(StepsView)
+
+
+class StepsView(VerticalScroll):
+    """Steps: bars, legend and totals of the highlighted step, and its per-stream timeline."""
+
+    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+
+    def compose(self) -> ComposeResult:
+        yield Static(legend(), id="steps-legend")
+        yield StepList(self.profile.steps(), id="step-list")
+        yield Static(id="step-totals")
+        if self.profile.events is not None:
+            yield Static(
+                Text(
+                    "GPU streams of the highlighted step (←/→ cursor, ↑/↓ lane, +/- zoom, [ ] pan, 0 fit)", style="bold"
+                ),
+                id="timeline-title",
+            )
+            yield Timeline(id="timeline")
+
+    def on_mount(self) -> None:
+        step_list = self.query_one(StepList)
+        if step_list.steps.height:
+            self.show_step(step_list.highlighted())
+
+    def show_step(self, row: dict) -> None:
+        """Totals of a step and its timeline."""
+        totals = Text(f"{clean(row['name'])}: {fmt_us(row['duration_us'])} = ", style="bold")
+        for category in CATEGORIES:
+            value = row[f"{category}_us"]
+            share = value / row["duration_us"] * 100 if row["duration_us"] else 0.0
+            totals.append(f"{CATEGORY_LABELS[category]} {fmt_us(value)} ({share:.1f}%)  ")
+        self.query_one("#step-totals", Static).update(totals)
+        if self.profile.events is not None:
+            start = self.profile.model.span_start + row["start_us"]
+            self.query_one(Timeline).show(self.profile.model.gpu, start, start + row["duration_us"])
+
+    def focus_main(self) -> None:
+        self.query_one(StepList).focus()

@@ -1,0 +1,153 @@
+"""A filterable, sortable table over a Polars frame (textual-fastdatatable underneath).
+
+What is on screen is always ``views.refine(frame, pattern, sort, ascending)``: the export writes
+that same frame, so the CSV equals the screen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from profview.errors import ProfviewError
+from profview.sanitize import clean, clean_column
+from profview.tui.messages import DrillRequested
+from profview.views import filter_column, refine
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_fastdatatable import ArrowBackend, DataTable
+
+NAME_WIDTH = 70
+
+
+def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame as cells: text made inert, floats to the nanosecond (3 decimals)."""
+    exprs = []
+    for column, dtype in frame.schema.items():
+        if dtype == pl.String:
+            exprs.append(clean_column(column))
+        elif dtype.is_float():
+            exprs.append(pl.col(column).round(3))
+        elif dtype == pl.Boolean or dtype.is_integer():
+            exprs.append(pl.col(column))
+        else:
+            exprs.append(pl.col(column).cast(pl.String))
+    return frame.select(exprs)
+
+
+class FrameView(Vertical):
+    """A table with a status line (rows, filter, sort) that posts DrillRequested on Enter."""
+
+    DEFAULT_CSS = """
+    FrameView { height: 1fr; }
+    FrameView > .status { height: 1; }
+    FrameView > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, view: str, frame: pl.DataFrame | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view = view
+        self.base = frame if frame is not None else pl.DataFrame()
+        self.pattern = ""
+        self.sort: str | None = None
+        self.ascending = False
+        self.displayed = self.base
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="status")
+
+    def on_mount(self) -> None:
+        self.rebuild()
+
+    @property
+    def table(self) -> DataTable | None:
+        tables = self.query(DataTable)
+        return tables.first() if tables else None
+
+    def set_frame(self, frame: pl.DataFrame) -> None:
+        """Show a new frame, keeping the filter and sort."""
+        self.base = frame
+        if self.sort not in frame.columns:
+            self.sort = None
+        self.rebuild()
+
+    def set_filter(self, pattern: str) -> str | None:
+        """Filter rows by regex (case-insensitive); return an error text for a bad regex."""
+        try:
+            refine(self.base.head(0), pattern=pattern)
+        except ProfviewError as exc:
+            return exc.problem
+        self.pattern = pattern
+        self.rebuild()
+        return None
+
+    def sort_by_cursor(self) -> None:
+        """Sort by the column under the cursor; again on the same column reverses."""
+        table = self.table
+        if table is None or not self.displayed.width:
+            return
+        column = self.displayed.columns[min(table.cursor_column, self.displayed.width - 1)]
+        if column == self.sort:
+            self.ascending = not self.ascending
+        else:
+            self.sort, self.ascending = column, column in ("name", "op", "op_chain", "kind", "step")
+        self.rebuild(keep_column=column)
+
+    def current_row(self) -> dict[str, Any] | None:
+        """The row under the cursor, from the displayed frame (not the display text)."""
+        table = self.table
+        if table is None or self.displayed.height == 0:
+            return None
+        return self.displayed.row(min(table.cursor_row, self.displayed.height - 1), named=True)
+
+    def rebuild(self, keep_column: str | None = None) -> None:
+        """Recompute the displayed frame and replace the table widget."""
+        self.displayed = refine(self.base, pattern=self.pattern or None, sort=self.sort, ascending=self.ascending)
+        old = self.table
+        column = 0
+        if keep_column and keep_column in self.displayed.columns:
+            column = self.displayed.columns.index(keep_column)
+        elif old is not None:
+            column = old.cursor_column
+        if old is not None:
+            old.remove()
+        self._generation += 1
+        table = DataTable(
+            backend=ArrowBackend(display_frame(self.displayed).to_arrow()),
+            cursor_type="cell",
+            render_markup=False,
+            show_row_labels=False,
+            max_column_content_width=NAME_WIDTH,
+            zebra_stripes=True,
+            null_rep="-",
+            id=f"{self.view}-table-{self._generation}",
+        )
+        self.mount(table)
+        if self.displayed.width:
+            table.move_cursor(row=0, column=min(column, self.displayed.width - 1))
+        self.query_one(".status", Static).update(self.status_text())
+
+    def status_text(self) -> Text:
+        """'N rows · filter /x/ (M of N) · sorted by col ↓'."""
+        text = Text(f"{self.displayed.height:,} rows", style="bold")
+        if self.pattern:
+            column = filter_column(self.base) or "name"
+            shown = f"{self.displayed.height:,} of {self.base.height:,}"
+            text.append(f" · filter /{clean(self.pattern)}/ on {column}: {shown}")
+        if self.sort:
+            text.append(f" · sorted by {self.sort} {'↑' if self.ascending else '↓'}")
+        return text
+
+    def focus_table(self) -> None:
+        table = self.table
+        if table is not None:
+            table.focus()
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        event.stop()
+        row = self.current_row()
+        if row is not None:
+            self.post_message(DrillRequested(self.view, row))
