@@ -21,7 +21,7 @@ KEYS = (
     ("b", "group kernels by launch shape / operators by input shapes (toggle)"),
     ("e", "export the table on screen (filter and sort applied) to CSV"),
     ("Steps: Enter / a", "narrow Kernels and Operators to the highlighted step / all steps"),
-    ("Timeline: ← → ↑ ↓ + - [ ] 0", "cursor, lane, zoom in/out, pan, fit"),
+    ("Steps timeline: ← → H L < > + - [ ] 0", "cursor (H/L ×10), lane, zoom in/out, pan, fit"),
     ("?", "this help"),
     ("Ctrl+C", "quit at any time"),
 )

@@ -30,6 +30,17 @@ class StepList(Widget, can_focus=True):
         Binding("G", "jump(-1)", "last", show=False),
         Binding("enter", "choose", "narrow to step"),
         Binding("a", "all", "all steps"),
+        Binding("left,h", "timeline('move', -1)", "◀", show=False),
+        Binding("right,l", "timeline('move', 1)", "▶", show=False),
+        Binding("H", "timeline('move', -10)", "◀◀", show=False),
+        Binding("L", "timeline('move', 10)", "▶▶", show=False),
+        Binding("less_than_sign", "timeline('lane', -1)", "lane up", show=False),
+        Binding("greater_than_sign", "timeline('lane', 1)", "lane down", show=False),
+        Binding("plus,equals_sign", "timeline('zoom', 0.5)", "zoom in"),
+        Binding("minus", "timeline('zoom', 2.0)", "zoom out"),
+        Binding("left_square_bracket", "timeline('pan', -0.5)", "pan", show=False),
+        Binding("right_square_bracket", "timeline('pan', 0.5)", "pan", show=False),
+        Binding("0", "timeline('reset')", "fit", show=False),
     ]
     DEFAULT_CSS = "StepList { height: auto; max-height: 50%; }"
 
@@ -46,7 +57,8 @@ class StepList(Widget, can_focus=True):
         out = Text()
         for index, row in enumerate(self.steps.iter_rows(named=True)):
             mark = "▶" if row["step"] == self.chosen else " "
-            label = f"{mark} {clean(row['name'])[:10]:<10} {fmt_us(row['duration_us']):>10} "
+            name = clean(row["name"]).replace("ProfilerStep#", "step ")
+            label = f"{mark} {name[:10]:<10} {fmt_us(row['duration_us']):>10} "
             out.append(label, style="reverse" if index == self.cursor else "")
             bar_width = round(width * row["duration_us"] / longest) if longest else 0
             values = {c: row[f"{c}_us"] for c in CATEGORIES}
@@ -76,6 +88,13 @@ class StepList(Widget, can_focus=True):
         self.refresh()
         self.post_message(StepChosen(None))
 
+    def action_timeline(self, action: str, value: float | None = None) -> None:
+        """Keys on the step list drive the timeline below it."""
+        timelines = self.parent_view().query(Timeline)
+        if timelines:
+            method = getattr(timelines.first(), f"action_{action}")
+            method() if value is None else method(value)
+
     def parent_view(self) -> StepsView:
         return self.query_ancestor(StepsView)
 
@@ -94,7 +113,8 @@ class StepsView(VerticalScroll):
         if self.profile.events is not None:
             yield Static(
                 Text(
-                    "GPU streams of the highlighted step (←/→ cursor, ↑/↓ lane, +/- zoom, [ ] pan, 0 fit)", style="bold"
+                    "GPU streams of the highlighted step (←/→ cursor, H/L ×10, < > lane, +/- zoom, [ ] pan, 0 fit)",
+                    style="bold",
                 ),
                 id="timeline-title",
             )

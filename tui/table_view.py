@@ -55,6 +55,7 @@ class FrameView(Vertical):
         self.ascending = False
         self.displayed = self.base
         self._generation = 0
+        self._table: DataTable | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="status")
@@ -64,8 +65,8 @@ class FrameView(Vertical):
 
     @property
     def table(self) -> DataTable | None:
-        tables = self.query(DataTable)
-        return tables.first() if tables else None
+        """The table widget on screen (the newest; older ones are being removed)."""
+        return self._table
 
     def set_frame(self, frame: pl.DataFrame) -> None:
         """Show a new frame, keeping the filter and sort."""
@@ -115,17 +116,22 @@ class FrameView(Vertical):
         if old is not None:
             old.remove()
         self._generation += 1
+        width = self.app.size.width if self.is_attached else 200
         table = DataTable(
             backend=ArrowBackend(display_frame(self.displayed).to_arrow()),
             cursor_type="cell",
             render_markup=False,
             show_row_labels=False,
-            max_column_content_width=NAME_WIDTH,
+            max_column_content_width=min(NAME_WIDTH, max(28, width - 50)),
             zebra_stripes=True,
             null_rep="-",
             id=f"{self.view}-table-{self._generation}",
         )
+        self._table = table
+        had_focus = old is not None and old.has_focus
         self.mount(table)
+        if had_focus:
+            table.focus()
         if self.displayed.width:
             table.move_cursor(row=0, column=min(column, self.displayed.width - 1))
         self.query_one(".status", Static).update(self.status_text())
