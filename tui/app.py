@@ -59,10 +59,11 @@ class ProfviewApp(App[int]):
         self.profile = None
         self.error: str | None = None
         self.loaded = False
+        self.loader = None
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(self.path))
-        self.load_profile()
+        self.loader = self.load_profile()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def load_profile(self) -> None:
@@ -214,10 +215,10 @@ def run(path: str, *, no_cache: bool = False) -> int:
     code = app.run()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if not app.loaded:
+    if app.loader is not None and app.loader.is_running:
         # A parse still running in its worker thread cannot be interrupted: leave at once.
         sys.stderr.flush()
-        os._exit(app.return_code or code or (2 if app.error else 130))
+        os._exit(app.return_code or code or 130)
     return app.return_code or code or 0
 
 

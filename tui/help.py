@@ -34,7 +34,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         table = Table(title="profview keys", box=None, show_header=False, expand=True)
-        table.add_column(style="bold", no_wrap=True)
+        table.add_column(style="bold", max_width=30)
         table.add_column(ratio=1)
         for key, meaning in KEYS:
             table.add_row(Text(key), Text(meaning))

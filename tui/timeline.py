@@ -122,11 +122,13 @@ class Timeline(Widget, can_focus=True):
         self.refresh()
 
     def action_zoom(self, factor: float) -> None:
+        """Zoom about the cursor, keeping the instant under it where it is."""
         centre = self.view_start + (self.cursor + 0.5) * self.cell_span()
-        half = (self.view_end - self.view_start) * factor / 2
-        half = max(half, 0.05 * self.cells / 2)
-        self.view_start, self.view_end = max(self.start, centre - half), min(self.end, centre + half)
-        self.cursor = int(np.clip((centre - self.view_start) / self.cell_span(), 0, self.cells - 1))
+        fraction = (self.cursor + 0.5) / self.cells
+        width = min(max((self.view_end - self.view_start) * factor, 0.05 * self.cells), self.end - self.start)
+        start = float(np.clip(centre - fraction * width, self.start, self.end - width))
+        self.view_start, self.view_end = start, start + width
+        self.cursor = int(np.clip((centre - start) / self.cell_span() - 0.5, 0, self.cells - 1))
         self.refresh()
 
     def action_pan(self, fraction: float) -> None:

@@ -1,0 +1,53 @@
+"""Snapshot tests guarding the viewer's layout at 80x24 (update with --snapshot-update)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+from profview.tui.app import ProfviewApp
+from profview.tui.main_screen import MainScreen
+
+TRACE = "samples/resnet50_train_amp.pt.trace.json.gz"  # relative: the same path on every machine
+
+
+async def loaded(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(200):
+        if isinstance(pilot.app.screen, MainScreen):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+@pytest.fixture(autouse=True)
+def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def test_overview_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=loaded)
+
+
+def test_kernels_filtered_sorted_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("2", "slash", *"batchnorm", "enter", "right", "s")
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_drill_down_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("3", "slash", *"^aten::convolution_backward$", "enter", "enter")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_steps_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("4", "down", *["right"] * 20)
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
