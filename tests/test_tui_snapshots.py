@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
-
 from profview.tui.app import ProfviewApp
 from profview.tui.main_screen import MainScreen
 
