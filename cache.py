@@ -84,8 +84,9 @@ def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
             (staging / META_FILE).write_text(json.dumps({"identity": identity, "fields": fields}, default=str))
             os.rename(staging, entry)
         except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
             return
+        finally:  # also on Ctrl+C: no half-written entry is left behind
+            shutil.rmtree(staging, ignore_errors=True)
         _prune(root, identity["path"], entry.name)
     except OSError:
         return

@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")
     try:
-        app(args=args, prog_name="profview", standalone_mode=False)
+        # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
+        code = app(args=args, prog_name="profview", standalone_mode=False)
     except ProfviewError as exc:
         from profview.sanitize import clean
 
@@ -134,3 +135,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             typer.echo(f"profview: error: {exc}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
+    if isinstance(code, int) and code:
+        if code == 130:
+            typer.echo("profview: interrupted", err=True)
+        sys.exit(code)

@@ -109,25 +109,59 @@ def parse_chrome_trace(data: bytes | bytearray, path: str) -> ChromeTrace:
     truncated = False
     metadata: dict[str, Any] = {}
     start = _first_byte(flat)
+    if start not in (b"[", b"{"):
+        raise ProfviewError(path, "not JSON: a Chrome trace starts with '{' or '['")
+    try:
+        raw_events, metadata = _decode(flat, start, path)
+    except msgspec.DecodeError as exc:
+        repaired = _NON_STANDARD_NUMBER.sub(rb"\1null", flat) if _NON_STANDARD_NUMBER.search(flat) else None
+        try:
+            if repaired is None:
+                raise exc
+            raw_events, metadata = _decode(repaired, start, path)
+            warnings.append("non-standard NaN/Infinity values were read as missing")
+        except msgspec.DecodeError:
+            raw_events, metadata, problem = _recover_prefix(repaired or flat, path, str(exc))
+            truncated = True
+            warnings.append(f"{problem}; read {len(raw_events):,} complete events up to the cut")
+    events = _checked(events_from_raw(raw_events, path), path, truncated, warnings)
+    return ChromeTrace(events, metadata, warnings, truncated)
+
+
+#: NaN / Infinity as Python's json module writes them: not JSON, read as null.
+_NON_STANDARD_NUMBER = re.compile(rb"([:,\[]\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])")
+
+
+def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgspec.Raw], dict[str, Any]]:
+    """(raw events, metadata) of a complete document; DecodeError if it is not valid JSON."""
     try:
         if start == b"[":
-            raw_events = msgspec.json.decode(flat, type=_RAW_LIST)
-        elif start == b"{":
-            doc = msgspec.json.decode(flat, type=_TraceDocument)
-            raw_events = doc.traceEvents
-            metadata = {k: getattr(doc, k) for k in METADATA_KEYS if getattr(doc, k) is not None}
-        else:
-            raise ProfviewError(path, "not JSON: a Chrome trace starts with '{' or '['")
+            return msgspec.json.decode(flat, type=_RAW_LIST), {}
+        doc = msgspec.json.decode(flat, type=_TraceDocument)
     except msgspec.ValidationError as exc:
         raise ProfviewError(path, f"JSON but not a Chrome trace ({exc})") from None
-    except msgspec.DecodeError as exc:
-        raw_events, metadata, problem = _recover_prefix(flat, path, str(exc))
-        truncated = True
-        warnings.append(f"{problem}; read {len(raw_events):,} complete events up to the cut")
-    events = events_from_raw(raw_events, path)
-    if start == b"{" and not raw_events and not truncated and "traceEvents" not in _top_keys(flat):
+    if not doc.traceEvents and "traceEvents" not in _top_keys(flat):
         raise ProfviewError(path, "JSON object without 'traceEvents': not a Chrome trace")
-    return ChromeTrace(events, metadata, warnings, truncated)
+    return doc.traceEvents, {k: getattr(doc, k) for k in METADATA_KEYS if getattr(doc, k) is not None}
+
+
+def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[str]) -> pl.DataFrame:
+    """Drop entries that are not events; refuse a trace with none; note suspicious values."""
+    valid = events.filter(pl.col("ph").is_not_null() | pl.col("cat").is_not_null())
+    if valid.height == 0:
+        if truncated:
+            raise ProfviewError(path, "the trace is cut before its first complete event")
+        raise ProfviewError(path, "the trace has no events")
+    if valid.height < events.height:
+        warnings.append(f"skipped {events.height - valid.height:,} entries of traceEvents that are not events")
+    complete = valid.filter(pl.col("ph") == "X")
+    no_time = complete.filter(pl.col("ts").is_null() | pl.col("dur").is_null()).height
+    if no_time:
+        warnings.append(f"{no_time:,} complete events without a valid ts or dur were left out of the tables")
+    negative = complete.filter(pl.col("dur") < 0).height
+    if negative:
+        warnings.append(f"{negative:,} events with a negative duration were counted as 0")
+    return valid
 
 
 def _first_byte(data: bytes) -> bytes:

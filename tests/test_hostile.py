@@ -1,0 +1,107 @@
+"""Hostile content stays inert: escape sequences, control characters, markup, bidi overrides,
+spreadsheet formulas.  (The viewer side is in test_tui.py::test_hostile_names_are_shown_inert.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from profview.cli import main
+from profview.sanitize import clean
+
+EVIL = "\x1b[2J\x1b]0;pwned\x07[bold red]boom[/] \u202eevil\x00\x08"
+
+
+def run_cli(args: list[str]) -> int:
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+@pytest.fixture
+def hostile_trace(tmp_path: Path) -> Path:
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": EVIL, "pid": 1, "tid": 1, "ts": 0, "dur": 10, "args": {"External id": 1}},
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1,
+            "dur": 2,
+            "args": {"External id": 1, "correlation": 9},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": '=HYPERLINK("http://x","y")',
+            "pid": 0,
+            "tid": 7,
+            "ts": 3,
+            "dur": 5,
+            "args": {"External id": 1, "correlation": 9, "stream": 7, "device": 0},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": 'comma, "quoted"\nnewline ' + EVIL,
+            "pid": 0,
+            "tid": 7,
+            "ts": 9,
+            "dur": 1,
+            "args": {"correlation": 10, "stream": 7, "device": 0},
+        },
+    ]
+    target = tmp_path / "hostile.json"
+    target.write_text(json.dumps({"traceEvents": events, "deviceProperties": [{"id": 0, "name": EVIL}]}))
+    return target
+
+
+def test_clean_shows_escapes_inert() -> None:
+    shown = clean(EVIL)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x00" not in shown and "\u202e" not in shown
+    assert shown.startswith("␛[2J␛]0;pwned\\x07[bold red]boom[/]")
+    assert "\\u202eevil\\x00\\x08" in shown
+
+
+def test_summary_output_is_inert(hostile_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["summary", str(hostile_trace), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "[bold red]boom[/]" in out  # markup printed as text, not interpreted
+    assert "␛[2J" in out
+
+
+def test_csv_neutralises_formulas_and_quotes(hostile_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "k.csv"
+    assert run_cli(["export", str(hostile_trace), "-o", str(out), "--no-cache"]) == 0
+    names = pl.read_csv(out)["name"].to_list()
+    assert '\'=HYPERLINK("http://x","y")' in names
+    assert 'comma, "quoted"\nnewline ' + EVIL in names  # quoted correctly: read back unchanged
+    raw = tmp_path / "raw.csv"
+    assert run_cli(["export", str(hostile_trace), "-o", str(raw), "--raw-formulas", "--no-cache"]) == 0
+    assert '=HYPERLINK("http://x","y")' in pl.read_csv(raw)["name"].to_list()
+
+
+def test_export_never_overwrites_the_input_or_leaves_partial_files(
+    hostile_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = hostile_trace.read_bytes()
+    assert run_cli(["export", str(hostile_trace), "-o", str(hostile_trace), "--force", "--no-cache"]) == 2
+    assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert hostile_trace.read_bytes() == before
+    existing = tmp_path / "existing.csv"
+    existing.write_text("precious")
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pl.DataFrame, "write_csv", fail)
+    assert run_cli(["export", str(hostile_trace), "-o", str(existing), "--force", "--no-cache"]) == 130
+    assert existing.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.csv", "hostile.json"]
