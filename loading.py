@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from profview import cache
-from profview.errors import ProfviewError
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
+from profview.parsers.detect import load_text_profile
 from profview.parsers.source import read_source
 from profview.profile import Profile
 
@@ -38,4 +38,4 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if use_cache:
             cache.store(name, trace.events, fields)
         return Profile(path=source.path, events=trace.events, **fields)
-    raise ProfviewError(source.path, "not a recognised profile (tried: Chrome-trace JSON)")
+    return load_text_profile(source.path, source.data, source.warnings)

@@ -104,7 +104,7 @@ class Profile:
         """The operator table (see :func:`profview.analysis.operators.operator_table`)."""
         given = self._require("ops")
         if given is not None:
-            return given
+            return self.tables.get("ops_by_shapes", given) if by_shapes else given
         rows = self._operator_rows
         unattributed = self.model.gpu.filter(pl.col("op_row").is_null())
         window = self._window(step)

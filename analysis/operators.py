@@ -26,7 +26,8 @@ def display_name(name: pl.Expr) -> pl.Expr:
 def operator_rows(model: TraceModel) -> pl.DataFrame:
     """One row per operator call (host row) with its four times in µs.
 
-    host_total = the call's duration; host_self = that minus its direct child operators;
+    host_total = the call's duration; host_self = that minus its direct child operators and
+    the runtime calls it made (as in torch's key_averages);
     device_self = GPU work (kernels, memcpy, memset) whose innermost launching operator is this
     call; device_total = device_self of the call and every call below it.
     """
@@ -39,10 +40,11 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     cumulative = np.concatenate([[0.0], np.cumsum(device_self)])
     device_total = cumulative[tree.subtree_end] - cumulative[np.arange(n)]
     durations = host["dur"].to_numpy()
-    is_op = host["is_op"].to_numpy()
+    # Direct children in the operator layer: child operators and the runtime calls an operator
+    # makes itself (as torch's key_averages counts Self CPU).  Python frames are another layer.
+    in_op_layer = ~host["is_python"].to_numpy() & (tree.parent >= 0)
     child_ops = np.zeros(n)
-    has_op_parent = is_op & (tree.op_parent >= 0)
-    np.add.at(child_ops, tree.op_parent[has_op_parent], durations[has_op_parent])
+    np.add.at(child_ops, tree.parent[in_op_layer], durations[in_op_layer])
     rows = host.with_columns(
         pl.Series("host_self_us", np.clip(durations - child_ops, 0.0, None)),
         pl.col("dur").alias("host_total_us"),

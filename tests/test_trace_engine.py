@@ -86,18 +86,22 @@ def test_operator_total_device_time_includes_descendants() -> None:
     assert row["device_total_us"] == pytest.approx(expected)
 
 
-def test_host_self_time_subtracts_child_operators() -> None:
-    events = [e for e in raw_events(RESNET) if e.get("cat") in ("cpu_op", "user_annotation")]
+def test_host_self_time_subtracts_child_operators_and_runtime_calls() -> None:
+    """Self CPU as torch counts it: minus direct child operators and the runtime calls made."""
+    layer = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")
+    events = [e for e in raw_events(RESNET) if e.get("cat") in layer]
     target = [e for e in events if e["name"] == "aten::conv2d"]
     children_time = 0.0
-    for o in target:  # direct children: contained ops not contained in another contained op
+    for o in target:  # direct children: contained events not contained in another contained one
         inside = [
             e
             for e in events
             if e is not o and e["tid"] == o["tid"] and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"]
         ]
         for e in inside:
-            if not any(p is not e and p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in inside):
+            if not any(
+                p is not e and p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in inside
+            ):
                 children_time += e["dur"]
     row = loaded(RESNET).ops().filter(pl.col("name") == "aten::conv2d").row(0, named=True)
     assert row["host_total_us"] == pytest.approx(sum(o["dur"] for o in target))
