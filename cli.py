@@ -24,6 +24,10 @@ COMMANDS = ("open", "summary", "export")
 
 PathArg = Annotated[str, typer.Argument(help="Trace (.json, .json.gz) or profiler table file.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
+RunOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--run", help="Which run of a file that holds several (TensorBoard-plugin JSON)."),
+]
 
 
 def _version(value: bool) -> None:
@@ -41,10 +45,10 @@ def _main(
     """profview: kernel, operator and step tables of GPU profiles, in the terminal."""
 
 
-def _load(path: str, no_cache: bool = False):
+def _load(path: str, no_cache: bool = False, run: str | None = None):
     from profview.loading import load
 
-    profile = load(path, use_cache=not no_cache)
+    profile = load(path, use_cache=not no_cache, run=run)
     for warning in profile.warnings:
         from profview.sanitize import clean
 
@@ -53,11 +57,11 @@ def _load(path: str, no_cache: bool = False):
 
 
 @app.command("open")
-def open_viewer(path: PathArg, no_cache: NoCache = False) -> None:
+def open_viewer(path: PathArg, no_cache: NoCache = False, run: RunOption = None) -> None:
     """Open the interactive viewer on PATH."""
-    from profview.tui.app import run
+    from profview.tui.app import run as run_viewer
 
-    raise typer.Exit(run(path, no_cache=no_cache))
+    raise typer.Exit(run_viewer(path, no_cache=no_cache, run=run))
 
 
 @app.command()
@@ -65,11 +69,12 @@ def summary(
     path: PathArg,
     top: Annotated[int, typer.Option("--top", "-n", help="Rows of each table.")] = 10,
     no_cache: NoCache = False,
+    run: RunOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     from profview.summary import print_summary
 
-    print_summary(_load(path, no_cache), top)
+    print_summary(_load(path, no_cache, run), top)
 
 
 @app.command()
@@ -94,13 +99,14 @@ def export(
         bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
     ] = False,
     no_cache: NoCache = False,
+    run: RunOption = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     from profview.export import export_format, write_table
     from profview.views import refine, view_frame
 
     export_format(out)
-    profile = _load(path, no_cache)
+    profile = _load(path, no_cache, run)
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

@@ -38,4 +38,4 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if use_cache:
             cache.store(name, trace.events, fields)
         return Profile(path=source.path, events=trace.events, **fields)
-    return load_text_profile(source.path, source.data, source.warnings)
+    return load_text_profile(source.path, source.data, source.warnings, run)

@@ -38,6 +38,8 @@ class Profile:
     missing: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     truncated: bool = False
+    runs: list[str] = field(default_factory=list)
+    run: str | None = None
 
     # -- derived ---------------------------------------------------------------------------
     @cached_property

@@ -52,9 +52,7 @@ def _cell(column: str, value: object, unit_ms: bool) -> Text:
     return Text(clean(value))
 
 
-def _table(
-    title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False
-) -> Table:
+def _table(title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False) -> Table:
     """A borderless table: numbers keep their full width, names give way with an ellipsis."""
     rows = [[_cell(c, row[c], unit_ms) for c in columns] for row in frame.iter_rows(named=True)]
     widths = [max([len(header), *(len(r[i]) for r in rows)]) for i, header in enumerate(columns.values())]
@@ -89,6 +87,13 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
         )
         for hint in view.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
+    elif profile.metadata.get("hints") or profile.metadata.get("environments"):
+        for key, value in (profile.metadata.get("environments") or {}).items():
+            console.print(Text(f"  {clean(key)}: {clean(value)}"))
+        for hint in profile.metadata.get("hints") or []:
+            console.print(Text(f"  hint: {clean(hint)}"))
+    if len(profile.runs) > 1:
+        console.print(Text(f"  runs: {', '.join(profile.runs)} (choose with --run)"))
     if profile.available("steps"):
         steps = profile.steps()
         columns = {"step": "step", "duration_us": "total"} | {f"{c}_us": SHORT_LABELS[c] for c in CATEGORIES}

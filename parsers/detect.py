@@ -4,15 +4,49 @@ from __future__ import annotations
 
 from profview.errors import ProfviewError
 from profview.parsers.kernel_counts import parse_kernel_counts
+from profview.parsers.tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metadata
 from profview.parsers.torch_table import parse_torch_tables
 from profview.profile import Profile
 
-TRIED = "Chrome-trace JSON, PyTorch key_averages table, kernel-count list"
+TRIED = "Chrome-trace JSON, TensorBoard-plugin JSON, PyTorch key_averages table, kernel-count list"
 
 
-def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str]) -> Profile:
-    """A Profile from a text table, or ProfviewError naming the formats tried."""
+def load_plugin_profile(path: str, text: str, warnings: list[str], run: str | None) -> Profile:
+    """One run of a TensorBoard-plugin JSON file (the first unless ``run`` names another)."""
+    runs = parse_plugin_runs(text)
+    if not runs:
+        raise ProfviewError(path, "TensorBoard-plugin JSON without an overview document")
+    names = [r.name for r in runs]
+    chosen = runs[0]
+    if run is not None:
+        matches = [r for r in runs if run in (r.name, r.name.removeprefix("run"))]
+        if not matches:
+            raise ProfviewError(path, f"no run {run!r} (runs: {', '.join(names)})")
+        chosen = matches[0]
+    tables = {"steps": chosen.steps}
+    missing = {"launches": "the TensorBoard plugin's views do not link operators to kernels"}
+    for view, frame in (("ops", chosen.ops), ("kernels", chosen.kernels)):
+        if frame is not None:
+            tables[view] = frame
+        else:
+            missing[view] = f"this run has no {view} table"
+    return Profile(
+        path=path,
+        format=f"TensorBoard-plugin JSON, {chosen.name} of {len(runs)}",
+        tables=tables,
+        missing=missing,
+        metadata=run_metadata(chosen),
+        warnings=list(warnings),
+        runs=names,
+        run=chosen.name,
+    )
+
+
+def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str], run: str | None = None) -> Profile:
+    """A Profile from a text format, or ProfviewError naming the formats tried."""
     text = bytes(data).decode("utf-8", "replace")
+    if looks_like_plugin_json(text):
+        return load_plugin_profile(path, text, warnings, run)
     torch = parse_torch_tables(text)
     counts = parse_kernel_counts(text)
     if torch is not None and torch.ops.height:

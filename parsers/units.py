@@ -7,8 +7,19 @@ import re
 _TIME = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$")
 _SIZE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(b|B|Kb|KB|kB|Mb|MB|Gb|GB|Tb|TB)$")
 _TIME_US = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6}
-_SIZE_BYTES = {"b": 1, "B": 1, "Kb": 2**10, "KB": 2**10, "kB": 2**10, "Mb": 2**20, "MB": 2**20,
-               "Gb": 2**30, "GB": 2**30, "Tb": 2**40, "TB": 2**40}
+_SIZE_BYTES = {
+    "b": 1,
+    "B": 1,
+    "Kb": 2**10,
+    "KB": 2**10,
+    "kB": 2**10,
+    "Mb": 2**20,
+    "MB": 2**20,
+    "Gb": 2**30,
+    "GB": 2**30,
+    "Tb": 2**40,
+    "TB": 2**40,
+}
 
 
 def time_us(text: str) -> float | None:

@@ -46,16 +46,18 @@ class ProfviewApp(App[int]):
         Binding("s", "sort", "sort"),
         Binding("e", "export", "export"),
         Binding("b", "group", "by shape"),
+        Binding("r", "next_run", "next run", show=False),
         Binding("j", "cursor('down')", "down", show=False),
         Binding("k", "cursor('up')", "up", show=False),
         Binding("g", "cursor('top')", "top", show=False),
         Binding("G", "cursor('bottom')", "bottom", show=False),
     ]
 
-    def __init__(self, path: str, *, no_cache: bool = False) -> None:
+    def __init__(self, path: str, *, no_cache: bool = False, run: str | None = None) -> None:
         super().__init__()
         self.path = path
         self.no_cache = no_cache
+        self.run_name = run
         self.profile = None
         self.error: str | None = None
         self.loaded = False
@@ -70,7 +72,7 @@ class ProfviewApp(App[int]):
         from profview.loading import load
 
         try:
-            profile = load(self.path, use_cache=not self.no_cache)
+            profile = load(self.path, use_cache=not self.no_cache, run=self.run_name)
         except ProfviewError as exc:
             self.post_message(LoadFailed(str(exc)))
             return
@@ -161,6 +163,18 @@ class ProfviewApp(App[int]):
         if isinstance(self.screen, MainScreen):
             self.screen.toggle_grouping()
 
+    def action_next_run(self) -> None:
+        """Files with several runs (TensorBoard-plugin JSON): show the next one."""
+        profile = self.profile
+        if profile is None or len(profile.runs) < 2:
+            self.notify("This file holds a single run", severity="information")
+            return
+        self.run_name = profile.runs[(profile.runs.index(profile.run) + 1) % len(profile.runs)]
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(LoadingScreen(self.path))
+        self.loader = self.load_profile()
+
     # -- drill-down -------------------------------------------------------------------------
     def on_drill_requested(self, message: DrillRequested) -> None:
         profile = self.profile
@@ -206,12 +220,12 @@ class ProfviewApp(App[int]):
         self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
 
 
-def run(path: str, *, no_cache: bool = False) -> int:
+def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
     if not Path(path).exists():
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
-    app = ProfviewApp(path, no_cache=no_cache)
+    app = ProfviewApp(path, no_cache=no_cache, run=run)
     code = app.run()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)

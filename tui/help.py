@@ -22,6 +22,7 @@ KEYS = (
     ("e", "export the table on screen (filter and sort applied) to CSV"),
     ("Steps: Enter / a", "narrow Kernels and Operators to the highlighted step / all steps"),
     ("Steps timeline: ← → H L < > + - [ ] 0", "cursor (H/L ×10), lane, zoom in/out, pan, fit"),
+    ("r", "next run (files holding several runs, e.g. TensorBoard-plugin JSON)"),
     ("?", "this help"),
     ("Ctrl+C", "quit at any time"),
 )

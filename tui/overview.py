@@ -48,6 +48,18 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    if profile.events is None and profile.metadata.get("average_step"):
+        step = profile.metadata["average_step"]
+        total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
+        parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
+        parts.append(stacked_bar(step, total, max(width - 2, 10)))
+        parts.append(legend({c: step.get(c, 0.0) for c in CATEGORIES}, total))
+    for key, value in (profile.metadata.get("environments") or {}).items():
+        parts.append(Text(f"{clean(key)}: {clean(value)}"))
+    for hint in profile.metadata.get("hints") or []:
+        parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    if len(profile.runs) > 1:
+        parts.append(Text(f"runs: {', '.join(profile.runs)} (r: next run)", style="dim"))
     for name, reason in profile.missing.items():
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
