@@ -187,7 +187,9 @@ class ProfviewApp(App[int]):
                 if message.view == "op_launches" and message.row.get("kind") not in (None, "kernel"):
                     self.notify("memcpy/memset rows have no launch chain of their own", severity="warning")
                     return
-                screen = DrillScreen("kernel_launches", profile.kernel_launches(name), [*path, f"kernel {name}"])
+                with_stack = bool(profile.metadata.get("with_stack"))
+                frame = profile.kernel_launches(name)
+                screen = DrillScreen("kernel_launches", frame, [*path, f"kernel {name}"], with_stack)
             elif message.view in ("ops", "kernel_launches"):
                 name = message.row.get("op") if message.view == "kernel_launches" else message.row["name"]
                 screen = DrillScreen("op_launches", profile.launches(name), [*path, f"op {name}"])

@@ -29,11 +29,12 @@ def breadcrumb(path: list[str]) -> Text:
 class DrillScreen(Screen):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
-    def __init__(self, view: str, frame: pl.DataFrame, path: list[str]) -> None:
+    def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()
         self.view = view
         self.frame = frame
         self.path = path
+        self.with_stack = with_stack
 
     def compose(self) -> ComposeResult:
         yield Static(breadcrumb(self.path), id="breadcrumb")
@@ -63,7 +64,12 @@ class DrillScreen(Screen):
             for depth, op in enumerate(str(row["op_chain"] or "").split(CHAIN_SEPARATOR)):
                 detail.append(f"{'  ' * depth}{clean(op)}\n")
             stack = str(row["python_stack"] or "")
-            heading = "python stack:\n" if stack else "python stack: not recorded (with_stack=False)\n"
+            if stack:
+                heading = "python stack:\n"
+            elif self.with_stack:
+                heading = "python stack: none on this thread (e.g. backward ops run on autograd's thread)\n"
+            else:
+                heading = "python stack: not recorded (the trace was made without with_stack)\n"
             detail.append(heading, style="bold")
             for depth, frame in enumerate(stack.split(CHAIN_SEPARATOR) if stack else []):
                 detail.append(f"{'  ' * depth}{clean(frame)}\n")
