@@ -23,6 +23,17 @@ KERNEL_COLUMNS = (
     "shapes",
 )
 SHAPE_KEYS = ("grid", "block", "registers", "shared_mem")
+TEXT_COLUMNS = ("name", "grid", "block")
+
+
+def conform_kernels(frame: pl.DataFrame) -> pl.DataFrame:
+    """A kernel table from a format that knows only some columns: the rest null, in order."""
+    missing = [
+        pl.lit(None, dtype=pl.String if c in TEXT_COLUMNS else pl.Int64 if c == "calls" else pl.Float64).alias(c)
+        for c in KERNEL_COLUMNS
+        if c not in frame.columns
+    ]
+    return frame.with_columns(missing).select(KERNEL_COLUMNS)
 
 
 def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
@@ -48,7 +59,5 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         *shape_aggs,
     )
     total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
-    table = table.with_columns(
-        (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct")
-    )
+    table = table.with_columns((pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"))
     return table.select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])

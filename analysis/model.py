@@ -92,9 +92,7 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
     )
     gpu = gpu.join(launches, on="correlation", how="left").join(by_external, on="external_id", how="left")
     launch_op = pl.when(pl.col("launch_op") >= 0).then(pl.col("launch_op"))
-    return gpu.with_columns(pl.coalesce("external_op", launch_op).alias("op_row")).drop(
-        "external_op", "launch_op"
-    )
+    return gpu.with_columns(pl.coalesce("external_op", launch_op).alias("op_row")).drop("external_op", "launch_op")
 
 
 def python_stack_at(model: TraceModel, row: int) -> list[int]:
@@ -157,6 +155,4 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
         if i:
             starts_adj[i] = max(starts[i], ends[i - 1])
         ends[i] = max(ends[i], starts_adj[i])
-    return steps.select("step", "name").with_columns(
-        pl.Series("start", starts_adj), pl.Series("end", ends)
-    )
+    return steps.select("step", "name").with_columns(pl.Series("start", starts_adj), pl.Series("end", ends))

@@ -54,9 +54,7 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     return rows.filter(pl.col("is_op"))
 
 
-def operator_table(
-    rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes: bool = False
-) -> pl.DataFrame:
+def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes: bool = False) -> pl.DataFrame:
     """Group operator calls by name (and input shapes); add the ``(unattributed)`` GPU row.
 
     ``unattributed_gpu`` is the GPU work no operator launched; it becomes one row so that the
@@ -90,6 +88,4 @@ def operator_table(
             extra["input_dims"] = [None]
         table = pl.concat([table, pl.DataFrame(extra).select(table.columns).cast(table.schema)])
     columns = [*OPERATOR_COLUMNS, "input_dims"] if by_shapes else list(OPERATOR_COLUMNS)
-    return table.select(columns).sort(
-        ["device_total_us", "host_total_us", "name"], descending=[True, True, False]
-    )
+    return table.select(columns).sort(["device_total_us", "host_total_us", "name"], descending=[True, True, False])

@@ -81,10 +81,7 @@ def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
     if step:
         loader = view.average_step.get("dataloader", 0.0) / step * 100
         if loader > 5:
-            out.append(
-                f"DataLoader takes {loader:.1f}% of each step: raise num_workers, use pin_memory, "
-                "or prefetch."
-            )
+            out.append(f"DataLoader takes {loader:.1f}% of each step: raise num_workers, use pin_memory, or prefetch.")
         runtime = view.average_step.get("runtime", 0.0) / step * 100
         if runtime > 10:
             out.append(f"CUDA runtime calls take {runtime:.1f}% of step time: launch overhead; try CUDA graphs.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import polars as pl
-from profview.analysis.kernels import KERNEL_COLUMNS
+from profview.analysis.kernels import conform_kernels
 
 LINE = re.compile(r'^\s*"(?P<name>(?:[^"\\]|\\.)+)"\s*:\s*(?P<count>\d+)\s*,?\s*$')
 MIN_LINES = 3
@@ -18,8 +18,4 @@ def parse_kernel_counts(text: str) -> pl.DataFrame | None:
         return None
     frame = pl.DataFrame(rows, schema={"name": pl.String, "calls": pl.Int64}, orient="row")
     frame = frame.group_by("name", maintain_order=True).agg(pl.col("calls").sum())
-    for column in KERNEL_COLUMNS:
-        if column not in frame.columns:
-            dtype = pl.String if column in ("grid", "block") else pl.Float64
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
-    return frame.select(KERNEL_COLUMNS).sort("calls", descending=True, maintain_order=True)
+    return conform_kernels(frame).sort("calls", descending=True, maintain_order=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 import polars as pl
-from profview.analysis.kernels import KERNEL_COLUMNS
+from profview.analysis.kernels import conform_kernels
 from profview.analysis.operators import OPERATOR_COLUMNS
 from profview.analysis.steps import CATEGORIES, CATEGORY_LABELS, STEP_COLUMNS
 
@@ -120,12 +120,7 @@ def kernels_frame(table: dict[str, Any]) -> pl.DataFrame:
         *(pl.col(c).cast(pl.Float64) for c in ("total_us", "mean_us", "max_us", "min_us") if c in frame.columns),
         (pl.col("total_us").cast(pl.Float64) / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
     )
-    for column in KERNEL_COLUMNS:
-        if column not in frame.columns:
-            frame = frame.with_columns(
-                pl.lit(None, dtype=pl.String if column in ("grid", "block") else pl.Float64).alias(column)
-            )
-    return frame.select(KERNEL_COLUMNS).sort("total_us", descending=True)
+    return conform_kernels(frame).sort("total_us", descending=True)
 
 
 def plain_text(markup: str) -> str:

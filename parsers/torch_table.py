@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 import polars as pl
-from profview.analysis.kernels import KERNEL_COLUMNS
+from profview.analysis.kernels import conform_kernels
 from profview.analysis.operators import OPERATOR_COLUMNS
 from profview.parsers.units import number, percent, size_bytes, time_us
 
@@ -191,11 +191,7 @@ def kernel_rows(ops: pl.DataFrame) -> pl.DataFrame:
         (pl.col("device_self_us") / calls).alias("mean_us"),
         (pl.col("device_self_us") / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
     )
-    for column in KERNEL_COLUMNS:
-        if column not in frame.columns:
-            dtype = pl.String if column in ("grid", "block") else pl.Float64
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
-    return frame.select(KERNEL_COLUMNS).sort("total_us", descending=True, nulls_last=True)
+    return conform_kernels(frame).sort("total_us", descending=True, nulls_last=True)
 
 
 def parse_torch_tables(text: str) -> TorchTables | None:

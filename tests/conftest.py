@@ -15,6 +15,17 @@ SAMPLES = ROOT / "samples"
 SHARED = ROOT.parent / "shared"
 
 
+def run_cli(args: list[str]) -> int:
+    """Run the profview command in-process; return its exit code."""
+    from profview.cli import main
+
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
 def sample(name: str) -> Path:
     """Path of a file in samples/."""
     return SAMPLES / name

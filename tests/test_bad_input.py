@@ -10,19 +10,10 @@ from pathlib import Path
 
 import profview
 import pytest
-from conftest import sample
-from profview.cli import main
+from conftest import run_cli, sample
 from profview.errors import ProfviewError
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
-
-
-def run_cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def ddp_text() -> str:

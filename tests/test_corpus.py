@@ -10,22 +10,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import SHARED
-from profview.cli import main
+from conftest import SHARED, run_cli
 
 TRACES = sorted(
     p
     for p in [*(SHARED / "traces").glob("*.json*"), *(SHARED / "traces" / "public").glob("*.json*")]
     if "gpt2_train_big" not in p.name  # the 172 MB benchmark trace: benchmarks/run.py
 )
-
-
-def run_cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def check_trace(trace: Path, out: Path) -> None:

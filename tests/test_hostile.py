@@ -8,18 +8,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from profview.cli import main
+from conftest import run_cli
 from profview.sanitize import clean
 
 EVIL = "\x1b[2J\x1b]0;pwned\x07[bold red]boom[/] \u202eevil\x00\x08"
-
-
-def run_cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 @pytest.fixture

@@ -9,19 +9,9 @@ from pathlib import Path
 import polars as pl
 import profview
 import pytest
-from conftest import loaded, raw_events, sample
-from profview.cli import main
+from conftest import loaded, raw_events, run_cli, sample
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
-
-
-def run_cli(args: list[str]) -> int:
-    """Run the profview command in-process; return its exit code."""
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def write_layout(doc: dict, path: Path, layout: str) -> None:

@@ -99,9 +99,7 @@ def test_host_self_time_subtracts_child_operators_and_runtime_calls() -> None:
             if e is not o and e["tid"] == o["tid"] and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"]
         ]
         for e in inside:
-            if not any(
-                p is not e and p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in inside
-            ):
+            if not any(p is not e and p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] for p in inside):
                 children_time += e["dur"]
     row = loaded(RESNET).ops().filter(pl.col("name") == "aten::conv2d").row(0, named=True)
     assert row["host_total_us"] == pytest.approx(sum(o["dur"] for o in target))
