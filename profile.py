@@ -129,8 +129,22 @@ class Profile:
 
     def kernel_launches(self, kernel: str) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel``."""
-        self._require("launches")
-        return kernel_launches(self.model, kernel)
+        given = self._require("launches")
+        if given is None:
+            return kernel_launches(self.model, kernel)
+        rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
+        total = float(rows["total_us"].sum() or 0.0)
+        return rows.select(
+            "op",
+            pl.col("op").alias("op_chain"),
+            pl.lit("").alias("python_stack"),
+            "calls",
+            "total_us",
+            "mean_us",
+            "min_us",
+            "max_us",
+            (pl.col("total_us") / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
+        )
 
     def overview(self) -> Overview:
         """Devices, span, GPU busy time and the average step (traces only)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from profview.errors import ProfviewError
 from profview.parsers.kernel_counts import parse_kernel_counts
+from profview.parsers.paddle_summary import looks_like_paddle, parse_paddle_summary
 from profview.parsers.tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metadata
 from profview.parsers.torch_table import parse_torch_tables
 from profview.profile import Profile
 
-TRIED = "Chrome-trace JSON, TensorBoard-plugin JSON, PyTorch key_averages table, kernel-count list"
+TRIED = (
+    "Chrome-trace JSON, TensorBoard-plugin JSON, Paddle profiler summary, PyTorch key_averages table, kernel-count list"
+)
 
 
 def load_plugin_profile(path: str, text: str, warnings: list[str], run: str | None) -> Profile:
@@ -47,6 +50,20 @@ def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str], r
     text = bytes(data).decode("utf-8", "replace")
     if looks_like_plugin_json(text):
         return load_plugin_profile(path, text, warnings, run)
+    if looks_like_paddle(text):
+        tables, metadata = parse_paddle_summary(text)
+        missing = {"steps": "the Paddle summary gives totals per event type, not per step"}
+        for view in ("ops", "kernels", "launches"):
+            if view not in tables:
+                missing[view] = f"this Paddle summary has no {view} section"
+        return Profile(
+            path=path,
+            format="Paddle profiler summary",
+            tables=tables,
+            missing=missing,
+            metadata=metadata,
+            warnings=list(warnings),
+        )
     torch = parse_torch_tables(text)
     counts = parse_kernel_counts(text)
     if torch is not None and torch.ops.height:
