@@ -7,6 +7,7 @@ import os
 from profview import cache
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
 from profview.parsers.detect import load_text_profile
+from profview.parsers.other_chrome import label_device_lanes, needs_lane_labels
 from profview.parsers.source import read_source
 from profview.profile import Profile
 
@@ -29,13 +30,18 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
     head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
         trace = parse_chrome_trace(source.data, source.path)
+        events, missing, trace_format = trace.events, {}, TRACE_FORMAT
+        if needs_lane_labels(events):
+            events, missing = label_device_lanes(events)
+            trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
         fields = {
-            "format": TRACE_FORMAT,
+            "format": trace_format,
+            "missing": missing,
             "metadata": trace.metadata,
             "warnings": source.warnings + trace.warnings,
             "truncated": trace.truncated or bool(source.warnings),
         }
         if use_cache:
-            cache.store(name, trace.events, fields)
-        return Profile(path=source.path, events=trace.events, **fields)
+            cache.store(name, events, fields)
+        return Profile(path=source.path, events=events, **fields)
     return load_text_profile(source.path, source.data, source.warnings, run)

@@ -80,6 +80,16 @@ CATEGORY_KINDS: dict[str, str] = {
     "operator": "cpu_op",
     "user_annotation": "user_annotation",
     "python_function": "python_function",
+    # PaddlePaddle's own trace categories
+    "cudaruntime": "runtime",
+    "operatorinner": "cpu_op",
+    "userdefined": "user_annotation",
+    "pythonuserdefined": "user_annotation",
+    "profilestep": "user_annotation",
+    "dataloader": "user_annotation",
+    "forward": "user_annotation",
+    "backward": "user_annotation",
+    "optimization": "user_annotation",
 }
 
 #: (column, trace arg key(s), dtype) for every typed column taken from ``args``.
