@@ -23,13 +23,14 @@ NAME_WIDTH = 70
 
 
 def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame as cells: text made inert, floats to the nanosecond (3 decimals)."""
+    """The frame as cells: text made inert, floats with 3 decimals (the nanosecond)."""
     exprs = []
     for column, dtype in frame.schema.items():
         if dtype == pl.String:
             exprs.append(clean_column(column))
         elif dtype.is_float():
-            exprs.append(pl.col(column).round(3))
+            # Fixed 3 decimals (the nanosecond), never scientific notation.
+            exprs.append(pl.col(column).round(3).cast(pl.Decimal(38, 3), strict=False))
         elif dtype == pl.Boolean or dtype.is_integer():
             exprs.append(pl.col(column))
         else:
