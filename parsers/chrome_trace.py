@@ -147,21 +147,25 @@ def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgs
 
 def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[str]) -> pl.DataFrame:
     """Drop entries that are not events; refuse a trace with none; note suspicious values."""
-    valid = events.filter(pl.col("ph").is_not_null() | pl.col("cat").is_not_null())
-    if valid.height == 0:
+    is_event = pl.col("ph").is_not_null() | pl.col("cat").is_not_null()
+    complete = is_event & (pl.col("ph") == "X")
+    counts = events.select(
+        is_event.sum().alias("events"),
+        (complete & (pl.col("ts").is_null() | pl.col("dur").is_null())).sum().alias("no_time"),
+        (complete & (pl.col("dur") < 0)).sum().alias("negative"),
+    ).row(0, named=True)
+    if counts["events"] == 0:
         if truncated:
             raise ProfviewError(path, "the trace is cut before its first complete event")
         raise ProfviewError(path, "the trace has no events")
-    if valid.height < events.height:
-        warnings.append(f"skipped {events.height - valid.height:,} entries of traceEvents that are not events")
-    complete = valid.filter(pl.col("ph") == "X")
-    no_time = complete.filter(pl.col("ts").is_null() | pl.col("dur").is_null()).height
-    if no_time:
-        warnings.append(f"{no_time:,} complete events without a valid ts or dur were left out of the tables")
-    negative = complete.filter(pl.col("dur") < 0).height
-    if negative:
-        warnings.append(f"{negative:,} events with a negative duration were counted as 0")
-    return valid
+    if counts["events"] < events.height:  # copy only when something must go
+        warnings.append(f"skipped {events.height - counts['events']:,} entries of traceEvents that are not events")
+        events = events.filter(is_event)
+    if counts["no_time"]:
+        warnings.append(f"{counts['no_time']:,} complete events without a valid ts or dur were left out of the tables")
+    if counts["negative"]:
+        warnings.append(f"{counts['negative']:,} events with a negative duration were counted as 0")
+    return events
 
 
 def _first_byte(data: bytes) -> bytes:
