@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+import polars as pl
 from profview import cache
+from profview.errors import ProfviewError
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
 from profview.parsers.detect import load_text_profile
 from profview.parsers.other_chrome import label_device_lanes, needs_lane_labels
@@ -44,4 +46,10 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if use_cache:
             cache.store(name, events, fields)
         return Profile(path=source.path, events=events, **fields)
-    return load_text_profile(source.path, source.data, source.warnings, run)
+    try:
+        return load_text_profile(source.path, source.data, source.warnings, run)
+    except ProfviewError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
+        # A text table laid out in a way no parser foresaw: one line, never a traceback.
+        raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None

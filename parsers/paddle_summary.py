@@ -23,6 +23,9 @@ THREAD = re.compile(r"^-{3,}Thread:")
 UNIT = re.compile(r"Time unit:\s*(\w+)")
 UNIT_US = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
 STATS = ("total", "avg", "max", "min", "ratio")
+_STAT = r"(?:-?[\d.]+|-)(?: / (?:-?[\d.]+|-)){4}"
+#: A stats row read by its shape, for names that overflow their column and shift the others.
+STATS_ROW = re.compile(rf"^\s*(?P<name>.+?)\s+(?P<calls>\d+|-)\s+(?P<cpu>{_STAT})(?:\s+(?P<gpu>{_STAT}))?")
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Section:
     unit_us: float = 1e3
     headers: list[str] = field(default_factory=list)
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
 
 
 def looks_like_paddle(text: str) -> bool:
@@ -82,6 +86,7 @@ def sections(text: str) -> dict[str, Section]:
         elif state == "rows" and line.strip() and not THREAD.match(line):
             depth = (len(line) - len(line.lstrip(" "))) // 2
             current.rows.append((depth, _cells(line, spans)))
+            current.lines.append(line)
     return found
 
 
@@ -110,10 +115,17 @@ def operator_frames(section: Section) -> tuple[pl.DataFrame, pl.DataFrame]:
     cpu, gpu = _column(section, "CPU Total"), _column(section, "GPU Total")
     ops, launches = [], []
     current: str | None = None
-    for depth, cells in section.rows:
-        name, calls = cells[0], int(float(cells[1] or 0))
-        host = _stats(cells[cpu], section.unit_us) if cpu is not None else {}
-        device = _stats(cells[gpu], section.unit_us) if gpu is not None else {}
+    for (depth, cells), line in zip(section.rows, section.lines, strict=True):
+        shaped = STATS_ROW.match(line)
+        if shaped:  # by shape: robust to names that overflow their column
+            name, calls_text = shaped.group("name"), shaped.group("calls")
+            host = _stats(shaped.group("cpu"), section.unit_us)
+            device = _stats(shaped.group("gpu") or "-", section.unit_us)
+        else:
+            name, calls_text = cells[0], cells[1] if len(cells) > 1 else ""
+            host = _stats(cells[cpu], section.unit_us) if cpu is not None and cpu < len(cells) else {}
+            device = _stats(cells[gpu], section.unit_us) if gpu is not None and gpu < len(cells) else {}
+        calls = int(calls_text) if calls_text.isdigit() else 0
         if depth == 0:
             current = name
             ops.append(
@@ -193,17 +205,55 @@ def kernel_frame(section: Section) -> pl.DataFrame:
     return conform_kernels(pl.DataFrame(rows, schema=schema))
 
 
+def extra_operator_rows(found: dict[str, Section], known: set[str]) -> list[pl.DataFrame]:
+    """User-defined ranges and memory copies as operator rows (those not already listed)."""
+    frames = []
+    for title, kind in (("UserDefined Summary", "user_annotation"), ("Memory Manipulation Summary", "memcpy")):
+        if title in found:
+            ops, _launches = operator_frames(found[title])
+            frames.append(ops.filter(~pl.col("name").is_in(list(known))).with_columns(pl.lit(kind).alias("kind")))
+    return frames
+
+
+def environment(found: dict[str, Section], text: str) -> dict[str, str]:
+    """Device utilisation, the model phases, event-type totals and the perf summary, as lines."""
+    lines: dict[str, str] = {}
+    for _depth, cells in found.get("Device Summary", Section("")).rows:
+        lines[f"{cells[0]} utilization"] = f"{cells[1]} %"
+    model = found.get("Model Summary")
+    if model is not None:
+        cpu, gpu = _column(model, "CPU Total"), _column(model, "GPU Total")
+        for _depth, cells in model.rows:
+            host = _stats(cells[cpu], model.unit_us) if cpu is not None else {}
+            device = _stats(cells[gpu], model.unit_us) if gpu is not None else {}
+            lines[f"model {cells[0]}"] = (
+                f"CPU {(host.get('total') or 0) / 1e3:.2f} ms ({host.get('ratio') or 0:.2f}%), "
+                f"GPU {(device.get('total') or 0) / 1e3:.2f} ms ({device.get('ratio') or 0:.2f}%)"
+            )
+    overview = found.get("Overview Summary")
+    if overview is not None:
+        for _depth, cells in overview.rows:
+            if len(cells) >= 4:
+                lines[f"event type {cells[0]}"] = f"{cells[1]} calls, {cells[2]} ms ({cells[3]}%)"
+    for match in re.finditer(r"^\|\s*(\w+)\s*\|\s*([\d.]+)\s*\|", text, re.MULTILINE):
+        lines[f"perf {match.group(1)} (avg)"] = match.group(2)
+    return lines
+
+
 def parse_paddle_summary(text: str) -> tuple[dict[str, pl.DataFrame], dict[str, object]]:
-    """(tables, metadata) of a Paddle summary: ops, kernels, launches, plus the other sections' row counts."""
+    """(tables, metadata) of a Paddle summary: ops, kernels, launches, and the other sections."""
     found = sections(text)
     tables: dict[str, pl.DataFrame] = {}
     if "Operator Summary" in found:
         tables["ops"], tables["launches"] = operator_frames(found["Operator Summary"])
     if "Kernel Summary" in found:
         tables["kernels"] = kernel_frame(found["Kernel Summary"])
+    known = set(tables["ops"]["name"]) if "ops" in tables else set()
+    extra = extra_operator_rows(found, known)
+    if extra:
+        tables["ops"] = pl.concat([tables["ops"], *extra]) if "ops" in tables else pl.concat(extra)
     metadata: dict[str, object] = {
         "sections": {title: len(section.rows) for title, section in found.items()},
+        "environments": environment(found, text),
     }
-    if "UserDefined Summary" in found:
-        metadata["user_defined"] = [cells[0] for depth, cells in found["UserDefined Summary"].rows if depth == 0]
     return tables, metadata

@@ -54,3 +54,19 @@ def test_paddle_views_and_export(tmp_path) -> None:  # type: ignore[no-untyped-d
     out = tmp_path / "l.csv"
     assert run_cli(["export", str(sample(PADDLE)), "-v", "launches", "--op", "conv2d dygraph", "-o", str(out)]) == 0
     assert pl.read_csv(out).height == 18
+
+
+def test_other_summary_sections() -> None:
+    """User-defined ranges and memory copies join the operator view; device, model, event-type and
+    perf summaries are shown as facts of the run (values read by hand from the log)."""
+    profile = loaded(PADDLE)
+    ops = profile.ops()
+    bbox = ops.filter(pl.col("name") == "MaskRCNN::bbox_head").row(0, named=True)
+    assert (bbox["kind"], bbox["calls"]) == ("user_annotation", 10)
+    assert (bbox["host_total_us"], bbox["device_total_us"]) == (pytest.approx(541.23e3), pytest.approx(455.12e3))
+    copy = ops.filter(pl.col("name") == "GpuMemcpyAsync:GPU->CPU").row(0, named=True)
+    assert (copy["kind"], copy["calls"], copy["host_total_us"]) == ("memcpy", 230, pytest.approx(497.50e3))
+    facts = profile.metadata["environments"]
+    assert facts["GPU0 utilization"] == "69.54 %"
+    assert facts["model Backward"] == "CPU 992.41 ms (37.17%), GPU 1115.35 ms (60.07%)"
+    assert facts["perf ips (avg)"] == "1.42885"
