@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 from profview.errors import ProfviewError
@@ -19,11 +20,12 @@ from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
 from profview.tui.loading_screen import LoadingScreen
 from profview.tui.main_screen import PANES, TITLES, MainScreen
-from profview.tui.messages import DrillRequested, LoadFailed, ProfileLoaded
+from profview.tui.messages import DrillRequested, LoadFailed, LoadPhase, ProfileLoaded
 from profview.tui.table_view import FrameView
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import get_current_worker
 
 
 class ProfviewApp(App[int]):
@@ -35,13 +37,13 @@ class ProfviewApp(App[int]):
     BINDINGS = [
         Binding("ctrl+c", "quit_now", "quit", show=False, priority=True),
         Binding("q", "back_or_quit", "quit/back"),
-        Binding("escape", "back", "back", show=False),
+        Binding("escape", "back", "back/clear", show=False),
         Binding("question_mark", "help", "help"),
         Binding("1", "pane('overview')", "overview", show=False),
         Binding("2", "pane('kernels')", "kernels", show=False),
         Binding("3", "pane('ops')", "operators", show=False),
         Binding("4", "pane('steps')", "steps", show=False),
-        Binding("tab", "cycle", "next view", priority=True),
+        Binding("tab", "cycle", "views", priority=True),
         Binding("slash", "filter", "filter"),
         Binding("s", "sort", "sort"),
         Binding("e", "export", "export"),
@@ -62,6 +64,7 @@ class ProfviewApp(App[int]):
         self.error: str | None = None
         self.loaded = False
         self.loader = None
+        self.load_thread: threading.Thread | None = None
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(self.path))
@@ -69,17 +72,43 @@ class ProfviewApp(App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def load_profile(self) -> None:
+        """Parse the file and build the tables in a daemon thread; post the outcome.
+
+        The parse runs in a thread of its own, not in this worker's, so that quitting while it
+        runs never waits for it: this worker stops waiting as soon as it is cancelled, and
+        :func:`run` leaves the process at once if the thread is still busy.
+        """
+        worker = get_current_worker()
+        outcome: list[ProfileLoaded | LoadFailed] = []
+        thread = threading.Thread(target=self._load, args=(outcome,), name="profview-load", daemon=True)
+        self.load_thread = thread
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.1)
+            if worker.is_cancelled:
+                return
+        if outcome and not worker.is_cancelled:
+            self.post_message(outcome[0])
+
+    def _load(self, outcome: list[ProfileLoaded | LoadFailed]) -> None:
         from profview.loading import load
 
         try:
+            self.post_message(LoadPhase("reading and parsing"))
             profile = load(self.path, use_cache=not self.no_cache, run=self.run_name)
+            prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
         except ProfviewError as exc:
-            self.post_message(LoadFailed(str(exc)))
-            return
+            outcome.append(LoadFailed(str(exc)))
         except MemoryError:
-            self.post_message(LoadFailed(f"{self.path}: not enough memory to load this trace"))
-            return
-        self.post_message(ProfileLoaded(profile))
+            outcome.append(LoadFailed(f"{self.path}: not enough memory to load this trace"))
+        except Exception as exc:  # a bug, not a bad input: still one line, never a hung loading screen
+            outcome.append(LoadFailed(f"{self.path}: internal error while loading: {type(exc).__name__}: {exc}"))
+        else:
+            outcome.append(ProfileLoaded(profile))
+
+    def on_load_phase(self, message: LoadPhase) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.phase = message.phase
 
     def on_profile_loaded(self, message: ProfileLoaded) -> None:
         self.profile = message.profile
@@ -115,8 +144,28 @@ class ProfviewApp(App[int]):
             self.exit(return_code=0 if self.loaded else 130)
 
     def action_back(self) -> None:
-        if isinstance(self.screen, DrillScreen):
+        """Esc: clear the table's filter if it has one (as k9s does), else close a drill-down."""
+        view = self.frame_view()
+        if view is not None and view.pattern:
+            view.set_filter("")
+            self.notify("filter cleared", timeout=2)
+        elif isinstance(self.screen, DrillScreen):
             self.pop_screen()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer (and show in the footer) only the keys that do something where you are."""
+        screen = self.screen
+        if action in ("filter", "sort"):
+            return self.frame_view() is not None
+        if action == "export":
+            return self.frame_view() is not None or self.steps_frame() is not None
+        if action == "cycle":
+            return isinstance(screen, MainScreen)
+        if action == "group":
+            return isinstance(screen, MainScreen) and screen.can_group()
+        if action == "next_run":
+            return self.profile is not None and len(self.profile.runs) > 1
+        return True
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -201,13 +250,24 @@ class ProfviewApp(App[int]):
         self.push_screen(screen)
 
     # -- export -----------------------------------------------------------------------------
+    def steps_frame(self):  # type: ignore[no-untyped-def]
+        """The steps table when the Steps view is on screen (what its bars and totals show)."""
+        screen = self.screen
+        profile = self.profile
+        if isinstance(screen, MainScreen) and screen.pane == "steps" and profile and profile.available("steps"):
+            return profile.steps()
+        return None
+
     def action_export(self) -> None:
         view = self.frame_view()
-        if view is None:
-            self.notify("Nothing to export here: open a table view (2, 3) or a drill-down", severity="warning")
+        if view is not None:
+            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
+            frame = view.displayed
+        elif (steps := self.steps_frame()) is not None:
+            parts, frame = ["Steps"], steps
+        else:
+            self.notify("Nothing to export here: open a table (2, 3, 4) or a drill-down", severity="warning")
             return
-        parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
-        frame = view.displayed
 
         def write(target: str | None) -> None:
             if not target:
@@ -222,6 +282,17 @@ class ProfviewApp(App[int]):
         self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
 
 
+def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
+    """Build what the first screens show (the linked model, the tables) off the UI thread."""
+    if profile.events is not None:
+        phase("linking GPU work to operators and steps")
+        profile.overview()
+    phase("building tables")
+    for view in ("kernels", "ops", "steps"):
+        if profile.available(view):
+            getattr(profile, view)()
+
+
 def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
     if not Path(path).exists():
@@ -231,8 +302,10 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
     code = app.run()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.loader is not None and app.loader.is_running:
-        # A parse still running in its worker thread cannot be interrupted: leave at once.
+    if app.load_thread is not None and app.load_thread.is_alive():
+        # A parse still running in its thread cannot be interrupted: leave at once.
+        print("profview: interrupted", file=sys.stderr)
+        sys.stdout.flush()
         sys.stderr.flush()
         os._exit(app.return_code or code or 130)
     return app.return_code or code or 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import polars as pl
 from profview.analysis.launches import CHAIN_SEPARATOR
 from profview.sanitize import clean
+from profview.tui.filter_bar import FilterBar
 from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -29,6 +31,8 @@ def breadcrumb(path: list[str]) -> Text:
 class DrillScreen(Screen):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
+    BINDINGS = [Binding("escape", "app.back", "back")]
+
     def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()
         self.view = view
@@ -41,6 +45,7 @@ class DrillScreen(Screen):
         yield FrameView(self.view, self.frame, id="drill-table")
         if self.view == "kernel_launches":
             yield Static(id="launch-detail")
+        yield FilterBar()
         yield Footer()
 
     def frame_view(self) -> FrameView:
@@ -60,17 +65,20 @@ class DrillScreen(Screen):
         row = self.frame_view().current_row()
         detail = Text()
         if row is not None:
-            detail.append("operator chain (outermost first):\n", style="bold")
+            detail.append("operator chain (outermost first): ", style="bold")
             for depth, op in enumerate(str(row["op_chain"] or "").split(CHAIN_SEPARATOR)):
-                detail.append(f"{'  ' * depth}{clean(op)}\n")
+                if depth:
+                    detail.append(" › ", style="dim")
+                detail.append(clean(op))
+            detail.append("\n")
             stack = str(row["python_stack"] or "")
             if stack:
-                heading = "python stack:\n"
+                heading = "python stack (outermost first):\n"
             elif self.with_stack:
                 heading = "python stack: none on this thread (e.g. backward ops run on autograd's thread)\n"
             else:
                 heading = "python stack: not recorded (the trace was made without with_stack)\n"
             detail.append(heading, style="bold")
-            for depth, frame in enumerate(stack.split(CHAIN_SEPARATOR) if stack else []):
-                detail.append(f"{'  ' * depth}{clean(frame)}\n")
+            for frame in stack.split(CHAIN_SEPARATOR) if stack else []:
+                detail.append(f"  {clean(frame)}\n")
         self.query_one("#launch-detail", Static).update(detail)

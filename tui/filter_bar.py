@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.widgets import Input
+
+# Tables with more rows than this are re-filtered when typing pauses, not on every keystroke.
+DEBOUNCE_ROWS = 100_000
+DEBOUNCE_S = 0.15
 
 
 class FilterBar(Input):
@@ -15,6 +20,7 @@ class FilterBar(Input):
     def __init__(self) -> None:
         super().__init__(placeholder="filter rows by regex (Enter: keep, Esc: clear)", id="filter-bar")
         self.target = None
+        self._pending: Timer | None = None
 
     def open(self, target) -> None:  # type: ignore[no-untyped-def]
         """Show the bar for a FrameView, starting from its current filter."""
@@ -32,15 +38,34 @@ class FilterBar(Input):
         event.stop()
         if self.target is None:
             return
-        problem = self.target.set_filter(event.value)
+        if self._pending is not None:
+            self._pending.stop()
+            self._pending = None
+        if self.target.base.height > DEBOUNCE_ROWS:
+            self._pending = self.set_timer(DEBOUNCE_S, self.apply)
+        else:
+            self.apply()
+
+    def apply(self) -> None:
+        """Filter the target table by what is typed; show the match count or why the regex is bad."""
+        self._pending = None
+        if self.target is None:
+            return
+        problem = self.target.set_filter(self.value)
         self.border_subtitle = problem or f"{self.target.displayed.height:,} of {self.target.base.height:,} rows"
         self.set_class(problem is not None, "invalid")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if self._pending is not None:
+            self._pending.stop()
+            self.apply()
         self.close()
 
     def action_clear_filter(self) -> None:
+        if self._pending is not None:
+            self._pending.stop()
+            self._pending = None
         if self.target is not None:
             self.target.set_filter("")
         self.value = ""

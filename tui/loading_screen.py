@@ -19,6 +19,7 @@ class LoadingScreen(Screen):
         super().__init__()
         self.path = path
         self.started = time.monotonic()
+        self.phase = "starting"
         try:
             self.file_size = os.path.getsize(path)
         except OSError:
@@ -34,6 +35,7 @@ class LoadingScreen(Screen):
 
     def tick(self) -> None:
         elapsed = time.monotonic() - self.started
-        text = Text(f"Loading {clean(self.path)} ({self.file_size / 1e6:,.1f} MB) … {elapsed:.1f} s", style="bold")
+        text = Text(f"Loading {clean(self.path)} ({self.file_size / 1e6:,.1f} MB)", style="bold")
+        text.append(f"\n{self.phase} … {elapsed:.1f} s")
         text.append("\nq or Ctrl+C to quit", style="dim")
         self.query_one("#loading-text", Static).update(text)

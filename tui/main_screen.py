@@ -79,6 +79,7 @@ class MainScreen(Screen):
         self.pane = pane
         self.query_one(ContentSwitcher).current = pane
         self.update_header()
+        self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
         if isinstance(widget, FrameView):
             widget.focus_table()
@@ -98,8 +99,14 @@ class MainScreen(Screen):
                 widget.set_frame(self.frame_for(view))
         self.update_header()
 
+    def can_group(self) -> bool:
+        """Whether b (by launch shape / by input shapes) applies to the pane on screen."""
+        if self.pane not in self.by_shape or not self.profile.available(self.pane):
+            return False
+        return self.profile.events is not None or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
+
     def toggle_grouping(self) -> None:
-        if self.pane in self.by_shape and self.profile.events is not None:
+        if self.can_group():
             self.by_shape[self.pane] = not self.by_shape[self.pane]
             self.refresh_tables()
 

@@ -39,3 +39,11 @@ class StepChosen(Message):
     def __init__(self, step: int | None) -> None:
         super().__init__()
         self.step = step
+
+
+class LoadPhase(Message):
+    """The loading thread started a new phase (shown on the loading screen)."""
+
+    def __init__(self, phase: str) -> None:
+        super().__init__()
+        self.phase = phase

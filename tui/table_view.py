@@ -20,6 +20,8 @@ from textual.widgets import Static
 from textual_fastdatatable import ArrowBackend, DataTable
 
 NAME_WIDTH = 70
+WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
+ROW = "__profview_row"  # a row number carried through refine() to pick the formatted cells
 
 
 def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -36,6 +38,22 @@ def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
         else:
             exprs.append(pl.col(column).cast(pl.String))
     return frame.select(exprs)
+
+
+def text_width(cells: pl.DataFrame, width: int) -> int:
+    """The widest a column may be: names get what the other columns leave of the screen.
+
+    At 80 columns that is 28 cells (so a few numbers fit beside a name); on a wide terminal the
+    name column grows until the row fills the screen.
+    """
+    narrow = min(NAME_WIDTH, max(28, width - 50))
+    name = filter_column(cells)
+    if name is None or not cells.height:
+        return narrow
+    sample = cells.head(1000).select(pl.all().cast(pl.String).str.len_chars().max().fill_null(1))
+    lengths = sample.row(0, named=True)
+    others = sum(min(max(len(c), lengths[c] or 1), narrow) + 2 for c in cells.columns if c != name)
+    return max(narrow, min(WIDE_NAME_WIDTH, width - others - 4))
 
 
 class FrameView(Vertical):
@@ -55,6 +73,7 @@ class FrameView(Vertical):
         self.sort: str | None = None
         self.ascending = False
         self.displayed = self.base
+        self._cells: pl.DataFrame | None = None  # display_frame(self.base), made once per frame
         self._generation = 0
         self._table: DataTable | None = None
 
@@ -72,6 +91,7 @@ class FrameView(Vertical):
     def set_frame(self, frame: pl.DataFrame) -> None:
         """Show a new frame, keeping the filter and sort."""
         self.base = frame
+        self._cells = None
         if self.sort not in frame.columns:
             self.sort = None
         self.rebuild()
@@ -105,9 +125,22 @@ class FrameView(Vertical):
             return None
         return self.displayed.row(min(table.cursor_row, self.displayed.height - 1), named=True)
 
+    def cells(self) -> pl.DataFrame:
+        """The displayed rows as cells: the base frame is formatted once and rows taken from it."""
+        if self._cells is None:
+            self._cells = display_frame(self.base)
+        if not self.pattern and not self.sort:
+            self.displayed = self.base
+            return self._cells
+        numbered = refine(
+            self.base.with_row_index(ROW), pattern=self.pattern or None, sort=self.sort, ascending=self.ascending
+        )
+        self.displayed = numbered.drop(ROW)
+        return self._cells[numbered[ROW]]
+
     def rebuild(self, keep_column: str | None = None) -> None:
-        """Recompute the displayed frame and replace the table widget."""
-        self.displayed = refine(self.base, pattern=self.pattern or None, sort=self.sort, ascending=self.ascending)
+        """Recompute the displayed frame (``views.refine`` of the base) and replace the table widget."""
+        cells = self.cells()
         old = self.table
         column = 0
         if keep_column and keep_column in self.displayed.columns:
@@ -119,11 +152,11 @@ class FrameView(Vertical):
         self._generation += 1
         width = self.app.size.width if self.is_attached else 200
         table = DataTable(
-            backend=ArrowBackend(display_frame(self.displayed).to_arrow()),
+            backend=ArrowBackend(cells.to_arrow()),
             cursor_type="cell",
             render_markup=False,
             show_row_labels=False,
-            max_column_content_width=min(NAME_WIDTH, max(28, width - 50)),
+            max_column_content_width=text_width(cells, width),
             zebra_stripes=True,
             null_rep="-",
             id=f"{self.view}-table-{self._generation}",
@@ -152,6 +185,14 @@ class FrameView(Vertical):
         table = self.table
         if table is not None:
             table.focus()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column header sorts by it (again: reverse), as s does."""
+        event.stop()
+        table = self.table
+        if table is not None and self.displayed.width:
+            table.move_cursor(column=min(event.column_index, self.displayed.width - 1))
+            self.sort_by_cursor()
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
