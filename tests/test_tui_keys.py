@@ -271,3 +271,38 @@ async def test_a_million_row_table_is_quick() -> None:
         assert view.table.row_count == expected.height
     # generous bounds for a loaded 2-core CI machine (measured: 0.5 s and 0.4 s)
     assert first_paint < 10 and refined < 10
+
+
+async def test_overview_scrolls_by_keys() -> None:
+    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        overview = app.screen.query_one("#overview")
+        assert overview.max_scroll_y > 0  # at 80x24 the top tables are below the fold
+        await pilot.press("j", "j")
+        assert overview.scroll_y == 2
+        await pilot.press("G")
+        await pilot.pause()
+        assert overview.scroll_y == overview.max_scroll_y
+        assert "Top operators" in screen_text(app)
+        await pilot.press("g")
+        await pilot.pause()
+        assert overview.scroll_y == 0
+
+
+async def test_kernel_drill_down_stack_scrolls_at_80x24() -> None:
+    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("2", "slash")
+        await type_text(pilot, "implicit_gemm")
+        await pilot.press("enter", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.view == "kernel_launches"
+        assert "operator chain (outermost first)" in screen_text(app)
+        detail = app.screen.query_one("#launch-detail")
+        assert detail.max_scroll_y > 0  # a deep stack does not fit at 80x24 ...
+        await pilot.press("J", "J")
+        assert detail.scroll_y == min(6, detail.max_scroll_y)  # ... and J scrolls it
+        await pilot.press("K")
+        assert detail.scroll_y == min(6, detail.max_scroll_y) - 3

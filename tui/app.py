@@ -188,6 +188,7 @@ class ProfviewApp(App[int]):
         view = self.frame_view()
         table = view.table if view else None
         if table is None:
+            self.scroll_pane(where)
             return
         if where == "down":
             table.action_cursor_down()
@@ -197,6 +198,21 @@ class ProfviewApp(App[int]):
             table.move_cursor(row=0)
         else:
             table.move_cursor(row=max(view.displayed.height - 1, 0))
+
+    def scroll_pane(self, where: str) -> None:
+        """j/k/g/G on a pane without a table (the Overview) scroll it."""
+        screen = self.screen
+        if not isinstance(screen, MainScreen):
+            return
+        pane = screen.query_one(f"#{screen.pane}")
+        if where == "down":
+            pane.scroll_down(animate=False)
+        elif where == "up":
+            pane.scroll_up(animate=False)
+        elif where == "top":
+            pane.scroll_home(animate=False)
+        else:
+            pane.scroll_end(animate=False)
 
     def action_filter(self) -> None:
         view = self.frame_view()

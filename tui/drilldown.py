@@ -10,6 +10,7 @@ from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -31,7 +32,11 @@ def breadcrumb(path: list[str]) -> Text:
 class DrillScreen(Screen):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
-    BINDINGS = [Binding("escape", "app.back", "back")]
+    BINDINGS = [
+        Binding("escape", "app.back", "back"),
+        Binding("J,shift+down", "scroll_detail(3)", "stack", key_display="J/K"),
+        Binding("K,shift+up", "scroll_detail(-3)", "stack up", show=False),
+    ]
 
     def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()
@@ -44,9 +49,19 @@ class DrillScreen(Screen):
         yield Static(breadcrumb(self.path), id="breadcrumb")
         yield FrameView(self.view, self.frame, id="drill-table")
         if self.view == "kernel_launches":
-            yield Static(id="launch-detail")
+            with VerticalScroll(id="launch-detail", can_focus=False):
+                yield Static(id="launch-text")
         yield FilterBar()
         yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "scroll_detail":
+            return self.view == "kernel_launches"
+        return True
+
+    def action_scroll_detail(self, lines: int) -> None:
+        """J/K scroll the operator chain and Python stack below the table."""
+        self.query_one("#launch-detail").scroll_relative(y=lines, animate=False)
 
     def frame_view(self) -> FrameView:
         return self.query_one(FrameView)
@@ -81,4 +96,4 @@ class DrillScreen(Screen):
             detail.append(heading, style="bold")
             for frame in stack.split(CHAIN_SEPARATOR) if stack else []:
                 detail.append(f"  {clean(frame)}\n")
-        self.query_one("#launch-detail", Static).update(detail)
+        self.query_one("#launch-text", Static).update(detail)

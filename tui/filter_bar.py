@@ -15,7 +15,7 @@ class FilterBar(Input):
     """Hidden until / is pressed; every keystroke re-filters; Enter keeps, Esc clears."""
 
     BINDINGS = [Binding("escape", "clear_filter", "clear filter", show=False)]
-    DEFAULT_CSS = "FilterBar { dock: bottom; display: none; }"
+    DEFAULT_CSS = "FilterBar { display: none; }"  # in the flow above the footer (a dock would hide under it)
 
     def __init__(self) -> None:
         super().__init__(placeholder="filter rows by regex (Enter: keep, Esc: clear)", id="filter-bar")
@@ -26,6 +26,8 @@ class FilterBar(Input):
         """Show the bar for a FrameView, starting from its current filter."""
         self.target = target
         self.value = target.pattern
+        self.border_title = "filter by regex"
+        self.border_subtitle = f"{target.displayed.height:,} of {target.base.height:,} rows"
         self.display = True
         self.focus()
 

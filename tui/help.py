@@ -14,6 +14,7 @@ KEYS = (
     ("1 2 3 4, Tab", "Overview, Kernels, Operators, Steps (Tab cycles)"),
     ("↑ ↓ ← →, j k, PgUp PgDn, g G", "move; g/G: first/last row"),
     ("Enter", "drill down: operator → kernels it launched; kernel → operators and Python stack"),
+    ("J K (Shift+↓ ↑)", "in a kernel's drill-down: scroll its operator chain and Python stack"),
     ("Esc", "clear the table's filter, else back (close a drill-down)"),
     ("q", "close the current drill-down, or quit"),
     ("/", "filter the table by regex (live, case-insensitive); Enter keeps it, Esc clears"),
