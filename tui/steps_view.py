@@ -7,10 +7,11 @@ from profview.profile import Profile
 from profview.sanitize import clean
 from profview.summary import fmt_us
 from profview.tui.bars import legend, stacked_bar
-from profview.tui.colours import CATEGORIES, CATEGORY_LABELS
+from profview.tui.colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 from profview.tui.messages import StepChosen
 from profview.tui.timeline import Timeline
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -44,20 +45,29 @@ class StepList(Widget, can_focus=True):
         Binding("right_square_bracket", "timeline('pan', 0.5)", "pan", show=False),
         Binding("0", "timeline('reset')", "fit", show=False),
     ]
-    DEFAULT_CSS = "StepList { height: auto; max-height: 50%; }"
+    DEFAULT_CSS = "StepList { height: auto; max-height: 35%; min-height: 2; }"
 
     def __init__(self, steps: pl.DataFrame, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.steps = steps
         self.cursor = 0
+        self.top = 0  # the first step row on screen
         self.chosen: int | None = None
         self.styles.height = steps.height
 
     def render(self) -> Text:
+        """The rows that fit, scrolled so that the highlighted step is always among them."""
         longest = float(self.steps["duration_us"].max() or 0.0)
         width = max(self.size.width - STEP_LABEL - 2, 10)
+        shown = max(self.size.height, 1)
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + shown:
+            self.top = self.cursor - shown + 1
+        self.top = max(0, min(self.top, self.steps.height - shown))
         out = Text()
-        for index, row in enumerate(self.steps.iter_rows(named=True)):
+        for offset, row in enumerate(self.steps.slice(self.top, shown).iter_rows(named=True)):
+            index = self.top + offset
             mark = "▶" if row["step"] == self.chosen else " "
             name = clean(row["name"]).replace("ProfilerStep#", "step ")
             label = f"{mark} {name[:10]:<10} {fmt_us(row['duration_us']):>10} "
@@ -65,8 +75,14 @@ class StepList(Widget, can_focus=True):
             bar_width = round(width * row["duration_us"] / longest) if longest else 0
             values = {c: row[f"{c}_us"] for c in CATEGORIES}
             out.append(stacked_bar(values, row["duration_us"], bar_width))
-            out.append("\n")
+            if offset < shown - 1:
+                out.append("\n")
         return out
+
+    def on_click(self, event: events.Click) -> None:
+        """A click highlights a step (Enter then narrows the tables to it)."""
+        self.focus()
+        self.action_move(self.top + event.y - self.cursor)
 
     def highlighted(self) -> dict:
         return self.steps.row(self.cursor, named=True)
@@ -113,13 +129,7 @@ class StepsView(VerticalScroll):
         yield StepList(self.profile.steps(), id="step-list")
         yield Static(id="step-totals")
         if self.profile.events is not None:
-            yield Static(
-                Text(
-                    "GPU streams of the highlighted step (←/→ cursor, H/L ×10, < > lane, +/- zoom, [ ] pan, 0 fit)",
-                    style="bold",
-                ),
-                id="timeline-title",
-            )
+            yield Static(id="timeline-title")
             yield Timeline(id="timeline")
 
     def on_mount(self) -> None:
@@ -129,13 +139,26 @@ class StepsView(VerticalScroll):
 
     def show_step(self, row: dict) -> None:
         """Totals of a step and its timeline."""
-        totals = Text(f"{clean(row['name'])}: {fmt_us(row['duration_us'])} = ", style="bold")
+        steps = self.query_one(StepList)
+        name = clean(row["name"])
+        totals = Text(f"{name} ({steps.cursor + 1} of {steps.steps.height}): {fmt_us(row['duration_us'])} = ")
+        totals.stylize("bold")
+        parts = 0
         for category in CATEGORIES:
-            value = row[f"{category}_us"]
+            value = row[f"{category}_us"] or 0.0
+            if value <= 0:  # the legend above names every category; zeros are left out here
+                continue
             share = value / row["duration_us"] * 100 if row["duration_us"] else 0.0
-            totals.append(f"{CATEGORY_LABELS[category]} {fmt_us(value)} ({share:.1f}%)  ")
+            if parts:
+                totals.append(" + ", style="dim")
+            totals.append(f"{CATEGORY_CHAR[category]} ", style=CATEGORY_STYLE[category])
+            totals.append(f"{CATEGORY_LABELS[category]} {fmt_us(value)} ({share:.1f}%)")
+            parts += 1
         self.query_one("#step-totals", Static).update(totals)
         if self.profile.events is not None:
+            title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
+            title.append("   ←→ H L move · < > lane · +/- zoom · [ ] pan · 0 fit", style="dim")
+            self.query_one("#timeline-title", Static).update(title)
             start = self.profile.model.span_start + row["start_us"]
             self.query_one(Timeline).show(self.profile.model.gpu, start, start + row["duration_us"])
 
