@@ -10,6 +10,7 @@ complete event, with a warning.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,19 +201,51 @@ def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Ra
 def _longest_valid_prefix(body: bytes) -> list[msgspec.Raw] | None:
     """The events of ``body`` (a JSON array cut anywhere) up to its last complete event.
 
-    Every closing brace, from the end, is tried as the end of the last event: the first one that
+    Closing braces, from the end, are tried as the end of the last event: the first one that
     makes ``body[:brace + 1] + "]"`` a valid array is exactly the end of the last complete event,
-    since a brace inside an unfinished event leaves a string or a bracket open.
+    since a brace inside an unfinished event leaves a string or a bracket open.  A failed try
+    whose error names a byte skips every brace after that byte (a damaged byte mid-file costs a
+    few tries, not one per later event); after ``_BRACE_TRIES`` tries without success (a cut
+    inside a long string full of braces) a linear walk over the array takes over.
     """
-    pos = len(body)
-    while True:
-        pos = body.rfind(b"}", 0, pos)
+    limit = len(body)
+    for _ in range(_BRACE_TRIES):
+        pos = body.rfind(b"}", 0, limit)
         if pos < 0:
             return [] if body.startswith(b"[") else None
         try:
             return msgspec.json.decode(body[: pos + 1] + b"]", type=_RAW_LIST)
-        except msgspec.MsgspecError:
-            continue
+        except msgspec.MsgspecError as exc:
+            where = _ERROR_BYTE.search(str(exc))
+            limit = min(pos, int(where.group(1))) if where else pos
+    return _walk_events(body[:limit])
+
+
+_BRACE_TRIES = 24
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _walk_events(body: bytes) -> list[msgspec.Raw] | None:
+    """The complete elements at the start of a JSON array, one at a time (linear, slower)."""
+    if not body.startswith(b"["):
+        return None
+    text = body.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    events: list[msgspec.Raw] = []
+    space = re.compile(r"\s*")
+    idx = space.match(text, 1).end()
+    while idx < len(text):
+        try:
+            _, end = decoder.raw_decode(text, idx)
+        except ValueError:
+            break
+        if text[idx] == "{":
+            events.append(msgspec.Raw(text[idx:end].encode()))
+        idx = space.match(text, end).end()
+        if text[idx : idx + 1] != ",":
+            break
+        idx = space.match(text, idx + 1).end()
+    return events
 
 
 def _header_metadata(header: bytes) -> dict[str, Any]:

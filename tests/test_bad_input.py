@@ -202,3 +202,66 @@ def test_memory_check_fails_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(10 * 2**20))
     with pytest.raises(ProfviewError, match=r"needs about .* GiB of memory"):
         profview.load(sample(DDP), use_cache=False)
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize(("where", "byte"), [("name", "\x00"), ("name", '"'), ("comma", "]"), ("comma", "}")])
+def test_damage_mid_plain_trace_is_fast_and_exact(tmp_path: Path, fraction: float, where: str, byte: str) -> None:
+    """A damaged byte in the middle costs a few tries, not one per later event (it used to hang)."""
+    import time
+
+    text = ddp_text()
+    start = int(len(text) * fraction)
+    at = text.find('"name": "', start) + 10 if where == "name" else text.find("},", start) + 1
+    damaged = text[:at] + byte + text[at + 1 :]
+    target = tmp_path / "damaged.json"
+    target.write_text(damaged)
+    started = time.perf_counter()
+    profile = profview.load(target, use_cache=False)
+    assert time.perf_counter() - started < 10
+    expected = complete_events(damaged)
+    assert profile.truncated
+    assert profile.events.height == expected > 0
+    assert any(f"read {expected:,} complete events" in w for w in profile.warnings)
+
+
+def test_cut_inside_a_long_string_of_braces_does_not_hang(tmp_path: Path) -> None:
+    head = '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},'
+    target = tmp_path / "braces.json"
+    target.write_text(head + '{"ph": "X", "cat": "kernel", "name": "' + "}" * 200_000)
+    profile = profview.load(target, use_cache=False)
+    assert profile.events.height == 1 and profile.truncated
+
+
+@pytest.mark.parametrize("trailer", [0xFFFFFFFF, 0x7FFFFFFF, 0])
+def test_forged_gzip_trailer_neither_refuses_nor_allocates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trailer: int
+) -> None:
+    """The last 4 bytes of a cut or forged gzip say nothing: a small file must still open."""
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(1 * 2**30))
+    data = bytearray(sample(DDP).read_bytes())
+    data[-4:] = trailer.to_bytes(4, "little")
+    target = tmp_path / "forged.json.gz"
+    target.write_bytes(bytes(data))
+    assert profview.load(target, use_cache=False).events.height > 0
+
+
+def test_gzip_bomb_fails_early_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(400 * 2**20))
+    target = tmp_path / "bomb.json.gz"
+    target.write_bytes(gzip.compress(b"[" + b" " * (100 * 2**20), 6))
+    with pytest.raises(ProfviewError, match=r"needs about .* GiB of memory"):
+        profview.load(target, use_cache=False)
+
+
+def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import profview.loading
+
+    def boom(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("unexpected\nsecond line")
+
+    monkeypatch.delenv("PROFVIEW_DEBUG", raising=False)
+    monkeypatch.setattr(profview.loading, "load", boom)
+    code = run_cli(["summary", str(sample(DDP))])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and "internal error (RuntimeError" in err and str(sample(DDP)) in err
