@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 from profview.errors import ProfviewError
-from profview.sanitize import FORMULA_START
+from profview.sanitize import FORMULA_START, clean
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
 
@@ -27,6 +27,22 @@ def neutralise_formulas(frame: pl.DataFrame) -> pl.DataFrame:
     pattern = "^(" + "|".join(re.escape(c) for c in FORMULA_START) + ")"
     return frame.with_columns(
         pl.when(pl.col(c).str.contains(pattern)).then("'" + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c, dtype in frame.schema.items()
+        if dtype == pl.String
+    )
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
+def inert_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """Text cells with control characters, escape sequences and bidi overrides made visible."""
+    return frame.with_columns(
+        pl.col(c).map_elements(clean, return_dtype=pl.String, skip_nulls=True)
         for c, dtype in frame.schema.items()
         if dtype == pl.String
     )
@@ -64,6 +80,8 @@ def write_table(
     fmt = export_format(target)
     if fmt == "csv" and not raw_formulas:
         frame = neutralise_formulas(frame)
+    if target == "-" and _is_terminal(sys.stdout):
+        frame = inert_text(frame)  # CSV straight onto a terminal: no escape sequence may run
     if target == "-":
         try:
             frame.write_csv(sys.stdout)

@@ -141,9 +141,11 @@ def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgs
         doc = msgspec.json.decode(flat, type=_TraceDocument)
     except msgspec.ValidationError as exc:
         raise ProfviewError(path, f"JSON but not a Chrome trace ({exc})") from None
+    except UnicodeDecodeError:  # invalid UTF-8 in a metadata string: replaced, as in event names
+        return _decode(bytes(flat).decode("utf-8", "replace").encode(), start, path)
     if not doc.traceEvents and "traceEvents" not in _top_keys(flat):
         raise ProfviewError(path, "JSON object without 'traceEvents': not a Chrome trace")
-    return doc.traceEvents, {k: getattr(doc, k) for k in METADATA_KEYS if getattr(doc, k) is not None}
+    return doc.traceEvents, _valid_metadata({k: getattr(doc, k) for k in METADATA_KEYS})
 
 
 def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[str]) -> pl.DataFrame:
@@ -254,10 +256,18 @@ def _header_metadata(header: bytes) -> dict[str, Any]:
     if not text.lstrip().startswith(b"{"):
         return {}
     try:
-        doc = msgspec.json.decode(text + b"}")
+        doc = msgspec.json.decode(text.decode("utf-8", "replace").encode() + b"}")
     except msgspec.MsgspecError:
         return {}
-    return {k: doc[k] for k in METADATA_KEYS if k in doc} if isinstance(doc, dict) else {}
+    return _valid_metadata({k: doc.get(k) for k in METADATA_KEYS}) if isinstance(doc, dict) else {}
+
+
+def _valid_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without missing values, and without a ``deviceProperties`` that is not a list of objects."""
+    devices = metadata.get("deviceProperties")
+    if devices is not None and not (isinstance(devices, list) and all(isinstance(d, dict) for d in devices)):
+        metadata["deviceProperties"] = None
+    return {k: v for k, v in metadata.items() if v is not None}
 
 
 def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:

@@ -7,8 +7,10 @@ goes and reported through ``warnings``; a file that cannot be read raises :class
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from profview.errors import ProfviewError
 
@@ -137,6 +139,16 @@ def available_memory() -> int | None:
     return None
 
 
+def _read_stream(fh: BinaryIO, name: str) -> bytearray:
+    """All of a pipe, checking memory as it grows."""
+    raw = bytearray()
+    while piece := fh.read(8 << 20):
+        raw += piece
+        if len(raw) % (256 << 20) < len(piece):
+            check_memory(name, _needed(len(raw), b""))
+    return raw
+
+
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
     name = os.fspath(path)
@@ -145,13 +157,19 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     if os.path.isdir(name):
         raise ProfviewError(name, "is a directory, not a trace file")
     try:
+        mode = os.stat(name).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+            raise ProfviewError(name, "is a device or socket, not a trace file")
         with open(name, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            check_memory(name, size + BASE_MEMORY)
-            raw = bytearray(size)
-            with memoryview(raw) as view:
-                count = fh.readinto(view)
-            del raw[count:]
+            if stat.S_ISFIFO(mode):  # a pipe, e.g. <(zcat trace.json.gz): read to its end
+                raw = _read_stream(fh, name)
+            else:
+                size = os.fstat(fh.fileno()).st_size
+                check_memory(name, size + BASE_MEMORY)
+                raw = bytearray(size)
+                with memoryview(raw) as view:
+                    count = fh.readinto(view)
+                del raw[count:]
     except PermissionError:
         raise ProfviewError(name, "permission denied") from None
     except OSError as exc:

@@ -247,9 +247,9 @@ def test_forged_gzip_trailer_neither_refuses_nor_allocates_it(
 
 
 def test_gzip_bomb_fails_early_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(400 * 2**20))
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(300 * 2**20))
     target = tmp_path / "bomb.json.gz"
-    target.write_bytes(gzip.compress(b"[" + b" " * (100 * 2**20), 6))
+    target.write_bytes(gzip.compress(b"[" + b" " * (64 * 2**20), 1))
     with pytest.raises(ProfviewError, match=r"needs about .* GiB of memory"):
         profview.load(target, use_cache=False)
 
@@ -265,3 +265,44 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: p
     code = run_cli(["summary", str(sample(DDP))])
     err = capsys.readouterr().err
     assert code == 3 and err.count("\n") == 1 and "internal error (RuntimeError" in err and str(sample(DDP)) in err
+
+
+def test_invalid_utf8_in_metadata_is_replaced(tmp_path: Path) -> None:
+    event = b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}'
+    for document in (
+        b'{"traceName": "r\xff\xfe", "traceEvents": [' + event + b"]}",  # whole document
+        b'{"traceName": "r\xff\xfe", "traceEvents": [' + event + b", {",  # cut: header read on its own
+    ):
+        target = tmp_path / "latin1_meta.json"
+        target.write_bytes(document)
+        profile = profview.load(target, use_cache=False)
+        assert profile.events.height == 1 and profile.metadata["traceName"] == "r\ufffd\ufffd"
+
+
+@pytest.mark.parametrize("devices", [5, "H100", [1, 2], {"name": "x"}, [None], True])
+def test_odd_device_properties_are_ignored(tmp_path: Path, devices: object, capsys: pytest.CaptureFixture[str]) -> None:
+    event = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}
+    target = tmp_path / "devices.json"
+    target.write_text(json.dumps({"traceEvents": [event], "deviceProperties": devices}))
+    assert run_cli(["summary", str(target), "--no-cache"]) == 0
+    assert "k" in capsys.readouterr().out
+
+
+def test_devices_and_pipes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import threading
+
+    assert run_cli(["summary", "/dev/zero"]) == 2  # would never end
+    assert "is a device" in capsys.readouterr().err
+    fifo = tmp_path / "pipe.json.gz"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(sample(DDP).read_bytes())
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    assert run_cli(["summary", str(fifo)]) == 0  # <(zcat trace.json.gz) and the like
+    writer.join()
+    assert "aten::" in capsys.readouterr().out

@@ -135,3 +135,26 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     err = proc.stderr.read().decode() if proc.stderr else ""
     proc.wait(timeout=60)
     assert "Traceback" not in err
+
+
+def test_csv_onto_a_terminal_is_inert(hostile_trace: Path) -> None:
+    """``-o -`` on a terminal shows escapes as text; into a pipe or file the data stays exact."""
+    import os
+    import pty
+    import sys
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execv(sys.executable, [sys.executable, "-m", "profview", "export", str(hostile_trace), "-o", "-"])
+    out = b""
+    while True:
+        try:
+            piece = os.read(fd, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        out += piece
+    os.waitpid(pid, 0)
+    text = out.decode()
+    assert "name," in text and "\x1b" not in text and "\u202e" not in text and "\x07" not in text
