@@ -5,6 +5,7 @@ Textual is imported only by the viewer, so ``summary`` and ``export`` start fast
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -114,6 +115,20 @@ def export(
         typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {written}", err=True)
 
 
+def _path_of(args: list[str]) -> str:
+    """``PATH: `` of the input named on the command line (for errors that do not name it)."""
+    return f"{args[1]}: " if len(args) > 1 and not args[1].startswith("-") else ""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -130,6 +145,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("profview: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # the reader of our output went away (| head): quietly stop
+        _silence_stdout()
+        sys.exit(141)
+    except MemoryError:
+        typer.echo(f"profview: error: {_path_of(args)}out of memory", err=True)
+        sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
@@ -141,6 +162,17 @@ def main(argv: list[str] | None = None) -> None:
         else:
             typer.echo(f"profview: error: {exc}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
+    except Exception as exc:  # a bug: still one line (PROFVIEW_DEBUG=1 shows the traceback)
+        if os.environ.get("PROFVIEW_DEBUG"):
+            raise
+        from profview.sanitize import clean
+
+        typer.echo(
+            f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "
+            "PROFVIEW_DEBUG=1 shows the traceback",
+            err=True,
+        )
+        sys.exit(3)
     if isinstance(code, int) and code:
         if code == 130:
             typer.echo("profview: interrupted", err=True)

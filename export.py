@@ -7,15 +7,17 @@ cells that a spreadsheet would run as formulas are prefixed with ``'`` unless ``
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
 
 import polars as pl
 from profview.errors import ProfviewError
-from profview.sanitize import FORMULA_START
+from profview.sanitize import FORMULA_START, clean
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
 
@@ -28,6 +30,32 @@ def neutralise_formulas(frame: pl.DataFrame) -> pl.DataFrame:
         for c, dtype in frame.schema.items()
         if dtype == pl.String
     )
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
+def inert_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """Text cells with control characters, escape sequences and bidi overrides made visible."""
+    return frame.with_columns(
+        pl.col(c).map_elements(clean, return_dtype=pl.String, skip_nulls=True)
+        for c, dtype in frame.schema.items()
+        if dtype == pl.String
+    )
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits of the file being replaced, or those the umask gives a new file."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def export_format(target: str) -> str:
@@ -52,17 +80,24 @@ def write_table(
     fmt = export_format(target)
     if fmt == "csv" and not raw_formulas:
         frame = neutralise_formulas(frame)
+    if target == "-" and _is_terminal(sys.stdout):
+        frame = inert_text(frame)  # CSV straight onto a terminal: no escape sequence may run
     if target == "-":
-        frame.write_csv(sys.stdout)
+        try:
+            frame.write_csv(sys.stdout)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE and "Broken pipe" not in str(exc):
+                raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None  # a closed pipe (| head): not an error
         return target
     path = Path(target).expanduser()
     for source in inputs:
         if path.exists() and os.path.samefile(path, source):
             raise ProfviewError(target, "refusing to overwrite the input profile")
-    if path.exists() and not overwrite:
-        raise ProfviewError(target, "already exists (use --force to overwrite)")
     if path.is_dir():
         raise ProfviewError(target, "is a directory")
+    if path.exists() and not overwrite:
+        raise ProfviewError(target, "already exists (use --force to overwrite)")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ProfviewError(target, f"folder {folder} does not exist")
@@ -75,6 +110,8 @@ def write_table(
                 frame.write_parquet(fh)
             else:
                 fh.write(frame.write_json().encode())
+        # mkstemp makes the file 0600: give it the mode a plain open() would (or the old file's).
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -10,6 +10,7 @@ complete event, with a warning.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,9 +141,11 @@ def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgs
         doc = msgspec.json.decode(flat, type=_TraceDocument)
     except msgspec.ValidationError as exc:
         raise ProfviewError(path, f"JSON but not a Chrome trace ({exc})") from None
+    except UnicodeDecodeError:  # invalid UTF-8 in a metadata string: replaced, as in event names
+        return _decode(bytes(flat).decode("utf-8", "replace").encode(), start, path)
     if not doc.traceEvents and "traceEvents" not in _top_keys(flat):
         raise ProfviewError(path, "JSON object without 'traceEvents': not a Chrome trace")
-    return doc.traceEvents, {k: getattr(doc, k) for k in METADATA_KEYS if getattr(doc, k) is not None}
+    return doc.traceEvents, _valid_metadata({k: getattr(doc, k) for k in METADATA_KEYS})
 
 
 def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[str]) -> pl.DataFrame:
@@ -200,19 +203,51 @@ def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Ra
 def _longest_valid_prefix(body: bytes) -> list[msgspec.Raw] | None:
     """The events of ``body`` (a JSON array cut anywhere) up to its last complete event.
 
-    Every closing brace, from the end, is tried as the end of the last event: the first one that
+    Closing braces, from the end, are tried as the end of the last event: the first one that
     makes ``body[:brace + 1] + "]"`` a valid array is exactly the end of the last complete event,
-    since a brace inside an unfinished event leaves a string or a bracket open.
+    since a brace inside an unfinished event leaves a string or a bracket open.  A failed try
+    whose error names a byte skips every brace after that byte (a damaged byte mid-file costs a
+    few tries, not one per later event); after ``_BRACE_TRIES`` tries without success (a cut
+    inside a long string full of braces) a linear walk over the array takes over.
     """
-    pos = len(body)
-    while True:
-        pos = body.rfind(b"}", 0, pos)
+    limit = len(body)
+    for _ in range(_BRACE_TRIES):
+        pos = body.rfind(b"}", 0, limit)
         if pos < 0:
             return [] if body.startswith(b"[") else None
         try:
             return msgspec.json.decode(body[: pos + 1] + b"]", type=_RAW_LIST)
-        except msgspec.MsgspecError:
-            continue
+        except msgspec.MsgspecError as exc:
+            where = _ERROR_BYTE.search(str(exc))
+            limit = min(pos, int(where.group(1))) if where else pos
+    return _walk_events(body[:limit])
+
+
+_BRACE_TRIES = 24
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _walk_events(body: bytes) -> list[msgspec.Raw] | None:
+    """The complete elements at the start of a JSON array, one at a time (linear, slower)."""
+    if not body.startswith(b"["):
+        return None
+    text = body.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    events: list[msgspec.Raw] = []
+    space = re.compile(r"\s*")
+    idx = space.match(text, 1).end()
+    while idx < len(text):
+        try:
+            _, end = decoder.raw_decode(text, idx)
+        except ValueError:
+            break
+        if text[idx] == "{":
+            events.append(msgspec.Raw(text[idx:end].encode()))
+        idx = space.match(text, end).end()
+        if text[idx : idx + 1] != ",":
+            break
+        idx = space.match(text, idx + 1).end()
+    return events
 
 
 def _header_metadata(header: bytes) -> dict[str, Any]:
@@ -221,10 +256,18 @@ def _header_metadata(header: bytes) -> dict[str, Any]:
     if not text.lstrip().startswith(b"{"):
         return {}
     try:
-        doc = msgspec.json.decode(text + b"}")
+        doc = msgspec.json.decode(text.decode("utf-8", "replace").encode() + b"}")
     except msgspec.MsgspecError:
         return {}
-    return {k: doc[k] for k in METADATA_KEYS if k in doc} if isinstance(doc, dict) else {}
+    return _valid_metadata({k: doc.get(k) for k in METADATA_KEYS}) if isinstance(doc, dict) else {}
+
+
+def _valid_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without missing values, and without a ``deviceProperties`` that is not a list of objects."""
+    devices = metadata.get("deviceProperties")
+    if devices is not None and not (isinstance(devices, list) and all(isinstance(d, dict) for d in devices)):
+        metadata["deviceProperties"] = None
+    return {k: v for k, v in metadata.items() if v is not None}
 
 
 def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:

@@ -7,8 +7,10 @@ goes and reported through ``warnings``; a file that cannot be read raises :class
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from profview.errors import ProfviewError
 
@@ -18,6 +20,8 @@ SALVAGE_PIECE = 64 * 1024
 #: 172 MB benchmark trace), plus the interpreter and libraries.
 MEMORY_FACTOR = 3.5
 BASE_MEMORY = 200 * 2**20
+#: Deflate's largest possible expansion (a long run of one byte): 1032 to 1.
+DEFLATE_MAX_RATIO = 1032
 
 
 @dataclass
@@ -30,7 +34,7 @@ class SourceBytes:
     warnings: list[str] = field(default_factory=list)
 
 
-def _gunzip_fast(raw: bytes | bytearray) -> bytearray:
+def _gunzip_fast(raw: bytes | bytearray, path: str) -> bytearray:
     """Decompress a complete gzip stream straight into one buffer (no intermediate copies)."""
     import io
 
@@ -39,8 +43,13 @@ def _gunzip_fast(raw: bytes | bytearray) -> bytearray:
     except ImportError:  # pragma: no cover - isal is a declared dependency
         from gzip import GzipFile  # type: ignore[assignment]
 
-    # The gzip trailer holds the decompressed size modulo 2**32: a good first guess.
-    out = bytearray(max(int.from_bytes(raw[-4:], "little"), 1 << 20))
+    # The gzip trailer holds the decompressed size modulo 2**32: a good first guess, unless the
+    # file is cut or forged (then the last 4 bytes are anything: never trust them past what
+    # deflate can expand to).
+    guess = min(max(int.from_bytes(raw[-4:], "little"), 1 << 20), _max_expansion(raw))
+    if not _fits(guess):
+        guess = len(raw) * 4  # a forged or cut trailer must not refuse a small file: grow instead
+    out = bytearray(guess)
     filled = 0
     with GzipFile(fileobj=io.BytesIO(raw)) as stream:
         while True:
@@ -48,6 +57,7 @@ def _gunzip_fast(raw: bytes | bytearray) -> bytearray:
                 more = stream.read(8 << 20)
                 if not more:
                     break
+                check_memory(path, _needed(len(out) * 2, raw))  # a gzip bomb fails here, early
                 out += more
                 filled += len(more)
                 out.extend(bytes(len(out)))
@@ -61,7 +71,21 @@ def _gunzip_fast(raw: bytes | bytearray) -> bytearray:
     return out
 
 
-def _gunzip_partial(raw: bytes | bytearray) -> tuple[bytearray, str | None]:
+def _max_expansion(raw: bytes | bytearray) -> int:
+    """An upper bound of what ``raw`` can decompress to (deflate expands at most ~1032x)."""
+    return max(len(raw) * DEFLATE_MAX_RATIO, 1 << 20)
+
+
+def _needed(decompressed: int, raw: bytes | bytearray) -> int:
+    return int(decompressed * MEMORY_FACTOR) + len(raw) + BASE_MEMORY
+
+
+def _fits(decompressed: int) -> bool:
+    available = available_memory()
+    return available is None or _needed(decompressed, b"") <= available
+
+
+def _gunzip_partial(raw: bytes | bytearray, path: str) -> tuple[bytearray, str | None]:
     """Decompress as much of a damaged gzip stream as possible; return (data, problem).
 
     The stream is fed in small pieces so that everything before a corrupt block (or a cut)
@@ -76,6 +100,8 @@ def _gunzip_partial(raw: bytes | bytearray) -> tuple[bytearray, str | None]:
         try:
             while offset < len(rest) and not dec.eof:
                 out += dec.decompress(rest[offset : offset + SALVAGE_PIECE])
+                if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
+                    check_memory(path, _needed(len(out), raw))
                 offset += SALVAGE_PIECE
         except zlib.error as exc:
             problem = f"corrupt gzip data after {len(out):,} bytes ({exc})"
@@ -113,6 +139,16 @@ def available_memory() -> int | None:
     return None
 
 
+def _read_stream(fh: BinaryIO, name: str) -> bytearray:
+    """All of a pipe, checking memory as it grows."""
+    raw = bytearray()
+    while piece := fh.read(8 << 20):
+        raw += piece
+        if len(raw) % (256 << 20) < len(piece):
+            check_memory(name, _needed(len(raw), b""))
+    return raw
+
+
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
     name = os.fspath(path)
@@ -121,13 +157,19 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     if os.path.isdir(name):
         raise ProfviewError(name, "is a directory, not a trace file")
     try:
+        mode = os.stat(name).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+            raise ProfviewError(name, "is a device or socket, not a trace file")
         with open(name, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            check_memory(name, size + BASE_MEMORY)
-            raw = bytearray(size)
-            with memoryview(raw) as view:
-                count = fh.readinto(view)
-            del raw[count:]
+            if stat.S_ISFIFO(mode):  # a pipe, e.g. <(zcat trace.json.gz): read to its end
+                raw = _read_stream(fh, name)
+            else:
+                size = os.fstat(fh.fileno()).st_size
+                check_memory(name, size + BASE_MEMORY)
+                raw = bytearray(size)
+                with memoryview(raw) as view:
+                    count = fh.readinto(view)
+                del raw[count:]
     except PermissionError:
         raise ProfviewError(name, "permission denied") from None
     except OSError as exc:
@@ -137,14 +179,18 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     if raw[:2] != GZIP_MAGIC:
         check_memory(name, int(len(raw) * MEMORY_FACTOR) + BASE_MEMORY)
         return SourceBytes(name, raw, compressed=False)
-    # The trailer holds the decompressed size modulo 4 GiB; gzip rarely compresses JSON > 20x.
-    guess = max(int.from_bytes(raw[-4:], "little"), len(raw) * 4)
-    check_memory(name, int(guess * MEMORY_FACTOR) + len(raw) + BASE_MEMORY)
+    # The trailer (decompressed size modulo 4 GiB) may be forged or, in a cut file, anything:
+    # the check here assumes a typical 4x, and the real size is checked as it decompresses.
+    check_memory(name, _needed(len(raw) * 4, raw))
     try:
-        return SourceBytes(name, _gunzip_fast(raw), compressed=True)
+        data = _gunzip_fast(raw, name)
+        warnings: list[str] = []
+    except ProfviewError:
+        raise
     except Exception:
-        data, problem = _gunzip_partial(raw)
+        data, problem = _gunzip_partial(raw, name)
         if not data:
             raise ProfviewError(name, problem or "not a readable gzip file") from None
-        warning = f"{problem}; read {len(data):,} decompressed bytes"
-        return SourceBytes(name, data, compressed=True, warnings=[warning])
+        warnings = [f"{problem}; read {len(data):,} decompressed bytes"]
+    check_memory(name, _needed(len(data), b""))
+    return SourceBytes(name, data, compressed=True, warnings=warnings)

@@ -202,3 +202,107 @@ def test_memory_check_fails_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(10 * 2**20))
     with pytest.raises(ProfviewError, match=r"needs about .* GiB of memory"):
         profview.load(sample(DDP), use_cache=False)
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize(("where", "byte"), [("name", "\x00"), ("name", '"'), ("comma", "]"), ("comma", "}")])
+def test_damage_mid_plain_trace_is_fast_and_exact(tmp_path: Path, fraction: float, where: str, byte: str) -> None:
+    """A damaged byte in the middle costs a few tries, not one per later event (it used to hang)."""
+    import time
+
+    text = ddp_text()
+    start = int(len(text) * fraction)
+    at = text.find('"name": "', start) + 10 if where == "name" else text.find("},", start) + 1
+    damaged = text[:at] + byte + text[at + 1 :]
+    target = tmp_path / "damaged.json"
+    target.write_text(damaged)
+    started = time.perf_counter()
+    profile = profview.load(target, use_cache=False)
+    assert time.perf_counter() - started < 10
+    expected = complete_events(damaged)
+    assert profile.truncated
+    assert profile.events.height == expected > 0
+    assert any(f"read {expected:,} complete events" in w for w in profile.warnings)
+
+
+def test_cut_inside_a_long_string_of_braces_does_not_hang(tmp_path: Path) -> None:
+    head = '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},'
+    target = tmp_path / "braces.json"
+    target.write_text(head + '{"ph": "X", "cat": "kernel", "name": "' + "}" * 200_000)
+    profile = profview.load(target, use_cache=False)
+    assert profile.events.height == 1 and profile.truncated
+
+
+@pytest.mark.parametrize("trailer", [0xFFFFFFFF, 0x7FFFFFFF, 0])
+def test_forged_gzip_trailer_neither_refuses_nor_allocates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trailer: int
+) -> None:
+    """The last 4 bytes of a cut or forged gzip say nothing: a small file must still open."""
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(1 * 2**30))
+    data = bytearray(sample(DDP).read_bytes())
+    data[-4:] = trailer.to_bytes(4, "little")
+    target = tmp_path / "forged.json.gz"
+    target.write_bytes(bytes(data))
+    assert profview.load(target, use_cache=False).events.height > 0
+
+
+def test_gzip_bomb_fails_early_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(300 * 2**20))
+    target = tmp_path / "bomb.json.gz"
+    target.write_bytes(gzip.compress(b"[" + b" " * (64 * 2**20), 1))
+    with pytest.raises(ProfviewError, match=r"needs about .* GiB of memory"):
+        profview.load(target, use_cache=False)
+
+
+def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import profview.loading
+
+    def boom(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("unexpected\nsecond line")
+
+    monkeypatch.delenv("PROFVIEW_DEBUG", raising=False)
+    monkeypatch.setattr(profview.loading, "load", boom)
+    code = run_cli(["summary", str(sample(DDP))])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and "internal error (RuntimeError" in err and str(sample(DDP)) in err
+
+
+def test_invalid_utf8_in_metadata_is_replaced(tmp_path: Path) -> None:
+    event = b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}'
+    for document in (
+        b'{"traceName": "r\xff\xfe", "traceEvents": [' + event + b"]}",  # whole document
+        b'{"traceName": "r\xff\xfe", "traceEvents": [' + event + b", {",  # cut: header read on its own
+    ):
+        target = tmp_path / "latin1_meta.json"
+        target.write_bytes(document)
+        profile = profview.load(target, use_cache=False)
+        assert profile.events.height == 1 and profile.metadata["traceName"] == "r\ufffd\ufffd"
+
+
+@pytest.mark.parametrize("devices", [5, "H100", [1, 2], {"name": "x"}, [None], True])
+def test_odd_device_properties_are_ignored(tmp_path: Path, devices: object, capsys: pytest.CaptureFixture[str]) -> None:
+    event = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}
+    target = tmp_path / "devices.json"
+    target.write_text(json.dumps({"traceEvents": [event], "deviceProperties": devices}))
+    assert run_cli(["summary", str(target), "--no-cache"]) == 0
+    assert "k" in capsys.readouterr().out
+
+
+def test_devices_and_pipes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import threading
+
+    assert run_cli(["summary", "/dev/zero"]) == 2  # would never end
+    assert "is a device" in capsys.readouterr().err
+    fifo = tmp_path / "pipe.json.gz"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(sample(DDP).read_bytes())
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    assert run_cli(["summary", str(fifo)]) == 0  # <(zcat trace.json.gz) and the like
+    writer.join()
+    assert "aten::" in capsys.readouterr().out

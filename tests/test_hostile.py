@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import run_cli
+from conftest import run_cli, sample
 from profview.sanitize import clean
 
 EVIL = "\x1b[2J\x1b]0;pwned\x07[bold red]boom[/] \u202eevil\x00\x08"
@@ -97,3 +97,64 @@ def test_export_never_overwrites_the_input_or_leaves_partial_files(
     assert run_cli(["export", str(hostile_trace), "-o", str(existing), "--force", "--no-cache"]) == 130
     assert existing.read_text() == "precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.csv", "hostile.json"]
+
+
+def test_export_keeps_the_mode_of_the_file_it_replaces(hostile_trace: Path, tmp_path: Path) -> None:
+    import os
+    import stat
+
+    new = tmp_path / "new.csv"
+    assert run_cli(["export", str(hostile_trace), "-o", str(new), "--no-cache"]) == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask  # not mkstemp's 0600
+    new.chmod(0o640)
+    assert run_cli(["export", str(hostile_trace), "-o", str(new), "--no-cache", "--force"]) == 0
+    assert stat.S_IMODE(new.stat().st_mode) == 0o640
+
+
+def test_export_to_a_directory_says_so(hostile_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "out.csv"
+    folder.mkdir()
+    assert run_cli(["export", str(hostile_trace), "-o", str(folder), "--no-cache"]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = "import sys; from profview.cli import main; sys.argv[1:] = sys.argv[2:]; main()"
+    command = [sys.executable, "-c", script, "x", "export", str(sample("gpt2_train_bf16.pt.trace.json.gz"))]
+    proc = subprocess.Popen(
+        [*command, "-v", "ops", "-o", "-", "--no-cache"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    proc.wait(timeout=60)
+    assert "Traceback" not in err
+
+
+def test_csv_onto_a_terminal_is_inert(hostile_trace: Path) -> None:
+    """``-o -`` on a terminal shows escapes as text; into a pipe or file the data stays exact."""
+    import os
+    import pty
+    import sys
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execv(sys.executable, [sys.executable, "-m", "profview", "export", str(hostile_trace), "-o", "-"])
+    out = b""
+    while True:
+        try:
+            piece = os.read(fd, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        out += piece
+    os.waitpid(pid, 0)
+    text = out.decode()
+    assert "name," in text and "\x1b" not in text and "\u202e" not in text and "\x07" not in text
