@@ -9,7 +9,12 @@ from profview import cache
 from profview.errors import ProfviewError
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
 from profview.parsers.detect import load_text_profile
-from profview.parsers.other_chrome import label_device_lanes, needs_lane_labels
+from profview.parsers.other_chrome import (
+    is_paddle_trace,
+    label_device_lanes,
+    needs_lane_labels,
+    normalise_paddle_names,
+)
 from profview.parsers.source import read_source
 from profview.profile import Profile
 
@@ -27,7 +32,7 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         hit = cache.lookup(name)
         if hit is not None:
             events, fields = hit
-            return Profile(path=name, events=events, **fields)
+            return _single_run(Profile(path=name, events=events, **fields), run)
     source = read_source(name)
     head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
@@ -36,6 +41,9 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
             trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
+        elif is_paddle_trace(events):
+            events, missing = normalise_paddle_names(events)
+            trace_format = "PaddlePaddle Chrome trace"
         fields = {
             "format": trace_format,
             "missing": missing,
@@ -45,11 +53,18 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         }
         if use_cache:
             cache.store(name, events, fields)
-        return Profile(path=source.path, events=events, **fields)
+        return _single_run(Profile(path=source.path, events=events, **fields), run)
     try:
-        return load_text_profile(source.path, source.data, source.warnings, run)
+        return _single_run(load_text_profile(source.path, source.data, source.warnings, run), run)
     except ProfviewError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
+
+
+def _single_run(profile: Profile, run: str | None) -> Profile:
+    """A ``run`` other than the first, asked of a file that holds one run, is an error, not ignored."""
+    if run is not None and not profile.runs and run not in ("1", "run1"):
+        raise ProfviewError(profile.path, f"no run {run!r}: a {profile.format} holds a single run")
+    return profile

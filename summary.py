@@ -48,7 +48,7 @@ def _cell(column: str, value: object, unit_ms: bool) -> Text:
     if column.endswith("_us"):
         return Text("-" if value is None else f"{value / 1e3:.1f}" if unit_ms else fmt_us(value))  # type: ignore[operator]
     if column == "pct":
-        return Text(f"{value:.1f}%")
+        return Text("-" if value is None else f"{value:.1f}%")
     return Text(clean(value))
 
 

@@ -1,10 +1,14 @@
 """Chrome traces from tools other than Kineto (JAX/XLA, TensorFlow): find the GPU lanes.
 
-These traces carry no ``cat``; processes are named by ``process_name`` metadata events, a GPU
-one like ``/device:GPU:0``, and its threads (streams) by ``thread_name``.  Complete events on a
-GPU process are GPU work (kernels; memcpy/memset by name), other complete events are host
-operations.  What such a trace cannot give — links from host operations to the kernels they
-launched — is reported as missing, not invented.
+These traces carry no ``cat``.  Processes are named by ``process_name`` metadata events (a GPU
+one like ``/device:GPU:0``, the host ``/host:CPU``) and their threads by ``thread_name``: on a GPU
+process the stream lanes (``Stream #14(Compute)``) hold the kernels, memcpys and memsets, while
+the derived lines the profiler adds beside them (``Steps``, ``XLA Modules``, ``XLA Ops``,
+``TensorFlow Ops``, ...) are ranges over that same GPU work, kept as GPU annotations so no GPU time
+is counted twice.  A kernel's launch shape is one args string, ``kernel_details``:
+``regs:N static_shared:N dynamic_shared:N grid:X,Y,Z block:X,Y,Z occ_pct:F``.  Complete events
+on other processes are host operations.  What such a trace cannot give, links from host
+operations to the kernels they launched, is reported as missing, not invented.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 import polars as pl
 from profview.parsers.schema import KIND
 
-GPU_PROCESS = r"(?i)/device:GPU|/device:gpu|\bGPU\b|/gpu:\d"
+GPU_PROCESS = r"(?i)/device:GPU|\bGPU\b|/gpu:\d"
+STREAM_LANE = r"(?i)stream"
 STREAM_NUMBER = r"(\d+)"
 
 
@@ -22,25 +27,56 @@ def needs_lane_labels(events: pl.DataFrame) -> bool:
     return complete.height > 0 and complete["cat"].null_count() == complete.height
 
 
+def _shape(details: pl.Expr, key: str) -> pl.Expr:
+    """``grid:X,Y,Z`` in a kernel_details string → ``[X, Y, Z]``, as Kineto's grid reads."""
+    found = details.str.extract(rf"{key}:(\d+,\d+,\d+)")
+    return pl.lit("[") + found.str.replace_all(",", ", ") + pl.lit("]")
+
+
+def _launch_shape_columns() -> list[pl.Expr]:
+    """grid, block, registers, shared_mem, occupancy from ``kernel_details`` where Kineto's are absent."""
+    details = pl.col("kernel_details")
+    number = lambda key: details.str.extract(rf"{key}:(\d+)").cast(pl.Int64, strict=False)  # noqa: E731
+    return [
+        pl.coalesce("grid", _shape(details, "grid")).alias("grid"),
+        pl.coalesce("block", _shape(details, "block")).alias("block"),
+        pl.coalesce("registers", number("regs")).alias("registers"),
+        pl.coalesce("shared_mem", number("static_shared") + number("dynamic_shared")).alias("shared_mem"),
+        pl.coalesce("occupancy", details.str.extract(r"occ_pct:([\d.]+)").cast(pl.Float64, strict=False)).alias(
+            "occupancy"
+        ),
+    ]
+
+
 def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Kinds from process names; (events, missing views with the reason)."""
+    """Kinds from process and thread names; (events, missing views with the reason)."""
     meta = events.filter(pl.col("ph") == "M")
     processes = meta.filter(pl.col("name") == "process_name").select("pid", pl.col("label").alias("process"))
-    gpu_pids = processes.filter(pl.col("process").str.contains(GPU_PROCESS))
-    threads = meta.filter(pl.col("name") == "thread_name").select("pid", "tid", pl.col("label").alias("thread"))
+    gpu_pids = processes.filter(pl.col("process").str.contains(GPU_PROCESS)).unique("pid")
+    threads = (
+        meta.filter(pl.col("name") == "thread_name")
+        .select("pid", "tid", pl.col("label").alias("thread"))
+        .unique(["pid", "tid"], keep="last")
+    )
+    # A GPU process whose threads include named streams: only those are lanes of GPU work.
+    with_streams = threads.filter(pl.col("thread").str.contains(STREAM_LANE))["pid"].unique().implode()
     missing = {"launches": "this trace does not link host operations to the GPU kernels they launched"}
     if gpu_pids.height == 0:
         missing["kernels"] = "no process of this trace is named as a GPU (/device:GPU:N)"
     on_gpu = pl.col("pid").is_in(gpu_pids["pid"].implode())
+    lane = ~pl.col("pid").is_in(with_streams) | pl.col("thread").str.contains(STREAM_LANE).fill_null(False)
     name = pl.col("name").str.to_lowercase()
+    complete = pl.col("ph") == "X"
     kind = (
-        pl.when((pl.col("ph") == "X") & on_gpu & name.str.contains("memcpy"))
+        pl.when(complete & on_gpu & ~lane)
+        .then(pl.lit("gpu_annotation"))
+        .when(complete & on_gpu & name.str.contains("memcpy"))
         .then(pl.lit("memcpy"))
-        .when((pl.col("ph") == "X") & on_gpu & name.str.contains("memset"))
+        .when(complete & on_gpu & name.str.contains("memset"))
         .then(pl.lit("memset"))
-        .when((pl.col("ph") == "X") & on_gpu)
+        .when(complete & on_gpu)
         .then(pl.lit("kernel"))
-        .when(pl.col("ph") == "X")
+        .when(complete)
         .then(pl.lit("cpu_op"))
         .otherwise(pl.col("kind").cast(pl.String))
         .cast(KIND)
@@ -56,12 +92,34 @@ def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, st
             pl.coalesce("device", "gpu_device").alias("device"),
             pl.coalesce(
                 "stream",
-                pl.when(on_gpu)
+                pl.when(on_gpu & lane)
                 .then(
                     pl.coalesce(pl.col("thread").str.extract(STREAM_NUMBER), pl.col("tid").str.extract(STREAM_NUMBER))
                 )
                 .cast(pl.Int64, strict=False),
             ).alias("stream"),
+            *_launch_shape_columns(),
         )
     )
     return labelled.select(events.columns), missing
+
+
+#: Categories only PaddlePaddle's trace writer uses (lower-cased).
+PADDLE_CATEGORIES = ("operatorinner", "cudaruntime", "profilestep", "pythonuserdefined", "pythonop", "mluruntime")
+#: Paddle appends each event's duration to its name: ``conv2d dygraph[1.234 ms]``.
+PADDLE_DURATION_SUFFIX = r"\[-?\d+(?:\.\d+)? (?:ms|us|ns|s)\]$"
+
+
+def is_paddle_trace(events: pl.DataFrame) -> bool:
+    """True for a trace written by PaddlePaddle's profiler (its own categories)."""
+    cats = events.filter(pl.col("ph") == "X")["cat"].drop_nulls().str.to_lowercase().unique()
+    return bool(cats.is_in(PADDLE_CATEGORIES).any())
+
+
+def normalise_paddle_names(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Names as Paddle's summary prints them: the ``[1.234 ms]`` duration suffix removed (else
+    every event would be a row of its own), and ``ProfileStep#N`` read as ``ProfilerStep#N`` so
+    steps are found as in a PyTorch trace.  (events, missing views: none)"""
+    name = pl.col("name").str.replace(PADDLE_DURATION_SUFFIX, "")
+    name = pl.when(pl.col("ph") == "X").then(name.str.replace(r"^ProfileStep#(\d+)$", "ProfilerStep#$1"))
+    return events.with_columns(name.otherwise(pl.col("name")).alias("name")), {}

@@ -90,19 +90,22 @@ CATEGORY_KINDS: dict[str, str] = {
     "forward": "user_annotation",
     "backward": "user_annotation",
     "optimization": "user_annotation",
+    "pythonop": "user_annotation",
+    "communication": "cpu_op",
+    "mluruntime": "runtime",
 }
 
 #: (column, trace arg key(s), dtype) for every typed column taken from ``args``.
 ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("external_id", ("External id", "external id"), pl.Int64()),
-    ("correlation", ("correlation",), pl.Int64()),
+    ("correlation", ("correlation", "correlation id"), pl.Int64()),  # "correlation id": PaddlePaddle
     ("stream", ("stream",), pl.Int64()),
     ("device", ("device",), pl.Int64()),
     ("grid", ("grid",), pl.String()),
     ("block", ("block",), pl.String()),
     ("registers", ("registers per thread",), pl.Int64()),
     ("shared_mem", ("shared memory",), pl.Int64()),
-    ("occupancy", ("est. achieved occupancy %",), pl.Float64()),
+    ("occupancy", ("est. achieved occupancy %", "theoretical achieved occupancy %"), pl.Float64()),
     ("bytes", ("bytes",), pl.Int64()),
     ("input_dims", ("Input Dims",), pl.String()),
     ("input_type", ("Input type",), pl.String()),
@@ -113,6 +116,8 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("fwd_thread_id", ("Fwd thread id",), pl.Int64()),
     ("collective", ("Collective name",), pl.String()),
     ("label", ("name",), pl.String()),
+    # XLA/TensorFlow pack a kernel's launch shape into one string (see parsers/other_chrome.py).
+    ("kernel_details", ("kernel_details",), pl.String()),
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {

@@ -40,10 +40,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     (r"# of Calls", "calls", "count"),
     (r"Input Shapes", "input_dims", "text"),
     (r"Source Location", "source_location", "text"),
-    (r"Total \w*FLOPs", "flops", "number"),
+    (r"Total [KMGTP]?FLOPs", "flops", "flops"),
     (r"Node ID", "node_id", "number"),
 )
 GROUPING_COLUMNS = ("input_dims", "source_location")
+#: torch names the FLOPs column after the unit it chose ("Total GFLOPs"); the frame holds FLOPs.
+FLOPS_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 
 
 @dataclass
@@ -86,6 +88,9 @@ def find_tables(text: str) -> list[RawTable]:
             i += 1
             continue
         table = RawTable(headers)
+        # torch prints each further stack frame on a line of its own, in the last column's place
+        # (even when Total FLOPs follows Source Location): it belongs to the row above.
+        stack = headers.index("Source Location") if "Source Location" in headers else None
         i += 3
         while i < len(lines) and not SEPARATOR.match(lines[i]):
             line = lines[i]
@@ -93,8 +98,8 @@ def find_tables(text: str) -> list[RawTable]:
             if not line.strip():
                 continue
             cells = _cells(line, spans)
-            if not cells[0] and table.rows and any(cells):  # a continued Source Location stack
-                table.rows[-1][-1] += "\n" + cells[-1]
+            if not cells[0] and table.rows and stack is not None and any(cells):
+                table.rows[-1][stack] += "\n" + line.strip()
             elif cells[0]:
                 table.rows.append(cells)
         for footer_line in lines[i + 1 : i + 4]:
@@ -113,11 +118,15 @@ def _column_for(header: str) -> tuple[str, str] | None:
     return None
 
 
-def _value(text: str, kind: str) -> object:
+def _value(text: str, kind: str, header: str = "") -> object:
     if kind == "text":
         return text
-    if text in ("", "-"):
+    if text in ("", "-", "--"):
         return None
+    if kind == "flops":
+        value = number(text)
+        prefix = header.removeprefix("Total ").removesuffix("FLOPs")
+        return None if value is None else value * FLOPS_SCALE.get(prefix, 1.0)
     if kind == "time":
         return time_us(text)
     if kind == "size":
@@ -136,7 +145,7 @@ def table_frame(table: RawTable) -> pl.DataFrame:
         found = _column_for(header)
         column, kind = found if found else (re.sub(r"\W+", "_", header.strip().lower()).strip("_"), "text")
         kinds[column] = kind
-        columns[column] = [_value(row[index] if index < len(row) else "", kind) for row in table.rows]
+        columns[column] = [_value(row[index] if index < len(row) else "", kind, header) for row in table.rows]
     dtypes = {"text": pl.String, "count": pl.Int64}
     return pl.DataFrame(
         {c: pl.Series(c, v, dtype=dtypes.get(kinds[c], pl.Float64), strict=False) for c, v in columns.items()}
@@ -170,18 +179,30 @@ def _ops_frame(frame: pl.DataFrame) -> pl.DataFrame:
     return out.select([*OPERATOR_COLUMNS, *extras])
 
 
-def kernel_rows(ops: pl.DataFrame) -> pl.DataFrame:
-    """GPU activities among the rows (device time, no CPU time) as a kernel table.
-
-    GPU-side annotations (``ProfilerStep*`` has a device-only row too) are left out: a name that
-    also has a row with CPU time is an operator, not a kernel.
-    """
-    host_names = ops.filter(pl.col("host_total_us").fill_null(0) != 0)["name"]
-    gpu = ops.filter(
-        (pl.col("device_self_us").fill_null(0) != 0)
-        & (pl.col("host_total_us").fill_null(0) == 0)
-        & ~pl.col("name").is_in(host_names.implode())
+def label_gpu_rows(ops: pl.DataFrame) -> pl.DataFrame:
+    """``kind`` of the rows that are GPU activities (device time, no CPU time): ``kernel``,
+    ``memcpy`` or ``memset`` by name, and ``gpu_annotation`` for a GPU-side range whose name also
+    has a row with CPU time (``ProfilerStep*``, ``record_function`` ranges)."""
+    host_names = ops.filter(pl.col("host_total_us").fill_null(0) != 0)["name"].implode()
+    on_gpu = (pl.col("device_self_us").fill_null(0) != 0) & (pl.col("host_total_us").fill_null(0) == 0)
+    return ops.with_columns(
+        pl.when(~on_gpu)
+        .then(pl.col("kind"))
+        .when(pl.col("name").is_in(host_names))
+        .then(pl.lit("gpu_annotation"))
+        .when(pl.col("name").str.starts_with("Memcpy"))
+        .then(pl.lit("memcpy"))
+        .when(pl.col("name").str.starts_with("Memset"))
+        .then(pl.lit("memset"))
+        .otherwise(pl.lit("kernel"))
+        .alias("kind")
     )
+
+
+def kernel_rows(ops: pl.DataFrame) -> pl.DataFrame:
+    """GPU activities among the rows (kernels, memcpy, memset: device time, no CPU time) as a
+    kernel table; ``pct`` is the share of all of them.  GPU-side annotations are left out."""
+    gpu = label_gpu_rows(ops).filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
     total = float(gpu["device_self_us"].sort().sum() or 0.0)
     calls = pl.col("calls").cast(pl.Float64)
     frame = gpu.select(
@@ -226,9 +247,9 @@ def parse_torch_tables(text: str) -> TorchTables | None:
         else:
             plain.append(frame)
     primary = plain or by_stack or by_shapes
-    ops = _ops_frame(pl.concat(primary, how="diagonal_relaxed"))
-    shapes = _ops_frame(pl.concat(by_shapes, how="diagonal_relaxed")) if by_shapes else None
-    stacks = _ops_frame(pl.concat(by_stack, how="diagonal_relaxed")) if by_stack else None
+    ops = label_gpu_rows(_ops_frame(pl.concat(primary, how="diagonal_relaxed")))
+    shapes = label_gpu_rows(_ops_frame(pl.concat(by_shapes, how="diagonal_relaxed"))) if by_shapes else None
+    stacks = label_gpu_rows(_ops_frame(pl.concat(by_stack, how="diagonal_relaxed"))) if by_stack else None
     return TorchTables(
         ops=ops,
         ops_by_shapes=shapes,

@@ -4,7 +4,10 @@ the tables of the H100 runs checked against the same runs' traces."""
 from __future__ import annotations
 
 import re
+from collections import Counter
+from pathlib import Path
 
+import numpy as np
 import polars as pl
 import profview
 import pytest
@@ -55,6 +58,27 @@ def test_gaussian_splatting_table() -> None:
     assert kernels.row(0, named=True)["total_us"] == pytest.approx(454.340e6)
 
 
+def test_flops_columns_gpu_activity_kinds_and_footers() -> None:
+    """``Total GFLOPs`` values are GFLOPs (the frame holds FLOPs); device-only rows are labelled
+    by what they are; the ``Self ... time total`` footers are kept."""
+    gpt2 = loaded("gpt2_train_bf16.tables.txt")
+    mm = gpt2.ops().filter(pl.col("name") == "aten::mm").row(0, named=True)
+    assert mm["flops"] == pytest.approx(14040.831e9)  # "14040.831" under "Total GFLOPs"
+    resnet = loaded("resnet50_train_amp.tables.txt")
+    conv = resnet.ops().filter(pl.col("name") == "aten::conv2d").row(0, named=True)
+    assert conv["flops"] == pytest.approx(3138920644608.0)  # under "Total FLOPs"
+    kinds = dict(resnet.ops().select("name", "kind").unique("name", keep="first").iter_rows())
+    assert kinds["aten::conv2d"] == "operator"
+    assert kinds["Memcpy HtoD (Pinned -> Device)"] == "memcpy"
+    assert kinds["void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, ..."] == "kernel"
+    steps = resnet.ops().filter(pl.col("name") == "ProfilerStep*")
+    assert sorted(steps["kind"]) == ["gpu_annotation", "operator"]  # the GPU-side range and the host one
+    assert "ProfilerStep*" not in resnet.kernels()["name"]
+    assert resnet.metadata["self_time_total_us"] == {"CPU": pytest.approx(386902), "CUDA": pytest.approx(44939)}
+    gaussian = loaded(GAUSSIAN).ops()
+    assert gaussian.filter(pl.col("name") == "Memset (Device)")["kind"].to_list() == ["memset"]
+
+
 def test_same_run_sorted_two_ways_counts_each_row_once() -> None:
     text = sample(TWO_SORTS).read_text()
     rows = data_rows(text)
@@ -69,11 +93,16 @@ def test_readme_stack_table_negative_times_and_kernel_counts() -> None:
     profile = loaded(README)
     grouped = profile.ops(by_shapes=True)
     stack = grouped.filter(pl.col("name") == "aten::_slow_conv2d_forward")["source_location"][0]
-    assert stack.splitlines()[:3] == [
+    assert stack.splitlines() == [  # the five frames printed under the row, read by hand
         "yolov5/val.py(586): main",
         "site-packages/torch/autograd/grad_mode.py(27): decorate_context",
         "yolov5/val.py(331): run",
+        "nn.Module: DetectMultiBackend",
+        "models/common.py(679): forward",
     ]
+    row = grouped.filter(pl.col("name") == "aten::_slow_conv2d_forward").row(0, named=True)
+    assert (row["calls"], row["host_self_us"], row["host_total_us"]) == (240, 131534.0, 234796.0)
+    assert row["device_mem_bytes"] == pytest.approx(11.31 * 2**30)  # "11.31 Gb"
     ops = profile.ops()
     select = ops.filter(pl.col("name") == "aten::select").row(0, named=True)
     assert select["device_self_us"] == pytest.approx(-688.540e3)  # written as -688.540ms
@@ -84,28 +113,88 @@ def test_readme_stack_table_negative_times_and_kernel_counts() -> None:
     assert counts.height == 35
 
 
-@pytest.mark.parametrize("run", ["resnet50_train_amp", "gpt2_train_bf16", "ddp_nccl_streams"])
-def test_tables_agree_with_the_same_runs_trace(run: str) -> None:
-    """Where both measure the same thing: Self CUDA (device_self_us) for every operator row, and
-    CPU total and # of Calls on the ResNet run, to the printed precision (3 decimals in ms or µs:
-    0.5 µs + 0.05%); Self CPU within 1% (torch's bookkeeping of a call's CPU-side children differs
-    by a few µs).  Rows whose names torch truncated ("...") cannot be matched and are skipped."""
-    table = profview.load(sample(f"{run}.tables.txt"), use_cache=False).ops()
-    trace = loaded(f"{run}.pt.trace.json.gz").ops()
-    rows = table.filter((pl.col("host_total_us") > 0) & ~pl.col("name").str.ends_with("..."))
+def folded_pairs(profile: profview.Profile) -> Counter[str]:
+    """Per operator name, the events of a trace whose only child has the same name.
+
+    torch's ``EventList._remove_dup_nodes`` merges each such pair into one event before
+    ``key_averages()`` (autocast re-dispatches ``aten::mul``, ``aten::log_softmax``, SDPA... to
+    themselves), so the table counts it once where the trace holds two events.
+    """
+    model = profile.model
+    parent = model.tree.parent
+    names = model.host["name"].to_list()
+    children = np.bincount(parent[parent >= 0], minlength=len(names))
+    return Counter(
+        names[p] for i, p in enumerate(parent.tolist()) if p >= 0 and names[p] == names[i] and children[p] == 1
+    )
+
+
+def tables_and_trace(run: str, shared: Path | None) -> tuple[pl.DataFrame, profview.Profile, profview.Profile]:
+    folder = shared / "traces" if shared else sample("x").parent
+    table = profview.load(folder / f"{run}.tables.txt", use_cache=False)
+    trace = profview.load(folder / f"{run}.pt.trace.json.gz", use_cache=False)
+    return table.ops(), table, trace
+
+
+def close(a: float, b: float) -> bool:
+    """Equal to the printed precision: 3 decimals in ms or us (0.5 us), or 0.05%."""
+    return a == pytest.approx(b, abs=0.5, rel=5e-4)
+
+
+@pytest.mark.parametrize("run", ["resnet50_train_amp", "gpt2_train_bf16", "ddp_nccl_streams", "gpt2_train_big"])
+def test_tables_agree_with_the_same_runs_trace(run: str, request: pytest.FixtureRequest) -> None:
+    """Each run's key_averages tables against ``profview.load(trace).ops()`` of the same run, by
+    operator name (rows with CPU time, first table first; names torch truncated with "..." cannot
+    be matched and are skipped; runtime calls such as cudaLaunchKernel are not operators in the
+    trace's view and are not joined).  What both measure the same way:
+
+    * ``# of Calls`` exactly and ``CPU total`` to the printed precision (0.5 us or 0.05%), except
+      for the operators torch merges with a same-name only child (:func:`folded_pairs`): there the
+      table has between 1 and that many calls fewer, and less CPU total;
+    * ``Self CUDA`` for every row, to the printed precision;
+    * kernels (GPU-activity rows): calls exactly and Self CUDA to the printed precision;
+    * ``Self CPU`` within 1% on the three sample runs, except ``ProfilerStep*`` (torch also
+      subtracts Python-side children there) and the DDP run (torch's ``record_param_comms`` self
+      time differs by 0.9 ms).  On gpt2_train_big two of 1440 ``aten::cat`` events hold 2.8 and
+      6.2 ms of self time in the trace that torch does not count (6% of the row): not compared.
+
+    ``CUDA total`` is not compared: torch's differs for a few rows (ResNet's ``ProfilerStep*`` by
+    228 us, the CUDA total it gives ``cudaLaunchKernel``; ``aten::_foreach_add_`` by 130 us)."""
+    shared = request.getfixturevalue("shared_dir") if run == "gpt2_train_big" else None
+    ops, table, trace = tables_and_trace(run, shared)
+    trace_ops = trace.ops()
+    rows = ops.filter((pl.col("host_total_us") > 0) & ~pl.col("name").str.ends_with("..."))
     rows = rows.unique("name", keep="first", maintain_order=True)
-    joined = rows.join(trace, on="name", suffix="_trace")
+    joined = rows.join(trace_ops, on="name", suffix="_trace")
     assert joined.height >= 30
-    columns = ["device_self_us", "host_self_us"] + (["host_total_us", "calls"] if run == "resnet50_train_amp" else [])
-    for column in columns:
-        for row in joined.iter_rows(named=True):
-            if column == "host_self_us" and row["name"] == "ProfilerStep*":
-                continue  # torch also subtracts Python-side children here
-            if column == "host_self_us" and run == "ddp_nccl_streams":
-                continue
-            expected = row[f"{column}_trace"]
-            rel = 1e-2 if column == "host_self_us" else 5e-4
-            assert row[column] == pytest.approx(expected, abs=0.5, rel=rel), (column, row["name"])
+    folded = folded_pairs(trace)
+    merged = 0
+    for row in joined.iter_rows(named=True):
+        name = row["name"]
+        assert close(row["device_self_us"], row["device_self_us_trace"]), name
+        if name in folded and row["calls"] != row["calls_trace"]:
+            merged += 1
+            assert 1 <= row["calls_trace"] - row["calls"] <= folded[name], name
+            assert row["host_total_us"] < row["host_total_us_trace"], name
+        else:
+            assert row["calls"] == row["calls_trace"], name
+            assert close(row["host_total_us"], row["host_total_us_trace"]), name
+        if run in ("resnet50_train_amp", "gpt2_train_bf16") and name != "ProfilerStep*":
+            assert row["host_self_us"] == pytest.approx(row["host_self_us_trace"], abs=0.5, rel=1e-2), name
+    assert merged == {"resnet50_train_amp": 0, "gpt2_train_bf16": 3, "ddp_nccl_streams": 4, "gpt2_train_big": 3}[run]
+    # Kernel rows: torch cuts names of 52 characters or more to 52 + "..."; each row is one kernel
+    # of the trace (several may share a cut name, as in seed 000).
+    trace_kernels = trace.kernels().with_columns(
+        pl.when(pl.col("name").str.len_chars() >= 52)
+        .then(pl.col("name").str.slice(0, 52) + "...")
+        .otherwise(pl.col("name"))
+        .alias("printed")
+    )
+    table_kernels = table.kernels().filter(pl.col("name").is_in(trace_kernels["printed"].implode()))
+    assert table_kernels.height >= 10
+    for row in table_kernels.iter_rows(named=True):
+        same = trace_kernels.filter(pl.col("printed") == row["name"], pl.col("calls") == row["calls"])
+        assert any(close(row["total_us"], total) for total in same["total_us"]), row["name"]
 
 
 def test_text_profiles_explain_missing_views(capsys: pytest.CaptureFixture[str]) -> None:
