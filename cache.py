@@ -22,7 +22,7 @@ from profview import __version__
 from profview.parsers.schema import EVENT_SCHEMA
 
 #: Bump when the events frame changes shape, to ignore entries written by older code.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 MAX_ENTRIES = 20
@@ -80,7 +80,7 @@ def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
             return
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         try:
-            events.write_ipc(staging / EVENTS_FILE, compression="lz4")
+            events.write_ipc(staging / EVENTS_FILE, compression="zstd")  # smallest, and the fastest to read back
             (staging / META_FILE).write_text(json.dumps({"identity": identity, "fields": fields}, default=str))
             os.rename(staging, entry)
         except OSError:

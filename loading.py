@@ -8,7 +8,6 @@ import polars as pl
 from profview import cache
 from profview.errors import ProfviewError
 from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
-from profview.parsers.detect import load_text_profile
 from profview.parsers.other_chrome import (
     is_paddle_trace,
     label_device_lanes,
@@ -36,7 +35,7 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
     source = read_source(name)
     head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
-        trace = parse_chrome_trace(source.data, source.path)
+        trace = parse_chrome_trace(source.release(), source.path)
         events, missing, trace_format = trace.events, {}, TRACE_FORMAT
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
@@ -54,6 +53,8 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if use_cache:
             cache.store(name, events, fields)
         return _single_run(Profile(path=source.path, events=events, **fields), run)
+    from profview.parsers.detect import load_text_profile  # text formats: imported only when needed
+
     try:
         return _single_run(load_text_profile(source.path, source.data, source.warnings, run), run)
     except ProfviewError:

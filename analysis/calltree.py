@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+try:
+    from profview import _calltree
+except ImportError:  # built without a C compiler
+    _calltree = None
+if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths
+    _calltree = None
 
 #: Float rounding of µs timestamps: a child may appear to end this much after its parent.
 CONTAINMENT_TOLERANCE_US = 0.002
@@ -29,13 +37,23 @@ def build_call_tree(host: pl.DataFrame) -> CallTree:
     """Nest the sorted host events of each thread by time containment (one pass with a stack).
 
     An event is a child of the innermost open event that contains it; one that outlasts the
-    open event is not nested in it.
+    open event is not nested in it.  The pass runs in C (``native/calltree.c``) when it was built.
     """
-    n = host.height
-    threads = (host["is_python"].cast(pl.String) + "\x00" + host["pid"] + "\x00" + host["tid"]).to_list()
-    starts = host["ts"].to_list()
-    ends = (host["ts"] + host["dur"]).to_list()
-    is_op = host["is_op"].to_list()
+    keys = ("is_python", "pid", "tid")
+    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys)
+    thread = host.select(changed.fill_null(True).cum_sum().cast(pl.Int64))[:, 0].to_numpy()
+    start = host["ts"].to_numpy()
+    end = (host["ts"] + host["dur"]).to_numpy()
+    is_op = host["is_op"].to_numpy().astype(np.uint8)
+    if _calltree is not None:
+        links = _calltree.nest(np.ascontiguousarray(thread), start, end, is_op, CONTAINMENT_TOLERANCE_US)
+        return CallTree(*(np.frombuffer(buffer, dtype=np.int64) for buffer in links))
+    return _nest_in_python(thread.tolist(), start.tolist(), end.tolist(), is_op.tolist())
+
+
+def _nest_in_python(threads: list[int], starts: list[float], ends: list[float], is_op: list[int]) -> CallTree:
+    """The stack pass of :func:`build_call_tree`, for installs without the compiled module."""
+    n = len(threads)
     parent = [-1] * n
     op_parent = [-1] * n
     subtree_end = [n] * n

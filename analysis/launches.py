@@ -95,7 +95,8 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
         (pl.col("total_us") / pl.col("calls")).alias("mean_us"),
         (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
     )
-    return table.select(KERNEL_LAUNCH_COLUMNS).sort(["total_us", "op_chain"], descending=[True, False])
+    order = ["total_us", "op_chain", "python_stack"]  # all three: ties come out in one order on every run
+    return table.select(KERNEL_LAUNCH_COLUMNS).sort(order, descending=[True, False, False])
 
 
 def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:

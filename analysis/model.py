@@ -34,28 +34,59 @@ class TraceModel:
     span_end: float
 
 
+#: Columns the host frame keeps (the rest describe GPU work or nothing any view shows).
+HOST_COLUMNS = (
+    "ph",
+    "cat",
+    "kind",
+    "name",
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "external_id",
+    "correlation",
+    "input_dims",
+    "input_type",
+    "call_stack",
+    "collective",
+)
+#: Columns that only host events carry, left out of the GPU frame.
+HOST_ONLY_COLUMNS = (
+    "input_dims",
+    "input_type",
+    "python_id",
+    "python_parent_id",
+    "call_stack",
+    "sequence_number",
+    "fwd_thread_id",
+    "label",
+)
+_COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()
+
+
 def complete_events(events: pl.DataFrame) -> pl.DataFrame:
     """``X`` events with a start and a duration (negative durations clipped to 0)."""
-    complete = events.filter((pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null())
-    return complete.with_columns(pl.col("dur").clip(lower_bound=0.0))
+    return events.filter(_COMPLETE).with_columns(pl.col("dur").clip(lower_bound=0.0))
 
 
 def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
     """GPU work (kernel, memcpy, memset events) with ``end``; enough for the kernel table."""
-    return complete_events(events.filter(pl.col("kind").is_in(GPU_KINDS))).with_columns(
+    gpu = events.filter(pl.col("kind").is_in(GPU_KINDS) & _COMPLETE).drop(HOST_ONLY_COLUMNS, strict=False)
+    return gpu.with_columns(pl.col("dur").clip(lower_bound=0.0)).with_columns(
         (pl.col("ts") + pl.col("dur")).alias("end")
     )
 
 
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
     """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
-    complete = complete_events(events)
     # Two layers per thread, each nested on its own: operators with the runtime calls they make,
     # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
     # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
     host = (
-        complete.filter(pl.col("kind").is_in(HOST_KINDS))
-        .with_columns((pl.col("kind") == "python_function").alias("is_python"))
+        events.filter(pl.col("kind").is_in(HOST_KINDS) & _COMPLETE)
+        .select(HOST_COLUMNS)
+        .with_columns(pl.col("dur").clip(lower_bound=0.0), (pl.col("kind") == "python_function").alias("is_python"))
         .sort(["is_python", "pid", "tid", "ts", "dur"], descending=[False, False, False, False, True])
         .with_columns(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
@@ -65,10 +96,12 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
     )
     tree = build_call_tree(host)
     gpu = _attribute_gpu_work(gpu_work(events) if gpu is None else gpu, host, tree)
-    spans = complete.filter(pl.col("kind") != "other")
-    span_start = float(spans["ts"].min() or 0.0) if spans.height else 0.0
-    span_end = float((spans["ts"] + spans["dur"]).max() or 0.0) if spans.height else 0.0
-    return TraceModel(host, gpu, tree, span_start, span_end)
+    in_span = _COMPLETE & (pl.col("kind") != "other")
+    span = events.select(
+        pl.col("ts").filter(in_span).min().alias("start"),
+        (pl.col("ts") + pl.col("dur").clip(lower_bound=0.0)).filter(in_span).max().alias("end"),
+    ).row(0)
+    return TraceModel(host, gpu, tree, float(span[0] or 0.0), float(span[1] or 0.0))
 
 
 def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -> pl.DataFrame:

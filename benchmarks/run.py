@@ -1,11 +1,12 @@
 """One-command benchmark: profview against baselines, in the same session, on the same files.
 
-    python benchmarks/run.py                 # gpt2_train_big + scaled 250/500/1000 MB traces
+    python benchmarks/run.py --hta-python /path/to/hta-venv/bin/python
     python benchmarks/run.py --quick         # gpt2_train_big only
 
-Each measurement runs in a fresh subprocess (imports included, as a user would see it) and
-reports wall time and peak RSS (from wait4).  Baselines: ``json.load`` always; Holistic Trace
-Analysis when it is importable.  Scaled traces come from ``../shared/tools/scale_trace.py``.
+Each measurement runs in a fresh subprocess (imports included, as a user sees it) and reports
+wall time and peak RSS (from wait4).  Baselines: ``json.load`` always; Holistic Trace Analysis
+when ``--hta-python`` can import it.  Scaled traces (250/500/1000 MB in the three layouts) are
+made once by ``../shared/tools/scale_trace.py`` and kept in ``--dir``.
 """
 
 from __future__ import annotations
@@ -22,23 +23,27 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 BIG = SHARED / "traces" / "gpt2_train_big.pt.trace.json.gz"
 SCALE = SHARED / "tools" / "scale_trace.py"
+ONE_CORE = {"POLARS_MAX_THREADS": "1"}
 
 
-def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one subprocess."""
+def measure(command: list[str], env: dict[str, str] | None = None, cores: str | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one subprocess; ``cores`` pins it with taskset (e.g. "0")."""
+    if cores is not None:
+        command = ["taskset", "-c", cores, *command]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     _pid, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"benchmark command failed: {' '.join(command)}")
+        error = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+        raise SystemExit(f"benchmark command failed: {' '.join(command)}\n{error}")
     return elapsed, usage.ru_maxrss / 1024
 
 
-def profview_export(trace: Path, out: Path, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "profview", "export", str(trace), "-v", "kernels", "-o", str(out)]
+def profview_export(trace: Path, out: Path, view: str = "kernels", *extra: str) -> list[str]:
+    command = [sys.executable, "-m", "profview", "export", str(trace), "-v", view, "-o", str(out)]
     return [*command, "--force", *extra]
 
 
@@ -61,9 +66,9 @@ def hta_load(trace: Path, python: str) -> list[str] | None:
     return [python, "-c", code, str(folder)]
 
 
-def row(label: str, seconds: float, rss: float, base: float | None, size_mb: float) -> str:
-    ratio = f"{base / seconds:6.1f}x" if base else "      "
-    return f"  {label:<42} {seconds:7.2f} s {rss:8.0f} MB  {rss / size_mb:5.2f}x size  {ratio}"
+def row(label: str, seconds: float, rss: float, size_mb: float, base: float | None = None) -> str:
+    ratio = f"{base / seconds:7.1f}x" if base else " " * 8
+    return f"  {label:<46} {seconds:7.2f} s {rss:7.0f} MB {rss / size_mb:5.2f}x JSON {ratio}"
 
 
 def bench_big(out: Path, hta_python: str) -> None:
@@ -71,63 +76,95 @@ def bench_big(out: Path, hta_python: str) -> None:
 
     with gzip.open(BIG, "rb") as fh:
         size_mb = len(fh.read()) / 1e6
-    print(f"\n{BIG.name}: {size_mb:.1f} MB of JSON  (ratio column: baseline time / this time)")
-    baseline, base_rss = measure(json_load(BIG))
-    print(row("json.load (baseline)", baseline, base_rss, baseline, size_mb))
+    print(f"\n{BIG.name}: {size_mb:.1f} MB of JSON, {BIG.stat().st_size / 1e6:.1f} MB gzipped")
+    print(f"  {'':<46} {'time':>9} {'peak RSS':>10} {'RSS/JSON':>10} {'HTA/this':>8}")
     hta = hta_load(BIG, hta_python)
     hta_time = None
     if hta:
         hta_time, hta_rss = measure(hta)
-        print(row("HTA TraceAnalysis", hta_time, hta_rss, baseline, size_mb))
+        print(row("HTA TraceAnalysis (load only)", hta_time, hta_rss, size_mb, hta_time))
     else:
-        print("  HTA not installed (see --hta-python): its anchor here is 22.1 s, 1.27 GB (shared/README.md)")
+        print("  HTA not importable by --hta-python: its anchor here is 22.1 s, 1.27 GB (issue #3)")
+    anchor = hta_time or 22.1
+    base, base_rss = measure(json_load(BIG))
+    print(row("json.load", base, base_rss, size_mb, anchor))
     cache = tempfile.mkdtemp(prefix="profview-cache-")
     env = {"PROFVIEW_CACHE_DIR": cache}
-    cold, cold_rss = measure(profview_export(BIG, out, "--no-cache"), env)
-    print(row("profview export kernels (cold)", cold, cold_rss, baseline, size_mb))
-    single = {**env, "POLARS_MAX_THREADS": "1"}
-    one, one_rss = measure(["taskset", "-c", "0", *profview_export(BIG, out, "--no-cache")], single)
-    print(row("profview, 1 core (cold)", one, one_rss, baseline, size_mb))
-    measure(profview_export(BIG, out), env)  # fills the cache
-    warm, warm_rss = measure(profview_export(BIG, out), env)
-    print(row("profview export kernels (cached re-open)", warm, warm_rss, baseline, size_mb))
-    anchor = hta_time or 22.1
-    print(f"  profview vs HTA ({'measured' if hta_time else 'anchor 22.1 s'}): {anchor / cold:.1f}x faster cold, "
-          f"{anchor / warm:.1f}x cached; 2 cores vs 1: {one / cold:.2f}x")
+    cold, cold_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), env)
+    print(row("profview → kernels.csv (cold)", cold, cold_rss, size_mb, anchor))
+    pure, pure_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), {**env, "PROFVIEW_PURE_PYTHON": "1"})
+    print(row("  same, without the compiled scanner", pure, pure_rss, size_mb, anchor))
+    one, one_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), {**env, **ONE_CORE}, cores="0")
+    print(row("  same, on 1 core", one, one_rss, size_mb, anchor))
+    ops, ops_rss = measure(profview_export(BIG, out, "ops", "--no-cache"), env)
+    print(row("profview → ops.csv (cold: call tree, attribution)", ops, ops_rss, size_mb, anchor))
+    measure(profview_export(BIG, out, "kernels"), env)  # fills the cache
+    warm, warm_rss = measure(profview_export(BIG, out, "kernels"), env)
+    print(row("profview → kernels.csv (re-open, cached)", warm, warm_rss, size_mb, anchor))
+    print(
+        f"  profview vs HTA ({'measured now' if hta_time else 'anchor'}): {anchor / cold:.1f}x faster cold, "
+        f"{anchor / warm:.1f}x re-opening; compiled scanner {pure / cold:.1f}x; 2 cores vs 1: {one / cold:.2f}x"
+    )
+
+
+def scaled_trace(folder: Path, mb: int, style: str) -> Path:
+    trace = folder / f"scaled_{mb}mb_{style}.json"
+    if not trace.exists():
+        print(f"  (making {trace.name})", flush=True)
+        command = [sys.executable, str(SCALE), str(BIG), str(trace), "--mb", str(mb), "--style", style]
+        subprocess.run(command, check=True, stderr=subprocess.DEVNULL)
+    return trace
 
 
 def bench_scaled(out: Path, sizes: list[int], styles: list[str], folder: Path) -> None:
-    print("\nScaled traces (scale_trace.py from gpt2_train_big), cold, profview export kernels:")
+    print("\nScaled traces (scale_trace.py from gpt2_train_big), cold, profview export:")
+    print(f"  {'':<46} {'time':>9} {'peak RSS':>10} {'RSS/JSON':>10} {'json/this':>8}")
     for style in styles:
+        per_mb = []
         for mb in sizes:
-            trace = folder / f"scaled_{mb}mb_{style}.json"
-            if not trace.exists():
-                subprocess.run([sys.executable, str(SCALE), str(BIG), str(trace), "--mb", str(mb), "--style", style],
-                               check=True, stderr=subprocess.DEVNULL)
+            trace = scaled_trace(folder, mb, style)
             size_mb = trace.stat().st_size / 1e6
             base, base_rss = measure(json_load(trace))
-            seconds, rss = measure(profview_export(trace, out, "--no-cache"))
-            print(row(f"{style:<8} {size_mb:7.0f} MB  profview", seconds, rss, base, size_mb)
-                  + f"   json.load {base:6.2f} s {base_rss:6.0f} MB")
+            seconds, rss = measure(profview_export(trace, out, "kernels", "--no-cache"))
+            per_mb.append(seconds / size_mb * 1000)
+            label = f"{style:<7} {size_mb:5.0f} MB → kernels"
+            print(row(label, seconds, rss, size_mb, base) + f"   (json.load {base:5.2f} s {base_rss:5.0f} MB)")
+        print(f"  {style}: seconds per GB at each size: " + ", ".join(f"{s:.2f}" for s in per_mb))
+    largest = scaled_trace(folder, max(sizes), styles[0])
+    size_mb = largest.stat().st_size / 1e6
+    for view in ("ops", "steps"):
+        seconds, rss = measure(profview_export(largest, out, view, "--no-cache"))
+        print(row(f"{styles[0]:<7} {size_mb:5.0f} MB → {view} (whole model)", seconds, rss, size_mb))
+    two, _ = measure(profview_export(largest, out, "kernels", "--no-cache"))
+    one, _ = measure(profview_export(largest, out, "kernels", "--no-cache"), ONE_CORE, cores="0")
+    print(f"  {largest.name}: 1 core {one:.2f} s, 2 cores {two:.2f} s: {one / two:.2f}x")
 
 
 def bench_interactive(folder: Path, mb: int) -> None:
-    """Sorting and filtering the GPU event table of the largest scaled trace."""
+    """Sort and filter a 1M-row GPU event table the way the viewer does (views.refine)."""
     import polars as pl
     import profview
+    from profview.views import refine
 
-    trace = folder / f"scaled_{mb}mb_compact.json"
-    if not trace.exists():
-        return
-    gpu = profview.load(trace, use_cache=False).gpu.select("name", "ts", "dur", "stream")
-    start = time.perf_counter()
-    gpu.sort("dur", descending=True)
-    sort_s = time.perf_counter() - start
-    start = time.perf_counter()
-    matched = gpu.filter(pl.col("name").str.contains("(?i)gemm"))
-    filter_s = time.perf_counter() - start
-    print(f"\nInteractive, {gpu.height:,} GPU events: sort by duration {sort_s * 1000:.0f} ms, "
-          f"regex filter {filter_s * 1000:.0f} ms ({matched.height:,} rows)")
+    gpu = profview.load(scaled_trace(folder, mb, "compact"), use_cache=False).gpu
+    copies = -(-1_000_000 // gpu.height)
+    table = pl.concat([gpu] * copies).head(1_000_000)  # real events, repeated to a million rows
+    timings = {}
+    for label, kwargs in {
+        "sort by duration": {"sort": "dur"},
+        "sort by name": {"sort": "name", "ascending": True},
+        "regex filter /gemm/": {"pattern": "gemm"},
+        "filter + sort": {"pattern": "(?i)elementwise", "sort": "dur"},
+    }.items():
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            shown = refine(table, **kwargs)
+            runs.append(time.perf_counter() - start)
+        timings[label] = (sorted(runs)[2] * 1000, shown.height)
+    print(f"\nInteractive, {table.height:,}-row GPU event table (median of 5):")
+    for label, (ms, rows) in timings.items():
+        print(f"  {label:<24} {ms:6.1f} ms   ({rows:,} rows)")
 
 
 def main() -> None:
@@ -144,8 +181,8 @@ def main() -> None:
         raise SystemExit(f"{BIG} is absent: benchmarks need ../shared beside the checkout")
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "kernels.csv"
-    print(f"profview benchmark on {os.cpu_count()} cores; traces in {folder}")
+    out = folder / "out.csv"
+    print(f"profview benchmark: {os.cpu_count()} cores, Python {sys.version.split()[0]}; traces in {folder}")
     bench_big(out, args.hta_python)
     if not args.quick:
         sizes = [int(s) for s in args.sizes.split(",")]

@@ -11,6 +11,7 @@ complete event, with a warning.
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import msgspec
 import polars as pl
 from profview.errors import ProfviewError
-from profview.parsers.schema import ARG_COLUMNS, CATEGORY_KINDS, EVENT_SCHEMA, KIND, empty_events
+from profview.parsers.fast_chrome import scan_fast
+from profview.parsers.schema import ARG_COLUMNS, EVENT_SCHEMA, empty_events, kind_expr
 
 #: Top-level keys kept as trace metadata (anything else is ignored).
 METADATA_KEYS = (
@@ -100,13 +102,20 @@ def flatten_newlines(data: bytes | bytearray) -> bytes | bytearray:
     return data
 
 
-def parse_chrome_trace(data: bytes | bytearray, path: str) -> ChromeTrace:
+def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> ChromeTrace:
     """Parse a Chrome-trace document (object with ``traceEvents`` or a bare event array).
 
-    A ``bytearray`` is modified in place (newlines become spaces) to save a copy of the trace.
+    The compiled scanner reads well-formed traces (see :mod:`profview.parsers.fast_chrome`); the
+    rest come here.  A ``bytearray`` is modified in place (newlines become spaces) to save a copy.
+    Pass the only reference to a large buffer: it is freed as soon as it has been scanned.
     """
-    flat = flatten_newlines(data)
-    warnings: list[str] = []
+    scan = scan_fast(data, METADATA_KEYS)
+    if scan is not None:
+        del data  # the columns are built after the decompressed trace has gone
+        events = _checked(scan.frame(), path, False, warnings := [])
+        return ChromeTrace(events, _valid_metadata(scan.metadata), warnings)
+    flat = flatten_newlines(data if isinstance(data, bytes | bytearray) else bytearray(data))
+    warnings = []
     truncated = False
     metadata: dict[str, Any] = {}
     start = _first_byte(flat)
@@ -300,34 +309,14 @@ def _read_chunk(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
     return normalise_events(raw)
 
 
-def _kind_expr() -> pl.Expr:
-    cat = pl.col("cat").str.to_lowercase()
-    by_cat = cat.replace_strict(CATEGORY_KINDS, default="other", return_dtype=pl.String)
-    ph = pl.col("ph")
-    return (
-        pl.when(ph.is_in(["X", "B", "E"]))
-        .then(by_cat)
-        .when(ph.is_in(["i", "I", "n"]))
-        .then(pl.lit("instant"))
-        .when(ph.is_in(["s", "t", "f"]))
-        .then(pl.lit("flow"))
-        .when(ph == "M")
-        .then(pl.lit("metadata"))
-        .when(ph == "C")
-        .then(pl.lit("counter"))
-        .otherwise(pl.lit("other"))
-        .cast(KIND)
-    )
-
-
 def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
     """Raw NDJSON columns → the documented events frame (typed columns, normalised kind)."""
     args = pl.col("args").struct
     columns: list[pl.Expr] = [
         pl.col("ph"),
         pl.col("cat"),
-        _kind_expr().alias("kind"),
-        pl.col("name").fill_null(""),
+        kind_expr().alias("kind"),
+        pl.col("name"),
         pl.col("pid"),
         pl.col("tid"),
         pl.col("ts"),
@@ -338,8 +327,13 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
         fields = [args.field(key) for key in keys]
         value = fields[0] if len(fields) == 1 else pl.coalesce(fields)
         columns.append(value.cast(dtype, strict=False).alias(column))
-    events = raw.select(columns)
-    # External id 0 means "none" in Kineto.
+    return finish_events(raw.select(columns))
+
+
+def finish_events(events: pl.DataFrame) -> pl.DataFrame:
+    """Typed columns with ``kind`` → the events frame: no null names, ``external_id`` 0 as null, schema order."""
     return events.with_columns(
-        pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id")
+        pl.col("name").fill_null(""),
+        # External id 0 means "none" in Kineto.
+        pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id"),
     ).select(list(EVENT_SCHEMA))

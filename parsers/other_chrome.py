@@ -23,8 +23,10 @@ STREAM_NUMBER = r"(\d+)"
 
 def needs_lane_labels(events: pl.DataFrame) -> bool:
     """True for a trace whose complete events carry no Kineto categories at all."""
-    complete = events.filter(pl.col("ph") == "X")
-    return complete.height > 0 and complete["cat"].null_count() == complete.height
+    complete = pl.col("ph") == "X"
+    with_cat = complete & pl.col("cat").is_not_null()
+    counts = events.select(complete.sum().alias("complete"), with_cat.sum().alias("cat"))
+    return counts["complete"][0] > 0 and counts["cat"][0] == 0
 
 
 def _shape(details: pl.Expr, key: str) -> pl.Expr:
@@ -112,8 +114,8 @@ PADDLE_DURATION_SUFFIX = r"\[-?\d+(?:\.\d+)? (?:ms|us|ns|s)\]$"
 
 def is_paddle_trace(events: pl.DataFrame) -> bool:
     """True for a trace written by PaddlePaddle's profiler (its own categories)."""
-    cats = events.filter(pl.col("ph") == "X")["cat"].drop_nulls().str.to_lowercase().unique()
-    return bool(cats.is_in(PADDLE_CATEGORIES).any())
+    cats = events.select(pl.col("cat").filter(pl.col("ph") == "X").drop_nulls().unique())["cat"]
+    return bool(cats.str.to_lowercase().is_in(PADDLE_CATEGORIES).any())
 
 
 def normalise_paddle_names(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:

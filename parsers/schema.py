@@ -134,6 +134,27 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+def kind_expr() -> pl.Expr:
+    """The normalised :data:`KINDS` value of an event, from its ``ph`` and ``cat`` columns."""
+    cat = pl.col("cat").str.to_lowercase()
+    by_cat = cat.replace_strict(CATEGORY_KINDS, default="other", return_dtype=pl.String)
+    ph = pl.col("ph")
+    return (
+        pl.when(ph.is_in(["X", "B", "E"]))
+        .then(by_cat)
+        .when(ph.is_in(["i", "I", "n"]))
+        .then(pl.lit("instant"))
+        .when(ph.is_in(["s", "t", "f"]))
+        .then(pl.lit("flow"))
+        .when(ph == "M")
+        .then(pl.lit("metadata"))
+        .when(ph == "C")
+        .then(pl.lit("counter"))
+        .otherwise(pl.lit("other"))
+        .cast(KIND)
+    )
+
+
 def empty_events() -> pl.DataFrame:
     """An events frame with no rows and the documented schema."""
     return pl.DataFrame(schema=EVENT_SCHEMA)

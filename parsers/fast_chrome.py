@@ -1,0 +1,233 @@
+"""The fast path for Chrome-trace JSON: the compiled scanner (``native/fastscan.c``) on threads.
+
+The ``traceEvents`` array is cut into byte ranges at guessed event boundaries; each range is
+scanned on its own thread (the scanner holds no GIL) into typed columns and turned into a frame.
+A range counts only if it starts exactly where the range before it stopped, so a wrong guess
+(a ``}, {`` inside a string) is caught and the rest is scanned in one piece.
+
+:func:`scan_fast` returns None whenever the scanner cannot promise the general reader's result
+(invalid or cut JSON, NaN, a value it does not render itself, no compiled module): the caller then
+uses :mod:`profview.parsers.chrome_trace`'s reader, which handles every case.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import msgspec
+import numpy as np
+import polars as pl
+from profview.parsers.schema import EVENT_SCHEMA, kind_expr
+
+try:
+    from profview import _fastscan
+except ImportError:  # built without a C compiler: the general reader does the work
+    _fastscan = None
+if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths
+    _fastscan = None
+
+#: Bytes per scanned range; ranges run on a thread pool of :func:`scan_threads` threads.
+RANGE_BYTES = 32 * 2**20
+INT_NULL = np.iinfo(np.int64).min
+
+
+def available() -> bool:
+    """Whether the compiled scanner was built."""
+    return _fastscan is not None
+
+
+def scan_threads() -> int:
+    """Threads for scanning: ``PROFVIEW_THREADS``, else the CPUs this process may use."""
+    configured = os.environ.get("PROFVIEW_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class FastScan:
+    """A trace read by the scanner: its ranges (column buffers) and metadata."""
+
+    parts: list[Scanned]
+    metadata: dict[str, Any]
+
+    def frame(self) -> pl.DataFrame:
+        """The events frame (one chunk per column); the range buffers are released on the way."""
+        parts, self.parts = self.parts, []
+        return _frame(parts)
+
+
+def scan_fast(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan | None:
+    """The scanned events and metadata of a well-formed trace, or None to use the general reader."""
+    if _fastscan is None:
+        return None
+    try:
+        return _parse(data, metadata_keys)
+    except (ValueError, UnicodeDecodeError, msgspec.MsgspecError):
+        return None
+
+
+def _parse(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan | None:
+    start = _skip_space(data, 0)
+    members: list[tuple[str, int, int]] = []
+    if data[start : start + 1] == b"[":
+        array = start
+    else:
+        members, array = _fastscan.members(data, start, True)
+        if array < 0 or data[array : array + 1] != b"[":
+            return None
+    first = _skip_space(data, array + 1)
+    if data[first : first + 1] != b"{":
+        return None  # empty, or not an array of objects: the general reader explains
+    parts, after = _scan_array(data, first)
+    if array == start:
+        if _skip_space(data, after) != len(data):
+            return None
+    else:
+        rest, again = _fastscan.members(data, after, False)
+        if again >= 0:
+            return None  # a second traceEvents key
+        members += rest
+    metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
+    return FastScan(parts, metadata)
+
+
+class Scanned(NamedTuple):
+    """What the scanner read from one range: buffers per column (see native/fastscan.c)."""
+
+    rows: int
+    after: int
+    ended: bool
+    floats: dict[str, Any]
+    ints: dict[str, Any]
+    texts: dict[str, tuple[Any, list[str | None]]]
+
+
+def _skip_space(data: bytes | bytearray, pos: int) -> int:
+    while pos < len(data) and data[pos] in b" \t\r\n":
+        pos += 1
+    return pos
+
+
+def _scan_array(data: bytes | bytearray, first: int) -> tuple[list[Scanned], int]:
+    """The ranges of events from ``first`` to the array's end, and the byte after its ']'."""
+    starts = [first]
+    while (guess := _fastscan.next_event(data, starts[-1] + RANGE_BYTES, len(data))) >= 0:
+        starts.append(guess)
+    stops = [*starts[1:], len(data)]
+    threads = min(scan_threads(), len(starts))
+    if threads == 1:
+        return _join(data, starts, (_scan_range(data, lo, hi) for lo, hi in zip(starts, stops, strict=True)))
+    with ThreadPoolExecutor(threads, thread_name_prefix="profview-scan") as pool:
+        return _join(data, starts, pool.map(_scan_range, [data] * len(starts), starts, stops))
+
+
+def _scan_range(data: bytes | bytearray | mmap.mmap, start: int, stop: int) -> Scanned | ValueError:
+    try:
+        scanned = Scanned(*_fastscan.scan_events(data, start, stop))
+    except ValueError as exc:  # maybe only a wrong guess of where this range starts
+        return exc
+    if isinstance(data, mmap.mmap):  # a mapped file: its scanned pages can go (they re-read if needed)
+        first, last = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE, scanned.after // mmap.PAGESIZE * mmap.PAGESIZE
+        if last > first:
+            data.madvise(mmap.MADV_DONTNEED, first, last - first)
+    return scanned
+
+
+def _join(
+    data: bytes | bytearray, starts: list[int], results: Iterable[Scanned | ValueError]
+) -> tuple[list[Scanned], int]:
+    """Keep ranges while each starts where the one before stopped; scan the rest in one piece."""
+    parts: list[Scanned] = []
+    expected = starts[0]
+    for start, result in zip(starts, results, strict=False):  # results may stop early
+        if start != expected or isinstance(result, ValueError):
+            break
+        parts.append(result)
+        if result.ended:
+            return parts, result.after
+        expected = result.after
+    while True:  # the rest, from the last confirmed boundary, without guessing
+        result = _scan_range(data, expected, len(data))
+        if isinstance(result, ValueError):
+            raise result
+        parts.append(result)
+        if result.ended:
+            return parts, result.after
+        expected = result.after
+
+
+def _frame(parts: list[Scanned]) -> pl.DataFrame:
+    """One frame (one chunk per column) with the events-frame columns, from the scanned ranges.
+
+    Columns are built on threads (Polars works without the GIL); each releases its range buffers
+    once built.  A column with no value at all is a constant null column, which costs no memory.
+    """
+    rows = sum(part.rows for part in parts)
+    columns = {"kind": pl.concat([_kinds(part) for part in parts], rechunk=True)}
+    builders = [partial(_text_column, parts, name, rows) for name in parts[0].texts]
+    builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
+    builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
+    with ThreadPoolExecutor(scan_threads(), thread_name_prefix="profview-columns") as pool:
+        columns.update((series.name, series) for series in pool.map(lambda build: build(), builders))
+    return pl.DataFrame([columns[name] for name in EVENT_SCHEMA])
+
+
+def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series:
+    """A text column: the ranges' codes, shifted onto one list of their uniques, gathered."""
+    missing = "" if name == "name" else None  # an event without a name has the empty name
+    if all(len(part.texts[name][1]) == 1 for part in parts):
+        for part in parts:
+            del part.texts[name]
+        return pl.repeat(missing, rows, dtype=pl.String, eager=True).alias(name)
+    codes = np.empty(rows, dtype=np.uint32)
+    uniques: list[str | None] = []
+    at = 0
+    for part in parts:
+        buffer, values = part.texts.pop(name)
+        np.add(np.frombuffer(buffer, dtype=np.uint32, count=part.rows), len(uniques), out=codes[at : at + part.rows])
+        uniques += [missing, *values[1:]]
+        at += part.rows
+    return pl.Series(name, uniques, dtype=pl.String).gather(codes)
+
+
+def _number_column(parts: list[Scanned], group: str, name: str, rows: int) -> pl.Series:
+    """A float64 or int64 column, with the scanner's null markers (NaN, INT64_MIN) as nulls."""
+    dtype = np.float64 if group == "floats" else np.int64
+    values = np.empty(rows, dtype=dtype)
+    at = 0
+    for part in parts:
+        values[at : at + part.rows] = np.frombuffer(getattr(part, group).pop(name), dtype=dtype, count=part.rows)
+        at += part.rows
+    is_null = np.isnan(values) if group == "floats" else values == INT_NULL
+    if is_null.all():
+        return pl.repeat(None, rows, dtype=pl.Float64 if group == "floats" else pl.Int64, eager=True).alias(name)
+    if group == "floats":
+        return pl.Series(name, values, nan_to_null=True)
+    return pl.Series(name, values).set(pl.Series(is_null), None) if is_null.any() else pl.Series(name, values)
+
+
+def _kinds(part: Scanned) -> pl.Series:
+    """The ``kind`` column of a range: :func:`kind_expr` on each (ph, cat) pair of uniques, by code."""
+    ph_codes, ph_uniques = part.texts["ph"]
+    cat_codes, cat_uniques = part.texts["cat"]
+    pairs = pl.DataFrame(
+        {
+            "ph": [ph for ph in ph_uniques for _cat in cat_uniques],
+            "cat": [cat for _ph in ph_uniques for cat in cat_uniques],
+        },
+        schema={"ph": pl.String, "cat": pl.String},
+    )
+    kinds = pairs.select(kind_expr().alias("kind"))["kind"]
+    index = np.frombuffer(ph_codes, dtype=np.uint32, count=part.rows).astype(np.int64) * len(cat_uniques)
+    index += np.frombuffer(cat_codes, dtype=np.uint32, count=part.rows)
+    return kinds.gather(index)
