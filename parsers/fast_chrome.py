@@ -32,8 +32,10 @@ except ImportError:  # built without a C compiler: the general reader does the w
 if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths
     _fastscan = None
 
-#: Bytes per scanned range; ranges run on a thread pool of :func:`scan_threads` threads.
+#: Largest and smallest bytes per scanned range: about four ranges per thread in between, so
+#: that many cores share even a mid-sized trace; ranges run on :func:`scan_threads` threads.
 RANGE_BYTES = 32 * 2**20
+MIN_RANGE_BYTES = 4 * 2**20
 INT_NULL = np.iinfo(np.int64).min
 
 
@@ -118,17 +120,21 @@ def _skip_space(data: bytes | bytearray, pos: int) -> int:
     return pos
 
 
-def _scan_array(data: bytes | bytearray, first: int) -> tuple[list[Scanned], int]:
+def _scan_array(data: bytes | bytearray | mmap.mmap, first: int) -> tuple[list[Scanned], int]:
     """The ranges of events from ``first`` to the array's end, and the byte after its ']'."""
+    threads = scan_threads()
+    step = min(RANGE_BYTES, max(MIN_RANGE_BYTES, (len(data) - first) // (4 * threads)))
     starts = [first]
-    while (guess := _fastscan.next_event(data, starts[-1] + RANGE_BYTES, len(data))) >= 0:
+    while (guess := _fastscan.next_event(data, starts[-1] + step, len(data))) >= 0:
         starts.append(guess)
     stops = [*starts[1:], len(data)]
-    threads = min(scan_threads(), len(starts))
-    if threads == 1:
+    if threads == 1 or len(starts) == 1:
         return _join(data, starts, (_scan_range(data, lo, hi) for lo, hi in zip(starts, stops, strict=True)))
-    with ThreadPoolExecutor(threads, thread_name_prefix="profview-scan") as pool:
+    pool = ThreadPoolExecutor(min(threads, len(starts)), thread_name_prefix="profview-scan")
+    try:
         return _join(data, starts, pool.map(_scan_range, [data] * len(starts), starts, stops))
+    finally:  # on Ctrl+C (or an error) the ranges not yet started are dropped, not scanned
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _scan_range(data: bytes | bytearray | mmap.mmap, start: int, stop: int) -> Scanned | ValueError:

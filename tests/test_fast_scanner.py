@@ -64,6 +64,7 @@ def test_every_sample_trace_reads_the_same(name: str, monkeypatch: pytest.Monkey
 def test_many_small_ranges_on_threads_join_up(threads: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """ResNet-50 cut into ~300 ranges of 64 KB, scanned on 1, 2 and 5 threads."""
     monkeypatch.setattr(fast_chrome, "RANGE_BYTES", 64 * 1024)
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 64 * 1024)
     monkeypatch.setenv("PROFVIEW_THREADS", threads)
     assert_same_as_general(sample_bytes("resnet50_train_amp.pt.trace.json.gz"), monkeypatch)
 
@@ -77,6 +78,7 @@ def test_a_wrong_boundary_guess_inside_a_string_is_caught(monkeypatch: pytest.Mo
     ]
     data = json.dumps({"traceEvents": events}).encode()
     monkeypatch.setattr(fast_chrome, "RANGE_BYTES", 997)
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 997)
     monkeypatch.setenv("PROFVIEW_THREADS", "2")
     fast = assert_same_as_general(data, monkeypatch)
     assert fast.events.height == 400 and fast.events["name"].str.starts_with("k").all()
@@ -140,6 +142,7 @@ def test_mapped_plain_file_reads_like_a_read_one(tmp_path: Path, monkeypatch: py
     target.write_bytes(sample_bytes("gpt2_train_bf16.pt.trace.json.gz"))
     monkeypatch.setattr(source, "MAP_BYTES", 1)
     monkeypatch.setattr(fast_chrome, "RANGE_BYTES", 256 * 1024)
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 256 * 1024)
     assert not isinstance(source.read_source(target).data, bytearray)
     mapped = profview.load(target, use_cache=False)
     assert_frame_equal(mapped.events, loaded("gpt2_train_bf16.pt.trace.json.gz").events)
