@@ -7,14 +7,6 @@ import os
 import polars as pl
 from profview import cache
 from profview.errors import ProfviewError
-from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
-from profview.parsers.other_chrome import (
-    is_paddle_trace,
-    label_device_lanes,
-    needs_lane_labels,
-    normalise_paddle_names,
-)
-from profview.parsers.source import read_source
 from profview.profile import Profile
 
 TRACE_FORMAT = "Chrome trace"
@@ -32,6 +24,20 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         if hit is not None:
             events, fields = hit
             return _single_run(Profile(path=name, events=events, **fields), run)
+    return _single_run(_parse(name, use_cache, run), run)
+
+
+def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
+    """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
+    from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
+    from profview.parsers.other_chrome import (
+        is_paddle_trace,
+        label_device_lanes,
+        needs_lane_labels,
+        normalise_paddle_names,
+    )
+    from profview.parsers.source import read_source
+
     source = read_source(name)
     head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
@@ -52,11 +58,11 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
         }
         if use_cache:
             cache.store(name, events, fields)
-        return _single_run(Profile(path=source.path, events=events, **fields), run)
-    from profview.parsers.detect import load_text_profile  # text formats: imported only when needed
+        return Profile(path=source.path, events=events, **fields)
+    from profview.parsers.detect import load_text_profile
 
     try:
-        return _single_run(load_text_profile(source.path, source.data, source.warnings, run), run)
+        return load_text_profile(source.path, source.data, source.warnings, run)
     except ProfviewError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from profview.analysis.events import gpu_work
 from profview.analysis.kernels import kernel_table
-from profview.analysis.launches import kernel_launches, op_launches
-from profview.analysis.model import TraceModel, build_model, gpu_work
-from profview.analysis.operators import operator_rows, operator_table
-from profview.analysis.overview import Overview, build_overview
-from profview.analysis.steps import step_table
 from profview.errors import ProfviewError
+
+if TYPE_CHECKING:
+    from profview.analysis.model import TraceModel
+    from profview.analysis.overview import Overview
+
+# The model-based analysis modules (NumPy, the call tree) are imported where they are first
+# needed, so that a kernel table from a cached trace starts with Polars alone.
 
 VIEWS = ("kernels", "ops", "steps", "launches")
 
@@ -47,6 +50,8 @@ class Profile:
         """The linked trace model (traces only)."""
         if self.events is None:
             raise ProfviewError(self.path, f"{self.format} has no trace events")
+        from profview.analysis.model import build_model
+
         return build_model(self.events, self.gpu)
 
     @cached_property
@@ -58,10 +63,14 @@ class Profile:
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
+        from profview.analysis.operators import operator_rows
+
         return operator_rows(self.model)
 
     @cached_property
     def _steps(self) -> pl.DataFrame:
+        from profview.analysis.steps import step_table
+
         return step_table(self.model)
 
     def available(self, view: str) -> bool:
@@ -113,6 +122,8 @@ class Profile:
         if window:
             rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
             unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        from profview.analysis.operators import operator_table
+
         return operator_table(rows, unattributed, by_shapes)
 
     def steps(self) -> pl.DataFrame:
@@ -125,12 +136,16 @@ class Profile:
         given = self._require("launches")
         if given is not None:
             return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+        from profview.analysis.launches import op_launches
+
         return op_launches(self.model, op)
 
     def kernel_launches(self, kernel: str) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel``."""
         given = self._require("launches")
         if given is None:
+            from profview.analysis.launches import kernel_launches
+
             return kernel_launches(self.model, kernel)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
         total = float(rows["total_us"].sum() or 0.0)
@@ -148,4 +163,6 @@ class Profile:
 
     def overview(self) -> Overview:
         """Devices, span, GPU busy time and the average step (traces only)."""
+        from profview.analysis.overview import build_overview
+
         return build_overview(self.model, self.steps(), self.kernels(), self.metadata)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from profview.analysis.calltree import CallTree, build_call_tree
-from profview.parsers.schema import GPU_KINDS, HOST_OP_KINDS
+from profview.analysis.events import COMPLETE, gpu_work
+from profview.parsers.schema import HOST_OP_KINDS
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", "runtime", "driver")
 UNATTRIBUTED = "(unattributed)"
@@ -51,31 +52,6 @@ HOST_COLUMNS = (
     "call_stack",
     "collective",
 )
-#: Columns that only host events carry, left out of the GPU frame.
-HOST_ONLY_COLUMNS = (
-    "input_dims",
-    "input_type",
-    "python_id",
-    "python_parent_id",
-    "call_stack",
-    "sequence_number",
-    "fwd_thread_id",
-    "label",
-)
-_COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()
-
-
-def complete_events(events: pl.DataFrame) -> pl.DataFrame:
-    """``X`` events with a start and a duration (negative durations clipped to 0)."""
-    return events.filter(_COMPLETE).with_columns(pl.col("dur").clip(lower_bound=0.0))
-
-
-def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
-    """GPU work (kernel, memcpy, memset events) with ``end``; enough for the kernel table."""
-    gpu = events.filter(pl.col("kind").is_in(GPU_KINDS) & _COMPLETE).drop(HOST_ONLY_COLUMNS, strict=False)
-    return gpu.with_columns(pl.col("dur").clip(lower_bound=0.0)).with_columns(
-        (pl.col("ts") + pl.col("dur")).alias("end")
-    )
 
 
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
@@ -84,7 +60,7 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
     # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
     # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
     host = (
-        events.filter(pl.col("kind").is_in(HOST_KINDS) & _COMPLETE)
+        events.filter(pl.col("kind").is_in(HOST_KINDS) & COMPLETE)
         .select(HOST_COLUMNS)
         .with_columns(pl.col("dur").clip(lower_bound=0.0), (pl.col("kind") == "python_function").alias("is_python"))
         .sort(["is_python", "pid", "tid", "ts", "dur"], descending=[False, False, False, False, True])
@@ -96,7 +72,7 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
     )
     tree = build_call_tree(host)
     gpu = _attribute_gpu_work(gpu_work(events) if gpu is None else gpu, host, tree)
-    in_span = _COMPLETE & (pl.col("kind") != "other")
+    in_span = COMPLETE & (pl.col("kind") != "other")
     span = events.select(
         pl.col("ts").filter(in_span).min().alias("start"),
         (pl.col("ts") + pl.col("dur").clip(lower_bound=0.0)).filter(in_span).max().alias("end"),

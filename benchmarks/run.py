@@ -97,7 +97,7 @@ def bench_big(out: Path, hta_python: str) -> None:
     one, one_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), {**env, **ONE_CORE}, cores="0")
     print(row("  same, on 1 core", one, one_rss, size_mb, anchor))
     ops, ops_rss = measure(profview_export(BIG, out, "ops", "--no-cache"), env)
-    print(row("profview → ops.csv (cold: call tree, attribution)", ops, ops_rss, size_mb, anchor))
+    print(row("profview → ops.csv (cold, whole model)", ops, ops_rss, size_mb, anchor))
     measure(profview_export(BIG, out, "kernels"), env)  # fills the cache
     warm, warm_rss = measure(profview_export(BIG, out, "kernels"), env)
     print(row("profview → kernels.csv (re-open, cached)", warm, warm_rss, size_mb, anchor))
