@@ -135,6 +135,7 @@ typedef struct {
     char *tmp; /* scratch for unescaped / serialised text */
     size_t tmp_len, tmp_cap;
     Failure fail;
+    int cut; /* the failure is the end of the data: the document is cut short, not malformed */
     const char *end;
 } State;
 
@@ -294,6 +295,7 @@ static const char *scan_string(State *st, const char *p, const char **start, siz
         if (q >= end) {
             st->fail.what = "unterminated string";
             st->fail.where = p;
+            st->cut = 1;
             return NULL;
         }
         unsigned char c = (unsigned char)*q;
@@ -304,10 +306,16 @@ static const char *scan_string(State *st, const char *p, const char **start, siz
         }
         if (c == '\\') {
             *escaped = 1;
-            if (q + 1 >= end) break;
+            if (q + 1 >= end) {
+                st->cut = 1;
+                break;
+            }
             char e = q[1];
             if (e == 'u') {
-                if (q + 6 > end) break;
+                if (q + 6 > end) {
+                    st->cut = 1;
+                    break;
+                }
                 for (int k = 2; k < 6; k++) {
                     char h = q[k];
                     if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F'))) goto bad;
@@ -428,7 +436,7 @@ static const char *scan_number(State *st, const char *p, int *is_int) {
     return q;
 bad:
     st->fail.what = "invalid number";
-    st->fail.where = p;
+    st->fail.where = p; /* a number cut at the end is "malformed" to the general reader too: no cut */
     return NULL;
 }
 
@@ -506,9 +514,11 @@ static int literal_to_int(const char *p, const char *q, int64_t *out) {
 }
 
 static const char *scan_literal(State *st, const char *p, const char *word, size_t n) {
-    if ((size_t)(st->end - p) < n || memcmp(p, word, n) != 0) {
+    size_t left = (size_t)(st->end - p);
+    if (left < n || memcmp(p, word, n) != 0) {
         st->fail.what = "invalid literal";
         st->fail.where = p;
+        st->cut = left < n && memcmp(p, word, left) == 0; /* "tru" at the very end */
         return NULL;
     }
     return p + n;
@@ -835,26 +845,53 @@ static int arg_key(const char *k, size_t n) {
     return -1;
 }
 
+/* A member's key at p (its opening quote): sets the key's span and returns where its value
+ * begins; NULL if malformed or if the key has escapes (the general reader handles those). */
+static const char *read_key(State *st, const char *p, const char **key, size_t *len) {
+    int esc;
+    if (p >= st->end || *p != '"') {
+        st->fail.what = "expected a key";
+        st->fail.where = p;
+        return NULL;
+    }
+    p = scan_string(st, p, key, len, &esc);
+    if (p == NULL) return NULL;
+    if (esc) {
+        st->fail.what = "an escaped key";
+        st->fail.where = *key;
+        return NULL;
+    }
+    p = skip_ws(p, st->end);
+    if (p >= st->end || *p != ':') {
+        st->fail.what = "expected ':' after a key";
+        st->fail.where = p;
+        return NULL;
+    }
+    return skip_ws(p + 1, st->end);
+}
+
+/* After a member's value at *pp: 1 (past ',': another member follows), 0 (past '}': the object
+ * ends) or -1 (malformed). */
+static int next_member(State *st, const char **pp) {
+    const char *p = skip_ws(*pp, st->end);
+    if (p < st->end && (*p == ',' || *p == '}')) {
+        *pp = skip_ws(p + 1, st->end);
+        return *p == ',';
+    }
+    st->fail.what = "expected ',' or '}' after a value";
+    st->fail.where = p;
+    return -1;
+}
+
 static const char *read_args(State *st, const char *p, Row *row) {
-    const char *end = st->end;
     uint32_t seen = 0;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == '}') return p + 1;
+    p = skip_ws(p + 1, st->end);
+    if (p < st->end && *p == '}') return p + 1;
     for (;;) {
         const char *s;
         size_t n;
-        int esc;
-        if (p >= end || *p != '"') goto bad;
-        p = scan_string(st, p, &s, &n, &esc);
+        p = read_key(st, p, &s, &n);
         if (p == NULL) return NULL;
-        if (esc) {
-            st->fail.what = "an escaped key";
-            st->fail.where = s;
-            return NULL;
-        }
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':') goto bad;
-        p = skip_ws(p + 1, end);
         int a = n ? arg_key(s, n) : -1;
         if (a < 0 || (seen & (1u << a))) {
             p = skip_value(st, p, 2);
@@ -873,20 +910,10 @@ static const char *read_args(State *st, const char *p, Row *row) {
             }
         }
         if (p == NULL) return NULL;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}') return p + 1;
-        goto bad;
+        int more = next_member(st, &p);
+        if (more < 0) return NULL;
+        if (!more) return p;
     }
-bad:
-    if (st->fail.what == NULL) {
-        st->fail.what = "invalid JSON in args";
-        st->fail.where = p;
-    }
-    return NULL;
 }
 
 /* One event object at p (which must be '{'); appends a row. */
@@ -912,18 +939,8 @@ static const char *read_event(State *st, const char *p) {
     for (;;) {
         const char *s;
         size_t n;
-        int esc;
-        if (p >= end || *p != '"') goto bad;
-        p = scan_string(st, p, &s, &n, &esc);
+        p = read_key(st, p, &s, &n);
         if (p == NULL) return NULL;
-        if (esc) {
-            st->fail.what = "an escaped key";
-            st->fail.where = s;
-            return NULL;
-        }
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':') goto bad;
-        p = skip_ws(p + 1, end);
         int t = top_key(s, n);
         if (t < 0 || (seen & (1u << t))) {
             p = skip_value(st, p, 1);
@@ -943,16 +960,9 @@ static const char *read_event(State *st, const char *p) {
             }
         }
         if (p == NULL) return NULL;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}') {
-            p++;
-            break;
-        }
-        goto bad;
+        int more = next_member(st, &p);
+        if (more < 0) return NULL;
+        if (!more) break;
     }
 append:
     if (row.i[I_EXT] == INT_NULL) row.i[I_EXT] = row.ext2;
@@ -969,12 +979,6 @@ append:
     for (int k = 0; k < N_INT; k++) st->i[k][r] = row.i[k];
     for (int k = 0; k < N_STR; k++) st->s[k][r] = row.s[k];
     return p;
-bad:
-    if (st->fail.what == NULL) {
-        st->fail.what = "invalid JSON in an event";
-        st->fail.where = p;
-    }
-    return NULL;
 }
 
 /* ---- a buffer-exporting column ------------------------------------------------------------ */
@@ -1055,12 +1059,14 @@ static PyObject *uniques_list(Dict *d) {
 }
 
 PyDoc_STRVAR(scan_events_doc,
-             "scan_events(buffer, start, stop) -> (rows, next, ended, floats, ints, texts)\n\n"
+             "scan_events(buffer, start, stop) -> (rows, next, ended, cut, floats, ints, texts)\n\n"
              "Read the events of a traceEvents array from ``start`` (an event's '{'), stopping at the\n"
              "first event that begins at or after ``stop``, or at the array's ']'.  ``next`` is where\n"
-             "the next event begins (or the byte after ']' when ``ended``).  ``floats``/``ints`` map\n"
-             "column names to buffers of float64/int64; ``texts`` maps names to (codes uint32 buffer,\n"
-             "uniques list with None at 0).  ValueError names the first problem and its byte.");
+             "the next event begins (or the byte after ']' when ``ended``).  When the data ends inside\n"
+             "the array (a cut file), ``cut`` is true, the events before the cut are returned and\n"
+             "``next`` is where the unfinished one begins.  ``floats``/``ints`` map column names to\n"
+             "buffers of float64/int64; ``texts`` maps names to (codes uint32 buffer, uniques list\n"
+             "with None at 0).  ValueError names the first problem (other than a cut) and its byte.");
 
 static PyObject *scan_events(PyObject *self, PyObject *args) {
     Py_buffer buf;
@@ -1073,10 +1079,12 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     int ok = start >= 0 && start <= buf.len;
     for (int k = 0; k < N_STR && ok; k++) ok = dict_init(&st.dict[k]) == 0;
     const char *p = base + (ok ? start : 0);
-    int ended = 0;
+    const char *event = p;
+    int ended = 0, cut = 0;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS;
         for (;;) {
+            event = p;
             p = read_event(&st, p);
             if (p == NULL) break;
             p = skip_ws(p, st.end);
@@ -1100,6 +1108,10 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "bad start offset or out of memory");
         goto done;
+    }
+    if (p == NULL && (st.cut || st.fail.where >= st.end)) {
+        cut = 1; /* everything before ``event`` was read and is valid JSON: keep it */
+        p = event;
     }
     if (p == NULL) {
         raise_failure(&st, base);
@@ -1126,8 +1138,8 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
         if (pair == NULL || PyDict_SetItemString(texts, STR_NAMES[k], pair) < 0) goto built;
         Py_DECREF(pair);
     }
-    result = Py_BuildValue("nnOOOO", (Py_ssize_t)st.rows, (Py_ssize_t)(p - base), ended ? Py_True : Py_False,
-                           floats, ints, texts);
+    result = Py_BuildValue("nnOOOOO", (Py_ssize_t)st.rows, (Py_ssize_t)(p - base), ended ? Py_True : Py_False,
+                           cut ? Py_True : Py_False, floats, ints, texts);
 built:
     Py_XDECREF(floats);
     Py_XDECREF(ints);
@@ -1208,18 +1220,8 @@ static PyObject *members(PyObject *self, PyObject *args) {
     for (;;) {
         const char *s;
         size_t n;
-        int esc;
-        if (p >= st.end || *p != '"') goto bad;
-        p = scan_string(&st, p, &s, &n, &esc);
+        p = read_key(&st, p, &s, &n);
         if (p == NULL) goto bad;
-        if (esc) {
-            st.fail.what = "an escaped key";
-            st.fail.where = s;
-            goto bad;
-        }
-        p = skip_ws(p, st.end);
-        if (p >= st.end || *p != ':') goto bad;
-        p = skip_ws(p + 1, st.end);
         if (n == 11 && memcmp(s, "traceEvents", 11) == 0) {
             events_at = p - base;
             goto found;
@@ -1233,16 +1235,9 @@ static PyObject *members(PyObject *self, PyObject *args) {
             goto fail;
         }
         Py_DECREF(item);
-        p = skip_ws(p, st.end);
-        if (p < st.end && *p == ',') {
-            p = skip_ws(p + 1, st.end);
-            continue;
-        }
-        if (p < st.end && *p == '}') {
-            p++;
-            break;
-        }
-        goto bad;
+        int more = next_member(&st, &p);
+        if (more < 0) goto bad;
+        if (!more) break;
     }
 closed:
     if (skip_ws(p, st.end) != st.end) {

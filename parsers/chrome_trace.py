@@ -112,8 +112,11 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
     scan = scan_fast(data, METADATA_KEYS)
     if scan is not None:
         del data  # the columns are built after the decompressed trace has gone
-        events = _checked(scan.frame(), path, False, warnings := [])
-        return ChromeTrace(events, _valid_metadata(scan.metadata), warnings)
+        events, warnings = scan.frame(), []
+        if scan.truncated:
+            warnings.append(f"the trace is truncated; read {events.height:,} complete events up to the cut")
+        events = _checked(events, path, scan.truncated, warnings)
+        return ChromeTrace(events, _valid_metadata(scan.metadata), warnings, scan.truncated)
     flat = flatten_newlines(data if isinstance(data, bytes | bytearray) else bytearray(data))
     warnings = []
     truncated = False

@@ -6,7 +6,7 @@ A range counts only if it starts exactly where the range before it stopped, so a
 (a ``}, {`` inside a string) is caught and the rest is scanned in one piece.
 
 :func:`scan_fast` returns None whenever the scanner cannot promise the general reader's result
-(invalid or cut JSON, NaN, a value it does not render itself, no compiled module): the caller then
+(invalid JSON, NaN, a value it does not render itself, no compiled module): the caller then
 uses :mod:`profview.parsers.chrome_trace`'s reader, which handles every case.
 """
 
@@ -61,6 +61,7 @@ class FastScan:
 
     parts: list[Scanned]
     metadata: dict[str, Any]
+    truncated: bool = False  # the data ends inside the event array: the events before the cut
 
     def frame(self) -> pl.DataFrame:
         """The events frame (one chunk per column); the range buffers are released on the way."""
@@ -91,6 +92,11 @@ def _parse(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan | 
     if data[first : first + 1] != b"{":
         return None  # empty, or not an array of objects: the general reader explains
     parts, after = _scan_array(data, first)
+    if parts[-1].cut:  # a cut file (a killed job): the complete events, and the metadata before them
+        if not any(part.rows for part in parts):
+            return None  # nothing before the cut: the general reader says so
+        metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
+        return FastScan(parts, metadata, truncated=True)
     if array == start:
         if _skip_space(data, after) != len(data):
             return None
@@ -109,6 +115,7 @@ class Scanned(NamedTuple):
     rows: int
     after: int
     ended: bool
+    cut: bool
     floats: dict[str, Any]
     ints: dict[str, Any]
     texts: dict[str, tuple[Any, list[str | None]]]
@@ -159,7 +166,7 @@ def _join(
         if start != expected or isinstance(result, ValueError):
             break
         parts.append(result)
-        if result.ended:
+        if result.ended or result.cut:
             return parts, result.after
         expected = result.after
     while True:  # the rest, from the last confirmed boundary, without guessing
@@ -167,7 +174,7 @@ def _join(
         if isinstance(result, ValueError):
             raise result
         parts.append(result)
-        if result.ended:
+        if result.ended or result.cut:
             return parts, result.after
         expected = result.after
 

@@ -55,3 +55,17 @@ def test_broken_entry_is_ignored(trace: Path) -> None:
 def test_no_cache_neither_reads_nor_writes(trace: Path) -> None:
     profview.load(trace, use_cache=False)
     assert not cache.cache_root().exists() or not any(cache.cache_root().iterdir())
+
+
+def test_reopen_imports_no_parser_and_no_numpy(trace: Path) -> None:
+    """A kernel table from the cache needs Polars alone (what keeps a re-open near 0.5 s)."""
+    import subprocess
+    import sys
+
+    profview.load(trace)  # fills the cache
+    probe = (
+        "import sys, profview; p = profview.load(sys.argv[1]); k = p.kernels(); "
+        "print(k.height, sorted(m for m in ('numpy', 'msgspec', 'profview.parsers.chrome_trace') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, check=True)
+    assert out.stdout.split(maxsplit=1) == [str(profview.load(trace).kernels().height), "[]\n"]

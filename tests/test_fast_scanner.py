@@ -119,7 +119,9 @@ def test_values_read_as_polars_reads_them(monkeypatch: pytest.MonkeyPatch) -> No
     "document",
     [
         b'{"traceEvents": [{"ph": "X", "ts": NaN, "dur": 1}]}',  # NaN: the general reader repairs it
-        b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1}, {"ph": "X", "ts": 2',  # cut short
+        b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1}, {"ph": "X", "ts": 2.',  # cut in a number: "broken"
+        b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1}, {"ph": "X", "ts": 2, "dur": NaN}',  # NaN, then cut
+        b'{"traceEvents": [{"ph": "X", "t',  # cut before the first complete event
         b'{"traceEvents": [{"ph": "X", "ts": 1, "pid": 1.5}]}',  # a float where text is expected
         b'{"traceEvents": [{"ph": "X", "ts": 1, "args": {"stream": 7.0}}]}',  # a float stream (Polars: 7)
         b'{"traceEvents": [{"ph": "X", "ts": 1, "args": {"Input Dims": ["a\\"b"]}}]}',  # escaped text in an array
@@ -186,3 +188,38 @@ def test_compiled_call_tree_equals_the_python_pass(name: str) -> None:
     for field in ("parent", "op_parent", "subtree_end"):
         np.testing.assert_array_equal(getattr(tree, field), getattr(reference, field))
     assert (tree.parent >= 0).sum() > host.height // 2  # most host events are nested in something
+
+
+SMALL_DOC = (
+    b'{"schemaVersion":1,"traceEvents":[{"ph":"X","name":"a\\u00e9b","ts":1.5e3,"dur":true,'
+    b'"args":{"x":[1,{"y":null}]}},{"ph":"i","name":"x","ts":-0.25,"s":"t"}, '
+    b'{"ph":"X","cat":"kernel","ts":12,"dur":3,"args":{"stream":7,"grid":[1,2,3]}}]}'
+)
+
+
+def outcome(data: bytes, monkeypatch: pytest.MonkeyPatch, fast: bool) -> chrome_trace.ChromeTrace | str:
+    try:
+        if fast:
+            return chrome_trace.parse_chrome_trace(bytearray(data), "trace.json")
+        return general(data, monkeypatch)
+    except ProfviewError as exc:
+        return str(exc)
+
+
+def test_a_document_cut_anywhere_reads_as_the_general_reader_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cut of a small document, and 60 cuts of a real trace (inside strings, numbers, literals,
+    escapes, between events): the scanner keeps the complete events with the same warning, or
+    hands the document back (a number cut short is "broken" to msgspec: the general reader says so)."""
+    ddp = sample_bytes("ddp_nccl_streams.pt.trace.json.gz")
+    cuts = [SMALL_DOC[:n] for n in range(1, len(SMALL_DOC))]
+    cuts += [ddp[: len(ddp) * k // 61] for k in range(1, 61)]
+    scanned = 0
+    for data in cuts:
+        scanned += fast_chrome.scan_fast(data, chrome_trace.METADATA_KEYS) is not None
+        got, reference = outcome(data, monkeypatch, True), outcome(data, monkeypatch, False)
+        if isinstance(reference, str) or isinstance(got, str):
+            assert got == reference
+            continue
+        assert_frame_equal(got.events, reference.events)
+        assert (got.warnings, got.metadata, got.truncated) == (reference.warnings, reference.metadata, True)
+    assert scanned > len(cuts) // 2  # most cuts are read by the scanner itself
