@@ -58,16 +58,16 @@ def step_table(model: TraceModel) -> pl.DataFrame:
         lo, hi = intervals[CATEGORIES[priority]]
         if not len(lo):
             continue
-        change = np.zeros(len(points) + 1, dtype=np.int64)
-        np.add.at(change, np.searchsorted(points, lo), 1)
-        np.add.at(change, np.searchsorted(points, hi), -1)
-        active = np.cumsum(change)[:segments] > 0
+        opened = np.bincount(np.searchsorted(points, lo), minlength=len(points) + 1)
+        closed = np.bincount(np.searchsorted(points, hi), minlength=len(points) + 1)
+        active = np.cumsum(opened - closed)[:segments] > 0
         winner[active] = priority
     lengths = np.diff(points)
     seg_step = np.searchsorted(starts, points[:-1], side="right") - 1
     in_step = (seg_step >= 0) & (points[:-1] < ends[np.clip(seg_step, 0, None)])
-    totals = np.zeros((len(starts), len(CATEGORIES)))
-    np.add.at(totals, (seg_step[in_step], winner[in_step]), lengths[in_step])
+    cell = seg_step[in_step] * len(CATEGORIES) + winner[in_step]  # (step, category) as one index
+    totals = np.bincount(cell, weights=lengths[in_step], minlength=len(starts) * len(CATEGORIES))
+    totals = totals.reshape(len(starts), len(CATEGORIES))
     table = windows.select("step", "name").with_columns(
         # Rounded to the nanosecond: the trace's own resolution.
         pl.Series("start_us", np.round(starts - model.span_start, 3)),
