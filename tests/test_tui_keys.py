@@ -306,3 +306,26 @@ async def test_kernel_drill_down_stack_scrolls_at_80x24() -> None:
         assert detail.scroll_y == min(6, detail.max_scroll_y)  # ... and J scrolls it
         await pilot.press("K")
         assert detail.scroll_y == min(6, detail.max_scroll_y) - 3
+
+
+async def test_keys_typed_straight_after_slash_go_to_the_filter() -> None:
+    """'/gemm' arriving at once (a fast typist, a paste): no key reaches the table first, where
+    'g' would jump to the top and 'e' open the export dialog; '/' inside the bar is a regex '/'."""
+    from textual import events
+
+    name = "gpt2_train_bf16.pt.trace.json.gz"
+    app = ProfviewApp(str(sample(name)), no_cache=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        for key, character in [("slash", "/"), ("g", "g"), ("e", "e"), ("m", "m"), ("m", "m"), ("slash", "/")]:
+            app.post_message(events.Key(key, character))  # all queued before any is handled
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MainScreen)  # no export dialog
+        bar = app.screen.query_one(FilterBar)
+        assert bar.value == "gemm/" and app.focused is bar
+        await pilot.press("backspace", "enter")
+        view = app.screen.active_frame_view()
+        expected = refine(loaded(name).kernels(), pattern="gemm")
+        assert view.displayed.height == expected.height > 0

@@ -25,6 +25,7 @@ from profview.tui.table_view import FrameView
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.widgets import Input
 from textual.worker import get_current_worker
 
 
@@ -44,7 +45,9 @@ class ProfviewApp(App[int]):
         Binding("3", "pane('ops')", "operators", show=False),
         Binding("4", "pane('steps')", "steps", show=False),
         Binding("tab", "cycle", "views", priority=True),
-        Binding("slash", "filter", "filter"),
+        # Priority: "/" is handled before the keys typed after it reach the table, so "/gemm"
+        # typed fast (or pasted) filters instead of jumping to the top ("g") and exporting ("e").
+        Binding("slash", "filter", "filter", priority=True),
         Binding("s", "sort", "sort"),
         Binding("e", "export", "export"),
         Binding("b", "group", "by shape"),
@@ -155,7 +158,9 @@ class ProfviewApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer (and show in the footer) only the keys that do something where you are."""
         screen = self.screen
-        if action in ("filter", "sort"):
+        if action == "filter":  # in a text box (the filter itself, a file name) "/" is typed
+            return self.frame_view() is not None and not isinstance(self.focused, Input)
+        if action == "sort":
             return self.frame_view() is not None
         if action == "export":
             return self.frame_view() is not None or self.steps_frame() is not None

@@ -29,7 +29,9 @@ class FilterBar(Input):
         self.border_title = "filter by regex"
         self.border_subtitle = f"{target.displayed.height:,} of {target.base.height:,} rows"
         self.display = True
-        self.focus()
+        # Focus now, not after the next refresh (Widget.focus): keys typed straight after "/"
+        # (a fast typist, a paste) must reach the bar, not the table ("e" would open the export).
+        self.screen.set_focus(self)
 
     def close(self) -> None:
         self.display = False
