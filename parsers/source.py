@@ -19,10 +19,11 @@ from profview.errors import ProfviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
-#: Peak memory of a load is at most about this many times the decompressed JSON (measured: 2.3x
-#: on the 172 MB benchmark trace; the general reader, for odd traces, needs up to 3.4x), plus the
-#: interpreter and libraries.
-MEMORY_FACTOR = 3.5
+#: Peak memory of a load, and of the viewer's model, is at most about this many times the
+#: decompressed JSON with the compiled scanner (measured 1.5-2.5x from 172 MB to 1 GB), plus the
+#: interpreter and libraries; the general reader alone (no C compiler at install) needs up to 3.4x.
+MEMORY_FACTOR = 2.6
+MEMORY_FACTOR_GENERAL_READER = 3.5
 #: Plain files from this size on are memory-mapped rather than read into memory.
 MAP_BYTES = 32 * 2**20
 BASE_MEMORY = 200 * 2**20
@@ -88,7 +89,7 @@ def _max_expansion(raw: bytes | bytearray) -> int:
 
 
 def _needed(decompressed: int, raw: bytes | bytearray) -> int:
-    return int(decompressed * MEMORY_FACTOR) + len(raw) + BASE_MEMORY
+    return int(decompressed * memory_factor()) + len(raw) + BASE_MEMORY
 
 
 def _fits(decompressed: int) -> bool:
@@ -135,6 +136,13 @@ def check_memory(path: str, needed: int) -> None:
         )
 
 
+def memory_factor() -> float:
+    """Memory needed per byte of JSON: less where the compiled scanner is there to read it."""
+    from profview.parsers.fast_chrome import available
+
+    return MEMORY_FACTOR if available() else MEMORY_FACTOR_GENERAL_READER
+
+
 def available_memory() -> int | None:
     """MemAvailable from /proc/meminfo in bytes (``$PROFVIEW_MEMORY_LIMIT`` overrides), or None."""
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
@@ -177,7 +185,7 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
             else:
                 size = os.fstat(fh.fileno()).st_size
                 if size >= MAP_BYTES and fh.read(2) != GZIP_MAGIC:
-                    check_memory(name, int(size * MEMORY_FACTOR) + BASE_MEMORY)
+                    check_memory(name, int(size * memory_factor()) + BASE_MEMORY)
                     return SourceBytes(name, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), compressed=False)
                 fh.seek(0)
                 check_memory(name, size + BASE_MEMORY)
@@ -192,7 +200,7 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     if not raw:
         raise ProfviewError(name, "the file is empty")
     if raw[:2] != GZIP_MAGIC:
-        check_memory(name, int(len(raw) * MEMORY_FACTOR) + BASE_MEMORY)
+        check_memory(name, int(len(raw) * memory_factor()) + BASE_MEMORY)
         return SourceBytes(name, raw, compressed=False)
     # The trailer (decompressed size modulo 4 GiB) may be forged or, in a cut file, anything:
     # the check here assumes a typical 4x, and the real size is checked as it decompresses.
