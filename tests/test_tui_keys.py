@@ -329,3 +329,39 @@ async def test_keys_typed_straight_after_slash_go_to_the_filter() -> None:
         view = app.screen.active_frame_view()
         expected = refine(loaded(name).kernels(), pattern="gemm")
         assert view.displayed.height == expected.height > 0
+
+
+async def test_a_large_trace_opens_on_its_kernels_while_the_model_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From LARGE_TRACE_EVENTS on, Kernels is usable first; the other panes say they are linking,
+    drill-down waits, and everything appears when the model is ready (here: when released)."""
+    from profview.tui import app as app_module
+
+    release = threading.Event()
+    real_prepare = app_module.prepare
+
+    def slow_prepare(profile, phase):  # type: ignore[no-untyped-def]
+        release.wait(20)
+        real_prepare(profile, phase)
+
+    monkeypatch.setattr(app_module, "LARGE_TRACE_EVENTS", 1)
+    monkeypatch.setattr(app_module, "prepare", slow_prepare)
+    name = "resnet50_train_amp.pt.trace.json.gz"
+    app = ProfviewApp(str(sample(name)), no_cache=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot, app)
+        assert app.screen.pane == "kernels" and not app.linked
+        assert app.screen.active_frame_view().displayed.height == loaded(name).kernels().height
+        await pilot.press("enter")  # a drill-down needs the model: it waits
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("3")
+        assert "linking GPU work to the operators" in screen_text(app)
+        release.set()
+        for _ in range(200):
+            if app.linked:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        view = app.screen.active_frame_view()
+        assert app.linked and view is not None and view.displayed.height == loaded(name).ops().height
+        await pilot.press("2", "enter")
+        assert isinstance(app.screen, DrillScreen)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from profview.errors import ProfviewError
 from profview.export import write_table
+from profview.profile import Profile
 from profview.sanitize import clean
 from profview.tui.drilldown import DrillScreen
 from profview.tui.export_dialog import ExportDialog, suggest_name
@@ -20,7 +21,7 @@ from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
 from profview.tui.loading_screen import LoadingScreen
 from profview.tui.main_screen import PANES, TITLES, MainScreen
-from profview.tui.messages import DrillRequested, LoadFailed, LoadPhase, ProfileLoaded
+from profview.tui.messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from profview.tui.table_view import FrameView
 from textual import work
 from textual.app import App
@@ -66,6 +67,7 @@ class ProfviewApp(App[int]):
         self.profile = None
         self.error: str | None = None
         self.loaded = False
+        self.linked = False
         self.loader = None
         self.load_thread: threading.Thread | None = None
 
@@ -93,12 +95,19 @@ class ProfviewApp(App[int]):
         if outcome and not worker.is_cancelled:
             self.post_message(outcome[0])
 
-    def _load(self, outcome: list[ProfileLoaded | LoadFailed]) -> None:
+    def _load(self, outcome: list[ProfileLoaded | LoadFailed | ProfileLinked]) -> None:
         from profview.loading import load
 
         try:
             self.post_message(LoadPhase("reading and parsing"))
             profile = load(self.path, use_cache=not self.no_cache, run=self.run_name)
+            if is_large(profile):  # the kernel table first; the model (seconds) behind it
+                self.post_message(LoadPhase("building the kernel table"))
+                profile.kernels()
+                self.post_message(ProfileLoaded(profile, linked=False))
+                prepare(profile, lambda _phase: None)
+                outcome.append(ProfileLinked())
+                return
             prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
         except ProfviewError as exc:
             outcome.append(LoadFailed(str(exc)))
@@ -116,9 +125,17 @@ class ProfviewApp(App[int]):
     def on_profile_loaded(self, message: ProfileLoaded) -> None:
         self.profile = message.profile
         self.loaded = True
-        self.switch_screen(MainScreen(message.profile))
+        self.linked = message.linked
+        self.switch_screen(MainScreen(message.profile, linked=message.linked))
         for warning in message.profile.warnings:
             self.notify(clean(warning), title="warning", severity="warning", timeout=10)
+
+    async def on_profile_linked(self, _message: ProfileLinked) -> None:
+        self.linked = True
+        main = self.main_screen()
+        if main is not None:
+            await main.link()
+        self.notify("Overview, Operators and Steps are ready; Enter drills down", timeout=5)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.error = message.reason
@@ -250,6 +267,9 @@ class ProfviewApp(App[int]):
         profile = self.profile
         if profile is None:
             return
+        if not self.linked:
+            self.notify("still linking kernels to the operators that launched them: a moment", timeout=4)
+            return
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
         try:
             if message.view in ("kernels", "op_launches"):
@@ -303,6 +323,15 @@ class ProfviewApp(App[int]):
         self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
 
 
+#: From this many events a trace opens on its kernel table while the model is built behind it.
+LARGE_TRACE_EVENTS = 1_500_000
+
+
+def is_large(profile: Profile) -> bool:
+    """Whether ``profile`` is a trace large enough that linking it takes seconds."""
+    return profile.events is not None and profile.events.height >= LARGE_TRACE_EVENTS and profile.available("kernels")
+
+
 def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
     """Build what the first screens show (the linked model, the tables) off the UI thread."""
     if profile.events is not None:
@@ -324,11 +353,13 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
     if app.load_thread is not None and app.load_thread.is_alive():
-        # A parse still running in its thread cannot be interrupted: leave at once.
-        print("profview: interrupted", file=sys.stderr)
+        # A parse (or a large trace's linking) still running in its thread cannot be interrupted:
+        # leave at once.
+        if not app.loaded:
+            print("profview: interrupted", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(app.return_code or code or 130)
+        os._exit(app.return_code if app.return_code is not None else (code or 130))
     return app.return_code or code or 0
 
 

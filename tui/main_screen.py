@@ -12,6 +12,7 @@ from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
 PANES = ("overview", "kernels", "ops", "steps")
@@ -21,29 +22,49 @@ TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "ste
 class MainScreen(Screen):
     """The four views of one profile."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, *, linked: bool = True) -> None:
         super().__init__()
         self.profile = profile
-        self.pane = "overview"
+        self.linked = linked  # False: a large trace's model is still being built (Kernels first)
+        self.pane = "overview" if linked else "kernels"
         self.step: int | None = None
         self.by_shape = {"kernels": False, "ops": False}
 
     def compose(self) -> ComposeResult:
         yield Static(id="tabs")
         yield Static(id="context")
-        with ContentSwitcher(initial="overview", id="panes"):
-            yield OverviewView(self.profile, id="overview")
-            for view in ("kernels", "ops"):
-                if self.profile.available(view):
-                    yield FrameView(view, self.frame_for(view), id=view)
-                else:
-                    yield Static(self.missing_text(view), id=view)
-            if self.profile.available("steps"):
-                yield StepsView(self.profile, id="steps")
-            else:
-                yield Static(self.missing_text("steps"), id="steps")
+        with ContentSwitcher(initial=self.pane, id="panes"):
+            for pane in PANES:
+                yield self.pane_widget(pane) if self.linked or pane == "kernels" else self.waiting(pane)
         yield FilterBar()
         yield Footer()
+
+    def pane_widget(self, pane: str) -> Widget:
+        """The widget of one pane (the model must be built for all but Kernels)."""
+        if pane == "overview":
+            return OverviewView(self.profile, id="overview")
+        if not self.profile.available(pane):
+            return Static(self.missing_text(pane), id=pane)
+        if pane == "steps":
+            return StepsView(self.profile, id="steps")
+        return FrameView(pane, self.frame_for(pane), id=pane)
+
+    def waiting(self, pane: str) -> Static:
+        text = f"{TITLES[pane]}: linking GPU work to the operators and steps of this large trace…"
+        return Static(Text(text, style="italic"), id=pane)
+
+    async def link(self) -> None:
+        """The model is ready: the waiting panes get their views (Kernels stays as it is)."""
+        self.linked = True
+        switcher = self.query_one(ContentSwitcher)
+        kernels = self.query_one("#kernels")
+        await self.query("#overview, #ops, #steps").remove()
+        views = {pane: self.pane_widget(pane) for pane in ("overview", "ops", "steps")}
+        for pane, widget in views.items():
+            widget.display = pane == self.pane  # as the switcher shows its children
+        await switcher.mount(views["overview"], before=kernels)
+        await switcher.mount_all([views["ops"], views["steps"]], after=kernels)
+        self.show(self.pane)  # focus the new view if it is the one on screen
 
     def on_mount(self) -> None:
         self.update_header()
@@ -102,6 +123,8 @@ class MainScreen(Screen):
     def can_group(self) -> bool:
         """Whether b (by launch shape / by input shapes) applies to the pane on screen."""
         if self.pane not in self.by_shape or not self.profile.available(self.pane):
+            return False
+        if not self.linked and self.pane != "kernels":
             return False
         return self.profile.events is not None or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
 

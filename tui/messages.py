@@ -9,11 +9,17 @@ from textual.message import Message
 
 
 class ProfileLoaded(Message):
-    """The loading worker finished."""
+    """The loading worker read the profile; ``linked`` is False while the model is still being built
+    (a large trace shows its kernel table first)."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, linked: bool = True) -> None:
         super().__init__()
         self.profile = profile
+        self.linked = linked
+
+
+class ProfileLinked(Message):
+    """The model of a large trace (operators, steps, overview) is ready."""
 
 
 class LoadFailed(Message):
