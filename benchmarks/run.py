@@ -146,6 +146,45 @@ def bench_scaled(out: Path, sizes: list[int], styles: list[str], folder: Path) -
     print(f"  {largest.name}: 1 core {one:.2f} s, 2 cores {two:.2f} s: {one / two:.2f}x")
 
 
+VIEWER_PROBE = """
+import asyncio, sys, time
+start = time.perf_counter()
+from profview.tui.app import ProfviewApp
+from profview.tui.main_screen import MainScreen
+
+async def main():
+    app = ProfviewApp(sys.argv[1])
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not isinstance(app.screen, MainScreen):
+            await pilot.pause(0.01)
+        first = time.perf_counter() - start
+        while not app.linked:
+            await pilot.pause(0.02)
+        print(f"{first:.2f} {time.perf_counter() - start:.2f}")
+
+asyncio.run(main())
+"""
+
+
+def viewer_times(trace: Path, cache: str) -> tuple[float, float, float]:
+    """(seconds to the first screen of tables, seconds until every view is ready, peak RSS MB) of
+    the viewer driven headless by Textual's test pilot."""
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": cache}
+    proc = subprocess.Popen([sys.executable, "-c", VIEWER_PROBE, str(trace)], env=env, stdout=subprocess.PIPE)
+    _pid, _status, usage = os.wait4(proc.pid, 0)
+    first, ready = (float(x) for x in proc.stdout.read().split()) if proc.stdout else (0.0, 0.0)
+    return first, ready, usage.ru_maxrss / 1024
+
+
+def bench_viewer(traces: list[Path]) -> None:
+    print("\nViewer (headless, Textual pilot): first screen / every view ready / peak RSS")
+    for trace in traces:
+        cache = tempfile.mkdtemp(prefix="profview-cache-")
+        for label in ("cold", "cached"):
+            first, ready, rss = viewer_times(trace, cache)
+            print(f"  {trace.name:<46} {label:<6} {first:6.2f} s {ready:6.2f} s {rss:7.0f} MB")
+
+
 def bench_interactive(folder: Path, mb: int) -> None:
     """Sort and filter a 1M-row GPU event table the way the viewer does (views.refine)."""
     import polars as pl
@@ -190,10 +229,13 @@ def main() -> None:
     out = folder / "out.csv"
     print(f"profview benchmark: {os.cpu_count()} cores, Python {sys.version.split()[0]}; traces in {folder}")
     bench_big(out, args.hta_python)
-    if not args.quick:
-        sizes = [int(s) for s in args.sizes.split(",")]
-        bench_scaled(out, sizes, args.styles.split(","), folder)
-        bench_interactive(folder, max(sizes))
+    if args.quick:
+        bench_viewer([BIG])
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    bench_scaled(out, sizes, args.styles.split(","), folder)
+    bench_viewer([BIG, scaled_trace(folder, max(sizes), "kineto")])
+    bench_interactive(folder, max(sizes))
 
 
 if __name__ == "__main__":
