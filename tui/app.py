@@ -131,10 +131,10 @@ class ProfviewApp(App[int]):
             self.notify(clean(warning), title="warning", severity="warning", timeout=10)
 
     async def on_profile_linked(self, _message: ProfileLinked) -> None:
-        self.linked = True
         main = self.main_screen()
         if main is not None:
             await main.link()
+        self.linked = True
         self.notify("Overview, Operators and Steps are ready; Enter drills down", timeout=5)
 
     def on_load_failed(self, message: LoadFailed) -> None:

@@ -11,6 +11,7 @@ from profview.tui.steps_view import StepsView
 from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
@@ -55,16 +56,20 @@ class MainScreen(Screen):
 
     async def link(self) -> None:
         """The model is ready: the waiting panes get their views (Kernels stays as it is)."""
+        try:
+            switcher = self.query_one(ContentSwitcher)
+            kernels = self.query_one("#kernels")
+            await self.query("#overview, #ops, #steps").remove()
+            views = {pane: self.pane_widget(pane) for pane in ("overview", "ops", "steps")}
+            for pane, widget in views.items():
+                widget.display = pane == self.pane  # as the switcher shows its children
+            await switcher.mount(views["overview"], before=kernels)
+            await switcher.mount_all([views["ops"], views["steps"]], after=kernels)
+        except NoMatches:  # the viewer is closing: nothing left to fill
+            return
         self.linked = True
-        switcher = self.query_one(ContentSwitcher)
-        kernels = self.query_one("#kernels")
-        await self.query("#overview, #ops, #steps").remove()
-        views = {pane: self.pane_widget(pane) for pane in ("overview", "ops", "steps")}
-        for pane, widget in views.items():
-            widget.display = pane == self.pane  # as the switcher shows its children
-        await switcher.mount(views["overview"], before=kernels)
-        await switcher.mount_all([views["ops"], views["steps"]], after=kernels)
-        self.show(self.pane)  # focus the new view if it is the one on screen
+        if self.is_attached and self.app.screen is self:
+            self.show(self.pane)  # focus the new view if it is the one on screen
 
     def on_mount(self) -> None:
         self.update_header()
