@@ -1,9 +1,10 @@
 """The fast path for Chrome-trace JSON: the compiled scanner (``native/fastscan.c``) on threads.
 
 The ``traceEvents`` array is cut into byte ranges at guessed event boundaries; each range is
-scanned on its own thread (the scanner holds no GIL) into typed columns and turned into a frame.
-A range counts only if it starts exactly where the range before it stopped, so a wrong guess
-(a ``}, {`` inside a string) is caught and the rest is scanned in one piece.
+scanned on its own thread (the scanner holds no GIL) into typed column buffers, and the buffers of
+all ranges become one frame.  A range counts only if it starts exactly where the range before it
+stopped, so a wrong guess (a ``}, {`` inside a string) is caught and the rest is scanned in one
+piece.  A document that ends inside the array (a killed job) keeps its complete events.
 
 :func:`scan_fast` returns None whenever the scanner cannot promise the general reader's result
 (invalid JSON, NaN, a value it does not render itself, no compiled module): the caller then
@@ -69,7 +70,7 @@ class FastScan:
         return _frame(parts)
 
 
-def scan_fast(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan | None:
+def scan_fast(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) -> FastScan | None:
     """The scanned events and metadata of a well-formed trace, or None to use the general reader."""
     if _fastscan is None:
         return None
@@ -79,7 +80,8 @@ def scan_fast(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan
         return None
 
 
-def _parse(data: bytes | bytearray, metadata_keys: Sequence[str]) -> FastScan | None:
+def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) -> FastScan | None:
+    """Find the event array (top-level object members before and after it), scan it, read metadata."""
     start = _skip_space(data, 0)
     members: list[tuple[str, int, int]] = []
     if data[start : start + 1] == b"[":
