@@ -223,3 +223,21 @@ def test_a_document_cut_anywhere_reads_as_the_general_reader_reads_it(monkeypatc
         assert_frame_equal(got.events, reference.events)
         assert (got.warnings, got.metadata, got.truncated) == (reference.warnings, reference.metadata, True)
     assert scanned > len(cuts) // 2  # most cuts are read by the scanner itself
+
+
+def test_a_cut_mapped_file_keeps_its_complete_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed job's plain trace, memory-mapped and scanned in ranges: the same events and warning as
+    the general reader gives for the same bytes."""
+    data = sample_bytes("gpt2_train_bf16.pt.trace.json.gz")
+    cut = data[: len(data) * 2 // 3]
+    target = tmp_path / "cut.json"
+    target.write_bytes(cut)
+    monkeypatch.setattr(source, "MAP_BYTES", 1)
+    monkeypatch.setattr(fast_chrome, "RANGE_BYTES", 512 * 1024)
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 512 * 1024)
+    profile = profview.load(target, use_cache=False)
+    reference = general(cut, monkeypatch)
+    assert profile.truncated and reference.truncated
+    assert_frame_equal(profile.events, reference.events)
+    assert [w.replace(str(target), "") for w in profile.warnings] == reference.warnings
+    assert profile.events.height > 30_000
