@@ -39,16 +39,20 @@ def build_call_tree(host: pl.DataFrame) -> CallTree:
     An event is a child of the innermost open event that contains it; one that outlasts the
     open event is not nested in it.  The pass runs in C (``native/calltree.c``) when it was built.
     """
-    keys = ("is_python", "pid", "tid")
-    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys)
-    thread = host.select(changed.fill_null(True).cum_sum().cast(pl.Int64))[:, 0].to_numpy()
+    thread = thread_index(host)
     start = host["ts"].to_numpy()
     end = (host["ts"] + host["dur"]).to_numpy()
     is_op = host["is_op"].to_numpy().astype(np.uint8)
     if _calltree is not None:
-        links = _calltree.nest(np.ascontiguousarray(thread), start, end, is_op, CONTAINMENT_TOLERANCE_US)
+        links = _calltree.nest(thread, start, end, is_op, CONTAINMENT_TOLERANCE_US)
         return CallTree(*(np.frombuffer(buffer, dtype=np.int64) for buffer in links))
     return _nest_in_python(thread.tolist(), start.tolist(), end.tolist(), is_op.tolist())
+
+
+def thread_index(host: pl.DataFrame) -> np.ndarray:
+    """Per host row, a number that changes exactly where (is_python, pid, tid) does: its layer-thread."""
+    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in ("is_python", "pid", "tid"))
+    return host.select(changed.fill_null(True).cum_sum().cast(pl.Int64))[:, 0].to_numpy()
 
 
 def _nest_in_python(threads: list[int], starts: list[float], ends: list[float], is_op: list[int]) -> CallTree:

@@ -524,6 +524,19 @@ static const char *scan_literal(State *st, const char *p, const char *word, size
     return p + n;
 }
 
+/* After a value inside an object or array at *pp: 1 (past ',': another item follows), 0 (past
+ * ``close``: the container ends) or -1 (malformed). */
+static int next_item(State *st, const char **pp, char close) {
+    const char *p = skip_ws(*pp, st->end);
+    if (p < st->end && (*p == ',' || *p == close)) {
+        *pp = skip_ws(p + 1, st->end);
+        return *p == ',';
+    }
+    st->fail.what = close == '}' ? "expected ',' or '}' after a value" : "expected ',' or ']' after a value";
+    st->fail.where = p;
+    return -1;
+}
+
 /* Skip any JSON value, validating it.  Returns the byte after it, or NULL. */
 static const char *skip_value(State *st, const char *p, int depth) {
     const char *end = st->end;
@@ -550,13 +563,8 @@ static const char *skip_value(State *st, const char *p, int depth) {
                 if (p >= end || *p != ':') goto bad;
                 p = skip_value(st, skip_ws(p + 1, end), depth + 1);
                 if (p == NULL) return NULL;
-                p = skip_ws(p, end);
-                if (p < end && *p == ',') {
-                    p = skip_ws(p + 1, end);
-                    continue;
-                }
-                if (p < end && *p == '}') return p + 1;
-                goto bad;
+                int more = next_item(st, &p, '}');
+                if (more <= 0) return more ? NULL : p;
             }
         case '[':
             p = skip_ws(p + 1, end);
@@ -564,13 +572,8 @@ static const char *skip_value(State *st, const char *p, int depth) {
             for (;;) {
                 p = skip_value(st, p, depth + 1);
                 if (p == NULL) return NULL;
-                p = skip_ws(p, end);
-                if (p < end && *p == ',') {
-                    p = skip_ws(p + 1, end);
-                    continue;
-                }
-                if (p < end && *p == ']') return p + 1;
-                goto bad;
+                int more = next_item(st, &p, ']');
+                if (more <= 0) return more ? NULL : p;
             }
         case 't':
             return scan_literal(st, p, "true", 4);
@@ -870,19 +873,6 @@ static const char *read_key(State *st, const char *p, const char **key, size_t *
     return skip_ws(p + 1, st->end);
 }
 
-/* After a member's value at *pp: 1 (past ',': another member follows), 0 (past '}': the object
- * ends) or -1 (malformed). */
-static int next_member(State *st, const char **pp) {
-    const char *p = skip_ws(*pp, st->end);
-    if (p < st->end && (*p == ',' || *p == '}')) {
-        *pp = skip_ws(p + 1, st->end);
-        return *p == ',';
-    }
-    st->fail.what = "expected ',' or '}' after a value";
-    st->fail.where = p;
-    return -1;
-}
-
 static const char *read_args(State *st, const char *p, Row *row) {
     uint32_t seen = 0;
     p = skip_ws(p + 1, st->end);
@@ -910,7 +900,7 @@ static const char *read_args(State *st, const char *p, Row *row) {
             }
         }
         if (p == NULL) return NULL;
-        int more = next_member(st, &p);
+        int more = next_item(st, &p, '}');
         if (more < 0) return NULL;
         if (!more) return p;
     }
@@ -960,7 +950,7 @@ static const char *read_event(State *st, const char *p) {
             }
         }
         if (p == NULL) return NULL;
-        int more = next_member(st, &p);
+        int more = next_item(st, &p, '}');
         if (more < 0) return NULL;
         if (!more) break;
     }
@@ -1235,7 +1225,7 @@ static PyObject *members(PyObject *self, PyObject *args) {
             goto fail;
         }
         Py_DECREF(item);
-        int more = next_member(&st, &p);
+        int more = next_item(&st, &p, '}');
         if (more < 0) goto bad;
         if (!more) break;
     }

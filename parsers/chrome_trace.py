@@ -330,13 +330,12 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
         fields = [args.field(key) for key in keys]
         value = fields[0] if len(fields) == 1 else pl.coalesce(fields)
         columns.append(value.cast(dtype, strict=False).alias(column))
-    return finish_events(raw.select(columns))
-
-
-def finish_events(events: pl.DataFrame) -> pl.DataFrame:
-    """Typed columns with ``kind`` → the events frame: no null names, ``external_id`` 0 as null, schema order."""
-    return events.with_columns(
-        pl.col("name").fill_null(""),
-        # External id 0 means "none" in Kineto.
-        pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id"),
-    ).select(list(EVENT_SCHEMA))
+    return (
+        raw.select(columns)
+        .with_columns(
+            pl.col("name").fill_null(""),
+            # External id 0 means "none" in Kineto.
+            pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id"),
+        )
+        .select(list(EVENT_SCHEMA))
+    )

@@ -94,12 +94,11 @@ def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) ->
     if data[first : first + 1] != b"{":
         return None  # empty, or not an array of objects: the general reader explains
     parts, after = _scan_array(data, first)
-    if parts[-1].cut:  # a cut file (a killed job): the complete events, and the metadata before them
+    truncated = parts[-1].cut  # a cut file (a killed job): the complete events, the metadata before them
+    if truncated:
         if not any(part.rows for part in parts):
             return None  # nothing before the cut: the general reader says so
-        metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
-        return FastScan(parts, metadata, truncated=True)
-    if array == start:
+    elif array == start:
         if _skip_space(data, after) != len(data):
             return None
     else:
@@ -108,7 +107,7 @@ def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) ->
             return None  # a second traceEvents key
         members += rest
     metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
-    return FastScan(parts, metadata)
+    return FastScan(parts, metadata, truncated)
 
 
 class Scanned(NamedTuple):

@@ -180,10 +180,11 @@ def test_any_event_list_reads_the_same_or_is_handed_back(events: list[dict], ind
 def test_compiled_call_tree_equals_the_python_pass(name: str) -> None:
     host = loaded(name).model.host
     tree = calltree.build_call_tree(host)
-    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in ("is_python", "pid", "tid"))
-    thread = host.select(changed.fill_null(True).cum_sum())[:, 0].to_list()
     reference = calltree._nest_in_python(
-        thread, host["ts"].to_list(), (host["ts"] + host["dur"]).to_list(), host["is_op"].cast(pl.UInt8).to_list()
+        calltree.thread_index(host).tolist(),
+        host["ts"].to_list(),
+        (host["ts"] + host["dur"]).to_list(),
+        host["is_op"].cast(pl.UInt8).to_list(),
     )
     for field in ("parent", "op_parent", "subtree_end"):
         np.testing.assert_array_equal(getattr(tree, field), getattr(reference, field))
