@@ -23,7 +23,7 @@ from profview.tui.loading_screen import LoadingScreen
 from profview.tui.main_screen import PANES, TITLES, MainScreen
 from profview.tui.messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from profview.tui.table_view import FrameView
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Input
@@ -68,6 +68,7 @@ class ProfviewApp(App[int]):
         self.error: str | None = None
         self.loaded = False
         self.linked = False
+        self.keys_held_for: FilterBar | None = None  # see on_event
         self.loader = None
         self.load_thread: threading.Thread | None = None
 
@@ -239,7 +240,27 @@ class ProfviewApp(App[int]):
     def action_filter(self) -> None:
         view = self.frame_view()
         if view is not None:
-            self.screen.query_one(FilterBar).open(view)
+            bar = self.screen.query_one(FilterBar)
+            bar.open(view)
+            self.keys_held_for = bar
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed straight after "/" (a fast typist, a paste) arrive before the filter bar has
+        focus: they are held and replayed once it has, instead of reaching the table ("g" would
+        jump to the top, "e" open the export)."""
+        bar = self.keys_held_for
+        if isinstance(event, events.Key) and bar is not None:
+            if self.focused is bar or not bar.display:
+                self.keys_held_for = None
+            else:
+                self.call_after_refresh(self._replay_key, event.key, event.character, bar)
+                return
+        await super().on_event(event)
+
+    def _replay_key(self, key: str, character: str | None, bar: FilterBar) -> None:
+        if self.focused is not bar:  # the bar never got focus: the key goes where focus is
+            self.keys_held_for = None
+        self.post_message(events.Key(key, character))
 
     def action_sort(self) -> None:
         view = self.frame_view()

@@ -29,9 +29,7 @@ class FilterBar(Input):
         self.border_title = "filter by regex"
         self.border_subtitle = f"{target.displayed.height:,} of {target.base.height:,} rows"
         self.display = True
-        # Focus now, not after the next refresh (Widget.focus): keys typed straight after "/"
-        # (a fast typist, a paste) must reach the bar, not the table ("e" would open the export).
-        self.screen.set_focus(self)
+        self.focus()  # takes effect after the keys already queued: the app holds those for the bar
 
     def close(self) -> None:
         self.display = False
