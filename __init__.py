@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from profview.loading import load
-from profview.profile import Profile
+from .loading import load
+from .trace_profile import Profile
 
 __all__ = ["Profile", "__version__", "load"]

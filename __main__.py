@@ -1,5 +1,5 @@
 """``python -m profview``: the profview command."""
 
-from profview.cli import main
+from .cli import main
 
 main()

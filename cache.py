@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from profview import __version__
-from profview.parsers.schema import EVENT_SCHEMA
+
+from . import __version__
+from .parsers.schema import EVENT_SCHEMA
 
 #: Bump when the events frame changes shape, to ignore entries written by older code.
 CACHE_FORMAT = 2

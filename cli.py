@@ -10,8 +10,9 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from profview import __version__
-from profview.errors import ProfviewError
+
+from . import __version__
+from .errors import ProfviewError
 
 app = typer.Typer(
     name="profview",
@@ -47,11 +48,11 @@ def _main(
 
 
 def _load(path: str, no_cache: bool = False, run: str | None = None):
-    from profview.loading import load
+    from .loading import load
 
     profile = load(path, use_cache=not no_cache, run=run)
     for warning in profile.warnings:
-        from profview.sanitize import clean
+        from .sanitize import clean
 
         typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
     return profile
@@ -60,7 +61,7 @@ def _load(path: str, no_cache: bool = False, run: str | None = None):
 @app.command("open")
 def open_viewer(path: PathArg, no_cache: NoCache = False, run: RunOption = None) -> None:
     """Open the interactive viewer on PATH."""
-    from profview.tui.app import run as run_viewer
+    from .tui.app import run as run_viewer
 
     raise typer.Exit(run_viewer(path, no_cache=no_cache, run=run))
 
@@ -73,7 +74,7 @@ def summary(
     run: RunOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
-    from profview.summary import print_summary
+    from .summary import print_summary
 
     print_summary(_load(path, no_cache, run), top)
 
@@ -103,8 +104,8 @@ def export(
     run: RunOption = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
-    from profview.export import export_format, write_table
-    from profview.views import refine, view_frame
+    from .export import export_format, write_table
+    from .views import refine, view_frame
 
     export_format(out)
     profile = _load(path, no_cache, run)
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)
     except ProfviewError as exc:
-        from profview.sanitize import clean
+        from .sanitize import clean
 
         typer.echo(f"profview: error: {clean(exc)}", err=True)
         sys.exit(2)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: still one line (PROFVIEW_DEBUG=1 shows the traceback)
         if os.environ.get("PROFVIEW_DEBUG"):
             raise
-        from profview.sanitize import clean
+        from .sanitize import clean
 
         typer.echo(
             f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "

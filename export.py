@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path
 
 import polars as pl
-from profview.errors import ProfviewError
-from profview.sanitize import FORMULA_START, clean
+
+from .errors import ProfviewError
+from .sanitize import FORMULA_START, clean
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 
 import polars as pl
-from profview import cache
-from profview.errors import ProfviewError
-from profview.profile import Profile
+
+from . import cache
+from .errors import ProfviewError
+from .trace_profile import Profile
 
 TRACE_FORMAT = "Chrome trace"
 
@@ -29,14 +30,14 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
 
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
-    from profview.parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
-    from profview.parsers.other_chrome import (
+    from .parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
+    from .parsers.other_chrome import (
         is_paddle_trace,
         label_device_lanes,
         needs_lane_labels,
         normalise_paddle_names,
     )
-    from profview.parsers.source import read_source
+    from .parsers.source import read_source
 
     source = read_source(name)
     head = bytes(source.data[:65536])
@@ -59,7 +60,7 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         if use_cache:
             cache.store(name, events, fields)
         return Profile(path=source.path, events=events, **fields)
-    from profview.parsers.detect import load_text_profile
+    from .parsers.detect import load_text_profile
 
     try:
         return load_text_profile(source.path, source.data, source.warnings, run)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import polars as pl
-from profview.analysis.steps import CATEGORIES
-from profview.profile import Profile
-from profview.sanitize import clean
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from .analysis.steps import CATEGORIES
+from .sanitize import clean
+from .trace_profile import Profile
 
 NAME_WIDTH = 60
 

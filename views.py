@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import polars as pl
-from profview.errors import ProfviewError
-from profview.profile import Profile
+
+from .errors import ProfviewError
+from .trace_profile import Profile
 
 VIEW_NAMES = ("kernels", "ops", "steps", "launches")
 

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 try:
-    from profview import _calltree
+    from .. import _calltree
 except ImportError:  # built without a C compiler
     _calltree = None
 if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths

@@ -7,7 +7,8 @@ from a cached trace imports only Polars.
 from __future__ import annotations
 
 import polars as pl
-from profview.parsers.schema import GPU_KINDS
+
+from ..parsers.schema import GPU_KINDS
 
 #: Columns of GPU work every view uses (the rest of an event describes host work, or nothing a
 #: view shows): fewer columns make the frame smaller and sorting a million events faster.

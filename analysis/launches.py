@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from profview.analysis.calltree import subtree_mask
-from profview.analysis.model import UNATTRIBUTED, TraceModel, python_stack_at
-from profview.analysis.operators import display_name
+
+from .calltree import subtree_mask
+from .model import UNATTRIBUTED, TraceModel, python_stack_at
+from .operators import display_name
 
 OP_LAUNCH_COLUMNS = (
     "name",

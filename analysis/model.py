@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from profview.analysis.calltree import CallTree, build_call_tree
-from profview.analysis.events import COMPLETE, gpu_work
-from profview.parsers.schema import HOST_OP_KINDS
+
+from ..parsers.schema import HOST_OP_KINDS
+from .calltree import CallTree, build_call_tree
+from .events import COMPLETE, gpu_work
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", "runtime", "driver")
 UNATTRIBUTED = "(unattributed)"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from profview.analysis.model import UNATTRIBUTED, TraceModel
+
+from .model import UNATTRIBUTED, TraceModel
 
 #: Columns of the operator table, in order (``input_dims`` only when grouped by shapes).
 OPERATOR_COLUMNS = (

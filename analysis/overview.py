@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from profview.analysis.model import TraceModel
-from profview.analysis.steps import CATEGORIES
+
+from .model import TraceModel
+from .steps import CATEGORIES
 
 
 @dataclass

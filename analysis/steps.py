@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from profview.analysis.model import TraceModel, step_windows
+
+from .model import TraceModel, step_windows
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
 CATEGORY_LABELS = {

@@ -188,6 +188,7 @@ def bench_viewer(traces: list[Path]) -> None:
 def bench_interactive(folder: Path, mb: int) -> None:
     """Sort and filter a 1M-row GPU event table the way the viewer does (views.refine)."""
     import polars as pl
+
     import profview
     from profview.views import refine
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import msgspec
 import polars as pl
-from profview.errors import ProfviewError
-from profview.parsers.fast_chrome import scan_fast
-from profview.parsers.schema import ARG_COLUMNS, EVENT_SCHEMA, empty_events, kind_expr
+
+from ..errors import ProfviewError
+from .fast_chrome import scan_fast
+from .schema import ARG_COLUMNS, EVENT_SCHEMA, empty_events, kind_expr
 
 #: Top-level keys kept as trace metadata (anything else is ignored).
 METADATA_KEYS = (

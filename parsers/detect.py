@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from profview.errors import ProfviewError
-from profview.parsers.kernel_counts import parse_kernel_counts
-from profview.parsers.paddle_summary import looks_like_paddle, parse_paddle_summary
-from profview.parsers.tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metadata
-from profview.parsers.torch_table import parse_torch_tables
-from profview.profile import Profile
+from ..errors import ProfviewError
+from ..trace_profile import Profile
+from .kernel_counts import parse_kernel_counts
+from .paddle_summary import looks_like_paddle, parse_paddle_summary
+from .tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metadata
+from .torch_table import parse_torch_tables
 
 TRIED = (
     "Chrome-trace JSON, TensorBoard-plugin JSON, Paddle profiler summary, PyTorch key_averages table, kernel-count list"

@@ -24,10 +24,11 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 import polars as pl
-from profview.parsers.schema import EVENT_SCHEMA, kind_expr
+
+from .schema import EVENT_SCHEMA, kind_expr
 
 try:
-    from profview import _fastscan
+    from .. import _fastscan
 except ImportError:  # built without a C compiler: the general reader does the work
     _fastscan = None
 if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import polars as pl
-from profview.analysis.kernels import conform_kernels
+
+from ..analysis.kernels import conform_kernels
 
 LINE = re.compile(r'^\s*"(?P<name>(?:[^"\\]|\\.)+)"\s*:\s*(?P<count>\d+)\s*,?\s*$')
 MIN_LINES = 3

@@ -14,7 +14,8 @@ operations to the kernels they launched, is reported as missing, not invented.
 from __future__ import annotations
 
 import polars as pl
-from profview.parsers.schema import KIND
+
+from .schema import KIND
 
 GPU_PROCESS = r"(?i)/device:GPU|\bGPU\b|/gpu:\d"
 STREAM_LANE = r"(?i)stream"

@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 
 import polars as pl
-from profview.analysis.kernels import conform_kernels
-from profview.analysis.launches import OP_LAUNCH_COLUMNS
-from profview.analysis.operators import OPERATOR_COLUMNS
+
+from ..analysis.kernels import conform_kernels
+from ..analysis.launches import OP_LAUNCH_COLUMNS
+from ..analysis.operators import OPERATOR_COLUMNS
 
 BANNER = re.compile(r"^-{3,}\s*([A-Za-z ]+ Summary)\s*-{3,}\s*$|^={3,}\s*([A-Za-z ]+ Summary)\s*={3,}\s*$")
 SEPARATOR = re.compile(r"^(-{3,}(?: {1,3}-{3,})+)\s*$")

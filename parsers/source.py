@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from profview.errors import ProfviewError
+from ..errors import ProfviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
@@ -138,7 +138,7 @@ def check_memory(path: str, needed: int) -> None:
 
 def memory_factor() -> float:
     """Memory needed per byte of JSON: less where the compiled scanner is there to read it."""
-    from profview.parsers.fast_chrome import available
+    from .fast_chrome import available
 
     return MEMORY_FACTOR if available() else MEMORY_FACTOR_GENERAL_READER
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import msgspec
 import polars as pl
-from profview.analysis.kernels import conform_kernels
-from profview.analysis.operators import OPERATOR_COLUMNS
-from profview.analysis.steps import CATEGORIES, CATEGORY_LABELS, STEP_COLUMNS
+
+from ..analysis.kernels import conform_kernels
+from ..analysis.operators import OPERATOR_COLUMNS
+from ..analysis.steps import CATEGORIES, CATEGORY_LABELS, STEP_COLUMNS
 
 LABEL_TO_CATEGORY = {label: category for category, label in CATEGORY_LABELS.items()}
 TOOLTIP_VALUE = re.compile(r"<b>([^<:]+):\s*([-\d.]+)us</b>")

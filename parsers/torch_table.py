@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass, field
 
 import polars as pl
-from profview.analysis.kernels import conform_kernels
-from profview.analysis.operators import OPERATOR_COLUMNS
-from profview.parsers.units import number, percent, size_bytes, time_us
+
+from ..analysis.kernels import conform_kernels
+from ..analysis.operators import OPERATOR_COLUMNS
+from .units import number, percent, size_bytes, time_us
 
 SEPARATOR = re.compile(r"^(?P<indent>.*?)(?P<dashes>-{3,}(?: {1,3}-{3,})+)\s*$")
 FOOTER = re.compile(r"Self (\w+) time total:\s*(\S+)")

@@ -7,8 +7,9 @@ import json
 from functools import cache
 from pathlib import Path
 
-import profview
 import pytest
+
+import profview
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

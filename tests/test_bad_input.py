@@ -8,9 +8,10 @@ import json
 import zlib
 from pathlib import Path
 
-import profview
 import pytest
 from conftest import run_cli, sample
+
+import profview
 from profview.errors import ProfviewError
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"

@@ -6,9 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-import profview
 import pytest
 from conftest import sample
+
+import profview
 from profview import cache
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import profview
 import pytest
 from conftest import SAMPLES, loaded, raw_events, sample
 from hypothesis import given
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
+from test_properties import EVENT, SETTINGS
+
+import profview
 from profview.analysis import calltree
 from profview.errors import ProfviewError
 from profview.parsers import chrome_trace, fast_chrome, source
-from test_properties import EVENT, SETTINGS
 
 pytestmark = pytest.mark.skipif(
     not fast_chrome.available(), reason="the compiled scanner was not built (no C compiler at install)"

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-import profview
 import pytest
 from conftest import run_cli, sample
+
+import profview
 from profview.errors import ProfviewError
 
 FILES = [

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 
 import polars as pl
-import profview
 import pytest
 from conftest import loaded, run_cli, sample
+
+import profview
 
 XLA = "xla_style_trace.json"
 GEMM = "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-import profview
 import pytest
 from conftest import sample
+
+import profview
 from profview.errors import ProfviewError
 
 PLUGIN = "seed_tbplugin_views_two_runs.jsonl"

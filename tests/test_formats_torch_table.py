@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import profview
 import pytest
 from conftest import loaded, sample
+
+import profview
 from profview.cli import main
 
 GAUSSIAN = "seed_torch_table_gaussian_splatting.txt"

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli, sample
+
 from profview.sanitize import clean
 
 EVIL = "\x1b[2J\x1b]0;pwned\x07[bold red]boom[/] \u202eevil\x00\x08"

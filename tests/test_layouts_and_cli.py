@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import polars as pl
-import profview
 import pytest
 from conftest import loaded, raw_events, run_cli, sample
+
+import profview
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
 

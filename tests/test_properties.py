@@ -7,9 +7,10 @@ import json
 import tempfile
 from pathlib import Path
 
-import profview
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import profview
 from profview.errors import ProfviewError
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,6 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import loaded, sample
+from rich.console import Console
+
 from profview.tui.app import ProfviewApp
 from profview.tui.drilldown import DrillScreen
 from profview.tui.help import HelpScreen
@@ -17,7 +19,6 @@ from profview.tui.main_screen import MainScreen
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
 from profview.views import refine
-from rich.console import Console
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 

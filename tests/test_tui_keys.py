@@ -11,6 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import loaded, sample
+from test_tui import screen_text, type_text, wait_loaded
+from textual.app import App
+
 from profview.tui.app import ProfviewApp
 from profview.tui.drilldown import DrillScreen
 from profview.tui.filter_bar import FilterBar
@@ -19,8 +22,6 @@ from profview.tui.main_screen import MainScreen
 from profview.tui.table_view import FrameView
 from profview.tui.timeline import Timeline
 from profview.views import refine
-from test_tui import screen_text, type_text, wait_loaded
-from textual.app import App
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
+
 from profview.tui.app import ProfviewApp
 from profview.tui.main_screen import MainScreen
 

@@ -11,23 +11,24 @@ import sys
 import threading
 from pathlib import Path
 
-from profview.errors import ProfviewError
-from profview.export import write_table
-from profview.profile import Profile
-from profview.sanitize import clean
-from profview.tui.drilldown import DrillScreen
-from profview.tui.export_dialog import ExportDialog, suggest_name
-from profview.tui.filter_bar import FilterBar
-from profview.tui.help import HelpScreen
-from profview.tui.loading_screen import LoadingScreen
-from profview.tui.main_screen import PANES, TITLES, MainScreen
-from profview.tui.messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
-from profview.tui.table_view import FrameView
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Input
 from textual.worker import get_current_worker
+
+from ..errors import ProfviewError
+from ..export import write_table
+from ..sanitize import clean
+from ..trace_profile import Profile
+from .drilldown import DrillScreen
+from .export_dialog import ExportDialog, suggest_name
+from .filter_bar import FilterBar
+from .help import HelpScreen
+from .loading_screen import LoadingScreen
+from .main_screen import PANES, TITLES, MainScreen
+from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .table_view import FrameView
 
 
 class ProfviewApp(App[int]):
@@ -97,7 +98,7 @@ class ProfviewApp(App[int]):
             self.post_message(outcome[0])
 
     def _load(self, outcome: list[ProfileLoaded | LoadFailed | ProfileLinked]) -> None:
-        from profview.loading import load
+        from ..loading import load
 
         try:
             self.post_message(LoadPhase("reading and parsing"))

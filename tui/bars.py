@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from profview.tui.colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 from rich.text import Text
+
+from .colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 
 
 def stacked_bar(values: dict[str, float], total: float, width: int) -> Text:

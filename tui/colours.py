@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profview.analysis.steps import CATEGORIES, CATEGORY_LABELS
+from ..analysis.steps import CATEGORIES, CATEGORY_LABELS
 
 CATEGORY_STYLE = {
     "kernel": "#4c9be8",

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import polars as pl
-from profview.analysis.launches import CHAIN_SEPARATOR
-from profview.sanitize import clean
-from profview.tui.filter_bar import FilterBar
-from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+
+from ..analysis.launches import CHAIN_SEPARATOR
+from ..sanitize import clean
+from .filter_bar import FilterBar
+from .table_view import FrameView
 
 CRUMB_WIDTH = 48
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import time
 
-from profview.sanitize import clean
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import LoadingIndicator, Static
+
+from ..sanitize import clean
 
 
 class LoadingScreen(Screen):

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from profview.profile import Profile
-from profview.sanitize import clean
-from profview.tui.filter_bar import FilterBar
-from profview.tui.messages import StepChosen
-from profview.tui.overview import OverviewView
-from profview.tui.steps_view import StepsView
-from profview.tui.table_view import FrameView
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
+
+from ..sanitize import clean
+from ..trace_profile import Profile
+from .filter_bar import FilterBar
+from .messages import StepChosen
+from .overview import OverviewView
+from .steps_view import StepsView
+from .table_view import FrameView
 
 PANES = ("overview", "kernels", "ops", "steps")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}

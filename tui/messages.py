@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from profview.profile import Profile
 from textual.message import Message
+
+from ..trace_profile import Profile
 
 
 class ProfileLoaded(Message):

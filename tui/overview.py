@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from profview.profile import Profile
-from profview.sanitize import clean
-from profview.summary import fmt_us
-from profview.tui.bars import legend, stacked_bar
-from profview.tui.colours import CATEGORIES
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from ..sanitize import clean
+from ..summary import fmt_us
+from ..trace_profile import Profile
+from .bars import legend, stacked_bar
+from .colours import CATEGORIES
 
 TOP = 5
 

@@ -3,13 +3,6 @@
 from __future__ import annotations
 
 import polars as pl
-from profview.profile import Profile
-from profview.sanitize import clean
-from profview.summary import fmt_us
-from profview.tui.bars import legend, stacked_bar
-from profview.tui.colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
-from profview.tui.messages import StepChosen
-from profview.tui.timeline import Timeline
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -17,6 +10,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
+
+from ..sanitize import clean
+from ..summary import fmt_us
+from ..trace_profile import Profile
+from .bars import legend, stacked_bar
+from .colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
+from .messages import StepChosen
+from .timeline import Timeline
 
 STEP_LABEL = 22
 

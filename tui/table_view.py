@@ -9,15 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from profview.errors import ProfviewError
-from profview.sanitize import clean, clean_column
-from profview.tui.messages import DrillRequested
-from profview.views import filter_column, refine
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 from textual_fastdatatable import ArrowBackend, DataTable
+
+from ..errors import ProfviewError
+from ..sanitize import clean, clean_column
+from ..views import filter_column, refine
+from .messages import DrillRequested
 
 NAME_WIDTH = 70
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from profview.sanitize import clean
-from profview.summary import fmt_us
 from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
+
+from ..sanitize import clean
+from ..summary import fmt_us
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6"}

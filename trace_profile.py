@@ -12,13 +12,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from profview.analysis.events import gpu_work
-from profview.analysis.kernels import kernel_table
-from profview.errors import ProfviewError
+
+from .analysis.events import gpu_work
+from .analysis.kernels import kernel_table
+from .errors import ProfviewError
 
 if TYPE_CHECKING:
-    from profview.analysis.model import TraceModel
-    from profview.analysis.overview import Overview
+    from .analysis.model import TraceModel
+    from .analysis.overview import Overview
 
 # The model-based analysis modules (NumPy, the call tree) are imported where they are first
 # needed, so that a kernel table from a cached trace starts with Polars alone.
@@ -50,7 +51,7 @@ class Profile:
         """The linked trace model (traces only)."""
         if self.events is None:
             raise ProfviewError(self.path, f"{self.format} has no trace events")
-        from profview.analysis.model import build_model
+        from .analysis.model import build_model
 
         return build_model(self.events, self.gpu)
 
@@ -63,13 +64,13 @@ class Profile:
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
-        from profview.analysis.operators import operator_rows
+        from .analysis.operators import operator_rows
 
         return operator_rows(self.model)
 
     @cached_property
     def _steps(self) -> pl.DataFrame:
-        from profview.analysis.steps import step_table
+        from .analysis.steps import step_table
 
         return step_table(self.model)
 
@@ -122,7 +123,7 @@ class Profile:
         if window:
             rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
             unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
-        from profview.analysis.operators import operator_table
+        from .analysis.operators import operator_table
 
         return operator_table(rows, unattributed, by_shapes)
 
@@ -136,7 +137,7 @@ class Profile:
         given = self._require("launches")
         if given is not None:
             return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
-        from profview.analysis.launches import op_launches
+        from .analysis.launches import op_launches
 
         return op_launches(self.model, op)
 
@@ -144,7 +145,7 @@ class Profile:
         """The operator chains and Python stacks that launched kernel ``kernel``."""
         given = self._require("launches")
         if given is None:
-            from profview.analysis.launches import kernel_launches
+            from .analysis.launches import kernel_launches
 
             return kernel_launches(self.model, kernel)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
@@ -163,6 +164,6 @@ class Profile:
 
     def overview(self) -> Overview:
         """Devices, span, GPU busy time and the average step (traces only)."""
-        from profview.analysis.overview import build_overview
+        from .analysis.overview import build_overview
 
         return build_overview(self.model, self.steps(), self.kernels(), self.metadata)
