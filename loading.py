@@ -60,15 +60,16 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         if use_cache:
             cache.store(name, events, fields)
         return Profile(path=source.path, events=events, **fields)
-    from .parsers.detect import load_text_profile
+    from .parsers.detect import read_text_views
 
     try:
-        return load_text_profile(source.path, source.data, source.warnings, run)
+        views = read_text_views(source.path, source.data, source.warnings, run)
     except ProfviewError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
+    return Profile(path=source.path, **vars(views))
 
 
 def _single_run(profile: Profile, run: str | None) -> Profile:

@@ -7,40 +7,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .analysis.steps import CATEGORIES
+from .frames import CATEGORIES, SHORT_LABELS, fmt_us
 from .sanitize import clean
 from .trace_profile import Profile
 
 NAME_WIDTH = 60
 
 
-def fmt_us(value: float | None) -> str:
-    """A duration in µs, in the unit that reads best."""
-    if value is None:
-        return "-"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.3f} s"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:.3f} ms"
-    return f"{value:.3f} us"
-
-
 def short(name: object, width: int = NAME_WIDTH) -> Text:
     """A sanitised, width-limited name as inert Text."""
     text = clean(name)
     return Text(text if len(text) <= width else text[: width - 1] + "…")
-
-
-SHORT_LABELS = {
-    "kernel": "Kernel",
-    "memcpy": "Memcpy",
-    "memset": "Memset",
-    "communication": "Comm",
-    "runtime": "Runtime",
-    "dataloader": "Data",
-    "cpu_exec": "CPU",
-    "other": "Other",
-}
 
 
 def _cell(column: str, value: object, unit_ms: bool) -> Text:

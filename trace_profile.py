@@ -16,6 +16,7 @@ import polars as pl
 from .analysis.events import gpu_work
 from .analysis.kernels import kernel_table
 from .errors import ProfviewError
+from .frames import with_share
 
 if TYPE_CHECKING:
     from .analysis.model import TraceModel
@@ -149,8 +150,7 @@ class Profile:
 
             return kernel_launches(self.model, kernel)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
-        total = float(rows["total_us"].sum() or 0.0)
-        return rows.select(
+        frame = rows.select(
             "op",
             pl.col("op").alias("op_chain"),
             pl.lit("").alias("python_stack"),
@@ -159,8 +159,8 @@ class Profile:
             "mean_us",
             "min_us",
             "max_us",
-            (pl.col("total_us") / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
         )
+        return with_share(frame)
 
     def overview(self) -> Overview:
         """Devices, span, GPU busy time and the average step (traces only)."""

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ..frames import CATEGORIES
 from .model import TraceModel
-from .steps import CATEGORIES
 
 
 @dataclass

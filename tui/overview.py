@@ -8,11 +8,10 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ..frames import CATEGORIES, fmt_us
 from ..sanitize import clean
-from ..summary import fmt_us
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
-from .colours import CATEGORIES
 
 TOP = 5
 

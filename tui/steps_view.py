@@ -11,11 +11,10 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ..frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE, fmt_us
 from ..sanitize import clean
-from ..summary import fmt_us
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
-from .colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 from .messages import StepChosen
 from .timeline import Timeline
 
