@@ -74,9 +74,12 @@ def summary(
     run: RunOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
+    from .loading import remember_views
     from .summary import print_summary
 
-    print_summary(_load(path, no_cache, run), top)
+    profile = _load(path, no_cache, run)
+    print_summary(profile, top)
+    remember_views(profile)
 
 
 @app.command()
@@ -112,6 +115,9 @@ def export(
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+    from .loading import remember_views
+
+    remember_views(profile)
     if written != "-":
         typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {written}", err=True)
 

@@ -218,6 +218,24 @@ def fmt_us(value: float | None) -> str:
     return f"{value:.3f} us"
 
 
+# -- the overview -----------------------------------------------------------------------------
+
+
+@dataclass
+class Overview:
+    """Whole-trace figures: devices, span, GPU busy time, the average step, hints."""
+
+    devices: list[str]
+    span_us: float
+    steps: int
+    gpu_busy_us: float
+    gpu_busy_pct: float
+    gpu_events: int
+    kernel_us: float
+    average_step: dict[str, float] = field(default_factory=dict)
+    hints: list[str] = field(default_factory=list)
+
+
 # -- what a parser of a text format returns ---------------------------------------------------
 
 

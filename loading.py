@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import polars as pl
 
 from . import cache
 from .errors import ProfviewError
+from .parsers.schema import EVENT_SCHEMA
 from .trace_profile import Profile
 
 TRACE_FORMAT = "Chrome trace"
@@ -21,11 +23,35 @@ def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | Non
     """
     name = os.fspath(path)
     if use_cache and os.path.isfile(name):
-        hit = cache.lookup(name)
+        hit = cache.lookup(name, EVENT_SCHEMA)
         if hit is not None:
-            events, fields = hit
-            return _single_run(Profile(path=name, events=events, **fields), run)
+            profile = Profile(
+                path=name,
+                events_source=partial(_cached_events, hit, name),
+                saved=hit.views({}),
+                cacheable=True,
+                **hit.fields,
+            )
+            return _single_run(profile, run)
     return _single_run(_parse(name, use_cache, run), run)
+
+
+def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
+    """The events of a cache entry; if the entry was damaged since it was found, parse again."""
+    try:
+        return hit.events()
+    except (OSError, pl.exceptions.PolarsError):
+        profile = _parse(name, use_cache=False, run=None)
+        assert profile.events is not None
+        return profile.events
+
+
+def remember_views(profile: Profile) -> None:
+    """Save the views ``profile`` computed in this process beside its cached events."""
+    if profile.cacheable and (profile.fresh or profile.fresh_facts):
+        cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
+        profile.fresh.clear()
+        profile.fresh_facts.clear()
 
 
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
@@ -56,10 +82,11 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "metadata": trace.metadata,
             "warnings": source.warnings + trace.warnings,
             "truncated": trace.truncated or bool(source.warnings),
+            "event_count": events.height,
         }
         if use_cache:
             cache.store(name, events, fields)
-        return Profile(path=source.path, events=events, **fields)
+        return Profile(path=source.path, events_source=events, cacheable=use_cache, **fields)
     from .parsers.detect import read_text_views
 
     try:

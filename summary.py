@@ -53,7 +53,7 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
     """Print what a user wants first about a profile."""
     console = console or Console(highlight=False, markup=False, emoji=False)
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
-    if profile.events is not None:
+    if profile.is_trace:
         view = profile.overview()
         for device in view.devices:
             console.print(Text(f"  device {clean(device)}"))

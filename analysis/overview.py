@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from ..frames import CATEGORIES
+from ..frames import CATEGORIES, Overview
 from .model import TraceModel
-
-
-@dataclass
-class Overview:
-    """The overview of one trace."""
-
-    devices: list[str]
-    span_us: float
-    steps: int
-    gpu_busy_us: float
-    gpu_busy_pct: float
-    gpu_events: int
-    kernel_us: float
-    average_step: dict[str, float] = field(default_factory=dict)
-    hints: list[str] = field(default_factory=list)
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:

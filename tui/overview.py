@@ -31,7 +31,7 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
     parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
     for warning in profile.warnings:
         parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
-    if profile.events is not None:
+    if profile.is_trace:
         view = profile.overview()
         for device in view.devices or ["device: not recorded in this trace"]:
             parts.append(Text(f"device {clean(device)}"))
@@ -48,7 +48,7 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
-    if profile.events is None and profile.metadata.get("average_step"):
+    if not profile.is_trace and profile.metadata.get("average_step"):
         step = profile.metadata["average_step"]
         total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
