@@ -4,7 +4,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .loading import load
-from .trace_profile import Profile
+# Absolute, unlike the rest of the package: the checkout's root is this package, and pytest
+# imports this file as a plain module when the checkout's folder name is no Python identifier.
+from profview.loading import load
+from profview.trace_profile import Profile
 
 __all__ = ["Profile", "__version__", "load"]
