@@ -32,6 +32,9 @@ class Profile:
     """One profile.  ``events`` is set for traces; ``tables`` holds views given by text formats.
 
     ``missing`` maps a view that this profile cannot provide to the reason, shown to the user.
+    ``comm_pattern`` (``--comm-pattern``) is a regex naming more kernels as communication (see
+    :mod:`profview.analysis.communication`); every view that counts communication reads it, and
+    the views computed from it are cached per pattern, so changing it never shows stale figures.
     """
 
     path: str
@@ -44,6 +47,8 @@ class Profile:
     truncated: bool = False
     runs: list[str] = field(default_factory=list)
     run: str | None = None
+    comm_pattern: str | None = None
+    _by_pattern: dict[tuple[str, str | None], Any] = field(default_factory=dict, init=False, repr=False)
 
     # -- derived ---------------------------------------------------------------------------
     @cached_property
@@ -68,11 +73,26 @@ class Profile:
 
         return operator_rows(self.model)
 
-    @cached_property
+    @property
     def _steps(self) -> pl.DataFrame:
-        from .analysis.steps import step_table
+        key = ("steps", self.comm_pattern)
+        if key not in self._by_pattern:
+            from .analysis.steps import step_table
 
-        return step_table(self.model)
+            self._by_pattern[key] = step_table(self.model, self.comm_pattern)
+        return self._by_pattern[key]
+
+    def communication(self) -> pl.DataFrame:
+        """GPU work with ``backend`` and ``collective_name`` (null: not communication), per event."""
+        key = ("communication", self.comm_pattern)
+        if key not in self._by_pattern:
+            from .analysis.communication import classify_communication
+
+            backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+            self._by_pattern[key] = classify_communication(
+                self.gpu, self.comm_pattern, backend if isinstance(backend, str) else None
+            )
+        return self._by_pattern[key]
 
     def available(self, view: str) -> bool:
         """Whether this profile can show ``view``."""

@@ -60,11 +60,14 @@ class ProfviewApp(App[int]):
         Binding("G", "cursor('bottom')", "bottom", show=False),
     ]
 
-    def __init__(self, path: str, *, no_cache: bool = False, run: str | None = None) -> None:
+    def __init__(
+        self, path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None
+    ) -> None:
         super().__init__()
         self.path = path
         self.no_cache = no_cache
         self.run_name = run
+        self.comm_pattern = comm_pattern
         self.profile = None
         self.error: str | None = None
         self.loaded = False
@@ -102,7 +105,7 @@ class ProfviewApp(App[int]):
 
         try:
             self.post_message(LoadPhase("reading and parsing"))
-            profile = load(self.path, use_cache=not self.no_cache, run=self.run_name)
+            profile = load(self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern)
             if is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
@@ -365,12 +368,12 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
             getattr(profile, view)()
 
 
-def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
+def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
     if not Path(path).exists():
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
-    app = ProfviewApp(path, no_cache=no_cache, run=run)
+    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern)
     code = app.run()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
