@@ -145,7 +145,9 @@ def classify_communication(
         .when(kernels)
         .then(by_name)
     )
-    collective = pl.when(kernels & has_arg).then(pl.coalesce(kind_by_arg, kind_by_name)).when(kernels).then(kind_by_name)
+    collective = (
+        pl.when(kernels & has_arg).then(pl.coalesce(kind_by_arg, kind_by_name)).when(kernels).then(kind_by_name)
+    )
     return gpu.with_columns(backend.alias("backend"), collective.alias("collective_name"))
 
 

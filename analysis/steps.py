@@ -3,8 +3,9 @@
 As in the TensorBoard profiler plugin, every instant of a step is counted once, in the first
 category of :data:`CATEGORIES` that is active at that instant; what none covers is ``other``.
 Kernel, Memcpy and Memset are GPU work; Communication is collective kernels and host time inside
-CPU collectives (the rules are :mod:`.communication`'s); Runtime is CUDA/HIP runtime and driver calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other
-host operator (the ProfilerStep annotation itself excluded).
+CPU collectives (the rules are :mod:`.communication`'s); Runtime is CUDA/HIP runtime and driver
+calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other host operator (the
+ProfilerStep annotation itself excluded).
 """
 
 from __future__ import annotations
