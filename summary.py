@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .analysis.overview import Overview
 from .analysis.steps import CATEGORIES
 from .sanitize import clean
 from .trace_profile import Profile
@@ -29,6 +30,40 @@ def short(name: object, width: int = NAME_WIDTH) -> Text:
     """A sanitised, width-limited name as inert Text."""
     text = clean(name)
     return Text(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def rank_line(view: Overview) -> str | None:
+    """``rank r of N (backend)`` for one rank's trace of a distributed job, else None."""
+    if view.rank is None:
+        return None
+    of = f" of {view.world_size}" if view.world_size is not None else ""
+    backend = f" ({view.backend})" if view.backend else ""
+    return f"rank {view.rank}{of}{backend}"
+
+
+def device_note(view: Overview) -> str | None:
+    """Why fewer devices are listed than the trace's ``deviceProperties`` holds, if they are."""
+    if view.devices_listed > len(view.devices) > 0:
+        return f"(the GPU work ran on {len(view.devices)} of the {view.devices_listed} devices the trace lists)"
+    return None
+
+
+def communication_lines(view: Overview) -> list[str]:
+    """Communication time on the GPU (share of GPU busy time, by backend and collective) and on the host."""
+    lines = []
+    if view.communication_us:
+        kinds = ", ".join(
+            f"{backend} {kind} {fmt_us(total)} ×{calls:,}" for backend, kind, calls, total in view.collectives[:4]
+        )
+        more = f", … {len(view.collectives) - 4} more" if len(view.collectives) > 4 else ""
+        lines.append(
+            f"communication {fmt_us(view.communication_us)}, {view.communication_pct:.1f}% of GPU busy time "
+            f"({kinds}{more})"
+        )
+    if view.host_collective_us:
+        host = fmt_us(view.host_collective_us)
+        lines.append(f"host time in CPU collectives {host} (gloo/mpi work and the calls waiting on it)")
+    return lines
 
 
 SHORT_LABELS = {
@@ -78,14 +113,22 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
     if profile.events is not None:
         view = profile.overview()
+        rank = rank_line(view)
+        if rank:
+            console.print(Text(f"  {clean(rank)}"))
         for device in view.devices:
             console.print(Text(f"  device {clean(device)}"))
+        note = device_note(view)
+        if note:
+            console.print(Text(f"  {note}"))
         console.print(
             Text(
                 f"  span {fmt_us(view.span_us)}, {view.steps} steps, GPU busy {view.gpu_busy_pct:.1f}% "
                 f"({view.gpu_events:,} GPU events)"
             )
         )
+        for line in communication_lines(view):
+            console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
     elif profile.metadata.get("hints") or profile.metadata.get("environments"):

@@ -186,4 +186,4 @@ class Profile:
         """Devices, span, GPU busy time and the average step (traces only)."""
         from .analysis.overview import build_overview
 
-        return build_overview(self.model, self.steps(), self.kernels(), self.metadata)
+        return build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ..sanitize import clean
-from ..summary import fmt_us
+from ..summary import communication_lines, device_note, fmt_us, rank_line
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
 from .colours import CATEGORIES
@@ -34,14 +34,22 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
     if profile.events is not None:
         view = profile.overview()
+        rank = rank_line(view)
+        if rank:
+            parts.append(Text(clean(rank), style="bold"))
         for device in view.devices or ["device: not recorded in this trace"]:
             parts.append(Text(f"device {clean(device)}"))
+        note = device_note(view)
+        if note:
+            parts.append(Text(note, style="dim"))
         parts.append(
             Text(
                 f"span {fmt_us(view.span_us)} · {view.steps} steps · GPU busy {view.gpu_busy_pct:.1f}% · "
                 f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
             )
         )
+        for line in communication_lines(view):
+            parts.append(Text(clean(line)))
         step = view.average_step
         total = step.get("duration", 0.0)
         parts.append(Text(f"\naverage step {fmt_us(total)}", style="bold"))
