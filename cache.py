@@ -1,32 +1,80 @@
-"""Cache of parsed trace events, so a trace opened once re-opens in a fraction of a second.
+"""Cache of parsed trace events and the views computed from them, so a trace opened once
+re-opens in a fraction of a second.
 
 Entries live in the user's cache directory (``$PROFVIEW_CACHE_DIR`` overrides it), one folder
 per trace version: the key hashes the trace's absolute path, size and modification time and
 profview's version, so a changed trace never matches an old entry.  An entry is written to a
 temporary folder and renamed into place, so a crash mid-write leaves no partial entry, and two
 processes opening the same trace at once both succeed (the second rename simply loses).
+
+Beside the events an entry keeps the views computed from them (:func:`store_views`): the kernel,
+operator and step tables and the overview, in a folder per analysis setting, each file written
+atomically.  A re-open reads only the views it shows; the events are read when a view needs them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 
 from . import __version__
-from .parsers.schema import EVENT_SCHEMA
 
-#: Bump when the events frame changes shape, to ignore entries written by older code.
-CACHE_FORMAT = 2
+#: Bump when the events frame or a saved view changes, to ignore entries written by older code
+#: (4: the overview's rank and communication figures, steps counting CPU collectives).
+CACHE_FORMAT = 4
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
+#: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
+VIEWS_PREFIX = "views-"
+#: The JSON document of a views folder (the overview and the model's time origin).
+FACTS_FILE = "facts.json"
 MAX_ENTRIES = 20
+
+
+@dataclass
+class CachedTrace:
+    """An unchanged trace found in the cache: its fields now, its events and views on demand."""
+
+    entry: Path
+    fields: dict[str, Any]
+
+    def events(self) -> pl.DataFrame:
+        """The parsed events (raises OSError/PolarsError if the entry was damaged since)."""
+        return pl.read_ipc(self.entry / EVENTS_FILE)
+
+    def views(self, settings: dict[str, Any]) -> SavedViews:
+        """The views saved for ``settings`` (maybe none yet)."""
+        return SavedViews(self.entry / (VIEWS_PREFIX + _key(settings)))
+
+
+@dataclass
+class SavedViews:
+    """A views folder: frames by name, and a small JSON document of facts."""
+
+    folder: Path
+
+    def frame(self, name: str) -> pl.DataFrame | None:
+        """The saved view ``name``, or None (absent or unreadable)."""
+        try:
+            return pl.read_ipc(self.folder / f"{name}.arrow")
+        except (OSError, pl.exceptions.PolarsError):
+            return None
+
+    def facts(self) -> dict[str, Any]:
+        """The saved facts (empty when none)."""
+        try:
+            facts = orjson.loads((self.folder / FACTS_FILE).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return facts if isinstance(facts, dict) else {}
 
 
 def cache_root() -> Path:
@@ -51,23 +99,55 @@ def _identity(path: str) -> dict[str, Any]:
 
 
 def _key(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+    return hashlib.sha256(orjson.dumps(identity, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
-def lookup(path: str) -> tuple[pl.DataFrame, dict[str, Any]] | None:
-    """(events, saved fields) for an unchanged trace opened before, or None."""
+def lookup(path: str, schema: dict[str, pl.DataType]) -> CachedTrace | None:
+    """The entry of an unchanged trace opened before whose events have ``schema``, or None.
+
+    Only the metadata and the events' schema are read here; events and views load on demand.
+    """
     try:
         identity = _identity(path)
         entry = cache_root() / _key(identity)
-        meta = json.loads((entry / META_FILE).read_text())
+        meta = orjson.loads((entry / META_FILE).read_bytes())
         if meta.get("identity") != identity:
             return None
-        events = pl.read_ipc(entry / EVENTS_FILE)
+        if dict(pl.read_ipc_schema(entry / EVENTS_FILE)) != schema:
+            return None
     except (OSError, ValueError, pl.exceptions.PolarsError):
         return None
-    if dict(events.schema) != EVENT_SCHEMA:
-        return None
-    return events, meta["fields"]
+    return CachedTrace(entry, meta["fields"])
+
+
+def store_views(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], facts: dict[str, Any]) -> None:
+    """Add computed views of ``path`` to its entry (if it has one); each file is written atomically.
+
+    Failures (no entry, read-only or full disk) are silent: the views are computed again next time.
+    """
+    try:
+        entry = cache_root() / _key(_identity(path))
+        if not (entry / META_FILE).is_file():
+            return
+        folder = entry / (VIEWS_PREFIX + _key(settings))
+        folder.mkdir(exist_ok=True)
+        for name, frame in frames.items():
+            _write_atomically(folder / f"{name}.arrow", lambda fh, f=frame: f.write_ipc(fh, compression="zstd"))
+        if facts:
+            merged = SavedViews(folder).facts() | facts
+            _write_atomically(folder / FACTS_FILE, lambda fh: fh.write(orjson.dumps(merged, default=str)))
+    except (OSError, TypeError, pl.exceptions.PolarsError):
+        return
+
+
+def _write_atomically(target: Path, write: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, target)
+    finally:  # also on Ctrl+C: no half-written file is left behind
+        Path(tmp).unlink(missing_ok=True)
 
 
 def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
@@ -82,9 +162,10 @@ def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         try:
             events.write_ipc(staging / EVENTS_FILE, compression="zstd")  # smallest, and the fastest to read back
-            (staging / META_FILE).write_text(json.dumps({"identity": identity, "fields": fields}, default=str))
+            meta = {"identity": identity, "fields": fields}
+            (staging / META_FILE).write_bytes(orjson.dumps(meta, default=str))
             os.rename(staging, entry)
-        except OSError:
+        except (OSError, TypeError):  # TypeError: metadata JSON cannot hold (an integer above 64 bits)
             return
         finally:  # also on Ctrl+C: no half-written entry is left behind
             shutil.rmtree(staging, ignore_errors=True)
@@ -100,7 +181,7 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
         if entry.name == keep or not entry.is_dir():
             continue
         try:
-            meta = json.loads((entry / META_FILE).read_text())
+            meta = orjson.loads((entry / META_FILE).read_bytes())
         except (OSError, ValueError):
             if entry.name.startswith(".tmp-"):
                 continue  # another process may be writing it

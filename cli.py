@@ -84,9 +84,12 @@ def summary(
     comm_pattern: CommPattern = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
+    from .loading import remember_views
     from .summary import print_summary
 
-    print_summary(_load(path, no_cache, run, comm_pattern), top)
+    profile = _load(path, no_cache, run, comm_pattern)
+    print_summary(profile, top)
+    remember_views(profile)
 
 
 @app.command()
@@ -123,6 +126,9 @@ def export(
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+    from .loading import remember_views
+
+    remember_views(profile)
     if written != "-":
         typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {written}", err=True)
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import polars as pl
 
 from . import cache
 from .errors import ProfviewError
+from .parsers.schema import EVENT_SCHEMA
 from .trace_profile import Profile
 
 TRACE_FORMAT = "Chrome trace"
@@ -31,12 +33,18 @@ def load(
     if comm_pattern is not None:
         check_pattern(name, comm_pattern)
     if use_cache and os.path.isfile(name):
-        hit = cache.lookup(name)
+        hit = cache.lookup(name, EVENT_SCHEMA)
         if hit is not None:
-            events, fields = hit
-            profile = _single_run(Profile(path=name, events=events, **fields), run)
-            profile.comm_pattern = comm_pattern
-            return profile
+            settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
+            profile = Profile(
+                path=name,
+                events_source=partial(_cached_events, hit, name),
+                saved=hit.views(settings),
+                settings=settings,
+                cacheable=True,
+                **hit.fields,
+            )
+            return _single_run(profile, run)
     profile = _single_run(_parse(name, use_cache, run), run)
     profile.comm_pattern = comm_pattern
     return profile
@@ -50,6 +58,24 @@ def check_pattern(name: str, pattern: str) -> None:
         re.compile(pattern)
     except re.error as exc:
         raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({exc})") from None
+
+
+def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
+    """The events of a cache entry; if the entry was damaged since it was found, parse again."""
+    try:
+        return hit.events()
+    except (OSError, pl.exceptions.PolarsError):
+        profile = _parse(name, use_cache=False, run=None)
+        assert profile.events is not None
+        return profile.events
+
+
+def remember_views(profile: Profile) -> None:
+    """Save the views ``profile`` computed in this process beside its cached events."""
+    if profile.cacheable and (profile.fresh or profile.fresh_facts):
+        cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
+        profile.fresh.clear()
+        profile.fresh_facts.clear()
 
 
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
@@ -80,19 +106,21 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "metadata": trace.metadata,
             "warnings": source.warnings + trace.warnings,
             "truncated": trace.truncated or bool(source.warnings),
+            "event_count": events.height,
         }
         if use_cache:
             cache.store(name, events, fields)
-        return Profile(path=source.path, events=events, **fields)
-    from .parsers.detect import load_text_profile
+        return Profile(path=source.path, events_source=events, cacheable=use_cache, **fields)
+    from .parsers.detect import read_text_views
 
     try:
-        return load_text_profile(source.path, source.data, source.warnings, run)
+        views = read_text_views(source.path, source.data, source.warnings, run)
     except ProfviewError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
+    return Profile(path=source.path, **vars(views))
 
 
 def _single_run(profile: Profile, run: str | None) -> Profile:

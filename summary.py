@@ -7,75 +7,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .analysis.overview import Overview
-from .analysis.steps import CATEGORIES
+from .frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from .sanitize import clean
 from .trace_profile import Profile
 
 NAME_WIDTH = 60
 
 
-def fmt_us(value: float | None) -> str:
-    """A duration in µs, in the unit that reads best."""
-    if value is None:
-        return "-"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.3f} s"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:.3f} ms"
-    return f"{value:.3f} us"
-
-
 def short(name: object, width: int = NAME_WIDTH) -> Text:
     """A sanitised, width-limited name as inert Text."""
     text = clean(name)
     return Text(text if len(text) <= width else text[: width - 1] + "…")
-
-
-def rank_line(view: Overview) -> str | None:
-    """``rank r of N (backend)`` for one rank's trace of a distributed job, else None."""
-    if view.rank is None:
-        return None
-    of = f" of {view.world_size}" if view.world_size is not None else ""
-    backend = f" ({view.backend})" if view.backend else ""
-    return f"rank {view.rank}{of}{backend}"
-
-
-def device_note(view: Overview) -> str | None:
-    """Why fewer devices are listed than the trace's ``deviceProperties`` holds, if they are."""
-    if view.devices_listed > len(view.devices) > 0:
-        return f"(the GPU work ran on {len(view.devices)} of the {view.devices_listed} devices the trace lists)"
-    return None
-
-
-def communication_lines(view: Overview) -> list[str]:
-    """Communication time on the GPU (share of GPU busy time, by backend and collective) and on the host."""
-    lines = []
-    if view.communication_us:
-        kinds = ", ".join(
-            f"{backend} {kind} {fmt_us(total)} ×{calls:,}" for backend, kind, calls, total in view.collectives[:4]
-        )
-        more = f", … {len(view.collectives) - 4} more" if len(view.collectives) > 4 else ""
-        lines.append(
-            f"communication {fmt_us(view.communication_us)}, {view.communication_pct:.1f}% of GPU busy time "
-            f"({kinds}{more})"
-        )
-    if view.host_collective_us:
-        host = fmt_us(view.host_collective_us)
-        lines.append(f"host time in CPU collectives {host} (gloo/mpi work and the calls waiting on it)")
-    return lines
-
-
-SHORT_LABELS = {
-    "kernel": "Kernel",
-    "memcpy": "Memcpy",
-    "memset": "Memset",
-    "communication": "Comm",
-    "runtime": "Runtime",
-    "dataloader": "Data",
-    "cpu_exec": "CPU",
-    "other": "Other",
-}
 
 
 def _cell(column: str, value: object, unit_ms: bool) -> Text:
@@ -111,7 +53,7 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
     """Print what a user wants first about a profile."""
     console = console or Console(highlight=False, markup=False, emoji=False)
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
-    if profile.events is not None:
+    if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
         if rank:

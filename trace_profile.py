@@ -7,7 +7,8 @@ from a text table carries the views its format provides.  Either way every figur
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,11 @@ import polars as pl
 from .analysis.events import gpu_work
 from .analysis.kernels import kernel_table
 from .errors import ProfviewError
+from .frames import Overview, with_share
 
 if TYPE_CHECKING:
     from .analysis.model import TraceModel
-    from .analysis.overview import Overview
+    from .cache import SavedViews
 
 # The model-based analysis modules (NumPy, the call tree) are imported where they are first
 # needed, so that a kernel table from a cached trace starts with Polars alone.
@@ -29,17 +31,20 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 @dataclass
 class Profile:
-    """One profile.  ``events`` is set for traces; ``tables`` holds views given by text formats.
+    """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
-    ``missing`` maps a view that this profile cannot provide to the reason, shown to the user.
-    ``comm_pattern`` (``--comm-pattern``) is a regex naming more kernels as communication (see
-    :mod:`profview.analysis.communication`); every view that counts communication reads it, and
-    the views computed from it are cached per pattern, so changing it never shows stale figures.
+    ``events_source`` is the events frame, or a function that reads it (a cache hit reads events
+    only when a view needs them); ``saved`` holds views computed by an earlier run for the same
+    ``settings`` (see :mod:`profview.cache`).  ``missing`` maps a view that this profile cannot
+    provide to the reason, shown to the user.  ``comm_pattern`` (``--comm-pattern``, kept in
+    ``settings``) is a regex naming more kernels as communication (see
+    :mod:`profview.analysis.communication`); views are saved and kept per setting, so changing it
+    never shows figures computed without it.
     """
 
     path: str
     format: str
-    events: pl.DataFrame | None = None
+    events_source: pl.DataFrame | Callable[[], pl.DataFrame] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
@@ -47,10 +52,29 @@ class Profile:
     truncated: bool = False
     runs: list[str] = field(default_factory=list)
     run: str | None = None
-    comm_pattern: str | None = None
-    _by_pattern: dict[tuple[str, str | None], Any] = field(default_factory=dict, init=False, repr=False)
+    event_count: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+    saved: SavedViews | None = None
+    cacheable: bool = False
+    #: Views computed in this process (not read from ``saved``), and facts about them.
+    fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    fresh_facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    _views: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    _facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    _communication: dict[str | None, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # -- derived ---------------------------------------------------------------------------
+    @property
+    def is_trace(self) -> bool:
+        """Whether this profile is a trace (it has events), not a text format's tables."""
+        return self.events_source is not None
+
+    @cached_property
+    def events(self) -> pl.DataFrame | None:
+        """The events frame of a trace (read now if it came from the cache); None for text formats."""
+        source = self.events_source
+        return source() if callable(source) else source
+
     @cached_property
     def model(self) -> TraceModel:
         """The linked trace model (traces only)."""
@@ -73,35 +97,61 @@ class Profile:
 
         return operator_rows(self.model)
 
-    @property
-    def _steps(self) -> pl.DataFrame:
-        key = ("steps", self.comm_pattern)
-        if key not in self._by_pattern:
-            from .analysis.steps import step_table
+    @cached_property
+    def span_start(self) -> float:
+        """The trace's time origin: ``start_us`` of steps counts from here."""
+        saved = self.saved.facts().get("span_start") if self.saved else None
+        if isinstance(saved, (int, float)):
+            return float(saved)
+        self.fresh_facts["span_start"] = self.model.span_start
+        return self.model.span_start
 
-            self._by_pattern[key] = step_table(self.model, self.comm_pattern)
-        return self._by_pattern[key]
+    @property
+    def comm_pattern(self) -> str | None:
+        """The user's regex for more communication kernels (``settings["comm_pattern"]``)."""
+        return self.settings.get("comm_pattern")
+
+    @comm_pattern.setter
+    def comm_pattern(self, pattern: str | None) -> None:
+        if pattern == self.comm_pattern:
+            return
+        self.settings = {k: v for k, v in self.settings.items() if k != "comm_pattern"}
+        if pattern:
+            self.settings["comm_pattern"] = pattern
+        # Views saved or computed for the old setting no longer apply.
+        self.saved = None
+        for kept in (self._views, self._facts, self.fresh, self.fresh_facts):
+            kept.clear()
 
     def communication(self) -> pl.DataFrame:
         """GPU work with ``backend`` and ``collective_name`` (null: not communication), per event."""
-        key = ("communication", self.comm_pattern)
-        if key not in self._by_pattern:
+        pattern = self.comm_pattern
+        if pattern not in self._communication:
             from .analysis.communication import classify_communication
 
             backend = (self.metadata.get("distributedInfo") or {}).get("backend")
-            self._by_pattern[key] = classify_communication(
-                self.gpu, self.comm_pattern, backend if isinstance(backend, str) else None
+            self._communication[pattern] = classify_communication(
+                self.gpu, pattern, backend if isinstance(backend, str) else None
             )
-        return self._by_pattern[key]
+        return self._communication[pattern]
+
+    def _default_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A view with default options: saved by an earlier run, or computed once and kept."""
+        if name not in self._views:
+            frame = self.saved.frame(name) if self.saved else None
+            if frame is None:
+                frame = self.fresh[name] = compute()
+            self._views[name] = frame
+        return self._views[name]
 
     def available(self, view: str) -> bool:
         """Whether this profile can show ``view``."""
-        return view not in self.missing and (self.events is not None or view in self.tables)
+        return view not in self.missing and (self.is_trace or view in self.tables)
 
     def _require(self, view: str) -> pl.DataFrame | None:
         if view in self.missing:
             raise ProfviewError(self.path, self.missing[view])
-        if self.events is None:
+        if not self.is_trace:
             if view not in self.tables:
                 raise ProfviewError(self.path, f"a {self.format} has no {view} view")
             return self.tables[view]
@@ -110,10 +160,10 @@ class Profile:
     def _window(self, step: int | None) -> tuple[float, float] | None:
         if step is None:
             return None
-        rows = self._steps.filter(pl.col("step") == step)
+        rows = self.steps().filter(pl.col("step") == step)
         if rows.height == 0:
             raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
-        start = float(rows["start_us"][0]) + self.model.span_start
+        start = float(rows["start_us"][0]) + self.span_start
         return start, start + float(rows["duration_us"][0])
 
     def step_numbers(self) -> list[int]:
@@ -126,6 +176,8 @@ class Profile:
         given = self._require("kernels")
         if given is not None:
             return given
+        if not by_shape and step is None:
+            return self._default_view("kernels", lambda: kernel_table(self.gpu))
         gpu = self.gpu
         window = self._window(step)
         if window:
@@ -137,20 +189,28 @@ class Profile:
         given = self._require("ops")
         if given is not None:
             return self.tables.get("ops_by_shapes", given) if by_shapes else given
+        if not by_shapes and step is None:
+            return self._default_view("ops", lambda: self._operator_table(None, by_shapes=False))
+        return self._operator_table(self._window(step), by_shapes)
+
+    def _operator_table(self, window: tuple[float, float] | None, by_shapes: bool) -> pl.DataFrame:
+        from .analysis.operators import operator_table
+
         rows = self._operator_rows
         unattributed = self.model.gpu.filter(pl.col("op_row").is_null())
-        window = self._window(step)
         if window:
             rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
             unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
-        from .analysis.operators import operator_table
-
         return operator_table(rows, unattributed, by_shapes)
 
     def steps(self) -> pl.DataFrame:
         """The step breakdown (see :func:`profview.analysis.steps.step_table`)."""
         given = self._require("steps")
-        return given if given is not None else self._steps
+        if given is not None:
+            return given
+        from .analysis.steps import step_table
+
+        return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
     def launches(self, op: str) -> pl.DataFrame:
         """GPU work launched by operator ``op``, directly or through its children."""
@@ -169,8 +229,7 @@ class Profile:
 
             return kernel_launches(self.model, kernel)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
-        total = float(rows["total_us"].sum() or 0.0)
-        return rows.select(
+        frame = rows.select(
             "op",
             pl.col("op").alias("op_chain"),
             pl.lit("").alias("python_stack"),
@@ -179,11 +238,19 @@ class Profile:
             "mean_us",
             "min_us",
             "max_us",
-            (pl.col("total_us") / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
         )
+        return with_share(frame)
 
     def overview(self) -> Overview:
         """Devices, span, GPU busy time and the average step (traces only)."""
-        from .analysis.overview import build_overview
+        if "overview" not in self._facts:
+            saved = self.saved.facts().get("overview") if self.saved else None
+            if isinstance(saved, dict):
+                self._facts["overview"] = Overview(**saved)
+            else:
+                from .analysis.overview import build_overview
 
-        return build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())
+                view = build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())
+                self._facts["overview"] = view
+                self.fresh_facts["overview"] = asdict(view)
+        return self._facts["overview"]

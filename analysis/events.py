@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..parsers.schema import GPU_KINDS
+from ..frames import GPU_KINDS
 
 #: Columns of GPU work every view uses (``collective``: Kineto's ``Collective name``, which marks
 #: communication kernels) (the rest of an event describes host work, or nothing a

@@ -4,36 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-#: Columns of the kernel table, in order.
-KERNEL_COLUMNS = (
-    "name",
-    "calls",
-    "total_us",
-    "mean_us",
-    "median_us",
-    "min_us",
-    "max_us",
-    "std_us",
-    "pct",
-    "grid",
-    "block",
-    "registers",
-    "shared_mem",
-    "occupancy",
-    "shapes",
-)
-SHAPE_KEYS = ("grid", "block", "registers", "shared_mem")
-TEXT_COLUMNS = ("name", "grid", "block")
-
-
-def conform_kernels(frame: pl.DataFrame) -> pl.DataFrame:
-    """A kernel table from a format that knows only some columns: the rest null, in order."""
-    missing = [
-        pl.lit(None, dtype=pl.String if c in TEXT_COLUMNS else pl.Int64 if c == "calls" else pl.Float64).alias(c)
-        for c in KERNEL_COLUMNS
-        if c not in frame.columns
-    ]
-    return frame.with_columns(missing).select(KERNEL_COLUMNS)
+from ..frames import KERNEL_COLUMNS, SHAPE_KEYS, with_share
 
 
 def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
@@ -58,6 +29,4 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         pl.struct(SHAPE_KEYS).n_unique().cast(pl.Int64).alias("shapes"),
         *shape_aggs,
     )
-    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
-    table = table.with_columns((pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"))
-    return table.select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+    return with_share(table).select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])

@@ -10,23 +10,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ..frames import CHAIN_SEPARATOR, KERNEL_LAUNCH_COLUMNS, OP_LAUNCH_COLUMNS, UNATTRIBUTED, display_name, with_share
 from .calltree import subtree_mask
-from .model import UNATTRIBUTED, TraceModel, python_stack_at
-from .operators import display_name
-
-OP_LAUNCH_COLUMNS = (
-    "name",
-    "kind",
-    "calls",
-    "direct_calls",
-    "total_us",
-    "mean_us",
-    "min_us",
-    "max_us",
-    "pct",
-)
-KERNEL_LAUNCH_COLUMNS = ("op", "op_chain", "python_stack", "calls", "total_us", "mean_us", "min_us", "max_us", "pct")
-CHAIN_SEPARATOR = " > "
+from .model import TraceModel, python_stack_at
 
 
 def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
@@ -57,11 +43,7 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
         pl.col("dur").min().alias("min_us"),
         pl.col("dur").max().alias("max_us"),
     )
-    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
-    table = table.with_columns(
-        pl.col("kind").cast(pl.String),
-        (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
-    )
+    table = with_share(table.with_columns(pl.col("kind").cast(pl.String)))
     return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
 
 
@@ -91,11 +73,7 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
         pl.col("min_us").min(),
         pl.col("max_us").max(),
     )
-    total = table["total_us"].sort().sum() or 0.0  # sorted: the same sum on every run
-    table = table.with_columns(
-        (pl.col("total_us") / pl.col("calls")).alias("mean_us"),
-        (pl.col("total_us") / total * 100.0 if total else pl.lit(0.0)).alias("pct"),
-    )
+    table = with_share(table.with_columns((pl.col("total_us") / pl.col("calls")).alias("mean_us")))
     order = ["total_us", "op_chain", "python_stack"]  # all three: ties come out in one order on every run
     return table.select(KERNEL_LAUNCH_COLUMNS).sort(order, descending=[True, False, False])
 

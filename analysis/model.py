@@ -8,13 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..parsers.schema import HOST_OP_KINDS
+from ..frames import HOST_OP_KINDS, STEP_NAME
 from .calltree import CallTree, build_call_tree
 from .events import COMPLETE, gpu_work
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", "runtime", "driver")
-UNATTRIBUTED = "(unattributed)"
-_STEP_NAME = r"^ProfilerStep#\d+$"
 
 
 @dataclass
@@ -133,7 +131,7 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
     it (never into the next step).  When a trace has only GPU-side step annotations, those are
     used; with no steps at all, one ``(whole trace)`` row covers the trace.
     """
-    host_steps = model.host.filter(pl.col("is_op") & pl.col("name").str.contains(_STEP_NAME))
+    host_steps = model.host.filter(pl.col("is_op") & pl.col("name").str.contains(STEP_NAME))
     if host_steps.height == 0:
         return pl.DataFrame(
             {"step": [-1], "name": ["(whole trace)"], "start": [model.span_start], "end": [model.span_end]},

@@ -5,23 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .model import UNATTRIBUTED, TraceModel
-
-#: Columns of the operator table, in order (``input_dims`` only when grouped by shapes).
-OPERATOR_COLUMNS = (
-    "name",
-    "kind",
-    "calls",
-    "host_self_us",
-    "host_total_us",
-    "device_self_us",
-    "device_total_us",
-)
-
-
-def display_name(name: pl.Expr) -> pl.Expr:
-    """Operator names as tables show them: every ``ProfilerStep#N`` folds into ``ProfilerStep*``."""
-    return name.str.replace(r"^ProfilerStep#\d+$", "ProfilerStep*")
+from ..frames import OPERATOR_COLUMNS, UNATTRIBUTED, display_name
+from .model import TraceModel
 
 
 def operator_rows(model: TraceModel) -> pl.DataFrame:

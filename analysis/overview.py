@@ -3,46 +3,14 @@ average step breakdown."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from ..frames import CATEGORIES, Overview
 from .communication import host_collective_intervals
 from .model import TraceModel
-from .steps import CATEGORIES
-
-
-@dataclass
-class Overview:
-    """The overview of one trace.
-
-    ``devices``: the devices the trace's GPU work ran on (all of ``deviceProperties`` when its GPU
-    events name no device), of ``devices_listed`` in ``deviceProperties``.  ``rank``/``world_size``:
-    from ``distributedInfo`` (None for a single-process trace).  ``communication_us``: the union of
-    communication kernels (see :mod:`.communication`), ``communication_pct`` its share of
-    ``gpu_busy_us``, ``collectives`` one line per backend and collective type with calls and time;
-    ``host_collective_us``: the union of host time inside CPU collectives (gloo).
-    """
-
-    devices: list[str]
-    span_us: float
-    steps: int
-    gpu_busy_us: float
-    gpu_busy_pct: float
-    gpu_events: int
-    kernel_us: float
-    average_step: dict[str, float] = field(default_factory=dict)
-    hints: list[str] = field(default_factory=list)
-    devices_listed: int = 0
-    rank: int | None = None
-    world_size: int | None = None
-    backend: str | None = None
-    communication_us: float = 0.0
-    communication_pct: float = 0.0
-    collectives: list[tuple[str, str, int, float]] = field(default_factory=list)
-    host_collective_us: float = 0.0
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:

@@ -13,23 +13,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ..frames import CATEGORIES, STEP_COLUMNS, STEP_NAME
 from .communication import classify_communication, host_collective_intervals
 from .model import TraceModel, step_windows
 
-CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
-CATEGORY_LABELS = {
-    "kernel": "Kernel",
-    "memcpy": "Memcpy",
-    "memset": "Memset",
-    "communication": "Communication",
-    "runtime": "Runtime",
-    "dataloader": "DataLoader",
-    "cpu_exec": "CPU Exec",
-    "other": "Other",
-}
-STEP_COLUMNS = ("step", "name", "start_us", "duration_us", *(f"{c}_us" for c in CATEGORIES))
 DATALOADER_RANGE = r"^enumerate\(DataLoader\)"
-_STEP_RANGE = r"^ProfilerStep#\d+$"
 
 
 def category_intervals(model: TraceModel, comm_pattern: str | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -46,7 +34,7 @@ def category_intervals(model: TraceModel, comm_pattern: str | None = None) -> di
         "communication": gpu.filter((pl.col("kind") == "kernel") & is_comm),
         "runtime": host.filter(pl.col("kind").is_in(["runtime", "driver"])),
         "dataloader": host.filter(pl.col("is_op") & pl.col("name").str.contains(DATALOADER_RANGE)),
-        "cpu_exec": host.filter(pl.col("is_op") & ~pl.col("name").str.contains(_STEP_RANGE)),
+        "cpu_exec": host.filter(pl.col("is_op") & ~pl.col("name").str.contains(STEP_NAME)),
     }
     intervals = {c: (f["ts"].to_numpy(), f["end"].to_numpy()) for c, f in selections.items()}
     cpu_starts, cpu_ends = host_collective_intervals(host)

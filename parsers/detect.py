@@ -1,9 +1,9 @@
-"""Profiler text formats: detect by content and read into a Profile."""
+"""Profiler text formats: detect by content and read the views each fills (:class:`ParsedViews`)."""
 
 from __future__ import annotations
 
 from ..errors import ProfviewError
-from ..trace_profile import Profile
+from ..frames import ParsedViews
 from .kernel_counts import parse_kernel_counts
 from .paddle_summary import looks_like_paddle, parse_paddle_summary
 from .tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metadata
@@ -14,7 +14,7 @@ TRIED = (
 )
 
 
-def load_plugin_profile(path: str, text: str, warnings: list[str], run: str | None) -> Profile:
+def read_plugin_views(path: str, text: str, warnings: list[str], run: str | None) -> ParsedViews:
     """One run of a TensorBoard-plugin JSON file (the first unless ``run`` names another)."""
     runs = parse_plugin_runs(text)
     if not runs:
@@ -33,8 +33,7 @@ def load_plugin_profile(path: str, text: str, warnings: list[str], run: str | No
             tables[view] = frame
         else:
             missing[view] = f"this run has no {view} table"
-    return Profile(
-        path=path,
+    return ParsedViews(
         format=f"TensorBoard-plugin JSON, {chosen.name} of {len(runs)}",
         tables=tables,
         missing=missing,
@@ -45,19 +44,18 @@ def load_plugin_profile(path: str, text: str, warnings: list[str], run: str | No
     )
 
 
-def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str], run: str | None = None) -> Profile:
-    """A Profile from a text format, or ProfviewError naming the formats tried."""
+def read_text_views(path: str, data: bytes | bytearray, warnings: list[str], run: str | None = None) -> ParsedViews:
+    """The views of a text format, or ProfviewError naming the formats tried."""
     text = bytes(data).decode("utf-8", "replace")
     if looks_like_plugin_json(text):
-        return load_plugin_profile(path, text, warnings, run)
+        return read_plugin_views(path, text, warnings, run)
     if looks_like_paddle(text):
         tables, metadata = parse_paddle_summary(text)
         missing = {"steps": "the Paddle summary gives totals per event type, not per step"}
         for view in ("ops", "kernels", "launches"):
             if view not in tables:
                 missing[view] = f"this Paddle summary has no {view} section"
-        return Profile(
-            path=path,
+        return ParsedViews(
             format="Paddle profiler summary",
             tables=tables,
             missing=missing,
@@ -85,8 +83,7 @@ def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str], r
         }
         if tables["kernels"].height == 0:
             missing["kernels"] = "this table has no GPU activity rows (device time without CPU time)"
-        return Profile(
-            path=path,
+        return ParsedViews(
             format="PyTorch key_averages table",
             tables=tables,
             missing=missing,
@@ -94,8 +91,7 @@ def load_text_profile(path: str, data: bytes | bytearray, warnings: list[str], r
             warnings=notes,
         )
     if counts is not None:
-        return Profile(
-            path=path,
+        return ParsedViews(
             format="kernel-count list",
             tables={"kernels": counts},
             missing={

@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from ..analysis.kernels import conform_kernels
+from ..frames import conform_kernels
 
 LINE = re.compile(r'^\s*"(?P<name>(?:[^"\\]|\\.)+)"\s*:\s*(?P<count>\d+)\s*,?\s*$')
 MIN_LINES = 3

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .schema import KIND
+from ..frames import KIND
 
 GPU_PROCESS = r"(?i)/device:GPU|\bGPU\b|/gpu:\d"
 STREAM_LANE = r"(?i)stream"

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..analysis.kernels import conform_kernels
-from ..analysis.launches import OP_LAUNCH_COLUMNS
-from ..analysis.operators import OPERATOR_COLUMNS
+from ..frames import OP_LAUNCH_COLUMNS, OPERATOR_COLUMNS, conform_kernels
 
 BANNER = re.compile(r"^-{3,}\s*([A-Za-z ]+ Summary)\s*-{3,}\s*$|^={3,}\s*([A-Za-z ]+ Summary)\s*={3,}\s*$")
 SEPARATOR = re.compile(r"^(-{3,}(?: {1,3}-{3,})+)\s*$")

@@ -43,26 +43,7 @@ from __future__ import annotations
 
 import polars as pl
 
-#: Normalised event kinds.  GPU work is ``kernel``, ``memcpy`` and ``memset``.
-KINDS: tuple[str, ...] = (
-    "kernel",
-    "memcpy",
-    "memset",
-    "gpu_annotation",
-    "runtime",
-    "driver",
-    "cpu_op",
-    "user_annotation",
-    "python_function",
-    "instant",
-    "flow",
-    "metadata",
-    "counter",
-    "other",
-)
-KIND = pl.Enum(KINDS)
-GPU_KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
-HOST_OP_KINDS: tuple[str, ...] = ("cpu_op", "user_annotation")
+from ..frames import KIND
 
 #: Lower-cased ``cat`` values → kind, for ``X`` events.
 CATEGORY_KINDS: dict[str, str] = {

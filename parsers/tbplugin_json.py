@@ -14,12 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
+import orjson
 import polars as pl
 
-from ..analysis.kernels import conform_kernels
-from ..analysis.operators import OPERATOR_COLUMNS
-from ..analysis.steps import CATEGORIES, CATEGORY_LABELS, STEP_COLUMNS
+from ..frames import CATEGORIES, CATEGORY_LABELS, OPERATOR_COLUMNS, STEP_COLUMNS, conform_kernels, with_share
 
 LABEL_TO_CATEGORY = {label: category for category, label in CATEGORY_LABELS.items()}
 TOOLTIP_VALUE = re.compile(r"<b>([^<:]+):\s*([-\d.]+)us</b>")
@@ -48,8 +46,8 @@ def _documents(text: str) -> list[Any]:
     for line in text.splitlines():
         if line.strip():
             try:
-                docs.append(msgspec.json.decode(line))
-            except msgspec.DecodeError:
+                docs.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
                 continue
     return docs
 
@@ -116,12 +114,10 @@ def kernels_frame(table: dict[str, Any]) -> pl.DataFrame:
             if name in mapping:
                 columns[mapping[name]].append(row[index])
     frame = pl.DataFrame(columns).with_columns(pl.col("calls").cast(pl.Int64))
-    total = float(frame["total_us"].sort().sum() or 0.0)
     frame = frame.with_columns(
-        *(pl.col(c).cast(pl.Float64) for c in ("total_us", "mean_us", "max_us", "min_us") if c in frame.columns),
-        (pl.col("total_us").cast(pl.Float64) / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
+        *(pl.col(c).cast(pl.Float64) for c in ("total_us", "mean_us", "max_us", "min_us") if c in frame.columns)
     )
-    return conform_kernels(frame).sort("total_us", descending=True)
+    return conform_kernels(with_share(frame)).sort("total_us", descending=True)
 
 
 def plain_text(markup: str) -> str:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..analysis.kernels import conform_kernels
-from ..analysis.operators import OPERATOR_COLUMNS
+from ..frames import OPERATOR_COLUMNS, conform_kernels, with_share
 from .units import number, percent, size_bytes, time_us
 
 SEPARATOR = re.compile(r"^(?P<indent>.*?)(?P<dashes>-{3,}(?: {1,3}-{3,})+)\s*$")
@@ -204,16 +203,14 @@ def kernel_rows(ops: pl.DataFrame) -> pl.DataFrame:
     """GPU activities among the rows (kernels, memcpy, memset: device time, no CPU time) as a
     kernel table; ``pct`` is the share of all of them.  GPU-side annotations are left out."""
     gpu = label_gpu_rows(ops).filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
-    total = float(gpu["device_self_us"].sort().sum() or 0.0)
     calls = pl.col("calls").cast(pl.Float64)
     frame = gpu.select(
         "name",
         "calls",
         pl.col("device_self_us").alias("total_us"),
         (pl.col("device_self_us") / calls).alias("mean_us"),
-        (pl.col("device_self_us") / total * 100.0 if total else pl.lit(None, dtype=pl.Float64)).alias("pct"),
     )
-    return conform_kernels(frame).sort("total_us", descending=True, nulls_last=True)
+    return conform_kernels(with_share(frame)).sort("total_us", descending=True, nulls_last=True)
 
 
 def parse_torch_tables(text: str) -> TorchTables | None:

@@ -11,6 +11,8 @@ from conftest import sample
 
 import profview
 from profview import cache
+from profview.loading import remember_views
+from profview.parsers.schema import EVENT_SCHEMA
 
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
 
@@ -25,7 +27,7 @@ def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_reopen_serves_identical_frames_from_the_cache(trace: Path) -> None:
     first = profview.load(trace)
-    assert cache.lookup(str(trace)) is not None
+    assert cache.lookup(str(trace), EVENT_SCHEMA) is not None
     again = profview.load(trace)
     assert again.events.equals(first.events)
     assert again.kernels().equals(first.kernels())
@@ -38,7 +40,7 @@ def test_changed_trace_is_parsed_again(trace: Path) -> None:
     other = sample("hta_mi250_rocm_minitoy.json.gz")
     shutil.copy(other, trace)
     os.utime(trace, ns=(1, 1))  # a different size and modification time
-    assert cache.lookup(str(trace)) is None
+    assert cache.lookup(str(trace), EVENT_SCHEMA) is None
     reloaded = profview.load(trace)
     assert reloaded.kernels()["calls"].sum() == 14  # the ROCm trace's kernels, not the DDP ones
     entries = [p for p in cache.cache_root().iterdir() if not p.name.startswith(".")]
@@ -49,7 +51,7 @@ def test_broken_entry_is_ignored(trace: Path) -> None:
     profview.load(trace)
     (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
     (entry / cache.EVENTS_FILE).write_bytes(b"not arrow")
-    assert cache.lookup(str(trace)) is None
+    assert cache.lookup(str(trace), EVENT_SCHEMA) is None
     assert profview.load(trace).kernels()["calls"].sum() > 0
 
 
@@ -70,3 +72,39 @@ def test_reopen_imports_no_parser_and_no_numpy(trace: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, check=True)
     assert out.stdout.split(maxsplit=1) == [str(profview.load(trace).kernels().height), "[]\n"]
+
+
+def test_reopen_serves_saved_views_without_reading_events(trace: Path) -> None:
+    """Views computed once are read back on the next open; the events stay on disk until needed."""
+    first = profview.load(trace)
+    expected = {"kernels": first.kernels(), "ops": first.ops(), "steps": first.steps()}
+    overview = first.overview()
+    remember_views(first)
+    again = profview.load(trace)
+    assert again.kernels().equals(expected["kernels"])
+    assert again.ops().equals(expected["ops"])
+    assert again.steps().equals(expected["steps"])
+    assert again.overview() == overview
+    assert "events" not in again.__dict__ and not again.fresh  # nothing parsed, linked or recomputed
+    # A view that needs the events (one step's kernels) reads them then, and agrees with a fresh parse.
+    step = again.step_numbers()[0]
+    assert again.kernels(step=step).equals(profview.load(trace, use_cache=False).kernels(step=step))
+
+
+def test_saved_views_are_per_setting(trace: Path) -> None:
+    first = profview.load(trace)
+    first.kernels()
+    remember_views(first)
+    entry = cache.lookup(str(trace), EVENT_SCHEMA)
+    assert entry is not None
+    assert entry.views({}).frame("kernels") is not None
+    assert entry.views({"comm_pattern": "x"}).frame("kernels") is None
+
+
+def test_events_damaged_after_lookup_are_parsed_again(trace: Path) -> None:
+    profview.load(trace).kernels()
+    again = profview.load(trace)  # found in the cache: events not read yet
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    (entry / cache.EVENTS_FILE).write_bytes(b"not arrow")
+    assert again.events is not None
+    assert again.events.height == profview.load(trace, use_cache=False).events.height

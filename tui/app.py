@@ -354,18 +354,21 @@ LARGE_TRACE_EVENTS = 1_500_000
 
 def is_large(profile: Profile) -> bool:
     """Whether ``profile`` is a trace large enough that linking it takes seconds."""
-    return profile.events is not None and profile.events.height >= LARGE_TRACE_EVENTS and profile.available("kernels")
+    return profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
 
 
 def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
     """Build what the first screens show (the linked model, the tables) off the UI thread."""
-    if profile.events is not None:
+    if profile.is_trace:
         phase("linking GPU work to operators and steps")
         profile.overview()
     phase("building tables")
     for view in ("kernels", "ops", "steps"):
         if profile.available(view):
             getattr(profile, view)()
+    from ..loading import remember_views
+
+    remember_views(profile)  # the next open reads these instead of linking the events again
 
 
 def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> int:

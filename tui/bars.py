@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
+from ..frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 
 
 def stacked_bar(values: dict[str, float], total: float, width: int) -> Text:

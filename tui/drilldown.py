@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..analysis.launches import CHAIN_SEPARATOR
+from ..frames import CHAIN_SEPARATOR
 from ..sanitize import clean
 from .filter_bar import FilterBar
 from .table_view import FrameView

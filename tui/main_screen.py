@@ -132,7 +132,7 @@ class MainScreen(Screen):
             return False
         if not self.linked and self.pane != "kernels":
             return False
-        return self.profile.events is not None or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
+        return self.profile.is_trace or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
 
     def toggle_grouping(self) -> None:
         if self.can_group():

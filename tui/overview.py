@@ -8,11 +8,10 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ..frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
 from ..sanitize import clean
-from ..summary import communication_lines, device_note, fmt_us, rank_line
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
-from .colours import CATEGORIES
 
 TOP = 5
 
@@ -32,7 +31,7 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
     parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
     for warning in profile.warnings:
         parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
-    if profile.events is not None:
+    if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
         if rank:
@@ -57,7 +56,7 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
-    if profile.events is None and profile.metadata.get("average_step"):
+    if not profile.is_trace and profile.metadata.get("average_step"):
         step = profile.metadata["average_step"]
         total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))

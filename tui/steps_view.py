@@ -11,11 +11,10 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ..frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE, fmt_us
 from ..sanitize import clean
-from ..summary import fmt_us
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
-from .colours import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE
 from .messages import StepChosen
 from .timeline import Timeline
 
@@ -129,7 +128,7 @@ class StepsView(VerticalScroll):
         yield Static(legend(), id="steps-legend")
         yield StepList(self.profile.steps(), id="step-list")
         yield Static(id="step-totals")
-        if self.profile.events is not None:
+        if self.profile.is_trace:
             yield Static(id="timeline-title")
             yield Timeline(id="timeline")
 
@@ -156,12 +155,12 @@ class StepsView(VerticalScroll):
             totals.append(f"{CATEGORY_LABELS[category]} {fmt_us(value)} ({share:.1f}%)")
             parts += 1
         self.query_one("#step-totals", Static).update(totals)
-        if self.profile.events is not None:
+        if self.profile.is_trace:
             title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
             title.append("   ←→ H L move · < > lane · +/- zoom · [ ] pan · 0 fit", style="dim")
             self.query_one("#timeline-title", Static).update(title)
-            start = self.profile.model.span_start + row["start_us"]
-            self.query_one(Timeline).show(self.profile.model.gpu, start, start + row["duration_us"])
+            start = self.profile.span_start + row["start_us"]
+            self.query_one(Timeline).show(self.profile.gpu, start, start + row["duration_us"])
 
     def focus_main(self) -> None:
         self.query_one(StepList).focus()

@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 
+from ..frames import fmt_us
 from ..sanitize import clean
-from ..summary import fmt_us
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6"}

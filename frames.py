@@ -1,0 +1,307 @@
+"""The bottom layer: what every frame looks like, and the rules every view shares.
+
+Everything else imports from here; this module imports only Polars.  Data flows one way:
+``parsers`` (files → events frame or view frames + metadata) → ``analysis`` (frames → frames)
+→ ``trace_profile`` / ``cli`` / ``tui`` / ``export`` (frames → screens and files).
+
+* **Event kinds** (:data:`KINDS`): the normalised category of a trace event; the events frame
+  itself (columns and dtypes) is documented in :mod:`profview.parsers.schema`, which maps the
+  trace's JSON onto it.
+* **View frames** (all times in µs), one column tuple each: :data:`KERNEL_COLUMNS`,
+  :data:`OPERATOR_COLUMNS`, :data:`STEP_COLUMNS`, :data:`OP_LAUNCH_COLUMNS`,
+  :data:`KERNEL_LAUNCH_COLUMNS`.  Text formats fill them directly (:func:`conform_kernels`).
+* **Step categories** (:data:`CATEGORIES`) with their labels, colours and fill characters.
+* **Rules**: the share of a total (:func:`share_pct`), how a duration is written
+  (:func:`fmt_us`), how ``ProfilerStep#N`` folds into one row (:func:`display_name`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+# -- event kinds ------------------------------------------------------------------------------
+
+#: Normalised event kinds.  GPU work is ``kernel``, ``memcpy`` and ``memset``.
+KINDS: tuple[str, ...] = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "gpu_annotation",
+    "runtime",
+    "driver",
+    "cpu_op",
+    "user_annotation",
+    "python_function",
+    "instant",
+    "flow",
+    "metadata",
+    "counter",
+    "other",
+)
+KIND = pl.Enum(KINDS)
+GPU_KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
+HOST_OP_KINDS: tuple[str, ...] = ("cpu_op", "user_annotation")
+
+#: The row that holds GPU work no operator in the trace launched.
+UNATTRIBUTED = "(unattributed)"
+#: A profiler step annotation, ``ProfilerStep#12``.
+STEP_NAME = r"^ProfilerStep#\d+$"
+
+# -- view frames ------------------------------------------------------------------------------
+
+#: The kernel table: one row per kernel name (or name + launch shape).  ``pct`` is the row's
+#: share of all kernel time; the launch shape is the most frequent one, ``shapes`` the count.
+KERNEL_COLUMNS: tuple[str, ...] = (
+    "name",
+    "calls",
+    "total_us",
+    "mean_us",
+    "median_us",
+    "min_us",
+    "max_us",
+    "std_us",
+    "pct",
+    "grid",
+    "block",
+    "registers",
+    "shared_mem",
+    "occupancy",
+    "shapes",
+)
+#: The launch shape that ``--by-shape`` groups by.
+SHAPE_KEYS: tuple[str, ...] = ("grid", "block", "registers", "shared_mem")
+_KERNEL_TEXT = ("name", "grid", "block")
+
+#: The operator table (+ ``input_dims`` when grouped by shapes).
+OPERATOR_COLUMNS: tuple[str, ...] = (
+    "name",
+    "kind",
+    "calls",
+    "host_self_us",
+    "host_total_us",
+    "device_self_us",
+    "device_total_us",
+)
+
+#: Drill-down from an operator: the GPU work launched under it.
+OP_LAUNCH_COLUMNS: tuple[str, ...] = (
+    "name",
+    "kind",
+    "calls",
+    "direct_calls",
+    "total_us",
+    "mean_us",
+    "min_us",
+    "max_us",
+    "pct",
+)
+#: Drill-down from a kernel: the operator chains and Python stacks that launched it.
+KERNEL_LAUNCH_COLUMNS: tuple[str, ...] = (
+    "op",
+    "op_chain",
+    "python_stack",
+    "calls",
+    "total_us",
+    "mean_us",
+    "min_us",
+    "max_us",
+    "pct",
+)
+#: Joins an operator chain or a Python stack into one cell, outermost first.
+CHAIN_SEPARATOR = " > "
+
+# -- step categories --------------------------------------------------------------------------
+
+#: Step categories in priority order: an instant belongs to the first one active then.
+CATEGORIES: tuple[str, ...] = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
+CATEGORY_LABELS: dict[str, str] = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Communication",
+    "runtime": "Runtime",
+    "dataloader": "DataLoader",
+    "cpu_exec": "CPU Exec",
+    "other": "Other",
+}
+#: Labels for narrow table headers.
+SHORT_LABELS: dict[str, str] = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Comm",
+    "runtime": "Runtime",
+    "dataloader": "Data",
+    "cpu_exec": "CPU",
+    "other": "Other",
+}
+CATEGORY_STYLE: dict[str, str] = {
+    "kernel": "#4c9be8",
+    "memcpy": "#e8a33c",
+    "memset": "#c97bd6",
+    "communication": "#e5534b",
+    "runtime": "#57ab5a",
+    "dataloader": "#d4c44a",
+    "cpu_exec": "#6cb6c4",
+    "other": "#8b949e",
+}
+#: Distinct fill characters keep stacked bars readable without colour (NO_COLOR).
+CATEGORY_CHAR: dict[str, str] = {
+    "kernel": "█",
+    "memcpy": "▓",
+    "memset": "▒",
+    "communication": "░",
+    "runtime": "▚",
+    "dataloader": "▞",
+    "cpu_exec": "▪",
+    "other": "·",
+}
+#: The step table: ``step, name, start_us, duration_us`` and one ``*_us`` column per category
+#: (exclusive: they add up to ``duration_us``).
+STEP_COLUMNS: tuple[str, ...] = ("step", "name", "start_us", "duration_us", *(f"{c}_us" for c in CATEGORIES))
+
+# -- rules ------------------------------------------------------------------------------------
+
+
+def column_total(frame: pl.DataFrame, column: str) -> float:
+    """The sum of a column, summed in sorted order so that it is the same on every run."""
+    return float(frame[column].sort().sum() or 0.0) if frame.height else 0.0
+
+
+def share_pct(column: str, total: float) -> pl.Expr:
+    """``column`` as a percentage of ``total``; null where the total is zero (no share of nothing)."""
+    if not total:
+        return pl.lit(None, dtype=pl.Float64).alias("pct")
+    return (pl.col(column) / total * 100.0).alias("pct")
+
+
+def with_share(frame: pl.DataFrame, column: str = "total_us") -> pl.DataFrame:
+    """``frame`` with ``pct``: each row's share of the column's total (the one share rule)."""
+    return frame.with_columns(share_pct(column, column_total(frame, column)))
+
+
+def display_name(name: pl.Expr) -> pl.Expr:
+    """Operator names as tables show them: every ``ProfilerStep#N`` folds into ``ProfilerStep*``."""
+    return name.str.replace(STEP_NAME, "ProfilerStep*")
+
+
+def conform_kernels(frame: pl.DataFrame) -> pl.DataFrame:
+    """A kernel table from a format that knows only some columns: the rest null, in order."""
+    missing = [
+        pl.lit(None, dtype=pl.String if c in _KERNEL_TEXT else pl.Int64 if c == "calls" else pl.Float64).alias(c)
+        for c in KERNEL_COLUMNS
+        if c not in frame.columns
+    ]
+    return frame.with_columns(missing).select(KERNEL_COLUMNS)
+
+
+def fmt_us(value: float | None) -> str:
+    """A duration in µs, in the unit that reads best (3 decimals; ``-`` for none)."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.3f} s"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:.3f} ms"
+    return f"{value:.3f} us"
+
+
+# -- the overview -----------------------------------------------------------------------------
+
+
+@dataclass
+class Overview:
+    """Whole-trace figures: rank, devices, span, GPU busy and communication time, the average step, hints.
+
+    ``devices``: the devices the trace's GPU work ran on (all of ``deviceProperties`` when its GPU
+    events name no device), of ``devices_listed`` in ``deviceProperties``.  ``rank``,
+    ``world_size``, ``backend``: from ``distributedInfo`` (None for a single-process trace).
+    ``communication_us``: the union of communication kernels (see
+    :mod:`profview.analysis.communication`), ``communication_pct`` its share of ``gpu_busy_us``,
+    ``collectives`` one ``[backend, collective type or "?", calls, total µs]`` per kind, longest
+    first; ``host_collective_us``: the union of host time inside CPU collectives (gloo).
+    """
+
+    devices: list[str]
+    span_us: float
+    steps: int
+    gpu_busy_us: float
+    gpu_busy_pct: float
+    gpu_events: int
+    kernel_us: float
+    average_step: dict[str, float] = field(default_factory=dict)
+    hints: list[str] = field(default_factory=list)
+    devices_listed: int = 0
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    communication_us: float = 0.0
+    communication_pct: float = 0.0
+    collectives: list[tuple[str, str, int, float]] = field(default_factory=list)
+    host_collective_us: float = 0.0
+
+
+def rank_line(view: Overview) -> str | None:
+    """``rank r of N (backend)`` for one rank's trace of a distributed job, else None."""
+    if view.rank is None:
+        return None
+    of = f" of {view.world_size}" if view.world_size is not None else ""
+    backend = f" ({view.backend})" if view.backend else ""
+    return f"rank {view.rank}{of}{backend}"
+
+
+def device_note(view: Overview) -> str | None:
+    """Why fewer devices are listed than the trace's ``deviceProperties`` holds, if they are."""
+    if view.devices_listed > len(view.devices) > 0:
+        return f"(the GPU work ran on {len(view.devices)} of the {view.devices_listed} devices the trace lists)"
+    return None
+
+
+def communication_lines(view: Overview) -> list[str]:
+    """Communication time on the GPU (share of GPU busy time, by backend and collective) and on the host."""
+    lines = []
+    if view.communication_us:
+        kinds = ", ".join(
+            f"{backend} {kind} {fmt_us(total)} ×{calls:,}" for backend, kind, calls, total in view.collectives[:4]
+        )
+        more = f", … {len(view.collectives) - 4} more" if len(view.collectives) > 4 else ""
+        lines.append(
+            f"communication {fmt_us(view.communication_us)}, {view.communication_pct:.1f}% of GPU busy time "
+            f"({kinds}{more})"
+        )
+    if view.host_collective_us:
+        host = fmt_us(view.host_collective_us)
+        lines.append(f"host time in CPU collectives {host} (gloo/mpi work and the calls waiting on it)")
+    return lines
+
+
+# -- what a parser of a text format returns ---------------------------------------------------
+
+
+@dataclass
+class ParsedViews:
+    """The views a text format fills, and why the others are missing (parsers → loading).
+
+    ``tables`` maps a view name (``kernels``, ``ops``, ``ops_by_shapes``, ``steps``,
+    ``launches``) to its frame; ``missing`` maps a view the format cannot fill to the reason.
+    """
+
+    format: str
+    tables: dict[str, pl.DataFrame]
+    missing: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    run: str | None = None
