@@ -170,12 +170,13 @@ def test_comm_pattern_reaches_every_view_and_is_not_cached_away(tmp_path: Path) 
     kernel = "unrolled_elementwise_kernel"  # a regex; plain text here
     events = [e for e in raw_events(name) if e.get("ph") == "X" and e.get("cat") == "kernel"]
     matched = [e for e in events if kernel in e["name"]]
-    assert len(matched) == 504
+    assert len(matched) == 689  # several kernel names contain it
     plain = profview.load(sample(name))  # fills the cache
     steps = plain.steps()
     assert steps["communication_us"].sum() == 0
     patterned = profview.load(sample(name), comm_pattern=kernel)  # from the cache
     with_pattern = patterned.steps()
+    assert patterned.communication().filter(pl.col("backend") == "user").height == len(matched)
     for step, start, end in patterned.steps().select("step", "start_us", "duration_us").iter_rows():
         lo = start + patterned.model.span_start
         hi = lo + end
@@ -238,7 +239,7 @@ def test_gloo_host_time_is_communication(name: str) -> None:
     assert min(expected.values()) > 5000  # milliseconds of each step are spent in the collectives
     # The categories still add up to the step.
     columns = [c for c in steps.columns if c.endswith("_us") and c not in ("start_us", "duration_us")]
-    assert steps.select(pl.sum_horizontal(columns))["sum"].to_list() == pytest.approx(
+    assert steps.select(pl.sum_horizontal(columns).alias("sum"))["sum"].to_list() == pytest.approx(
         steps["duration_us"].to_list(), abs=1e-2
     )
 
@@ -272,7 +273,8 @@ def test_one_rank_says_its_rank_and_only_the_devices_it_used(capsys: pytest.Capt
     out = capsys.readouterr().out
     info = doc["distributedInfo"]
     assert f"rank {info['rank']} of {info['world_size']} (nccl)" in out
-    assert out.count("device ") == 1 and "device 0: NVIDIA B200" in out
+    devices = [line.strip() for line in out.splitlines() if line.strip().startswith("device ")]
+    assert devices == ["device 0: NVIDIA B200, 178 GiB, 148 SMs"]
     assert "1 of the 8 devices" in out
     assert "communication 2.142 ms" in out
 
@@ -287,7 +289,9 @@ def test_the_viewer_overview_says_rank_devices_and_communication() -> None:
     console.print(overview_renderable(profile, 160))
     text = console.export_text()
     assert "rank 0 of 8 (nccl)" in text
-    assert text.count("device ") == 1
+    assert [line for line in text.splitlines() if line.startswith("device ")] == [
+        "device 0: NVIDIA B200, 178 GiB, 148 SMs"
+    ]
     assert "communication 2.142 ms, 18.5% of GPU busy time" in text
 
 
