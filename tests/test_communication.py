@@ -300,3 +300,30 @@ def test_gloo_samples_are_small_real_traces() -> None:
         path = SAMPLES / name
         assert path.stat().st_size < 2 * 2**20
         assert document(name)["distributedInfo"]["backend"] == "gloo"
+
+
+@pytest.mark.asyncio
+async def test_the_viewer_takes_the_comm_pattern() -> None:
+    """``profview TRACE --comm-pattern REGEX``: the viewer's Overview and Steps use the pattern."""
+    from profview.tui.app import ProfviewApp
+    from profview.tui.main_screen import MainScreen
+
+    name = "gpt2_train_bf16.pt.trace.json.gz"
+    app = ProfviewApp(str(sample(name)), no_cache=True, comm_pattern="unrolled_elementwise_kernel")
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, MainScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, MainScreen)
+        profile = app.profile
+        assert profile is not None and profile.comm_pattern == "unrolled_elementwise_kernel"
+        reference = profview.load(sample(name), use_cache=False, comm_pattern="unrolled_elementwise_kernel")
+        assert profile.steps().equals(reference.steps())
+        assert profile.overview().communication_us == reference.overview().communication_us > 0
+        matched = [
+            e for e in raw_events(name) if e.get("cat") == "kernel" and "unrolled_elementwise_kernel" in e["name"]
+        ]
+        assert profile.overview().communication_us == pytest.approx(
+            length([(e["ts"], e["ts"] + e["dur"]) for e in matched]), abs=1e-6
+        )
