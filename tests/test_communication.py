@@ -327,3 +327,22 @@ async def test_the_viewer_takes_the_comm_pattern() -> None:
         assert profile.overview().communication_us == pytest.approx(
             length([(e["ts"], e["ts"] + e["dur"]) for e in matched]), abs=1e-6
         )
+
+
+def test_collective_arguments_on_a100_nccl_kernels(shared_dir: Path) -> None:
+    """HTA's A100 NCCL trace: every kernel carrying ``Collective name`` is communication, of the
+    type its argument says (counted from the raw events)."""
+    path = shared_dir / "traces" / "public" / "hta_a100_nccl_data.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    raw: dict[str, int] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and "Collective name" in e.get("args", {}):
+            raw[e["args"]["Collective name"]] = raw.get(e["args"]["Collective name"], 0) + 1
+    assert raw == {"allreduce": 15, "broadcast": 6}
+    comm = profview.load(path, use_cache=False).communication().filter(pl.col("backend").is_not_null())
+    got = dict(comm.group_by("collective_name").agg(pl.len()).iter_rows())
+    assert got == {"AllReduce": 15, "Broadcast": 6}
+    assert set(comm["backend"].to_list()) == {"nccl"}
