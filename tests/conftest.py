@@ -48,6 +48,20 @@ def loaded(name: str) -> profview.Profile:
     return profview.load(sample(name), use_cache=False)
 
 
+def viewer(name: str):  # type: ignore[no-untyped-def]
+    """The viewer on a sample, showing the profile parsed once per test session (:func:`loaded`)."""
+    from profview.tui.app import ProfviewApp
+
+    return ProfviewApp(str(sample(name)), no_cache=True, profile=loaded(name))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Viewer tests carry the ``tui`` marker (``-m "not tui"`` runs the engine alone)."""
+    for item in items:
+        if item.module is not None and item.module.__name__.startswith("test_tui"):
+            item.add_marker(pytest.mark.tui)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Tests never read or write the user's real cache."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import loaded, sample
+from conftest import loaded, sample, viewer
 from rich.console import Console
 
 from profview.tui.app import ProfviewApp
@@ -47,7 +47,7 @@ async def type_text(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.asyncio
 async def test_overview_shows_device_steps_and_hints() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         shot = screen_text(app)
@@ -59,7 +59,7 @@ async def test_overview_shows_device_steps_and_hints() -> None:
 
 @pytest.mark.asyncio
 async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2")
@@ -95,7 +95,7 @@ async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) ->
 async def test_export_asks_before_overwriting(tmp_path: Path) -> None:
     target = tmp_path / "ops.csv"
     target.write_text("keep me")
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("3", "e")
@@ -112,7 +112,7 @@ async def test_export_asks_before_overwriting(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_operator_drill_down_and_back() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("3", "slash")
@@ -136,7 +136,7 @@ async def test_operator_drill_down_and_back() -> None:
 
 @pytest.mark.asyncio
 async def test_kernel_drill_down_shows_python_stack() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(140, 50)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2", "slash")
@@ -150,7 +150,7 @@ async def test_kernel_drill_down_shows_python_stack() -> None:
 
 @pytest.mark.asyncio
 async def test_steps_select_narrows_tables_and_timeline_names_kernels() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("4")
@@ -177,7 +177,7 @@ async def test_steps_select_narrows_tables_and_timeline_names_kernels() -> None:
 
 @pytest.mark.asyncio
 async def test_help_and_keys_switch_views() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("question_mark")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import loaded, sample
+from conftest import loaded, sample, viewer
 from test_tui import screen_text, type_text, wait_loaded
 from textual.app import App
 
@@ -40,7 +40,7 @@ async def test_quit_while_loading_does_not_wait_for_the_parse(monkeypatch: pytes
         raise AssertionError("never reached: the test quits first")
 
     monkeypatch.setattr("profview.loading.load", slow_load)
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = ProfviewApp(str(sample(RESNET)), no_cache=True)  # the real load path (patched above)
     try:
         started = time.monotonic()
         async with app.run_test(size=(80, 24)) as pilot:
@@ -57,7 +57,7 @@ async def test_quit_while_loading_does_not_wait_for_the_parse(monkeypatch: pytes
 
 
 async def test_escape_clears_the_filter_then_closes_the_drill_down() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("3", "slash")
@@ -86,7 +86,7 @@ async def test_escape_clears_the_filter_then_closes_the_drill_down() -> None:
 
 
 async def test_footer_offers_only_the_keys_that_apply() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         overview = footer_keys(app)
@@ -105,7 +105,7 @@ async def test_footer_offers_only_the_keys_that_apply() -> None:
 
 async def test_steps_view_exports_the_step_table(tmp_path: Path) -> None:
     target = tmp_path / "steps.csv"
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("4", "e")
@@ -124,7 +124,7 @@ async def test_steps_view_exports_the_step_table(tmp_path: Path) -> None:
 
 
 async def test_clicking_a_header_sorts_by_it(tmp_path: Path) -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2")
@@ -151,7 +151,7 @@ async def test_clicking_a_header_sorts_by_it(tmp_path: Path) -> None:
 
 
 async def test_movement_keys_on_a_table() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2")
@@ -176,7 +176,7 @@ async def test_movement_keys_on_a_table() -> None:
 
 async def test_timeline_has_a_lane_per_stream_and_names_the_kernel_under_the_cursor() -> None:
     name = "ddp_nccl_streams.pt.trace.json.gz"
-    app = ProfviewApp(str(sample(name)), no_cache=True)
+    app = viewer(name)
     async with app.run_test(size=(120, 50)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("4")
@@ -211,7 +211,7 @@ async def test_timeline_has_a_lane_per_stream_and_names_the_kernel_under_the_cur
 
 async def test_text_table_profile_explains_the_views_it_lacks() -> None:
     name = "resnet50_train_amp.tables.txt"
-    app = ProfviewApp(str(sample(name)), no_cache=True)
+    app = viewer(name)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("4")
@@ -230,7 +230,7 @@ async def test_text_table_profile_explains_the_views_it_lacks() -> None:
 
 async def test_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         assert app.no_color
@@ -275,7 +275,7 @@ async def test_a_million_row_table_is_quick() -> None:
 
 
 async def test_overview_scrolls_by_keys() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         overview = app.screen.query_one("#overview")
@@ -292,7 +292,7 @@ async def test_overview_scrolls_by_keys() -> None:
 
 
 async def test_kernel_drill_down_stack_scrolls_at_80x24() -> None:
-    app = ProfviewApp(str(sample(RESNET)), no_cache=True)
+    app = viewer(RESNET)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2", "slash")
@@ -315,7 +315,7 @@ async def test_keys_typed_straight_after_slash_go_to_the_filter() -> None:
     from textual import events
 
     name = "gpt2_train_bf16.pt.trace.json.gz"
-    app = ProfviewApp(str(sample(name)), no_cache=True)
+    app = viewer(name)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2")
@@ -347,7 +347,7 @@ async def test_a_large_trace_opens_on_its_kernels_while_the_model_is_built(monke
     monkeypatch.setattr(app_module, "LARGE_TRACE_EVENTS", 1)
     monkeypatch.setattr(app_module, "prepare", slow_prepare)
     name = "resnet50_train_amp.pt.trace.json.gz"
-    app = ProfviewApp(str(sample(name)), no_cache=True)
+    app = viewer(name)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot, app)
         assert app.screen.pane == "kernels" and not app.linked

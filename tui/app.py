@@ -13,7 +13,6 @@ from pathlib import Path
 
 from textual import events, work
 from textual.app import App
-from textual.binding import Binding
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
@@ -21,10 +20,12 @@ from ..errors import ProfviewError
 from ..export import write_table
 from ..sanitize import clean
 from ..trace_profile import Profile
+from .drill_routes import ROUTES
 from .drilldown import DrillScreen
 from .export_dialog import ExportDialog, suggest_name
 from .filter_bar import FilterBar
 from .help import HelpScreen
+from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
@@ -37,34 +38,22 @@ class ProfviewApp(App[int]):
     CSS_PATH = "profview.tcss"
     TITLE = "profview"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS = [
-        Binding("ctrl+c", "quit_now", "quit", show=False, priority=True),
-        Binding("q", "back_or_quit", "quit/back"),
-        Binding("escape", "back", "back/clear", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("1", "pane('overview')", "overview", show=False),
-        Binding("2", "pane('kernels')", "kernels", show=False),
-        Binding("3", "pane('ops')", "operators", show=False),
-        Binding("4", "pane('steps')", "steps", show=False),
-        Binding("tab", "cycle", "views", priority=True),
-        # Priority: "/" is handled before the keys typed after it reach the table, so "/gemm"
-        # typed fast (or pasted) filters instead of jumping to the top ("g") and exporting ("e").
-        Binding("slash", "filter", "filter", priority=True),
-        Binding("s", "sort", "sort"),
-        Binding("e", "export", "export"),
-        Binding("b", "group", "by shape"),
-        Binding("r", "next_run", "next run", show=False),
-        Binding("j", "cursor('down')", "down", show=False),
-        Binding("k", "cursor('up')", "up", show=False),
-        Binding("g", "cursor('top')", "top", show=False),
-        Binding("G", "cursor('bottom')", "bottom", show=False),
-    ]
+    BINDINGS = bindings("app")
 
     def __init__(
-        self, path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None
+        self,
+        path: str,
+        *,
+        no_cache: bool = False,
+        run: str | None = None,
+        profile: Profile | None = None,
+        comm_pattern: str | None = None,
     ) -> None:
+        """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
+        ``comm_pattern``: ``--comm-pattern``, for loads made here."""
         super().__init__()
         self.path = path
+        self.preloaded = profile
         self.no_cache = no_cache
         self.run_name = run
         self.comm_pattern = comm_pattern
@@ -77,6 +66,7 @@ class ProfviewApp(App[int]):
         self.load_thread: threading.Thread | None = None
 
     def on_mount(self) -> None:
+        self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
         self.loader = self.load_profile()
 
@@ -105,7 +95,10 @@ class ProfviewApp(App[int]):
 
         try:
             self.post_message(LoadPhase("reading and parsing"))
-            profile = load(self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern)
+            preloaded, self.preloaded = self.preloaded, None  # "r" (next run) reads the file again
+            profile = preloaded or load(
+                self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
+            )
             if is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
@@ -295,23 +288,17 @@ class ProfviewApp(App[int]):
         if not self.linked:
             self.notify("still linking kernels to the operators that launched them: a moment", timeout=4)
             return
+        route = ROUTES.get(message.view)
+        if route is None:
+            return
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
         try:
-            if message.view in ("kernels", "op_launches"):
-                name = message.row["name"]
-                if message.view == "op_launches" and message.row.get("kind") not in (None, "kernel"):
-                    self.notify("memcpy/memset rows have no launch chain of their own", severity="warning")
-                    return
-                with_stack = bool(profile.metadata.get("with_stack"))
-                frame = profile.kernel_launches(name)
-                screen = DrillScreen("kernel_launches", frame, [*path, f"kernel {name}"], with_stack)
-            elif message.view in ("ops", "kernel_launches"):
-                name = message.row.get("op") if message.view == "kernel_launches" else message.row["name"]
-                screen = DrillScreen("op_launches", profile.launches(name), [*path, f"op {name}"])
-            else:
-                return
+            screen = route(profile, message.row, path)
         except ProfviewError as exc:
             self.notify(clean(exc.problem), title="no drill-down", severity="warning")
+            return
+        if isinstance(screen, str):
+            self.notify(screen, severity="warning")
             return
         self.push_screen(screen)
 

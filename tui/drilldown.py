@@ -5,7 +5,6 @@ from __future__ import annotations
 import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -13,6 +12,7 @@ from textual.widgets import Footer, Static
 from ..frames import CHAIN_SEPARATOR
 from ..sanitize import clean
 from .filter_bar import FilterBar
+from .keymap import bindings
 from .table_view import FrameView
 
 CRUMB_WIDTH = 48
@@ -33,11 +33,7 @@ def breadcrumb(path: list[str]) -> Text:
 class DrillScreen(Screen):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
-    BINDINGS = [
-        Binding("escape", "app.back", "back"),
-        Binding("J,shift+down", "scroll_detail(3)", "stack", key_display="J/K"),
-        Binding("K,shift+up", "scroll_detail(-3)", "stack up", show=False),
-    ]
+    BINDINGS = bindings("drill")
 
     def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+
+from .keymap import bindings
 
 
 def suggest_name(parts: list[str], folder: Path | None = None) -> str:
@@ -22,7 +23,7 @@ def suggest_name(parts: list[str], folder: Path | None = None) -> str:
 class ExportDialog(ModalScreen[str | None]):
     """Asks where to write; a second Enter confirms overwriting an existing file."""
 
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
+    BINDINGS = bindings("export_dialog")
 
     def __init__(self, suggestion: str, rows: int) -> None:
         super().__init__()

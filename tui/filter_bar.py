@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Input
+
+from .keymap import bindings
 
 # Tables with more rows than this are re-filtered when typing pauses, not on every keystroke.
 DEBOUNCE_ROWS = 100_000
@@ -14,7 +15,7 @@ DEBOUNCE_S = 0.15
 class FilterBar(Input):
     """Hidden until / is pressed; every keystroke re-filters; Enter keeps, Esc clears."""
 
-    BINDINGS = [Binding("escape", "clear_filter", "clear filter", show=False)]
+    BINDINGS = bindings("filter_bar")
     DEFAULT_CSS = "FilterBar { display: none; }"  # in the flow above the footer (a dock would hide under it)
 
     def __init__(self) -> None:

@@ -1,7 +1,8 @@
-"""Messages the viewer's widgets and workers post."""
+"""Messages the viewer's widgets and workers post: small dataclasses, no behaviour."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
@@ -9,48 +10,44 @@ from textual.message import Message
 from ..trace_profile import Profile
 
 
+@dataclass
 class ProfileLoaded(Message):
     """The loading worker read the profile; ``linked`` is False while the model is still being built
     (a large trace shows its kernel table first)."""
 
-    def __init__(self, profile: Profile, linked: bool = True) -> None:
-        super().__init__()
-        self.profile = profile
-        self.linked = linked
+    profile: Profile
+    linked: bool = True
 
 
+@dataclass
 class ProfileLinked(Message):
     """The model of a large trace (operators, steps, overview) is ready."""
 
 
+@dataclass
 class LoadFailed(Message):
     """The loading worker failed with a one-line reason."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__()
-        self.reason = reason
+    reason: str
 
 
+@dataclass
 class DrillRequested(Message):
     """Enter on a table row: open what it launched, or what launched it."""
 
-    def __init__(self, view: str, row: dict[str, Any]) -> None:
-        super().__init__()
-        self.view = view
-        self.row = row
+    view: str
+    row: dict[str, Any]
 
 
+@dataclass
 class StepChosen(Message):
     """A step was selected in the Steps view (None: all steps)."""
 
-    def __init__(self, step: int | None) -> None:
-        super().__init__()
-        self.step = step
+    step: int | None
 
 
+@dataclass
 class LoadPhase(Message):
     """The loading thread started a new phase (shown on the loading screen)."""
 
-    def __init__(self, phase: str) -> None:
-        super().__init__()
-        self.phase = phase
+    phase: str

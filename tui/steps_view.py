@@ -6,7 +6,6 @@ import polars as pl
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
@@ -15,6 +14,7 @@ from ..frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE,
 from ..sanitize import clean
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
+from .keymap import bindings
 from .messages import StepChosen
 from .timeline import Timeline
 
@@ -24,27 +24,7 @@ STEP_LABEL = 22
 class StepList(Widget, can_focus=True):
     """One stacked bar per step; Enter narrows the other views to the highlighted step."""
 
-    BINDINGS = [
-        Binding("up,k", "move(-1)", "up", show=False),
-        Binding("down,j", "move(1)", "down", show=False),
-        Binding("pageup", "move(-10)", "page up", show=False),
-        Binding("pagedown", "move(10)", "page down", show=False),
-        Binding("g,home", "jump(0)", "first", show=False),
-        Binding("G,end", "jump(-1)", "last", show=False),
-        Binding("enter", "choose", "this step"),
-        Binding("a", "all", "all steps"),
-        Binding("left,h", "timeline('move', -1)", "◀", show=False),
-        Binding("right,l", "timeline('move', 1)", "▶", show=False),
-        Binding("H", "timeline('move', -10)", "◀◀", show=False),
-        Binding("L", "timeline('move', 10)", "▶▶", show=False),
-        Binding("less_than_sign", "timeline('lane', -1)", "lane up", show=False),
-        Binding("greater_than_sign", "timeline('lane', 1)", "lane down", show=False),
-        Binding("plus,equals_sign", "timeline('zoom', 0.5)", "zoom", key_display="+/-"),
-        Binding("minus", "timeline('zoom', 2.0)", "zoom out", show=False),
-        Binding("left_square_bracket", "timeline('pan', -0.5)", "pan", show=False),
-        Binding("right_square_bracket", "timeline('pan', 0.5)", "pan", show=False),
-        Binding("0", "timeline('reset')", "fit", show=False),
-    ]
+    BINDINGS = bindings("steps", "timeline")
     DEFAULT_CSS = "StepList { height: auto; max-height: 35%; min-height: 2; }"
 
     def __init__(self, steps: pl.DataFrame, *, id: str | None = None) -> None:
@@ -110,8 +90,7 @@ class StepList(Widget, can_focus=True):
         """Keys on the step list drive the timeline below it."""
         timelines = self.parent_view().query(Timeline)
         if timelines:
-            method = getattr(timelines.first(), f"action_{action}")
-            method() if value is None else method(value)
+            timelines.first().action_timeline(action, value)
 
     def parent_view(self) -> StepsView:
         return self.query_ancestor(StepsView)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from rich.text import Text
-from textual.binding import Binding
 from textual.widget import Widget
 
 from ..frames import fmt_us
 from ..sanitize import clean
+from .keymap import bindings
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6"}
@@ -19,17 +19,7 @@ KIND_CHAR = {"kernel": "█", "memcpy": "▓", "memset": "▒"}
 class Timeline(Widget, can_focus=True):
     """GPU events of a window, one lane per (device, stream)."""
 
-    BINDINGS = [
-        Binding("left,h", "move(-1)", "◀", show=False),
-        Binding("right,l", "move(1)", "▶", show=False),
-        Binding("up", "lane(-1)", "lane up", show=False),
-        Binding("down", "lane(1)", "lane down", show=False),
-        Binding("plus,equals_sign,+,=", "zoom(0.5)", "zoom in"),
-        Binding("minus,-", "zoom(2)", "zoom out"),
-        Binding("[", "pan(-0.5)", "pan ◀"),
-        Binding("]", "pan(0.5)", "pan ▶"),
-        Binding("0", "reset", "fit"),
-    ]
+    BINDINGS = bindings("timeline")
     DEFAULT_CSS = "Timeline { height: auto; min-height: 4; }"
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -113,6 +103,11 @@ class Timeline(Widget, can_focus=True):
         else:
             out.append("(no GPU work under the cursor)", style="dim")
         return out
+
+    def action_timeline(self, action: str, value: float | None = None) -> None:
+        """The keymap's timeline keys (the same ones the step list forwards here)."""
+        method = getattr(self, f"action_{action}")
+        method() if value is None else method(value)
 
     def action_move(self, delta: int) -> None:
         self.cursor = int(np.clip(self.cursor + delta, 0, self.cells - 1))

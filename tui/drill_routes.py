@@ -1,0 +1,45 @@
+"""Where Enter on a row leads: one route per table, as data (view name → the drill-down it opens).
+
+A route takes the profile, the row under the cursor and the breadcrumb so far, and returns the
+screen to push, or a one-line reason why this row has no drill-down.  No widget logic here
+beyond building the screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..trace_profile import Profile
+from .drilldown import DrillScreen
+
+Route = Callable[[Profile, dict[str, Any], list[str]], "DrillScreen | str"]
+
+
+def _kernel_origins(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
+    """A kernel → the operator chains and Python stacks that launched it."""
+    if row.get("kind") not in (None, "kernel"):
+        return "memcpy/memset rows have no launch chain of their own"
+    name = row["name"]
+    with_stack = bool(profile.metadata.get("with_stack"))
+    return DrillScreen("kernel_launches", profile.kernel_launches(name), [*path, f"kernel {name}"], with_stack)
+
+
+def _op_launches(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
+    """An operator → the GPU work launched under it."""
+    name = row["name"]
+    return DrillScreen("op_launches", profile.launches(name), [*path, f"op {name}"])
+
+
+def _launching_op(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
+    """A kernel's launch path → its operator's launches."""
+    return _op_launches(profile, {"name": row.get("op")}, path)
+
+
+#: The table a row is in → where Enter on it leads.
+ROUTES: dict[str, Route] = {
+    "kernels": _kernel_origins,
+    "op_launches": _kernel_origins,
+    "ops": _op_launches,
+    "kernel_launches": _launching_op,
+}

@@ -1,0 +1,154 @@
+"""Every key of the viewer, as data: one table drives the bindings, the footer and the help screen.
+
+Each :class:`Key` belongs to a *scope* (the widget or screen that binds it) and has an ``id``, so a
+user can remap it: ``~/.config/profview/keymap.json`` (or ``$PROFVIEW_KEYMAP``) maps ids to keys,
+e.g. ``{"export": "x", "filter": "slash,f"}``; Textual's keymap applies it everywhere.
+No Textual widget is imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    """One binding: ``keys`` (Textual key names, comma-separated) run ``action`` in ``scope``.
+
+    ``label`` is the footer's word (``show``: whether the footer offers it); ``help_keys`` and
+    ``help`` are the help screen's line (several keys may share one line: only the first of them
+    carries ``help``).
+    """
+
+    scope: str
+    id: str
+    keys: str
+    action: str
+    label: str
+    help_keys: str = ""
+    help: str = ""
+    show: bool = False
+    priority: bool = False
+    key_display: str | None = None
+
+
+KEYMAP: tuple[Key, ...] = (
+    # -- everywhere (the app) ------------------------------------------------------------------
+    Key("app", "quit_now", "ctrl+c", "quit_now", "quit", "Ctrl+C", "quit at any time", priority=True),
+    Key("app", "back_or_quit", "q", "back_or_quit", "quit/back", "q", "close the current drill-down, or quit",
+        show=True),
+    Key("app", "back", "escape", "back", "back/clear", "Esc",
+        "clear the table's filter, else back (close a drill-down)"),
+    Key("app", "help", "question_mark", "help", "help", "?", "this help", show=True),
+    Key("app", "pane.overview", "1", "pane('overview')", "overview", "1 2 3 4, Tab",
+        "Overview, Kernels, Operators, Steps (Tab cycles)"),
+    Key("app", "pane.kernels", "2", "pane('kernels')", "kernels"),
+    Key("app", "pane.ops", "3", "pane('ops')", "operators"),
+    Key("app", "pane.steps", "4", "pane('steps')", "steps"),
+    Key("app", "cycle", "tab", "cycle", "views", show=True, priority=True),
+    # Priority: "/" is handled before the keys typed after it reach the table, so "/gemm" typed
+    # fast (or pasted) filters instead of jumping to the top ("g") and exporting ("e").
+    Key("app", "filter", "slash", "filter", "filter", "/",
+        "filter the table by regex (live, case-insensitive); Enter keeps it, Esc clears", show=True, priority=True),
+    Key("app", "sort", "s", "sort", "sort", "s", "sort by the column under the cursor (again: reverse)", show=True),
+    Key("app", "export", "e", "export", "export", "e",
+        "export the table on screen (filter and sort applied; Steps: the step table) to CSV", show=True),
+    Key("app", "group", "b", "group", "by shape", "b",
+        "group kernels by launch shape / operators by input shapes (toggle)", show=True),
+    Key("app", "next_run", "r", "next_run", "next run", "r",
+        "next run (files holding several runs, e.g. TensorBoard-plugin JSON)"),
+    Key("app", "cursor.down", "j", "cursor('down')", "down", "↑ ↓ ← →, j k, PgUp PgDn, g G",
+        "move; g/G: first/last row"),
+    Key("app", "cursor.up", "k", "cursor('up')", "up"),
+    Key("app", "cursor.top", "g", "cursor('top')", "top"),
+    Key("app", "cursor.bottom", "G", "cursor('bottom')", "bottom"),
+    # -- a drill-down -------------------------------------------------------------------------
+    Key("drill", "drill.back", "escape", "app.back", "back", show=True),
+    Key("drill", "drill.stack_down", "J,shift+down", "scroll_detail(3)", "stack", "J K (Shift+↓ ↑)",
+        "in a kernel's drill-down: scroll its operator chain and Python stack", show=True, key_display="J/K"),
+    Key("drill", "drill.stack_up", "K,shift+up", "scroll_detail(-3)", "stack up"),
+    # -- the step list ------------------------------------------------------------------------
+    Key("steps", "steps.up", "up,k", "move(-1)", "up", "Steps: ↑ ↓ j k PgUp PgDn g G",
+        "highlight a step: its totals and GPU timeline show below"),
+    Key("steps", "steps.down", "down,j", "move(1)", "down"),
+    Key("steps", "steps.page_up", "pageup", "move(-10)", "page up"),
+    Key("steps", "steps.page_down", "pagedown", "move(10)", "page down"),
+    Key("steps", "steps.first", "g,home", "jump(0)", "first"),
+    Key("steps", "steps.last", "G,end", "jump(-1)", "last"),
+    Key("steps", "steps.choose", "enter", "choose", "this step", "Steps: Enter / a",
+        "narrow Kernels and Operators to the highlighted step / all steps", show=True),
+    Key("steps", "steps.all", "a", "all", "all steps", show=True),
+    # -- the GPU timeline (bound on the step list, which keeps focus, and on the timeline) ------
+    Key("timeline", "timeline.left", "left,h", "timeline('move', -1)", "◀", "Steps timeline: ← → H L < > + - [ ] 0",
+        "cursor (H/L ×10), lane, zoom in/out, pan, fit"),
+    Key("timeline", "timeline.right", "right,l", "timeline('move', 1)", "▶"),
+    Key("timeline", "timeline.left10", "H", "timeline('move', -10)", "◀◀"),
+    Key("timeline", "timeline.right10", "L", "timeline('move', 10)", "▶▶"),
+    Key("timeline", "timeline.lane_up", "less_than_sign", "timeline('lane', -1)", "lane up"),
+    Key("timeline", "timeline.lane_down", "greater_than_sign", "timeline('lane', 1)", "lane down"),
+    Key("timeline", "timeline.zoom_in", "plus,equals_sign", "timeline('zoom', 0.5)", "zoom", show=True,
+        key_display="+/-"),
+    Key("timeline", "timeline.zoom_out", "minus", "timeline('zoom', 2.0)", "zoom out"),
+    Key("timeline", "timeline.pan_left", "left_square_bracket", "timeline('pan', -0.5)", "pan"),
+    Key("timeline", "timeline.pan_right", "right_square_bracket", "timeline('pan', 0.5)", "pan"),
+    Key("timeline", "timeline.fit", "0", "timeline('reset')", "fit"),
+    # -- small screens ------------------------------------------------------------------------
+    Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
+    Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),
+    Key("filter_bar", "filter.clear", "escape", "clear_filter", "clear filter"),
+)
+
+#: Help lines that are no binding of their own (the mouse).
+EXTRA_HELP: tuple[tuple[str, str], ...] = (
+    ("Enter", "drill down: operator → kernels it launched; kernel → operators and Python stack"),
+    ("click a column header", "sort by it (the mouse is optional everywhere)"),
+)
+
+
+def bindings(*scopes: str) -> list[Binding]:
+    """The Textual bindings of ``scopes``, each with its id (so that a user keymap can remap it)."""
+    return [
+        Binding(
+            k.keys,
+            k.action,
+            k.label,
+            show=k.show,
+            priority=k.priority,
+            key_display=k.key_display,
+            id=f"profview.{k.id}",
+        )
+        for k in KEYMAP
+        if k.scope in scopes
+    ]
+
+
+def help_lines() -> list[tuple[str, str]]:
+    """(keys, meaning) for the help screen: the keymap's lines, then those of no binding."""
+    return [(k.help_keys, k.help) for k in KEYMAP if k.help] + list(EXTRA_HELP)
+
+
+def user_keymap() -> dict[str, str]:
+    """The user's remapped keys (binding id → keys), from ``$PROFVIEW_KEYMAP`` or the config folder.
+
+    A missing or unreadable file is no keymap; ids are given without the ``profview.`` prefix.
+    """
+    override = os.environ.get("PROFVIEW_KEYMAP")
+    if override:
+        path = Path(override)
+    else:
+        from platformdirs import user_config_dir
+
+        path = Path(user_config_dir("profview")) / "keymap.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    known = {k.id for k in KEYMAP}
+    return {f"profview.{key}": str(value) for key, value in data.items() if key in known}
