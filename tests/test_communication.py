@@ -302,6 +302,7 @@ def test_gloo_samples_are_small_real_traces() -> None:
         assert document(name)["distributedInfo"]["backend"] == "gloo"
 
 
+@pytest.mark.tui
 @pytest.mark.asyncio
 async def test_the_viewer_takes_the_comm_pattern() -> None:
     """``profview TRACE --comm-pattern REGEX``: the viewer's Overview and Steps use the pattern."""
