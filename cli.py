@@ -26,6 +26,13 @@ COMMANDS = ("open", "summary", "export")
 
 PathArg = Annotated[str, typer.Argument(help="Trace (.json, .json.gz) or profiler table file.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
+CommPattern = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--comm-pattern",
+        help="Regex: kernels whose name matches it also count as communication (e.g. NVSHMEM puts).",
+    ),
+]
 RunOption = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--run", help="Which run of a file that holds several (TensorBoard-plugin JSON)."),
@@ -47,10 +54,10 @@ def _main(
     """profview: kernel, operator and step tables of GPU profiles, in the terminal."""
 
 
-def _load(path: str, no_cache: bool = False, run: str | None = None):
+def _load(path: str, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None):
     from .loading import load
 
-    profile = load(path, use_cache=not no_cache, run=run)
+    profile = load(path, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
     for warning in profile.warnings:
         from .sanitize import clean
 
@@ -59,11 +66,13 @@ def _load(path: str, no_cache: bool = False, run: str | None = None):
 
 
 @app.command("open")
-def open_viewer(path: PathArg, no_cache: NoCache = False, run: RunOption = None) -> None:
+def open_viewer(
+    path: PathArg, no_cache: NoCache = False, run: RunOption = None, comm_pattern: CommPattern = None
+) -> None:
     """Open the interactive viewer on PATH."""
     from .tui.app import run as run_viewer
 
-    raise typer.Exit(run_viewer(path, no_cache=no_cache, run=run))
+    raise typer.Exit(run_viewer(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern))
 
 
 @app.command()
@@ -72,12 +81,13 @@ def summary(
     top: Annotated[int, typer.Option("--top", "-n", help="Rows of each table.")] = 10,
     no_cache: NoCache = False,
     run: RunOption = None,
+    comm_pattern: CommPattern = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     from .loading import remember_views
     from .summary import print_summary
 
-    profile = _load(path, no_cache, run)
+    profile = _load(path, no_cache, run, comm_pattern)
     print_summary(profile, top)
     remember_views(profile)
 
@@ -105,13 +115,14 @@ def export(
     ] = False,
     no_cache: NoCache = False,
     run: RunOption = None,
+    comm_pattern: CommPattern = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     from .export import export_format, write_table
     from .views import refine, view_frame
 
     export_format(out)
-    profile = _load(path, no_cache, run)
+    profile = _load(path, no_cache, run, comm_pattern)
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

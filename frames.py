@@ -223,7 +223,16 @@ def fmt_us(value: float | None) -> str:
 
 @dataclass
 class Overview:
-    """Whole-trace figures: devices, span, GPU busy time, the average step, hints."""
+    """Whole-trace figures: rank, devices, span, GPU busy and communication time, the average step, hints.
+
+    ``devices``: the devices the trace's GPU work ran on (all of ``deviceProperties`` when its GPU
+    events name no device), of ``devices_listed`` in ``deviceProperties``.  ``rank``,
+    ``world_size``, ``backend``: from ``distributedInfo`` (None for a single-process trace).
+    ``communication_us``: the union of communication kernels (see
+    :mod:`profview.analysis.communication`), ``communication_pct`` its share of ``gpu_busy_us``,
+    ``collectives`` one ``[backend, collective type or "?", calls, total µs]`` per kind, longest
+    first; ``host_collective_us``: the union of host time inside CPU collectives (gloo).
+    """
 
     devices: list[str]
     span_us: float
@@ -234,6 +243,48 @@ class Overview:
     kernel_us: float
     average_step: dict[str, float] = field(default_factory=dict)
     hints: list[str] = field(default_factory=list)
+    devices_listed: int = 0
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    communication_us: float = 0.0
+    communication_pct: float = 0.0
+    collectives: list[tuple[str, str, int, float]] = field(default_factory=list)
+    host_collective_us: float = 0.0
+
+
+def rank_line(view: Overview) -> str | None:
+    """``rank r of N (backend)`` for one rank's trace of a distributed job, else None."""
+    if view.rank is None:
+        return None
+    of = f" of {view.world_size}" if view.world_size is not None else ""
+    backend = f" ({view.backend})" if view.backend else ""
+    return f"rank {view.rank}{of}{backend}"
+
+
+def device_note(view: Overview) -> str | None:
+    """Why fewer devices are listed than the trace's ``deviceProperties`` holds, if they are."""
+    if view.devices_listed > len(view.devices) > 0:
+        return f"(the GPU work ran on {len(view.devices)} of the {view.devices_listed} devices the trace lists)"
+    return None
+
+
+def communication_lines(view: Overview) -> list[str]:
+    """Communication time on the GPU (share of GPU busy time, by backend and collective) and on the host."""
+    lines = []
+    if view.communication_us:
+        kinds = ", ".join(
+            f"{backend} {kind} {fmt_us(total)} ×{calls:,}" for backend, kind, calls, total in view.collectives[:4]
+        )
+        more = f", … {len(view.collectives) - 4} more" if len(view.collectives) > 4 else ""
+        lines.append(
+            f"communication {fmt_us(view.communication_us)}, {view.communication_pct:.1f}% of GPU busy time "
+            f"({kinds}{more})"
+        )
+    if view.host_collective_us:
+        host = fmt_us(view.host_collective_us)
+        lines.append(f"host time in CPU collectives {host} (gloo/mpi work and the calls waiting on it)")
+    return lines
 
 
 # -- what a parser of a text format returns ---------------------------------------------------

@@ -15,25 +15,49 @@ from .trace_profile import Profile
 TRACE_FORMAT = "Chrome trace"
 
 
-def load(path: str | os.PathLike[str], *, use_cache: bool = True, run: str | None = None) -> Profile:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    run: str | None = None,
+    comm_pattern: str | None = None,
+) -> Profile:
     """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
 
     ``run`` picks one run of a file that holds several (TensorBoard-plugin JSON); ``use_cache``
-    allows re-opening a trace from the parsed-frame cache (see :mod:`profview.cache`).
+    allows re-opening a trace from the parsed-frame cache (see :mod:`profview.cache`), which holds
+    parsed events only, so ``comm_pattern`` (a regex naming more kernels as communication, set
+    on the returned Profile) applies to cached and fresh loads alike.
     """
     name = os.fspath(path)
+    if comm_pattern is not None:
+        check_pattern(name, comm_pattern)
     if use_cache and os.path.isfile(name):
         hit = cache.lookup(name, EVENT_SCHEMA)
         if hit is not None:
+            settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
             profile = Profile(
                 path=name,
                 events_source=partial(_cached_events, hit, name),
-                saved=hit.views({}),
+                saved=hit.views(settings),
+                settings=settings,
                 cacheable=True,
                 **hit.fields,
             )
             return _single_run(profile, run)
-    return _single_run(_parse(name, use_cache, run), run)
+    profile = _single_run(_parse(name, use_cache, run), run)
+    profile.comm_pattern = comm_pattern
+    return profile
+
+
+def check_pattern(name: str, pattern: str) -> None:
+    """Raise :class:`ProfviewError` if ``pattern`` is not a valid regular expression."""
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({exc})") from None
 
 
 def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .frames import CATEGORIES, SHORT_LABELS, fmt_us
+from .frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from .sanitize import clean
 from .trace_profile import Profile
 
@@ -55,14 +55,22 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
     if profile.is_trace:
         view = profile.overview()
+        rank = rank_line(view)
+        if rank:
+            console.print(Text(f"  {clean(rank)}"))
         for device in view.devices:
             console.print(Text(f"  device {clean(device)}"))
+        note = device_note(view)
+        if note:
+            console.print(Text(f"  {note}"))
         console.print(
             Text(
                 f"  span {fmt_us(view.span_us)}, {view.steps} steps, GPU busy {view.gpu_busy_pct:.1f}% "
                 f"({view.gpu_events:,} GPU events)"
             )
         )
+        for line in communication_lines(view):
+            console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
     elif profile.metadata.get("hints") or profile.metadata.get("environments"):

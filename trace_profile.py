@@ -36,7 +36,10 @@ class Profile:
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events
     only when a view needs them); ``saved`` holds views computed by an earlier run for the same
     ``settings`` (see :mod:`profview.cache`).  ``missing`` maps a view that this profile cannot
-    provide to the reason, shown to the user.
+    provide to the reason, shown to the user.  ``comm_pattern`` (``--comm-pattern``, kept in
+    ``settings``) is a regex naming more kernels as communication (see
+    :mod:`profview.analysis.communication`); views are saved and kept per setting, so changing it
+    never shows figures computed without it.
     """
 
     path: str
@@ -58,6 +61,7 @@ class Profile:
     fresh_facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _views: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    _communication: dict[str | None, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -101,6 +105,35 @@ class Profile:
             return float(saved)
         self.fresh_facts["span_start"] = self.model.span_start
         return self.model.span_start
+
+    @property
+    def comm_pattern(self) -> str | None:
+        """The user's regex for more communication kernels (``settings["comm_pattern"]``)."""
+        return self.settings.get("comm_pattern")
+
+    @comm_pattern.setter
+    def comm_pattern(self, pattern: str | None) -> None:
+        if pattern == self.comm_pattern:
+            return
+        self.settings = {k: v for k, v in self.settings.items() if k != "comm_pattern"}
+        if pattern:
+            self.settings["comm_pattern"] = pattern
+        # Views saved or computed for the old setting no longer apply.
+        self.saved = None
+        for kept in (self._views, self._facts, self.fresh, self.fresh_facts):
+            kept.clear()
+
+    def communication(self) -> pl.DataFrame:
+        """GPU work with ``backend`` and ``collective_name`` (null: not communication), per event."""
+        pattern = self.comm_pattern
+        if pattern not in self._communication:
+            from .analysis.communication import classify_communication
+
+            backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+            self._communication[pattern] = classify_communication(
+                self.gpu, pattern, backend if isinstance(backend, str) else None
+            )
+        return self._communication[pattern]
 
     def _default_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
         """A view with default options: saved by an earlier run, or computed once and kept."""
@@ -177,7 +210,7 @@ class Profile:
             return given
         from .analysis.steps import step_table
 
-        return self._default_view("steps", lambda: step_table(self.model))
+        return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
     def launches(self, op: str) -> pl.DataFrame:
         """GPU work launched by operator ``op``, directly or through its children."""
@@ -217,7 +250,7 @@ class Profile:
             else:
                 from .analysis.overview import build_overview
 
-                view = build_overview(self.model, self.steps(), self.kernels(), self.metadata)
+                view = build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())
                 self._facts["overview"] = view
                 self.fresh_facts["overview"] = asdict(view)
         return self._facts["overview"]

@@ -10,6 +10,8 @@ Frames (all times in microseconds):
   operator launched is the ``(unattributed)`` row, so device_self adds up to all GPU time.
 * **steps** (:mod:`.steps`): ``step, name, start_us, duration_us`` and one ``*_us`` column per
   category (kernel, memcpy, memset, communication, runtime, dataloader, cpu_exec, other).
+* **communication** (:mod:`.communication`): the GPU frame with ``backend`` and
+  ``collective_name`` per event (null backend: not communication); host time in CPU collectives.
 * **launches** (:mod:`.launches`): per operator, the GPU work under it; per kernel, the operator
   chains and Python stacks that launched it.
 """

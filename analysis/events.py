@@ -10,7 +10,8 @@ import polars as pl
 
 from ..frames import GPU_KINDS
 
-#: Columns of GPU work every view uses (the rest of an event describes host work, or nothing a
+#: Columns of GPU work every view uses (``collective``: Kineto's ``Collective name``, which marks
+#: communication kernels) (the rest of an event describes host work, or nothing a
 #: view shows): fewer columns make the frame smaller and sorting a million events faster.
 GPU_COLUMNS = (
     "kind",
@@ -27,6 +28,7 @@ GPU_COLUMNS = (
     "shared_mem",
     "occupancy",
     "bytes",
+    "collective",
 )
 #: An ``X`` event with a start and a duration.
 COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()

@@ -1,4 +1,5 @@
-"""Whole-trace figures for the overview: devices, span, GPU busy time, average step breakdown."""
+"""Whole-trace figures for the overview: rank, devices, span, GPU busy and communication time,
+average step breakdown."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from ..frames import CATEGORIES, Overview
+from .communication import host_collective_intervals
 from .model import TraceModel
 
 
@@ -26,11 +28,11 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((run_end - run_start).sum())
 
 
-def device_names(metadata: dict[str, Any]) -> list[str]:
-    """``deviceProperties`` as one line per device."""
+def device_names(metadata: dict[str, Any], used: set[int] | None = None) -> list[str]:
+    """``deviceProperties`` as one line per device (only those in ``used``, when given)."""
     names = []
     for dev in metadata.get("deviceProperties") or []:
-        if isinstance(dev, dict):
+        if isinstance(dev, dict) and (used is None or dev.get("id") in used):
             mem = dev.get("totalGlobalMem")
             size = f", {mem / 2**30:.0f} GiB" if isinstance(mem, (int, float)) else ""
             sms = f", {dev['numSms']} SMs" if "numSms" in dev else ""
@@ -38,15 +40,68 @@ def device_names(metadata: dict[str, Any]) -> list[str]:
     return names
 
 
-def build_overview(model: TraceModel, steps: pl.DataFrame, kernels: pl.DataFrame, metadata: dict) -> Overview:
-    """Compute the overview and plain-language hints."""
+def used_devices(gpu: pl.DataFrame) -> set[int] | None:
+    """Device indices named by the GPU events, or None when none names one."""
+    found = gpu["device"].drop_nulls().unique().to_list() if "device" in gpu.columns else []
+    return {int(d) for d in found} or None
+
+
+def distributed_rank(metadata: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
+    """(rank, world size, backend) from ``distributedInfo``; None for what it does not say."""
+    info = metadata.get("distributedInfo")
+    if not isinstance(info, dict):
+        return None, None, None
+
+    def number(key: str) -> int | None:
+        value = info.get(key)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    backend = info.get("backend")
+    return number("rank"), number("world_size"), backend if isinstance(backend, str) else None
+
+
+def collective_lines(communication: pl.DataFrame) -> list[tuple[str, str, int, float]]:
+    """(backend, collective type or ``?``, calls, total µs) of the communication kernels, longest first."""
+    comm = communication.filter(pl.col("backend").is_not_null())
+    rows = (
+        comm.group_by("backend", "collective_name")
+        .agg(pl.len().cast(pl.Int64).alias("calls"), pl.col("dur").sum().alias("total"))
+        .sort(["total", "backend"], descending=[True, False])
+    )
+    return [(b, c or "?", n, t) for b, c, n, t in rows.iter_rows()]
+
+
+def build_overview(
+    model: TraceModel,
+    steps: pl.DataFrame,
+    kernels: pl.DataFrame,
+    metadata: dict,
+    communication: pl.DataFrame | None = None,
+) -> Overview:
+    """Compute the overview and plain-language hints.
+
+    ``communication``: the GPU frame classified by
+    :func:`~profview.analysis.communication.classify_communication` (with the user's pattern);
+    without it, no communication figures.
+    """
     span = max(model.span_end - model.span_start, 0.0)
     busy = union_length(model.gpu["ts"].to_numpy(), model.gpu["end"].to_numpy())
     real_steps = steps.filter(pl.col("step") >= 0)
     average = {c: float(steps[f"{c}_us"].mean() or 0.0) for c in CATEGORIES}
     average["duration"] = float(steps["duration_us"].mean() or 0.0)
+    rank, world, backend = distributed_rank(metadata)
+    comm = communication.filter(pl.col("backend").is_not_null()) if communication is not None else None
+    comm_us = union_length(comm["ts"].to_numpy(), comm["end"].to_numpy()) if comm is not None else 0.0
     view = Overview(
-        devices=device_names(metadata),
+        devices=device_names(metadata, used_devices(model.gpu)),
+        devices_listed=len([d for d in metadata.get("deviceProperties") or [] if isinstance(d, dict)]),
+        rank=rank,
+        world_size=world,
+        backend=backend,
+        communication_us=comm_us,
+        communication_pct=comm_us / busy * 100.0 if busy else 0.0,
+        collectives=collective_lines(communication) if communication is not None else [],
+        host_collective_us=union_length(*host_collective_intervals(model.host)),
         span_us=span,
         steps=real_steps.height,
         gpu_busy_us=busy,
@@ -70,6 +125,12 @@ def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
         runtime = view.average_step.get("runtime", 0.0) / step * 100
         if runtime > 10:
             out.append(f"CUDA runtime calls take {runtime:.1f}% of step time: launch overhead; try CUDA graphs.")
+        comm = view.average_step.get("communication", 0.0) / step * 100
+        if comm > 30:
+            out.append(
+                f"Communication takes {comm:.1f}% of each step (collectives, and waiting in them for the "
+                "other ranks): overlap it with compute, or look for a slow rank."
+            )
         cpu = view.average_step.get("cpu_exec", 0.0) / step * 100
         if cpu > 30:
             out.append(f"The host is busy {cpu:.1f}% of the step with the GPU idle: the step is CPU-bound.")

@@ -2,9 +2,10 @@
 
 As in the TensorBoard profiler plugin, every instant of a step is counted once, in the first
 category of :data:`CATEGORIES` that is active at that instant; what none covers is ``other``.
-Kernel, Memcpy and Memset are GPU work; Communication is NCCL/RCCL kernels; Runtime is CUDA/HIP
-runtime and driver calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other
-host operator (the ProfilerStep annotation itself excluded).
+Kernel, Memcpy and Memset are GPU work; Communication is collective kernels and host time inside
+CPU collectives (the rules are :mod:`.communication`'s); Runtime is CUDA/HIP runtime and driver
+calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other host operator (the
+ProfilerStep annotation itself excluded).
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import numpy as np
 import polars as pl
 
 from ..frames import CATEGORIES, STEP_COLUMNS, STEP_NAME
+from .communication import classify_communication, host_collective_intervals
 from .model import TraceModel, step_windows
 
-COMMUNICATION_KERNEL = r"(?i)nccl|rccl"
 DATALOADER_RANGE = r"^enumerate\(DataLoader\)"
 
 
-def category_intervals(model: TraceModel) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(starts, ends) in µs of the events of each category except ``other``."""
-    gpu, host = model.gpu, model.host
-    is_comm = pl.col("name").str.contains(COMMUNICATION_KERNEL)
+def category_intervals(model: TraceModel, comm_pattern: str | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) in µs of the events of each category except ``other``.
+
+    ``comm_pattern``: the user's regex for communication kernels (``--comm-pattern``).
+    """
+    gpu, host = classify_communication(model.gpu, comm_pattern), model.host
+    is_comm = pl.col("backend").is_not_null()
     selections = {
         "kernel": gpu.filter((pl.col("kind") == "kernel") & ~is_comm),
         "memcpy": gpu.filter(pl.col("kind") == "memcpy"),
@@ -32,14 +36,18 @@ def category_intervals(model: TraceModel) -> dict[str, tuple[np.ndarray, np.ndar
         "dataloader": host.filter(pl.col("is_op") & pl.col("name").str.contains(DATALOADER_RANGE)),
         "cpu_exec": host.filter(pl.col("is_op") & ~pl.col("name").str.contains(STEP_NAME)),
     }
-    return {c: (f["ts"].to_numpy(), f["end"].to_numpy()) for c, f in selections.items()}
+    intervals = {c: (f["ts"].to_numpy(), f["end"].to_numpy()) for c, f in selections.items()}
+    cpu_starts, cpu_ends = host_collective_intervals(host)
+    gpu_starts, gpu_ends = intervals["communication"]
+    intervals["communication"] = (np.concatenate([gpu_starts, cpu_starts]), np.concatenate([gpu_ends, cpu_ends]))
+    return intervals
 
 
-def step_table(model: TraceModel) -> pl.DataFrame:
+def step_table(model: TraceModel, comm_pattern: str | None = None) -> pl.DataFrame:
     """One row per step: ``duration_us`` and the exclusive time of each category (they add up)."""
     windows = step_windows(model)
     starts, ends = windows["start"].to_numpy(), windows["end"].to_numpy()
-    intervals = category_intervals(model)
+    intervals = category_intervals(model, comm_pattern)
     points = np.unique(np.concatenate([starts, ends, *(a for pair in intervals.values() for a in pair)]))
     segments = len(points) - 1
     winner = np.full(max(segments, 0), len(CATEGORIES) - 1, dtype=np.int64)

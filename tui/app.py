@@ -41,14 +41,22 @@ class ProfviewApp(App[int]):
     BINDINGS = bindings("app")
 
     def __init__(
-        self, path: str, *, no_cache: bool = False, run: str | None = None, profile: Profile | None = None
+        self,
+        path: str,
+        *,
+        no_cache: bool = False,
+        run: str | None = None,
+        profile: Profile | None = None,
+        comm_pattern: str | None = None,
     ) -> None:
-        """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again."""
+        """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
+        ``comm_pattern``: ``--comm-pattern``, for loads made here."""
         super().__init__()
         self.path = path
         self.preloaded = profile
         self.no_cache = no_cache
         self.run_name = run
+        self.comm_pattern = comm_pattern
         self.profile = None
         self.error: str | None = None
         self.loaded = False
@@ -88,7 +96,9 @@ class ProfviewApp(App[int]):
         try:
             self.post_message(LoadPhase("reading and parsing"))
             preloaded, self.preloaded = self.preloaded, None  # "r" (next run) reads the file again
-            profile = preloaded or load(self.path, use_cache=not self.no_cache, run=self.run_name)
+            profile = preloaded or load(
+                self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
+            )
             if is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
@@ -348,12 +358,12 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
     remember_views(profile)  # the next open reads these instead of linking the events again
 
 
-def run(path: str, *, no_cache: bool = False, run: str | None = None) -> int:
+def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
     if not Path(path).exists():
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
-    app = ProfviewApp(path, no_cache=no_cache, run=run)
+    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern)
     code = app.run()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)

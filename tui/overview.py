@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ..frames import CATEGORIES, fmt_us
+from ..frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
 from ..sanitize import clean
 from ..trace_profile import Profile
 from .bars import legend, stacked_bar
@@ -33,14 +33,22 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
     if profile.is_trace:
         view = profile.overview()
+        rank = rank_line(view)
+        if rank:
+            parts.append(Text(clean(rank), style="bold"))
         for device in view.devices or ["device: not recorded in this trace"]:
             parts.append(Text(f"device {clean(device)}"))
+        note = device_note(view)
+        if note:
+            parts.append(Text(note, style="dim"))
         parts.append(
             Text(
                 f"span {fmt_us(view.span_us)} · {view.steps} steps · GPU busy {view.gpu_busy_pct:.1f}% · "
                 f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
             )
         )
+        for line in communication_lines(view):
+            parts.append(Text(clean(line)))
         step = view.average_step
         total = step.get("duration", 0.0)
         parts.append(Text(f"\naverage step {fmt_us(total)}", style="bold"))
