@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ VIEWS_PREFIX = "views-"
 #: The JSON document of a views folder (the overview and the model's time origin).
 FACTS_FILE = "facts.json"
 MAX_ENTRIES = 20
+#: A staging folder older than this was left by a killed process and is swept.
+STALE_STAGING_S = 3600.0
 
 
 @dataclass
@@ -93,6 +96,10 @@ def _identity(path: str) -> dict[str, Any]:
         "path": os.path.abspath(path),
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
+        # What no copy tool or `touch -r` restores: a trace rewritten in place with its size and
+        # modification time kept still gets a new change time (and a copied one a new inode).
+        "ctime_ns": stat.st_ctime_ns,
+        "inode": stat.st_ino,
         "version": __version__,
         "format": CACHE_FORMAT,
     }
@@ -110,14 +117,29 @@ def lookup(path: str, schema: dict[str, pl.DataType]) -> CachedTrace | None:
     try:
         identity = _identity(path)
         entry = cache_root() / _key(identity)
+        if not entry.is_dir():
+            return None
+    except OSError:
+        return None
+    try:
         meta = orjson.loads((entry / META_FILE).read_bytes())
-        if meta.get("identity") != identity:
-            return None
-        if dict(pl.read_ipc_schema(entry / EVENTS_FILE)) != schema:
-            return None
+        valid = (
+            isinstance(meta, dict)
+            and meta.get("identity") == identity
+            and isinstance(meta.get("fields"), dict)
+            and dict(pl.read_ipc_schema(entry / EVENTS_FILE)) == schema
+        )
     except (OSError, ValueError, pl.exceptions.PolarsError):
+        valid = False
+    if not valid:  # damaged, or written by other code: replaced by the next store
+        discard(entry)
         return None
     return CachedTrace(entry, meta["fields"])
+
+
+def discard(entry: Path) -> None:
+    """Remove a cache entry (a damaged one, so that the next open writes a sound one)."""
+    shutil.rmtree(entry, ignore_errors=True)
 
 
 def store_views(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], facts: dict[str, Any]) -> None:
@@ -151,8 +173,13 @@ def _write_atomically(target: Path, write: Any) -> None:
 
 
 def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
-    """Save parsed events for ``path``; failures (read-only disk, full disk) are silent."""
+    """Save parsed events for ``path``; failures (read-only disk, full disk) are silent.
+
+    Only regular files are cached: a pipe or a device cannot be opened again to match an entry.
+    """
     try:
+        if not os.path.isfile(path):
+            return
         identity = _identity(path)
         root = cache_root()
         root.mkdir(parents=True, exist_ok=True)
@@ -180,16 +207,33 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
     for entry in root.iterdir():
         if entry.name == keep or not entry.is_dir():
             continue
+        if not _is_entry_name(entry.name):
+            continue  # another kind of folder (job summaries, extracted archives) keeps its own rules
+        if entry.name.startswith(".tmp-"):
+            if _age(entry) > STALE_STAGING_S:  # left by a process killed mid-write
+                shutil.rmtree(entry, ignore_errors=True)
+            continue  # else another process may be writing it
         try:
             meta = orjson.loads((entry / META_FILE).read_bytes())
-        except (OSError, ValueError):
-            if entry.name.startswith(".tmp-"):
-                continue  # another process may be writing it
+            owner = meta["identity"]["path"]
+        except (OSError, ValueError, TypeError, KeyError):
             shutil.rmtree(entry, ignore_errors=True)
             continue
-        if meta.get("identity", {}).get("path") == trace_path:
+        if owner == trace_path:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entries.append((entry.stat().st_mtime, entry))
     for _mtime, entry in sorted(entries)[: max(0, len(entries) + 1 - MAX_ENTRIES)]:
         shutil.rmtree(entry, ignore_errors=True)
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _is_entry_name(name: str) -> bool:
+    """A trace entry (a key of 32 hex digits) or a staging folder of one."""
+    return name.startswith(".tmp-") or (len(name) == 32 and all(c in "0123456789abcdef" for c in name))

@@ -6,6 +6,7 @@ Textual is imported only by the viewer, so ``summary`` and ``export`` start fast
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Annotated, Optional
 
@@ -13,6 +14,7 @@ import typer
 
 from . import __version__
 from .errors import ProfviewError
+from .sanitize import clean
 
 app = typer.Typer(
     name="profview",
@@ -59,8 +61,6 @@ def _load(path: str, no_cache: bool = False, run: str | None = None, comm_patter
 
     profile = load(path, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
     for warning in profile.warnings:
-        from .sanitize import clean
-
         typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
     return profile
 
@@ -78,7 +78,7 @@ def open_viewer(
 @app.command()
 def summary(
     path: PathArg,
-    top: Annotated[int, typer.Option("--top", "-n", help="Rows of each table.")] = 10,
+    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Rows of each table.")] = 10,
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
@@ -88,7 +88,11 @@ def summary(
     from .summary import print_summary
 
     profile = _load(path, no_cache, run, comm_pattern)
-    print_summary(profile, top)
+    try:
+        print_summary(profile, top)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _stdout_closed() from None
     remember_views(profile)
 
 
@@ -104,7 +108,7 @@ def export(
     ] = None,
     sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
     asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
-    top: Annotated[Optional[int], typer.Option("--top", "-n", help="Keep the first N rows.")] = None,  # noqa: UP045
+    top: Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")] = None,  # noqa: UP045
     by_shape: Annotated[
         bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
     ] = False,
@@ -125,12 +129,16 @@ def export(
     profile = _load(path, no_cache, run, comm_pattern)
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
-    written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+    try:
+        written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _stdout_closed() from None
     from .loading import remember_views
 
     remember_views(profile)
     if written != "-":
-        typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {written}", err=True)
+        typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
 
 
 def _path_of(args: list[str]) -> str:
@@ -147,17 +155,37 @@ def _silence_stdout() -> None:
         pass
 
 
+class Terminated(BaseException):
+    """SIGTERM (a scheduler ending the job): unwinds like Ctrl+C, so no partial file is left."""
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+def _stdout_closed() -> typer.Exit:
+    """The reader of our output went away (``| head``): stop quietly with the shell's code.
+
+    Raised as an Exit, not as the OSError it was: typer turns an EPIPE OSError into exit code 1.
+    """
+    _silence_stdout()
+    return typer.Exit(141)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
+    except Terminated:
+        typer.echo("profview: terminated", err=True)
+        sys.exit(143)
     except ProfviewError as exc:
-        from .sanitize import clean
-
         typer.echo(f"profview: error: {clean(exc)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
@@ -166,6 +194,10 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # the reader of our output went away (| head): quietly stop
         _silence_stdout()
         sys.exit(141)
+    except OSError as exc:  # writing the output failed (a full disk: summary > /dev/full)
+        _silence_stdout()
+        typer.echo(f"profview: error: cannot write the output ({exc.strerror or exc})", err=True)
+        sys.exit(2)
     except MemoryError:
         typer.echo(f"profview: error: {_path_of(args)}out of memory", err=True)
         sys.exit(2)
@@ -183,8 +215,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: still one line (PROFVIEW_DEBUG=1 shows the traceback)
         if os.environ.get("PROFVIEW_DEBUG"):
             raise
-        from .sanitize import clean
-
         typer.echo(
             f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "
             "PROFVIEW_DEBUG=1 shows the traceback",

@@ -92,6 +92,12 @@ def write_table(
             raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None  # a closed pipe (| head): not an error
         return target
     path = Path(target).expanduser()
+    if path.is_symlink():
+        # A link is followed, never replaced by a file: with --force the file it points to is
+        # written (made if the link dangles); without it, even a dangling link is left alone.
+        if not overwrite:
+            raise ProfviewError(target, "is a symbolic link (use --force to write the file it points to)")
+        path = Path(os.path.realpath(path))
     for source in inputs:
         if path.exists() and os.path.samefile(path, source):
             raise ProfviewError(target, "refusing to overwrite the input profile")

@@ -61,11 +61,13 @@ def check_pattern(name: str, pattern: str) -> None:
 
 
 def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
-    """The events of a cache entry; if the entry was damaged since it was found, parse again."""
+    """The events of a cache entry; if the entry was damaged since it was found, parse again
+    (and replace the entry)."""
     try:
         return hit.events()
     except (OSError, pl.exceptions.PolarsError):
-        profile = _parse(name, use_cache=False, run=None)
+        cache.discard(hit.entry)
+        profile = _parse(name, use_cache=True, run=None)
         assert profile.events is not None
         return profile.events
 

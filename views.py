@@ -30,11 +30,28 @@ def view_frame(
         return profile.steps()
     if view == "launches":
         if kernel:
-            return profile.kernel_launches(kernel)
+            frame = profile.kernel_launches(kernel)
+            if frame.height == 0 and profile.available("kernels"):
+                raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
+            return frame
         if not op:
             raise ProfviewError(profile.path, "--view launches needs --op NAME or --kernel NAME")
-        return profile.launches(op)
+        frame = profile.launches(op)
+        if frame.height == 0 and profile.available("ops"):
+            names = profile.ops()["name"]
+            if op not in set(names.to_list()):
+                raise _unknown(profile, "operator", op, names)
+        return frame
     raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
+
+
+def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:
+    """No such operator/kernel: say so, with the closest names there are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [str(n) for n in names.unique().to_list()], n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    return ProfviewError(profile.path, f"no {what} named {name!r}{hint}")
 
 
 def filter_column(frame: pl.DataFrame) -> str | None:
@@ -68,11 +85,16 @@ def refine(
     if pattern:
         column = filter_column(frame)
         if column is not None:
-            frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
+            try:
+                frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
+            except pl.exceptions.ComputeError:  # valid for Python, too big for Polars' regex engine
+                raise ProfviewError(None, f"--filter regex {pattern[:60]!r} is too large to run") from None
     if sort:
         if sort not in frame.columns:
             raise ProfviewError(None, f"no column {sort!r} to sort by (columns: {', '.join(frame.columns)})")
         frame = frame.sort(sort, descending=not ascending, nulls_last=True, maintain_order=True)
     if top is not None:
+        if top < 0:
+            raise ProfviewError(None, f"--top must be 0 or more, not {top}")
         frame = frame.head(top)
     return frame

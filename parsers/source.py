@@ -180,7 +180,9 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
             raise ProfviewError(name, "is a device or socket, not a trace file")
         with open(name, "rb") as fh:
-            if stat.S_ISFIFO(mode):  # a pipe, e.g. <(zcat trace.json.gz): read to its end
+            if stat.S_ISFIFO(mode) or os.fstat(fh.fileno()).st_size == 0:
+                # A pipe (<(zcat trace.json.gz)), or a file whose size the system does not know
+                # (/proc): read to its end.
                 raw = _read_stream(fh, name)
             else:
                 size = os.fstat(fh.fileno()).st_size
