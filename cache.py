@@ -27,6 +27,7 @@ import orjson
 import polars as pl
 
 from . import __version__
+from .parsers.source import BASE_MEMORY, check_memory
 
 #: Bump when the events frame or a saved view changes, to ignore entries written by older code
 #: (4: the overview's rank and communication figures, steps counting CPU collectives).
@@ -38,6 +39,8 @@ VIEWS_PREFIX = "views-"
 #: The JSON document of a views folder (the overview and the model's time origin).
 FACTS_FILE = "facts.json"
 MAX_ENTRIES = 20
+#: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
+EVENTS_MEMORY_FACTOR = 3.0
 #: A staging folder older than this was left by a killed process and is swept.
 STALE_STAGING_S = 3600.0
 
@@ -48,10 +51,17 @@ class CachedTrace:
 
     entry: Path
     fields: dict[str, Any]
+    path: str = ""  # the trace's own path, for messages
 
     def events(self) -> pl.DataFrame:
-        """The parsed events (raises OSError/PolarsError if the entry was damaged since)."""
-        return pl.read_ipc(self.entry / EVENTS_FILE)
+        """The parsed events (raises OSError/PolarsError if the entry was damaged since).
+
+        The memory guard runs first, as for a parse: the frame and the tables built from it take
+        about :data:`EVENTS_MEMORY_FACTOR` times the stored file.
+        """
+        stored = self.entry / EVENTS_FILE
+        check_memory(self.path or str(stored), int(stored.stat().st_size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
+        return pl.read_ipc(stored)
 
     def views(self, settings: dict[str, Any]) -> SavedViews:
         """The views saved for ``settings`` (maybe none yet)."""
@@ -134,7 +144,7 @@ def lookup(path: str, schema: dict[str, pl.DataType]) -> CachedTrace | None:
     if not valid:  # damaged, or written by other code: replaced by the next store
         discard(entry)
         return None
-    return CachedTrace(entry, meta["fields"])
+    return CachedTrace(entry, meta["fields"], path)
 
 
 def discard(entry: Path) -> None:

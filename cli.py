@@ -14,6 +14,7 @@ import typer
 
 from . import __version__
 from .errors import ProfviewError
+from .parsers.source import economise_address_space
 from .sanitize import clean
 
 app = typer.Typer(
@@ -43,7 +44,10 @@ RunOption = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"profview {__version__}")
+        from .parsers import fast_chrome
+
+        reader = "compiled scanner" if fast_chrome.available() else "pure-Python reader (no compiled scanner)"
+        typer.echo(f"profview {__version__} ({reader})")
         raise typer.Exit()
 
 
@@ -178,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")
     signal.signal(signal.SIGTERM, _terminated)
+    economise_address_space()
     try:
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)
@@ -187,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(143)
     except ProfviewError as exc:
         typer.echo(f"profview: error: {clean(exc)}", err=True)
+        if exc.out_of_memory:
+            sys.stderr.flush()
+            os._exit(2)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("profview: interrupted", err=True)

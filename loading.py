@@ -10,6 +10,7 @@ import polars as pl
 from . import cache
 from .errors import ProfviewError
 from .parsers.schema import EVENT_SCHEMA
+from .parsers.source import BASE_MEMORY, check_memory
 from .trace_profile import Profile
 
 TRACE_FORMAT = "Chrome trace"
@@ -35,6 +36,7 @@ def load(
     if use_cache and os.path.isfile(name):
         hit = cache.lookup(name, EVENT_SCHEMA)
         if hit is not None:
+            check_memory(name, BASE_MEMORY)  # even saved views need room to be read
             settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
             profile = Profile(
                 path=name,

@@ -18,12 +18,22 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
+#endif
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+#if defined(__GLIBC__) || defined(__APPLE__)
+#define HAVE_STRTOD_L 1
+/* JSON numbers use '.' whatever LC_NUMERIC the host program set: strtod follows it, strtod_l with
+ * the C locale does not. */
+static locale_t c_numeric;
 #endif
 
 /* ---- columns ------------------------------------------------------------------------------ */
@@ -485,7 +495,11 @@ static int number_to_double(const char *p, const char *q, double *out) {
     if (text == NULL) return -1;
     memcpy(text, p, n);
     text[n] = 0;
+#ifdef HAVE_STRTOD_L
+    double v = c_numeric ? strtod_l(text, NULL, c_numeric) : strtod(text, NULL);
+#else
     double v = strtod(text, NULL);
+#endif
     if (text != small) free(text);
     if (!isfinite(v)) return -1; /* Polars refuses such a number outright */
     *out = v;
@@ -1266,6 +1280,9 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     if (PyType_Ready(&ColumnType) < 0) return NULL;
+#ifdef HAVE_STRTOD_L
+    if (c_numeric == (locale_t)0) c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
     PyObject *m = PyModule_Create(&MODULE);
     if (m == NULL) return NULL;
     PyObject *version = PyLong_FromLong(1);

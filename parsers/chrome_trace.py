@@ -20,6 +20,7 @@ import msgspec
 import polars as pl
 
 from ..errors import ProfviewError
+from . import json_repair
 from .fast_chrome import scan_fast
 from .schema import ARG_COLUMNS, EVENT_SCHEMA, empty_events, kind_expr
 
@@ -52,6 +53,8 @@ _TraceDocument = msgspec.defstruct(
     + [(key, Any, _ANY_DEFAULT) for key in METADATA_KEYS],
 )
 _RAW_LIST = list[msgspec.Raw]
+#: The UTF-8 byte-order mark some editors put first.
+BOM = b"\xef\xbb\xbf"
 # JSON allows raw newlines only as whitespace, so mapping them to spaces keeps every event valid
 # and makes each raw slice one NDJSON line.
 _FLATTEN = bytes.maketrans(b"\n\r", b"  ")
@@ -89,7 +92,7 @@ class ChromeTrace:
 
 def looks_like_chrome_trace(head: bytes) -> bool:
     """Whether the first bytes of a document look like a Chrome trace."""
-    text = head.lstrip()
+    text = head.removeprefix(BOM).lstrip()
     return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
 
 
@@ -119,6 +122,9 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
         events = _checked(events, path, scan.truncated, warnings)
         return ChromeTrace(events, _valid_metadata(scan.metadata), warnings, scan.truncated)
     flat = flatten_newlines(data if isinstance(data, bytes | bytearray) else bytearray(data))
+    if flat[:3] == BOM:  # a byte-order mark is no JSON whitespace; editors on Windows write one
+        flat = bytearray(flat) if isinstance(flat, bytes) else flat
+        flat[:3] = b"   "
     warnings = []
     truncated = False
     metadata: dict[str, Any] = {}
@@ -127,13 +133,23 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
         raise ProfviewError(path, "not JSON: a Chrome trace starts with '{' or '['")
     try:
         raw_events, metadata = _decode(flat, start, path)
+        if start == b"{" and flat.count(b'"traceEvents"') > 1:
+            raw_events = _every_event_array(flat, raw_events, warnings)
     except msgspec.DecodeError as exc:
-        repaired = _NON_STANDARD_NUMBER.sub(rb"\1null", flat) if _NON_STANDARD_NUMBER.search(flat) else None
+        document_end = _trailing_from(str(exc))
+        if document_end is not None:  # one complete document, then junk or a second document
+            try:
+                raw_events, metadata = _decode(flat[:document_end], start, path)
+                warnings.append(f"ignored {len(flat) - document_end:,} bytes after the end of the JSON document")
+                events = _checked(events_from_raw(raw_events, path), path, False, warnings)
+                return ChromeTrace(events, metadata, warnings, False)
+            except msgspec.DecodeError:
+                pass
+        repaired = _repaired(flat, warnings, str(exc))
         try:
             if repaired is None:
                 raise exc
             raw_events, metadata = _decode(repaired, start, path)
-            warnings.append("non-standard NaN/Infinity values were read as missing")
         except msgspec.DecodeError:
             raw_events, metadata, problem = _recover_prefix(repaired or flat, path, str(exc))
             truncated = True
@@ -143,7 +159,53 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
 
 
 #: NaN / Infinity as Python's json module writes them: not JSON, read as null.
-_NON_STANDARD_NUMBER = re.compile(rb"([:,\[]\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])")
+_NON_STANDARD_NUMBER = re.compile(rb"([:,\[]\s*+)(?:-?Infinity|NaN)(?=\s*[,\]}])")
+
+
+def _every_event_array(flat: bytes | bytearray, last: list[msgspec.Raw], warnings: list[str]) -> list[msgspec.Raw]:
+    """The events of every ``traceEvents`` array of a document that repeats the key, in order.
+
+    A JSON decoder keeps only the last of repeated keys; a trace written by two tools (or
+    concatenated by hand) would silently lose the first array's events.
+    """
+    arrays: list[list[msgspec.Raw]] = []
+    for match in _EVENTS_KEY.finditer(flat):
+        begin = match.end() - 1
+        try:
+            arrays.append(msgspec.json.decode(flat[begin:], type=_RAW_LIST))
+        except msgspec.DecodeError as exc:
+            end = _trailing_from(str(exc))
+            if end is None:
+                return last
+            try:
+                arrays.append(msgspec.json.decode(flat[begin : begin + end], type=_RAW_LIST))
+            except msgspec.DecodeError:
+                return last
+    if len(arrays) < 2:
+        return last
+    warnings.append(f"the trace has {len(arrays)} 'traceEvents' arrays; read the events of all of them")
+    return [event for array in arrays for event in array]
+
+
+def _trailing_from(error: str) -> int | None:
+    """Where the document ends, when the decode error says that text follows it."""
+    match = re.search(r"trailing characters \(byte (\d+)\)", error)
+    return int(match.group(1)) - 1 if match else None  # msgspec names the byte after the first extra one
+
+
+def _repaired(flat: bytes | bytearray, warnings: list[str], error: str) -> bytes | None:
+    """``flat`` with NaN/Infinity, lone surrogates and out-of-range numbers made readable, or None.
+
+    Cheap tests come first (a substring, a literal-prefixed pattern), so a trace that is simply
+    cut (a killed job) goes on to recovery without a pass of the slow repairs.
+    """
+    repaired: bytes | bytearray | None = None
+    if (b"NaN" in flat or b"Infinity" in flat) and _NON_STANDARD_NUMBER.search(flat):
+        repaired = _NON_STANDARD_NUMBER.sub(rb"\1null", flat)
+        warnings.append("non-standard NaN/Infinity values were read as missing")
+    if json_repair.has_surrogate_escape(repaired or flat) or "out of range" in error:
+        repaired, _count = json_repair.repair(repaired or flat)
+    return None if repaired is None else bytes(repaired)
 
 
 def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgspec.Raw], dict[str, Any]]:
@@ -181,7 +243,10 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
         warnings.append(f"{counts['no_time']:,} complete events without a valid ts or dur were left out of the tables")
     if counts["negative"]:
         warnings.append(f"{counts['negative']:,} events with a negative duration were counted as 0")
-    return events
+    # -0 and 0 are one value (both readers give 0.0, as Polars writes it without a sign)
+    return events.with_columns(
+        pl.when(pl.col(name) == 0).then(pl.lit(0.0)).otherwise(pl.col(name)).alias(name) for name in ("ts", "dur")
+    )
 
 
 def _first_byte(data: bytes) -> bytes:
@@ -305,8 +370,10 @@ def _read_chunk(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
     try:
         raw = pl.read_ndjson(ndjson, schema=_READ_SCHEMA, ignore_errors=True)
     except pl.exceptions.ComputeError:
-        try:  # invalid UTF-8 inside names: replace it rather than lose the trace
+        try:  # invalid UTF-8 inside names, numbers out of range: repaired rather than lose the trace
             fixed = ndjson.decode("utf-8", "replace").encode("utf-8")
+            if json_repair.needs_repair(fixed):
+                fixed = json_repair.repair(fixed)[0]
             raw = pl.read_ndjson(fixed, schema=_READ_SCHEMA, ignore_errors=True)
         except pl.exceptions.PolarsError as exc:
             raise ProfviewError(path, f"events could not be read ({exc})") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -123,10 +124,15 @@ class Scanned(NamedTuple):
     texts: dict[str, tuple[Any, list[str | None]]]
 
 
-def _skip_space(data: bytes | bytearray, pos: int) -> int:
-    while pos < len(data) and data[pos] in b" \t\r\n":
-        pos += 1
-    return pos
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def _skip_space(data: bytes | bytearray | mmap.mmap, pos: int) -> int:
+    """The first non-whitespace position from ``pos`` (a UTF-8 byte-order mark first counts as space)."""
+    if pos == 0 and data[:3] == b"\xef\xbb\xbf":
+        pos = 3
+    match = _SPACE.match(data, pos)
+    return match.end() if match else pos
 
 
 def _scan_array(data: bytes | bytearray | mmap.mmap, first: int) -> tuple[list[Scanned], int]:

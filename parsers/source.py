@@ -27,6 +27,12 @@ MEMORY_FACTOR_GENERAL_READER = 3.5
 #: Plain files from this size on are memory-mapped rather than read into memory.
 MAP_BYTES = 32 * 2**20
 BASE_MEMORY = 200 * 2**20
+#: Address space a reading thread reserves (its stack; one malloc arena, see economise_address_space).
+THREAD_ADDRESS_SPACE = 16 * 2**20
+#: Bytes of (decompressed) data looked at before reading on.
+SNIFF_BYTES = 4096
+#: glibc's mallopt parameter for the number of malloc arenas.
+M_ARENA_MAX = -8
 #: Deflate's largest possible expansion (a long run of one byte): 1032 to 1.
 DEFLATE_MAX_RATIO = 1032
 
@@ -58,6 +64,7 @@ def _gunzip_fast(raw: bytes | bytearray, path: str) -> bytearray:
     # The gzip trailer holds the decompressed size modulo 2**32: a good first guess, unless the
     # file is cut or forged (then the last 4 bytes are anything: never trust them past what
     # deflate can expand to).
+    _sniff(zlib.decompressobj(wbits=31).decompress(bytes(raw[:SNIFF_BYTES]), SNIFF_BYTES), path)
     guess = min(max(int.from_bytes(raw[-4:], "little"), 1 << 20), _max_expansion(raw))
     if not _fits(guess):
         guess = len(raw) * 4  # a forged or cut trailer must not refuse a small file: grow instead
@@ -125,15 +132,39 @@ def _gunzip_partial(raw: bytes | bytearray, path: str) -> tuple[bytearray, str |
     return out, problem
 
 
+def economise_address_space() -> None:
+    """Under an address-space limit (``ulimit -v``), keep glibc to one malloc arena.
+
+    Each thread that allocates otherwise reserves its own 64 MiB arena: Polars' pool and the
+    scanner's threads took 850 MiB of address space on a 2-core machine (255 MiB with one arena),
+    which leaves a 1 GiB limit no room for a trace.  Call before Polars starts its threads.
+    """
+    try:
+        import ctypes
+        import resource
+
+        if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+            return
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
+    except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
+        return
+
+
 def check_memory(path: str, needed: int) -> None:
     """Fail early, with a clear message, when a trace needs more memory than is available."""
-    available = available_memory()
-    if available is not None and needed > available:
+    budget = memory_budget()
+    if budget is not None and needed > budget[0]:
+        available, source = budget
         raise ProfviewError(
             path,
-            f"needs about {needed / 2**30:.1f} GiB of memory to load, but only {available / 2**30:.1f} GiB "
-            "is available (free memory, or open the trace on a larger machine)",
+            f"needs about {_size(needed)} of memory to load, but only {_size(available)} "
+            f"is available ({source}; open the trace on a larger machine or raise the limit)",
+            out_of_memory=True,
         )
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:,.0f} MiB"
 
 
 def memory_factor() -> float:
@@ -144,24 +175,134 @@ def memory_factor() -> float:
 
 
 def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (``$PROFVIEW_MEMORY_LIMIT`` overrides), or None."""
+    """Bytes this process may still allocate (see :func:`memory_budget`), or None if unknown."""
+    budget = memory_budget()
+    return None if budget is None else budget[0]
+
+
+def memory_budget() -> tuple[int, str] | None:
+    """The tightest of the limits on this process's memory, and what sets it.
+
+    ``$PROFVIEW_MEMORY_LIMIT`` (bytes) overrides; otherwise the least of: free memory
+    (MemAvailable), the address-space and data-segment rlimits (``ulimit -v``/``-d``, as SLURM
+    sets them) less what the process already uses, and the memory cgroup's limit (v2 ``memory.max``
+    or v1 ``memory.limit_in_bytes``, containers and SLURM) less its current usage.
+    """
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
     if override:
-        return int(override)
+        return int(override), "PROFVIEW_MEMORY_LIMIT"
+    found = [
+        budget
+        for budget in (_mem_available(), _rlimit_room(), _cgroup_room())
+        if budget is not None
+    ]
+    return min(found) if found else None
+
+
+def _mem_available() -> tuple[int, str] | None:
+    value = _proc_field("/proc/meminfo", "MemAvailable:")
+    return None if value is None else (value, "free memory")
+
+
+def _rlimit_room() -> tuple[int, str] | None:
     try:
-        with open("/proc/meminfo") as fh:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    rooms = []
+    for limit, field_name, what in (
+        (resource.RLIMIT_AS, "VmSize:", "the address-space limit, ulimit -v"),
+        (resource.RLIMIT_DATA, "VmData:", "the data-segment limit, ulimit -d"),
+    ):
+        soft = resource.getrlimit(limit)[0]
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        reserved = 0
+        if limit == resource.RLIMIT_AS:
+            # Address space, not memory, is what counts: each thread reserves its stack (and,
+            # unless economise_address_space ran, a malloc arena) before it touches any of it.
+            from .fast_chrome import scan_threads
+
+            reserved = (_polars_threads() + scan_threads()) * THREAD_ADDRESS_SPACE
+        used = _proc_field("/proc/self/status", field_name) or 0
+        rooms.append((max(0, soft - used - reserved), what))
+    return min(rooms) if rooms else None
+
+
+def _polars_threads() -> int:
+    """Threads in Polars' pool (``POLARS_MAX_THREADS``, else one per CPU), without starting it."""
+    configured = os.environ.get("POLARS_MAX_THREADS", "")
+    return int(configured) if configured.isdigit() else os.cpu_count() or 1
+
+
+def _cgroup_room() -> tuple[int, str] | None:
+    """Room left under the memory cgroup limits of this process (and its parent groups)."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    rooms = []
+    for line in lines:
+        _hierarchy, controllers, group = line.split(":", 2)
+        if controllers == "":  # v2
+            folders = _ancestors("/sys/fs/cgroup", group)
+            files = ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):  # v1
+            folders = [*_ancestors("/sys/fs/cgroup/memory", group), "/sys/fs/cgroup/memory"]
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        for folder in folders:
+            limit = _read_int(os.path.join(folder, files[0]))
+            if limit is not None and limit < 2**60:
+                used = _read_int(os.path.join(folder, files[1])) or 0
+                rooms.append((max(0, limit - used), "the memory cgroup's limit"))
+    return min(rooms) if rooms else None
+
+
+def _ancestors(root: str, group: str) -> list[str]:
+    """``root/group`` and its parent folders up to (and without) ``root``."""
+    parts = [part for part in group.strip("/").split("/") if part]
+    return [os.path.join(root, *parts[:depth]) for depth in range(len(parts), 0, -1)]
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):  # absent, or "max"
+        return None
+
+
+def _proc_field(path: str, name: str) -> int | None:
+    """A ``Name: N kB`` field of a /proc file, in bytes."""
+    try:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(name):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
 
 
+def _sniff(head: bytes | bytearray, path: str) -> None:
+    """Refuse, before reading on, data whose first bytes are binary: every input profview reads is text.
+
+    A gzip bomb (gigabytes of zeros in a small file) or ``<(cat /dev/zero)`` is refused after a
+    few kilobytes instead of being read to the memory limit.
+    """
+    if b"\x00" in head[:SNIFF_BYTES]:
+        raise ProfviewError(path, "starts with binary data (NUL bytes), not a trace or profiler table")
+
+
 def _read_stream(fh: BinaryIO, name: str) -> bytearray:
     """All of a pipe, checking memory as it grows."""
     raw = bytearray()
     while piece := fh.read(8 << 20):
+        if not raw:
+            _sniff(piece if piece[:2] != GZIP_MAGIC else b"", name)
         raw += piece
         if len(raw) % (256 << 20) < len(piece):
             check_memory(name, _needed(len(raw), b""))
