@@ -12,7 +12,7 @@ import polars as pl
 
 from ..frames import CHAIN_SEPARATOR, KERNEL_LAUNCH_COLUMNS, OP_LAUNCH_COLUMNS, UNATTRIBUTED, display_name, with_share
 from .calltree import subtree_mask
-from .model import TraceModel, python_stack_at
+from .model import TraceModel, python_stacks_at
 
 
 def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
@@ -98,12 +98,14 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
             memo[item] = ops
         return memo[row]
 
+    known = [row for row in op_rows if row is not None]
+    python_stacks = dict(zip(known, python_stacks_at(model, known), strict=True))
     paths = []
     for row in op_rows:
         if row is None:
             paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
             continue
-        frames = [names[f] for f in python_stack_at(model, row)]
+        frames = [names[f] for f in python_stacks[row]]
         stack = CHAIN_SEPARATOR.join(frames) if frames else (stacks[row] or "")
         paths.append((names[row], CHAIN_SEPARATOR.join(chain(row)), stack))
     return paths

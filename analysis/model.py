@@ -105,23 +105,56 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
 
 def python_stack_at(model: TraceModel, row: int) -> list[int]:
     """Rows of the Python frames enclosing host event ``row`` (same thread), outermost first."""
-    host = model.host
-    pid, tid, ts = host["pid"][row], host["tid"][row], host["ts"][row]
-    frames = host.filter(
-        pl.col("is_python") & (pl.col("pid") == pid) & (pl.col("tid") == tid) & (pl.col("ts") <= ts)
-    ).select("row", "end")
-    if frames.height == 0:
+    return python_stacks_at(model, [row])[0]
+
+
+def python_stacks_at(model: TraceModel, rows: list[int]) -> list[list[int]]:
+    """:func:`python_stack_at` for many host rows at once: one as-of join, not a filter per row.
+
+    The innermost frame of a row is the latest-starting frame of its thread that started at or
+    before it (the shortest of equal starts); frames that ended before it are climbed past.
+    """
+    if not rows:
         return []
-    # The innermost frame is the latest-starting one still open; its ancestors enclose the rest.
-    node = int(frames["row"][-1])
-    ends = host["end"]
-    while node >= 0 and ends[node] < ts:
-        node = int(model.tree.parent[node])
-    stack = []
-    while node >= 0:
-        stack.append(node)
-        node = int(model.tree.parent[node])
-    return stack[::-1]
+    host = model.host
+    frames = host.filter(pl.col("is_python")).select("pid", "tid", "ts", pl.col("row").alias("frame"))
+    if frames.height == 0:
+        return [[] for _ in rows]
+    queries = host[rows].select("pid", "tid", "ts").with_columns(pl.int_range(pl.len()).alias("query"))
+    found = (
+        queries.sort("ts")
+        .join_asof(
+            frames.sort("ts", maintain_order=True),
+            on="ts",
+            by=["pid", "tid"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .sort("query")
+    )
+    ends = host["end"].to_numpy()
+    parent = model.tree.parent
+    chains: dict[int, list[int]] = {-1: []}
+
+    def chain(node: int) -> list[int]:
+        """Frames from the outermost down to ``node``, memoised along the way."""
+        pending = []
+        while node not in chains:
+            pending.append(node)
+            node = int(parent[node])
+        stack = chains[node]
+        for item in reversed(pending):
+            stack = [*stack, item]
+            chains[item] = stack
+        return stack
+
+    stacks = []
+    for frame, ts in zip(found["frame"].to_list(), found["ts"].to_list(), strict=True):
+        node = -1 if frame is None else int(frame)
+        while node >= 0 and ends[node] < ts:
+            node = int(parent[node])
+        stacks.append(chain(node))
+    return stacks
 
 
 def step_windows(model: TraceModel) -> pl.DataFrame:
