@@ -40,10 +40,16 @@ KINDS: tuple[str, ...] = (
     "metadata",
     "counter",
     "other",
+    # -- parity with torch's key_averages (issue 11): the profiler's own overhead ranges
+    "overhead",
 )
 KIND = pl.Enum(KINDS)
 GPU_KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
 HOST_OP_KINDS: tuple[str, ...] = ("cpu_op", "user_annotation")
+# -- parity with torch's key_averages (issue 11) --
+#: Host events that are rows of the operator table besides operators, as in torch's table: CUDA/HIP
+#: runtime and driver calls, and the profiler's own overhead ranges (``Activity Buffer Request``).
+HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
