@@ -30,8 +30,8 @@ from . import __version__
 
 #: Bump when the events frame or a saved view changes, to ignore entries written by older code
 #: (4: the overview's rank and communication figures, steps counting CPU collectives;
-#: 5: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column).
-CACHE_FORMAT = 5
+#: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column).
+CACHE_FORMAT = 6
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
