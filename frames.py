@@ -40,10 +40,16 @@ KINDS: tuple[str, ...] = (
     "metadata",
     "counter",
     "other",
+    # -- parity with torch's key_averages (issue 11): the profiler's own overhead ranges
+    "overhead",
 )
 KIND = pl.Enum(KINDS)
 GPU_KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
 HOST_OP_KINDS: tuple[str, ...] = ("cpu_op", "user_annotation")
+# -- parity with torch's key_averages (issue 11) --
+#: Host events that are rows of the operator table besides operators, as in torch's table: CUDA/HIP
+#: runtime and driver calls, and the profiler's own overhead ranges (``Activity Buffer Request``).
+HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
@@ -121,6 +127,7 @@ CATEGORIES: tuple[str, ...] = (
     "memcpy",
     "memset",
     "communication",
+    "prewindow",  # issue 11: GPU work launched before the profiling window
     "runtime",
     "dataloader",
     "cpu_exec",
@@ -131,6 +138,7 @@ CATEGORY_LABELS: dict[str, str] = {
     "memcpy": "Memcpy",
     "memset": "Memset",
     "communication": "Communication",
+    "prewindow": "Before window",
     "runtime": "Runtime",
     "dataloader": "DataLoader",
     "cpu_exec": "CPU Exec",
@@ -142,6 +150,7 @@ SHORT_LABELS: dict[str, str] = {
     "memcpy": "Memcpy",
     "memset": "Memset",
     "communication": "Comm",
+    "prewindow": "Pre",
     "runtime": "Runtime",
     "dataloader": "Data",
     "cpu_exec": "CPU",
@@ -152,6 +161,7 @@ CATEGORY_STYLE: dict[str, str] = {
     "memcpy": "#e8a33c",
     "memset": "#c97bd6",
     "communication": "#e5534b",
+    "prewindow": "#768390",
     "runtime": "#57ab5a",
     "dataloader": "#d4c44a",
     "cpu_exec": "#6cb6c4",
@@ -163,6 +173,7 @@ CATEGORY_CHAR: dict[str, str] = {
     "memcpy": "▓",
     "memset": "▒",
     "communication": "░",
+    "prewindow": "╳",
     "runtime": "▚",
     "dataloader": "▞",
     "cpu_exec": "▪",

@@ -50,8 +50,9 @@ def build_call_tree(host: pl.DataFrame) -> CallTree:
 
 
 def thread_index(host: pl.DataFrame) -> np.ndarray:
-    """Per host row, a number that changes exactly where (is_python, pid, tid) does: its layer-thread."""
-    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in ("is_python", "pid", "tid"))
+    """Per host row, a number that changes exactly where (layer, nest_pid, nest_tid) does: its layer-thread."""
+    keys = ("layer", "nest_pid", "nest_tid") if "layer" in host.columns else ("is_python", "pid", "tid")
+    changed = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys)
     return host.select(changed.fill_null(True).cum_sum().cast(pl.Int64))[:, 0].to_numpy()
 
 
@@ -84,6 +85,30 @@ def _nest_in_python(threads: list[int], starts: list[float], ends: list[float], 
         np.asarray(op_parent, dtype=np.int64),
         np.asarray(subtree_end, dtype=np.int64),
     )
+
+
+def fold_same_name(tree: CallTree, names: np.ndarray, foldable: np.ndarray) -> np.ndarray:
+    """Per event, the event it folds into (itself if none), as torch's ``EventList._remove_dup_nodes``.
+
+    An event folds into its parent when both have the same name (``names``: one integer code per
+    name) and it is the parent's only child (every child counts: runtime calls, overhead ranges);
+    a chain ``a > a > a`` folds into the outermost.  ``foldable`` marks the events this applies
+    to (the operator layer).  Folding never depends on the order events are visited: a parent
+    that absorbed its only child takes over that child's children, so the question for a
+    grandchild is the same as in the unfolded tree (same name, the child had one child).
+    """
+    n = len(tree.parent)
+    parent = tree.parent
+    has_parent = parent >= 0
+    children = np.bincount(parent[has_parent], minlength=n)
+    safe_parent = np.where(has_parent, parent, 0)
+    folds = foldable & has_parent & (children[safe_parent] == 1) & (names == names[safe_parent])
+    target = np.where(folds, parent, np.arange(n))
+    while True:  # pointer jumping: every event ends at the outermost of its same-name chain
+        further = target[target]
+        if np.array_equal(further, target):
+            return target
+        target = further
 
 
 def ancestors(tree: CallTree, index: int) -> list[int]:

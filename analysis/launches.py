@@ -10,13 +10,23 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..frames import CHAIN_SEPARATOR, KERNEL_LAUNCH_COLUMNS, OP_LAUNCH_COLUMNS, UNATTRIBUTED, display_name, with_share
+from ..frames import (
+    CHAIN_SEPARATOR,
+    HOST_CALL_KINDS,
+    KERNEL_LAUNCH_COLUMNS,
+    OP_LAUNCH_COLUMNS,
+    UNATTRIBUTED,
+    display_name,
+    with_share,
+)
 from .calltree import subtree_mask
 from .model import TraceModel, python_stacks_at
 
 
 def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
     """GPU work launched by every call of ``op_name`` (a name as the operator table shows it).
+
+    For a runtime call (``cudaLaunchKernel``, ``cudaGraphLaunch``), the GPU work its calls launched.
 
     ``calls`` counts all launches under the operator, ``direct_calls`` those whose innermost
     launching operator is the operator itself; ``pct`` is the share of the operator's device time.
@@ -25,8 +35,9 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
     if op_name == UNATTRIBUTED:
         launched = gpu.filter(pl.col("op_row").is_null()).with_columns(pl.lit(True).alias("direct"))
     else:
-        names = model.host.select(display_name(pl.col("name")).alias("name"), "is_op")
-        roots = np.flatnonzero(((names["name"] == op_name) & names["is_op"]).to_numpy())
+        names = model.host.select(display_name(pl.col("name")).alias("name"), "is_op", "kind")
+        named = (names["name"] == op_name).to_numpy()
+        roots = np.flatnonzero(named & names["is_op"].to_numpy())
         inside = subtree_mask(model.tree, roots)
         root_mask = np.zeros(len(inside), dtype=bool)
         root_mask[roots] = True
@@ -35,6 +46,11 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
         launched = attributed.filter(pl.Series(inside[op_rows])).with_columns(
             pl.Series("direct", root_mask[op_rows][inside[op_rows]])
         )
+        # A runtime call (a row of the table too): the GPU work each of its calls launched.
+        calls = np.flatnonzero(named & names["kind"].is_in(HOST_CALL_KINDS).to_numpy())
+        if len(calls):
+            by_call = gpu.filter(pl.col("launch_row").is_in(pl.Series(calls).implode()))
+            launched = pl.concat([launched, by_call.with_columns(pl.lit(True).alias("direct"))])
     table = launched.group_by("name", "kind").agg(
         pl.len().cast(pl.Int64).alias("calls"),
         pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),

@@ -8,20 +8,29 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..frames import HOST_OP_KINDS, STEP_NAME
-from .calltree import CallTree, build_call_tree
+from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME
+from .calltree import CallTree, build_call_tree, subtree_mask
 from .events import COMPLETE, gpu_work
 
-HOST_KINDS = (*HOST_OP_KINDS, "python_function", "runtime", "driver")
+HOST_KINDS = (*HOST_OP_KINDS, "python_function", *HOST_CALL_KINDS)
+#: Host annotations that a collective opens on the calling thread and closes when the work is
+#: done (ProcessGroupNCCL's ``nccl:all_reduce`` ranges): torch marks them async and keeps them out
+#: of its call tree, so they are nobody's parent or child (see docs/figures.md).
+ASYNC_ANNOTATION = r"^nccl:"
+#: The layers of the host call tree, each nested on its own per thread.
+OP_LAYER, PYTHON_LAYER, ASYNC_LAYER = 0, 1, 2
 
 
 @dataclass
 class TraceModel:
     """Derived frames of one trace.
 
-    ``host``: host events (cpu_op, user_annotation, python_function, runtime, driver) sorted by
-    (is_python, pid, tid, ts, -dur), with ``row`` = position, ``end``, ``is_op``; ``tree`` nests
-    operators and runtime calls per thread, and Python frames per thread, separately.
+    ``host``: host events (cpu_op, user_annotation, python_function, runtime, driver, overhead)
+    sorted by (layer, nest_pid, nest_tid, ts, -dur), with ``row`` = position, ``end``, ``is_op``,
+    ``layer`` (:data:`OP_LAYER`: operators with the runtime calls and overhead ranges in them;
+    :data:`PYTHON_LAYER`: Python frames; :data:`ASYNC_LAYER`: :data:`ASYNC_ANNOTATION` ranges,
+    never nested) and ``nest_pid``/``nest_tid``, the thread the event is nested on (its own, but
+    see :func:`nesting_threads`); ``tree`` nests each layer per thread.
     ``gpu``: GPU work (kernel, memcpy, memset) with ``end``, ``launch_row`` (the runtime call that
     launched it, or null) and ``op_row`` (the innermost operator that launched it, or null when it
     cannot be attributed: launched before the trace window, or no launching call recorded).
@@ -58,25 +67,82 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
     # Two layers per thread, each nested on its own: operators with the runtime calls they make,
     # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
     # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
-    host = (
-        events.filter(pl.col("kind").is_in(HOST_KINDS) & COMPLETE)
-        .select(HOST_COLUMNS)
-        .with_columns(pl.col("dur").clip(lower_bound=0.0), (pl.col("kind") == "python_function").alias("is_python"))
-        .sort(["is_python", "pid", "tid", "ts", "dur"], descending=[False, False, False, False, True])
-        .with_columns(
-            pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
-            (pl.col("ts") + pl.col("dur")).alias("end"),
-            pl.col("kind").is_in(HOST_OP_KINDS).alias("is_op"),
-        )
+    gpu = gpu_work(events) if gpu is None else gpu
+    layer = (
+        pl.when(pl.col("kind") == "python_function")
+        .then(PYTHON_LAYER)
+        .when((pl.col("kind") == "user_annotation") & pl.col("name").str.contains(ASYNC_ANNOTATION))
+        .then(ASYNC_LAYER)
+        .otherwise(OP_LAYER)
+        .cast(pl.Int8)
     )
-    tree = build_call_tree(host)
-    gpu = _attribute_gpu_work(gpu_work(events) if gpu is None else gpu, host, tree)
-    in_span = COMPLETE & (pl.col("kind") != "other")
+    host = events.filter(pl.col("kind").is_in(HOST_KINDS) & COMPLETE).select(HOST_COLUMNS)
+    host = host.with_columns(
+        pl.col("dur").clip(lower_bound=0.0),
+        (pl.col("kind") == "python_function").alias("is_python"),
+        layer.alias("layer"),
+        pl.col("pid").alias("nest_pid"),
+        pl.col("tid").alias("nest_tid"),
+    )
+    host, tree = _nest(host)
+    moved = stray_calls(host, tree, gpu)
+    if moved is not None:
+        host, tree = _nest(host.drop("row", "end", "is_op").with_columns(moved))
+    gpu = _attribute_gpu_work(gpu, host, tree)
+    in_span = COMPLETE & ~pl.col("kind").is_in(["other", "overhead"])
     span = events.select(
         pl.col("ts").filter(in_span).min().alias("start"),
         (pl.col("ts") + pl.col("dur").clip(lower_bound=0.0)).filter(in_span).max().alias("end"),
     ).row(0)
     return TraceModel(host, gpu, tree, float(span[0] or 0.0), float(span[1] or 0.0))
+
+
+def _nest(host: pl.DataFrame) -> tuple[pl.DataFrame, CallTree]:
+    """Sort the host events by (layer, nesting thread, ts, -dur), number them, nest them."""
+    host = host.sort(["layer", "nest_pid", "nest_tid", "ts", "dur"], descending=[False, False, False, False, True])
+    host = host.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
+        pl.col("kind").is_in(HOST_OP_KINDS).alias("is_op"),
+    )
+    return host, build_call_tree(host)
+
+
+def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> list[pl.Expr] | None:
+    """New ``nest_pid``/``nest_tid`` for the calls torch files under the main thread, or None.
+
+    Those are runtime/driver calls that no operator of their own thread encloses and that launch
+    no GPU work (cudaEventQuery from the NCCL watchdog or the autograd engine, pinned-memory
+    calls of a DataLoader thread), and the profiler's overhead ranges (Kineto writes them on a
+    pseudo thread), each with what is nested in it.  The main thread holds the ProfilerStep
+    annotations (else the most operators).  There torch makes them children of the operator
+    running at the time, so that operator's Self CPU time is shorter by their length.
+    """
+    ops = host.filter(pl.col("is_op") & (pl.col("layer") == OP_LAYER))
+    if ops.height == 0:
+        return None
+    main = (
+        ops.group_by("pid", "tid")
+        .agg(pl.col("name").str.contains(STEP_NAME).sum().alias("steps"), pl.len().alias("ops"))
+        .sort(["steps", "ops", "pid", "tid"], descending=[True, True, False, False], nulls_last=True)
+        .row(0, named=True)
+    )
+    launching = gpu["correlation"].drop_nulls().unique().implode()
+    root_call = (
+        (pl.col("layer") == OP_LAYER)
+        & pl.Series(tree.parent < 0)
+        & pl.col("kind").is_in(HOST_CALL_KINDS)
+        & ~pl.col("correlation").is_in(launching).fill_null(False)
+        & ((pl.col("pid") != main["pid"]) | (pl.col("tid") != main["tid"])).fill_null(True)
+    )
+    roots = np.flatnonzero(host.select(root_call)[:, 0].to_numpy())
+    if len(roots) == 0:
+        return None
+    moved = pl.Series(subtree_mask(tree, roots))
+    return [
+        pl.when(moved).then(pl.lit(main[key], dtype=host.schema[key])).otherwise(pl.col(key)).alias(f"nest_{key}")
+        for key in ("pid", "tid")
+    ]
 
 
 def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -> pl.DataFrame:

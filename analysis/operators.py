@@ -1,21 +1,26 @@
-"""The operator table: host and device, self and total time per operator name."""
+"""The operator table: host and device, self and total time per operator name (and per runtime call
+and overhead range), with torch's key_averages rules (docs/figures.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-from ..frames import OPERATOR_COLUMNS, UNATTRIBUTED, display_name
-from .model import TraceModel
+from ..frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
+from .calltree import fold_same_name
+from .model import OP_LAYER, TraceModel
 
 
 def operator_rows(model: TraceModel) -> pl.DataFrame:
-    """One row per operator call (host row) with its four times in µs.
+    """One row per operator call, runtime/driver call and overhead range (host row), times in µs.
 
-    host_total = the call's duration; host_self = that minus its direct child operators and
-    the runtime calls it made (as in torch's key_averages);
-    device_self = GPU work (kernels, memcpy, memset) whose innermost launching operator is this
-    call; device_total = device_self of the call and every call below it.
+    The rules are torch's ``key_averages`` (docs/figures.md): a call that is the only child of a
+    call of the same name folds into it (:func:`fold_same_name`), its GPU work moving up;
+    host_total = the call's duration; host_self = that minus its direct children (operators,
+    runtime calls, overhead ranges; the async collective annotations and Python frames are
+    other layers); device_self = GPU work (kernels, memcpy, memset) whose innermost launching
+    operator is this call; device_total = device_self of the call and every call below it.
+    Runtime calls and overhead ranges carry no GPU time of their own.
     """
     host, tree = model.host, model.tree
     n = host.height
@@ -26,18 +31,23 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     cumulative = np.concatenate([[0.0], np.cumsum(device_self)])
     device_total = cumulative[tree.subtree_end] - cumulative[np.arange(n)]
     durations = host["dur"].to_numpy()
-    # Direct children in the operator layer: child operators and the runtime calls an operator
-    # makes itself (as torch's key_averages counts Self CPU).  Python frames are another layer.
-    in_op_layer = ~host["is_python"].to_numpy() & (tree.parent >= 0)
-    child_ops = np.zeros(n)
-    np.add.at(child_ops, tree.parent[in_op_layer], durations[in_op_layer])
+    in_op_layer = (host["layer"] == OP_LAYER).to_numpy()
+    names = host.select(pl.col("name").fill_null("").rank("dense"))[:, 0].to_numpy()
+    into = fold_same_name(tree, names, in_op_layer)
+    folded = into != np.arange(n)
+    np.add.at(device_self, into[folded], device_self[folded])
+    # Direct children in the operator layer, counted for the call they belong to after folding.
+    counted = in_op_layer & (tree.parent >= 0) & ~folded
+    child_time = np.zeros(n)
+    np.add.at(child_time, into[tree.parent[counted]], durations[counted])
     rows = host.with_columns(
-        pl.Series("host_self_us", np.clip(durations - child_ops, 0.0, None)),
+        pl.Series("host_self_us", np.clip(durations - child_time, 0.0, None)),
         pl.col("dur").alias("host_total_us"),
         pl.Series("device_self_us", device_self),
         pl.Series("device_total_us", device_total),
     )
-    return rows.filter(pl.col("is_op"))
+    shown = (pl.col("is_op") | pl.col("kind").is_in(HOST_CALL_KINDS)) & pl.Series(~folded)
+    return rows.filter(shown)
 
 
 def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes: bool = False) -> pl.DataFrame:

@@ -3,7 +3,9 @@
 As in the TensorBoard profiler plugin, every instant of a step is counted once, in the first
 category of :data:`CATEGORIES` that is active at that instant; what none covers is ``other``.
 Kernel, Memcpy and Memset are GPU work; Communication is collective kernels and host time inside
-CPU collectives (the rules are :mod:`.communication`'s); Runtime is CUDA/HIP runtime and driver
+CPU collectives (the rules are :mod:`.communication`'s); Before window (``prewindow``) is GPU work
+launched before the profiling window (:func:`before_window`), which would otherwise inflate the
+first step's kernel time; Runtime is CUDA/HIP runtime and driver
 calls; DataLoader is ``enumerate(DataLoader)`` ranges; CPU Exec is any other host operator (the
 ProfilerStep annotation itself excluded).
 """
@@ -20,18 +22,31 @@ from .model import TraceModel, step_windows
 DATALOADER_RANGE = r"^enumerate\(DataLoader\)"
 
 
+def before_window(gpu: pl.DataFrame) -> pl.Expr:
+    """GPU work launched before the profiling window: no launching call in the trace, and it
+    starts before the first GPU event whose launch the trace holds.  (A trace that links no GPU
+    work to its launches at all has none: there the missing link says nothing about when.)"""
+    linked = gpu.filter(pl.col("launch_row").is_not_null())["ts"].min() if "launch_row" in gpu.columns else None
+    if linked is None:
+        return pl.lit(False)
+    return pl.col("launch_row").is_null() & (pl.col("ts") < linked)
+
+
 def category_intervals(model: TraceModel, comm_pattern: str | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(starts, ends) in µs of the events of each category except ``other``.
 
     ``comm_pattern``: the user's regex for communication kernels (``--comm-pattern``).
     """
     gpu, host = classify_communication(model.gpu, comm_pattern), model.host
+    early = before_window(gpu)
+    gpu, prewindow = gpu.filter(~early), gpu.filter(early)
     is_comm = pl.col("backend").is_not_null()
     selections = {
         "kernel": gpu.filter((pl.col("kind") == "kernel") & ~is_comm),
         "memcpy": gpu.filter(pl.col("kind") == "memcpy"),
         "memset": gpu.filter(pl.col("kind") == "memset"),
         "communication": gpu.filter((pl.col("kind") == "kernel") & is_comm),
+        "prewindow": prewindow,
         "runtime": host.filter(pl.col("kind").is_in(["runtime", "driver"])),
         "dataloader": host.filter(pl.col("is_op") & pl.col("name").str.contains(DATALOADER_RANGE)),
         "cpu_exec": host.filter(pl.col("is_op") & ~pl.col("name").str.contains(STEP_NAME)),

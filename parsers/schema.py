@@ -74,6 +74,8 @@ CATEGORY_KINDS: dict[str, str] = {
     "pythonop": "user_annotation",
     "communication": "cpu_op",
     "mluruntime": "runtime",
+    # the profiler's own work (Kineto's "overhead" ranges: Activity Buffer Request, Buffer Flush)
+    "overhead": "overhead",
 }
 
 #: (column, trace arg key(s), dtype) for every typed column taken from ``args``.

@@ -26,8 +26,10 @@ def _kernel_origins(profile: Profile, row: dict[str, Any], path: list[str]) -> D
 
 
 def _op_launches(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
-    """An operator → the GPU work launched under it."""
+    """An operator (or a runtime call) → the GPU work launched under it."""
     name = row["name"]
+    if row.get("kind") == "overhead":
+        return "a profiler overhead range launches no GPU work"
     return DrillScreen("op_launches", profile.launches(name), [*path, f"op {name}"])
 
 
