@@ -10,3 +10,7 @@ class ProfviewError(Exception):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}" if path else problem)
+
+    def __reduce__(self) -> tuple[type[ProfviewError], tuple[str | None, str]]:
+        # Raised in a worker process (a job's ranks), it crosses back to the parent pickled.
+        return (type(self), (self.path, self.problem))

@@ -91,7 +91,8 @@ def _on_dask(address: str, function: Callable[..., T], paths: Sequence[str], arg
     try:
         futures = client.map(function, list(paths), *[[a] * len(paths) for a in args], pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        for future in as_completed(futures):
-            finished(index[future.key], future.result())
+        with client.as_current():
+            for future in as_completed(futures):
+                finished(index[future.key], future.result())
     finally:
         client.close()
