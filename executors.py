@@ -64,12 +64,32 @@ def map_ranks(
     return [results[i] for i in range(len(paths))]
 
 
+#: Thread settings each worker starts with: its share of the cores, so that N workers with their
+#: own Polars and scanner threads do not oversubscribe them (a user's own setting is kept).
+THREAD_VARIABLES = ("POLARS_MAX_THREADS", "PROFVIEW_THREADS")
+
+
+def _worker_threads(count: int) -> dict[str, str]:
+    share = str(max(1, default_workers() // count))
+    return {name: os.environ.get(name) or share for name in THREAD_VARIABLES}
+
+
 def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(function, path, *args): i for i, path in enumerate(paths)}
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update(_worker_threads(count))  # spawned workers read these when they start
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(function, path, *args): i for i, path in enumerate(paths)}  # starts the workers
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    with pool:
         try:
             for future in as_completed(futures):
                 finished(futures[future], future.result())

@@ -18,7 +18,7 @@ import polars as pl
 from .errors import ProfviewError
 from .executors import Progress, map_ranks
 from .job_inputs import JobInputs, check_ranks, find_inputs, rank_from_name
-from .job_summary import RankSummary, summarise_rank
+from .job_summary import RankSummary, cached_summary, summarise_rank
 
 JOB_VIEWS = ("ranks", "collectives", "steps", "kernels")
 #: The job-wide kernels view: per kernel name, totals across ranks and the spread of per-rank totals.
@@ -182,9 +182,7 @@ def open_job(
             check_pattern(inputs.source, comm_pattern)
         # Traces extracted from an archive live in a temporary folder: nothing to cache.
         cache = use_cache and inputs.temp_dir is None
-        summaries = map_ranks(
-            summarise_rank, inputs.paths, comm_pattern, cache, workers=workers, dask=dask, progress=progress
-        )
+        summaries = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress)
         found = [(s.path, s.rank if s.rank is not None else rank_from_name(s.path), s.world_size) for s in summaries]
         ranks, world, notes = check_ranks(found)
     except BaseException:
@@ -200,6 +198,37 @@ def open_job(
         notes=notes,
         comm_pattern=comm_pattern,
     )
+
+
+def _summaries(
+    paths: list[str],
+    comm_pattern: str | None,
+    cache: bool,
+    workers: int | None,
+    dask: str | None,
+    progress: Progress | None,
+) -> list[RankSummary]:
+    """Each path's summary: read from the cache here when saved, else computed by the workers."""
+    found: dict[int, RankSummary] = {}
+    if cache:
+        for index, path in enumerate(paths):
+            summary = cached_summary(path, comm_pattern)
+            if summary is not None:
+                found[index] = summary
+    todo = [i for i in range(len(paths)) if i not in found]
+    done = len(found)
+
+    def advance(finished: int, _total: int, elapsed: float) -> None:
+        if progress:
+            progress(done + finished, len(paths), elapsed)
+
+    if found and progress:
+        progress(done, len(paths), 0.0)
+    computed = map_ranks(
+        summarise_rank, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
+    )
+    found.update(zip(todo, computed, strict=True))
+    return [found[i] for i in range(len(paths))]
 
 
 def _span(ranks: list[int]) -> str:

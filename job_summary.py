@@ -70,6 +70,36 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     )
 
 
+def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | None:
+    """The summary of ``path`` saved by an earlier open, read without parsing; None if not all of it
+    is saved (cheap: the parent process reads these itself before starting any worker)."""
+    from . import cache
+    from .parsers.schema import EVENT_SCHEMA
+
+    hit = cache.lookup(path, EVENT_SCHEMA)
+    if hit is None:
+        return None
+    saved = hit.views({"comm_pattern": comm_pattern} if comm_pattern else {})
+    steps, kernels, calls = saved.frame("steps"), saved.frame("kernels"), saved.frame(CALLS_VIEW)
+    facts = saved.facts().get(FACTS_KEY)
+    if steps is None or kernels is None or calls is None or not isinstance(facts, dict):
+        return None
+    metadata = hit.fields.get("metadata") or {}
+    info = metadata.get("distributedInfo") if isinstance(metadata, dict) else None
+    info = info if isinstance(info, dict) else {}
+    return RankSummary(
+        path=path,
+        rank=_int(info.get("rank")),
+        world_size=_int(info.get("world_size")),
+        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        steps=steps,
+        kernels=kernels,
+        calls=calls,
+        facts=facts,
+        warnings=list(hit.fields.get("warnings") or []),
+    )
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 

@@ -63,6 +63,24 @@ COLLECTIVE_COLUMNS: tuple[str, ...] = (
     "mismatch",
     "match",
 )
+COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
+    "collective": pl.Int64(),
+    "name": pl.String(),
+    "process_group": pl.String(),
+    "rank": pl.Int64(),
+    "start_us": pl.Float64(),
+    "duration_us": pl.Float64(),
+    "wait_us": pl.Float64(),
+    "bytes": pl.Int64(),
+    "algbw_gbps": pl.Float64(),
+    "busbw_gbps": pl.Float64(),
+    "dtype": pl.String(),
+    "ranks": pl.Int64(),
+    "last": pl.Boolean(),
+    "mismatch": pl.Boolean(),
+    "match": pl.String(),
+}
+assert tuple(COLLECTIVE_SCHEMA) == COLLECTIVE_COLUMNS
 #: Collective arguments copied from ``record_param_comms`` onto its kernels where missing.
 ARG_FIELDS = ("dtype", "in_nelems", "out_nelems", "group_size", "process_group", "seq", "comms_id")
 #: Bytes per element of Kineto's ``dtype`` names (and gloo's ``Input type``).
@@ -235,7 +253,7 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     frames = [match_keys(f).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
     calls = pl.concat(frames) if frames else pl.DataFrame(schema={**RANK_CALL_SCHEMA, "rank": pl.Int64})
     if calls.height == 0:
-        return pl.DataFrame(schema={c: pl.String for c in COLLECTIVE_COLUMNS}).clear(), clock_offsets(calls, ranks)
+        return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
     offsets = clock_offsets(calls, ranks)
     shift = pl.col("rank").replace_strict(offsets, return_dtype=pl.Float64)
     calls = calls.with_columns((pl.col("start") - shift).alias("start"), (pl.col("end") - shift).alias("end"))
@@ -266,4 +284,4 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
         algbw.round(3).alias("algbw_gbps"),
         (algbw * _busbw_factor(pl.col("name"), n)).round(3).alias("busbw_gbps"),
     )
-    return view.select(COLLECTIVE_COLUMNS).sort(["collective", "rank"]), offsets
+    return view.select(COLLECTIVE_COLUMNS).cast(COLLECTIVE_SCHEMA).sort(["collective", "rank"]), offsets

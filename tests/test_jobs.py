@@ -24,9 +24,11 @@ from conftest import SAMPLES, run_cli
 from polars.testing import assert_frame_equal
 
 import profview
+from profview import job as job_module
 from profview.errors import ProfviewError
 from profview.job import Job, open_job
 from profview.job_inputs import find_inputs, is_job, rank_from_name
+from profview.job_report import straggler_line
 
 DLRM = SAMPLES / "param_dlrm_8rank_v100.tar.gz"
 GLOO = SAMPLES / "gloo_2rank"
@@ -308,11 +310,17 @@ def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job) -> None:
     job.close()
 
 
-def test_reopening_reads_the_cached_summaries(tmp_path: Path) -> None:
+def test_reopening_reads_the_cached_summaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "job"
     shutil.copytree(GLOO, folder)
     first = open_job(folder, workers=1)
-    second = open_job(folder, workers=1)
+
+    def no_parse(*_args: object) -> None:
+        raise AssertionError("a rank was summarised again")
+
+    monkeypatch.setattr(job_module, "summarise_rank", no_parse)
+    monkeypatch.setattr(job_module, "map_ranks", lambda _f, paths, *_a, **_k: [no_parse() for _ in paths])
+    second = open_job(folder, workers=2)
     for a, b in zip(_frames(first), _frames(second), strict=True):
         assert_frame_equal(a, b)
 
@@ -347,3 +355,18 @@ def test_a_rank_that_fails_in_a_worker_is_a_one_line_error(tmp_path: Path, capsy
     assert run_cli(["summary", str(tmp_path), "-j", "2", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "rank2.json: the trace is cut" in err
+
+
+def test_a_job_without_collectives_has_an_empty_typed_view_and_no_straggler(tmp_path: Path) -> None:
+    """Two ranks of GPT-2 (one GPU, no communication kernels: none named nccl in the raw trace)."""
+    with gzip.open(SAMPLES / "gpt2_train_bf16.pt.trace.json.gz") as fh:
+        doc = json.load(fh)
+    assert not [e for e in doc["traceEvents"] if e.get("cat") == "kernel" and "nccl" in e["name"].lower()]
+    for rank in (0, 1):
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        _write(tmp_path / f"r{rank}.json.gz", doc)
+    job = open_job(tmp_path, workers=1, use_cache=False)
+    assert job.collectives().height == 0 and job.collectives()["start_us"].dtype == pl.Float64
+    assert job.stragglers() == [] and "none found" in straggler_line(job)
+    steps = [e for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+    assert job.ranks_view()["steps"].to_list() == [len(steps)] * 2
