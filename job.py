@@ -228,6 +228,10 @@ def _summaries(
         summarise_rank, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
     )
     found.update(zip(todo, computed, strict=True))
+    if cache and todo:
+        from . import rank_store
+
+        rank_store.prune()
     return [found[i] for i in range(len(paths))]
 
 

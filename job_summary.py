@@ -3,8 +3,8 @@
 :func:`summarise_rank` loads a trace (through the cache, like a single trace), and returns its
 steps and kernel views, its collective calls (:func:`profview.analysis.collectives.rank_collectives`)
 and a few figures per step window (communication, its overlap with compute, exposed
-communication).  The collective calls and figures are saved beside the trace's other views, so
-re-opening a job reads summaries only.
+communication).  The whole summary is saved in :mod:`profview.rank_store`, so re-opening a job
+reads summaries only.
 """
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ from typing import Any
 import polars as pl
 
 from .errors import ProfviewError
-
-#: Names of the per-rank results kept in the cache, beside the trace's views.
-CALLS_VIEW = "job_collective_calls"
-FACTS_KEY = "job_rank"
 
 
 @dataclass
@@ -40,24 +36,25 @@ class RankSummary:
 
 
 def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankSummary:
-    """Load ``path`` and summarise it (runs in a worker process; see the module doc)."""
-    from .loading import load, remember_views
+    """Load ``path`` and summarise it (runs in a worker process; see the module doc).
 
-    profile = load(path, use_cache=use_cache, comm_pattern=comm_pattern)
+    With ``use_cache``, a trace already in the trace cache is read from it (as a single trace
+    would be), and the summary is saved in :mod:`profview.rank_store`; a job's traces are not
+    added to the trace cache (a 1,000-rank job would flush it).
+    """
+    from . import cache, rank_store
+    from .loading import load
+    from .parsers.schema import EVENT_SCHEMA
+
+    cached = use_cache and cache.lookup(path, EVENT_SCHEMA) is not None
+    profile = load(path, use_cache=cached, comm_pattern=comm_pattern)
     if not profile.is_trace:
         raise ProfviewError(path, f"a {profile.format} is not a rank trace: a job needs Chrome traces")
     info = profile.metadata.get("distributedInfo") or {}
+    info = info if isinstance(info, dict) else {}
     steps, kernels = profile.steps(), profile.kernels()
-    saved_calls = profile.saved.frame(CALLS_VIEW) if profile.saved else None
-    saved_facts = profile.saved.facts().get(FACTS_KEY) if profile.saved else None
-    if saved_calls is not None and isinstance(saved_facts, dict):
-        calls, facts = saved_calls, saved_facts
-    else:
-        calls, facts = _compute(profile, steps)
-        profile.fresh[CALLS_VIEW] = calls
-        profile.fresh_facts[FACTS_KEY] = facts
-    remember_views(profile)
-    return RankSummary(
+    calls, facts = _compute(profile, steps)
+    summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
@@ -68,35 +65,35 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
         facts=facts,
         warnings=list(profile.warnings),
     )
+    if use_cache:
+        saved = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
+        saved |= {"warnings": summary.warnings, "facts": facts}
+        rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
+    return summary
 
 
 def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | None:
-    """The summary of ``path`` saved by an earlier open, read without parsing; None if not all of it
-    is saved (cheap: the parent process reads these itself before starting any worker)."""
-    from . import cache
-    from .parsers.schema import EVENT_SCHEMA
+    """The summary of ``path`` saved by an earlier open (:mod:`profview.rank_store`), or None.
 
-    hit = cache.lookup(path, EVENT_SCHEMA)
-    if hit is None:
+    Cheap: the parent process reads these itself before starting any worker.
+    """
+    from . import rank_store
+
+    found = rank_store.load(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+    if found is None:
         return None
-    saved = hit.views({"comm_pattern": comm_pattern} if comm_pattern else {})
-    steps, kernels, calls = saved.frame("steps"), saved.frame("kernels"), saved.frame(CALLS_VIEW)
-    facts = saved.facts().get(FACTS_KEY)
-    if steps is None or kernels is None or calls is None or not isinstance(facts, dict):
-        return None
-    metadata = hit.fields.get("metadata") or {}
-    info = metadata.get("distributedInfo") if isinstance(metadata, dict) else None
-    info = info if isinstance(info, dict) else {}
+    frames, info = found
+    facts = info.get("facts")
     return RankSummary(
         path=path,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
-        steps=steps,
-        kernels=kernels,
-        calls=calls,
-        facts=facts,
-        warnings=list(hit.fields.get("warnings") or []),
+        steps=frames["steps"],
+        kernels=frames["kernels"],
+        calls=frames["calls"],
+        facts=facts if isinstance(facts, dict) else {},
+        warnings=[str(w) for w in info.get("warnings") or []],
     )
 
 

@@ -39,6 +39,12 @@ def make_job(folder: Path, ranks: int) -> None:
         (folder / f"rank{rank}.json").write_bytes(orjson.dumps(doc))
 
 
+def make(folder: Path, ranks: int) -> None:
+    """:func:`make_job` in a child process: this process stays small, and the measured processes
+    (which start as forks of it) do not inherit its peak memory."""
+    subprocess.run([sys.executable, __file__, "--make", str(folder), str(ranks)], check=True)
+
+
 def measure(folder: Path, workers: int, cache: bool = False, one: bool = False) -> dict:
     """Run one measurement in a fresh process; return its JSON."""
     args = [sys.executable, __file__, "--child", str(folder), str(workers), str(int(cache)), str(int(one))]
@@ -70,7 +76,11 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also 128 and 256 ranks")
     parser.add_argument("--workers", type=int, default=None, help="pool size (default: all cores)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.make:
+        make_job(Path(args.make[0]), int(args.make[1]))
+        return
     if args.child:
         folder, workers, cache, one = args.child
         child(folder, int(workers), cache == "1", one == "1")
@@ -83,7 +93,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         one_dir = Path(scratch) / "one"
         one_dir.mkdir()
-        make_job(one_dir, 1)
+        make(one_dir, 1)
         one = measure(one_dir, 1, one=True)
         print(f"one rank: {one['wall_s']} s, peak RSS {one['parent_mb']} MB")
         print(f"{'ranks':>5} {'serial s':>9} {'pool s':>7} {'speed-up':>8} {'pool/serial':>11} "
@@ -92,7 +102,7 @@ def main() -> None:
         for n in sizes:
             folder = Path(scratch) / f"job{n}"
             folder.mkdir()
-            make_job(folder, n)
+            make(folder, n)
             serial = measure(folder, 1)
             pool = measure(folder, workers)
             growth = f"{pool['wall_s'] / previous:.2f}" if previous else "-"

@@ -54,3 +54,19 @@ async def test_ranks_tab_enter_opens_a_rank_and_q_comes_back(job) -> None:  # ty
         # the longest wait: rank 1 at the first all-to-all (SendRecv), waiting for rank 7
         first = job.collectives().filter(pl.col("collective") == shown["collective"][0])
         assert first.filter(pl.col("last"))["rank"].to_list() == [7]
+
+
+def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The Ranks tab at 80x24: grid, legend, straggler marker, ranks table, footer."""
+    from conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    opened = open_job("samples/param_dlrm_8rank_v100.tar.gz", workers=1, use_cache=False)
+
+    async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+
+    try:
+        assert snap_compare(JobApp(opened), terminal_size=(80, 24), run_before=settle)
+    finally:
+        opened.close()
