@@ -370,3 +370,25 @@ def test_a_job_without_collectives_has_an_empty_typed_view_and_no_straggler(tmp_
     assert job.stragglers() == [] and "none found" in straggler_line(job)
     steps = [e for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
     assert job.ranks_view()["steps"].to_list() == [len(steps)] * 2
+
+
+def test_collective_argument_columns_equal_the_raw_args() -> None:
+    """The scanner's new columns (both readers agree: tests/test_fast_scanner.py) hold the args as written."""
+    profile = profview.load(SAMPLES / "tracelens_b200_nccl_eager_no_steps.json.gz", use_cache=False)
+    with gzip.open(SAMPLES / "tracelens_b200_nccl_eager_no_steps.json.gz") as fh:
+        raw = [e for e in json.load(fh)["traceEvents"] if "Collective name" in (e.get("args") or {})]
+    got = profile.events.filter(pl.col("collective").is_not_null()).sort("ts")
+    assert got.height == len(raw) == 2
+    for row, event in zip(got.iter_rows(named=True), sorted(raw, key=lambda e: e["ts"]), strict=True):
+        args = event["args"]
+        assert (row["dtype"], row["in_nelems"], row["out_nelems"], row["group_size"]) == (
+            args["dtype"],
+            args["In msg nelems"],
+            args["Out msg nelems"],
+            args["Group size"],
+        )
+        assert (row["process_group"], row["process_group_ranks"]) == (
+            args["Process Group Name"],
+            args["Process Group Ranks"],
+        )
+        assert row["seq"] is None and row["comms_id"] is None  # this PyTorch wrote neither
