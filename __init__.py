@@ -6,7 +6,27 @@ __version__ = "0.1.0"
 
 # Absolute, unlike the rest of the package: the checkout's root is this package, and pytest
 # imports this file as a plain module when the checkout's folder name is no Python identifier.
-from profview.loading import load
+from profview.job import Job
+from profview.loading import load as _load_one
 from profview.trace_profile import Profile
 
-__all__ = ["Profile", "__version__", "load"]
+
+def load(path, **options):  # type: ignore[no-untyped-def]
+    """A :class:`Profile` of one trace or table, or a :class:`Job` when ``path`` names a job.
+
+    A job is a directory, a glob, a list of paths or an archive of rank traces (see
+    :func:`profview.job.open_job`, whose options it takes); anything else goes to
+    :func:`profview.loading.load` with ``options``.
+    """
+    from os import fspath
+
+    from profview.job import open_job
+    from profview.job_inputs import is_job
+
+    names = [fspath(p) for p in path] if isinstance(path, (list, tuple)) else [fspath(path)]
+    if is_job(names):
+        return open_job(names, **options)
+    return _load_one(names[0], **options)
+
+
+__all__ = ["Job", "Profile", "__version__", "load"]

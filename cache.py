@@ -31,8 +31,10 @@ from .parsers.source import BASE_MEMORY, check_memory
 
 #: Bump when the events frame or a saved view changes, to ignore entries written by older code
 #: (4: the overview's rank and communication figures, steps counting CPU collectives;
-#: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column).
-CACHE_FORMAT = 6
+#: 5: collective-argument columns in the events frame, per-rank job summaries;
+#: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
+#: 7: both of the above together).
+CACHE_FORMAT = 7
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).

@@ -27,7 +27,13 @@ app = typer.Typer(
 )
 COMMANDS = ("open", "summary", "export")
 
-PathArg = Annotated[str, typer.Argument(help="Trace (.json, .json.gz) or profiler table file.")]
+PathArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Trace (.json, .json.gz) or profiler table file; or a job: a directory, a glob, several traces "
+        "or a .tar/.tar.gz/.tgz/.zip archive of rank traces."
+    ),
+]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
 CommPattern = Annotated[
     Optional[str],  # noqa: UP045
@@ -40,6 +46,48 @@ RunOption = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--run", help="Which run of a file that holds several (TensorBoard-plugin JSON)."),
 ]
+
+
+# -- distributed jobs (several rank traces) ---------------------------------------------------
+Workers = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--workers", "-j", min=1, help="Job: worker processes summarising ranks (default: all cores)."),
+]
+DaskOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--dask", help="Job: run the per-rank work on this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS)."
+    ),
+]
+
+
+def _open_job(paths: list[str], no_cache: bool, comm_pattern: str | None, workers: int | None, dask: str | None):
+    """Open a job with a progress line on stderr; warnings of its ranks go there too."""
+    from .job import open_job
+    from .job_report import ProgressLine
+
+    progress = ProgressLine()
+    try:
+        job = open_job(
+            paths, workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache, progress=progress
+        )
+    finally:
+        progress.finish()
+    for rank, summary in zip(job.ranks, job.summaries, strict=True):
+        for warning in summary.warnings:
+            typer.echo(f"profview: warning: rank {rank}: {clean(warning)}", err=True)
+    return job
+
+
+def _single(paths: list[str]) -> str:
+    """The one input of a command given one file."""
+    return paths[0]
+
+
+def _is_job(paths: list[str]) -> bool:
+    from .job_inputs import is_job
+
+    return is_job(paths)
 
 
 def _version(value: bool) -> None:
@@ -71,12 +119,23 @@ def _load(path: str, no_cache: bool = False, run: str | None = None, comm_patter
 
 @app.command("open")
 def open_viewer(
-    path: PathArg, no_cache: NoCache = False, run: RunOption = None, comm_pattern: CommPattern = None
+    path: PathArg,
+    no_cache: NoCache = False,
+    run: RunOption = None,
+    comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
+    if _is_job(path):
+        from .tui.job_app import run_job
+
+        job = _open_job(path, no_cache, comm_pattern, workers, dask)
+        with job:
+            raise typer.Exit(run_job(job))
     from .tui.app import run as run_viewer
 
-    raise typer.Exit(run_viewer(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern))
+    raise typer.Exit(run_viewer(_single(path), no_cache=no_cache, run=run, comm_pattern=comm_pattern))
 
 
 @app.command()
@@ -86,12 +145,24 @@ def summary(
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     from .loading import remember_views
     from .summary import print_summary
 
-    profile = _load(path, no_cache, run, comm_pattern)
+    if _is_job(path):
+        from .job_report import print_job_summary
+
+        with _open_job(path, no_cache, comm_pattern, workers, dask) as job:
+            try:
+                print_job_summary(job, top)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise _stdout_closed() from None
+        return
+    profile = _load(_single(path), no_cache, run, comm_pattern)
     try:
         print_summary(profile, top)
         sys.stdout.flush()
@@ -104,7 +175,12 @@ def summary(
 def export(
     path: PathArg,
     out: Annotated[str, typer.Option("--out", "-o", help="Output .csv, .parquet or .json; - for CSV on stdout.")],
-    view: Annotated[str, typer.Option("--view", "-v", help="kernels, ops, steps or launches.")] = "kernels",
+    view: Annotated[
+        str,
+        typer.Option(
+            "--view", "-v", help="kernels, ops, steps or launches; a job: ranks, collectives, steps, kernels."
+        ),
+    ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
     kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
     filter_: Annotated[
@@ -124,13 +200,30 @@ def export(
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     from .export import export_format, write_table
     from .views import refine, view_frame
 
     export_format(out)
-    profile = _load(path, no_cache, run, comm_pattern)
+    if _is_job(path):
+        from .job import JOB_VIEWS
+
+        if view not in JOB_VIEWS:
+            raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
+        with _open_job(path, no_cache, comm_pattern, workers, dask) as job:
+            frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
+            try:
+                written = write_table(frame, out, inputs=tuple(path), overwrite=force, raw_formulas=raw_formulas)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise _stdout_closed() from None
+        if written != "-":
+            typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
+        return
+    profile = _load(_single(path), no_cache, run, comm_pattern)
     frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:

@@ -13,3 +13,7 @@ class ProfviewError(Exception):
         #: clean-up (which allocates, and may abort under an address-space limit).
         self.out_of_memory = out_of_memory
         super().__init__(f"{path}: {problem}" if path else problem)
+
+    def __reduce__(self) -> tuple[type[ProfviewError], tuple[str | None, str]]:
+        # Raised in a worker process (a job's ranks), it crosses back to the parent pickled.
+        return (type(self), (self.path, self.problem))

@@ -41,14 +41,22 @@ static locale_t c_numeric;
 enum { F_TS, F_DUR, F_OCC, N_FLOAT };
 static const char *FLOAT_NAMES[N_FLOAT] = {"ts", "dur", "occupancy"};
 
-enum { I_FLOW, I_EXT, I_CORR, I_STREAM, I_DEVICE, I_REGS, I_SHMEM, I_BYTES, I_PYID, I_PYPARENT, I_SEQ, I_FWD, N_INT };
+enum { I_FLOW, I_EXT, I_CORR, I_STREAM, I_DEVICE, I_REGS, I_SHMEM, I_BYTES, I_PYID, I_PYPARENT, I_SEQ, I_FWD,
+       /* collective arguments (distributed jobs) */
+       I_INNEL, I_OUTNEL, I_GSIZE, I_PGSEQ, I_COMMSID, N_INT };
 static const char *INT_NAMES[N_INT] = {"flow_id",  "external_id", "correlation", "stream",
                                        "device",   "registers",   "shared_mem",  "bytes",
-                                       "python_id", "python_parent_id", "sequence_number", "fwd_thread_id"};
+                                       "python_id", "python_parent_id", "sequence_number", "fwd_thread_id",
+                                       /* collective arguments (distributed jobs) */
+                                       "in_nelems", "out_nelems", "group_size", "seq", "comms_id"};
 
-enum { S_PH, S_CAT, S_NAME, S_PID, S_TID, S_GRID, S_BLOCK, S_DIMS, S_TYPES, S_STACK, S_COLL, S_LABEL, S_KDET, N_STR };
+enum { S_PH, S_CAT, S_NAME, S_PID, S_TID, S_GRID, S_BLOCK, S_DIMS, S_TYPES, S_STACK, S_COLL, S_LABEL, S_KDET,
+       /* collective arguments (distributed jobs) */
+       S_DTYPE, S_PG, S_PGRANKS, N_STR };
 static const char *STR_NAMES[N_STR] = {"ph",    "cat",        "name",       "pid",        "tid",   "grid",          "block",
-                                       "input_dims", "input_type", "call_stack", "collective", "label", "kernel_details"};
+                                       "input_dims", "input_type", "call_stack", "collective", "label", "kernel_details",
+                                       /* collective arguments (distributed jobs) */
+                                       "dtype", "process_group", "process_group_ranks"};
 
 #define INT_NULL INT64_MIN
 
@@ -68,7 +76,9 @@ enum { T_PH, T_CAT, T_NAME, T_PID, T_TID, T_TS, T_DUR, T_ID, T_ARGS, N_TOP };
 /* Keys of ``args``; slot numbers index ArgValues. */
 enum {
     A_EXT1, A_EXT2, A_CORR1, A_CORR2, A_STREAM, A_DEVICE, A_GRID, A_BLOCK, A_REGS, A_SHMEM, A_OCC1, A_OCC2,
-    A_BYTES, A_DIMS, A_TYPES, A_PYID, A_PYPARENT, A_STACK, A_SEQ, A_FWD, A_COLL, A_LABEL, A_KDET, N_ARG
+    A_BYTES, A_DIMS, A_TYPES, A_PYID, A_PYPARENT, A_STACK, A_SEQ, A_FWD, A_COLL, A_LABEL, A_KDET,
+    /* collective arguments (distributed jobs) */
+    A_DTYPE, A_INNEL, A_OUTNEL, A_GSIZE, A_PG, A_PGRANKS, A_PGSEQ, A_COMMSID, N_ARG
 };
 static const Field ARG_FIELDS[N_ARG] = {
     {"External id", R_INT, I_EXT, A_EXT1},
@@ -94,6 +104,15 @@ static const Field ARG_FIELDS[N_ARG] = {
     {"Collective name", R_TEXT, S_COLL, A_COLL},
     {"name", R_TEXT, S_LABEL, A_LABEL},
     {"kernel_details", R_TEXT, S_KDET, A_KDET},
+    /* collective arguments (distributed jobs) */
+    {"dtype", R_TEXT, S_DTYPE, A_DTYPE},
+    {"In msg nelems", R_INT, I_INNEL, A_INNEL},
+    {"Out msg nelems", R_INT, I_OUTNEL, A_OUTNEL},
+    {"Group size", R_INT, I_GSIZE, A_GSIZE},
+    {"Process Group Name", R_TEXT, S_PG, A_PG},
+    {"Process Group Ranks", R_TEXT, S_PGRANKS, A_PGRANKS},
+    {"Seq", R_INT, I_PGSEQ, A_PGSEQ},
+    {"Comms Id", R_INT, I_COMMSID, A_COMMSID}, /* above int64: null, as the general reader */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -888,7 +907,7 @@ static const char *read_key(State *st, const char *p, const char **key, size_t *
 }
 
 static const char *read_args(State *st, const char *p, Row *row) {
-    uint32_t seen = 0;
+    uint32_t seen = 0; /* one bit per ARG_FIELDS entry: N_ARG must stay <= 32 */
     p = skip_ws(p + 1, st->end);
     if (p < st->end && *p == '}') return p + 1;
     for (;;) {
@@ -929,7 +948,7 @@ static const char *read_event(State *st, const char *p) {
     for (int k = 0; k < N_INT; k++) row.i[k] = INT_NULL;
     row.ext2 = row.corr2 = INT_NULL;
     memset(row.s, 0, sizeof row.s);
-    uint32_t seen = 0;
+    uint32_t seen = 0; /* one bit per ARG_FIELDS entry: N_ARG must stay <= 32 */
     if (p >= end || *p != '{') {
         st->fail.what = "an element of traceEvents that is not an object";
         st->fail.where = p;

@@ -30,6 +30,14 @@ sequence_number    Int64      autograd ``Sequence number``
 fwd_thread_id      Int64      ``Fwd thread id`` of a backward op
 collective         String     ``Collective name`` of an NCCL/RCCL operation
 label              String     ``args.name`` of a metadata event (process/thread name)
+dtype              String     ``dtype`` of a collective (``Float``, ``BFloat16``)
+in_nelems          Int64      ``In msg nelems``: elements a collective sends
+out_nelems         Int64      ``Out msg nelems``: elements it receives
+group_size         Int64      ``Group size`` of the collective's process group
+process_group      String     ``Process Group Name`` (``"0"`` is the default group)
+process_group_ranks String    ``Process Group Ranks`` as written (``[0, 1]``)
+seq                Int64      ``Seq``: the collective's sequence number in its process group
+comms_id           Int64      ``Comms Id`` (null when above the int64 range)
 =================  =========  ===========================================================
 
 **Trace metadata** is a plain dict of the document's top-level keys other than ``traceEvents``
@@ -101,6 +109,15 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("label", ("name",), pl.String()),
     # XLA/TensorFlow pack a kernel's launch shape into one string (see parsers/other_chrome.py).
     ("kernel_details", ("kernel_details",), pl.String()),
+    # -- collective arguments (distributed jobs: matching a collective across ranks) --
+    ("dtype", ("dtype",), pl.String()),
+    ("in_nelems", ("In msg nelems",), pl.Int64()),
+    ("out_nelems", ("Out msg nelems",), pl.Int64()),
+    ("group_size", ("Group size",), pl.Int64()),
+    ("process_group", ("Process Group Name",), pl.String()),
+    ("process_group_ranks", ("Process Group Ranks",), pl.String()),
+    ("seq", ("Seq",), pl.Int64()),
+    ("comms_id", ("Comms Id",), pl.Int64()),  # an id above the int64 range reads as null
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {

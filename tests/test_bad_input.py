@@ -136,7 +136,8 @@ def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"profview: error: {tmp_path / 'nope.json'}: no such file",
-        f"profview: error: {tmp_path}: is a directory, not a trace file",
+        # a directory is a job (several rank traces): this one holds none
+        f"profview: error: {tmp_path}: no trace files (*.json, *.json.gz) in this directory",
     ]
 
 

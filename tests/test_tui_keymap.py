@@ -15,6 +15,7 @@ from profview.tui.drilldown import DrillScreen
 from profview.tui.export_dialog import ExportDialog
 from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
+from profview.tui.job_screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
@@ -28,6 +29,7 @@ SCOPES = {
     "help": HelpScreen,
     "export_dialog": ExportDialog,
     "filter_bar": FilterBar,
+    "job": JobScreen,
 }
 
 

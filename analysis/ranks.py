@@ -1,0 +1,73 @@
+"""The ranks view: one row per rank of a job, and which rank the others wait for.
+
+Columns (:data:`RANK_COLUMNS`): ``rank``; ``steps`` and ``step_us`` (mean step time); the steps
+view's categories as a mean per step, under the same names (``kernel_us`` ... ``other_us``);
+``exposed_communication_us`` (mean per step: the union of communication minus its part under
+the union of compute kernels); ``overlap_pct`` (|GPU communication ∩ compute| / |GPU
+communication| over the steps, as HTA's ``get_comm_comp_overlap`` defines it; null without GPU
+communication); ``wait_us`` (the sum of the rank's waits at matched collectives, see
+:mod:`.collectives`); ``last_arrivals`` (instances it arrived at last); ``clock_offset_us`` (what
+was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
+wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
+at least two ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ..frames import CATEGORIES
+
+RANK_COLUMNS: tuple[str, ...] = (
+    "rank",
+    "steps",
+    "step_us",
+    *(f"{c}_us" for c in CATEGORIES),
+    "exposed_communication_us",
+    "overlap_pct",
+    "wait_us",
+    "last_arrivals",
+    "clock_offset_us",
+    "straggler",
+)
+
+
+def rank_table(
+    ranks: Sequence[tuple[int, pl.DataFrame, dict[str, Any]]],
+    collectives: pl.DataFrame,
+    offsets: dict[int, float],
+) -> pl.DataFrame:
+    """The ranks view from each rank's (rank, steps view, facts) and the collectives view."""
+    rows = []
+    for rank, steps, facts in ranks:
+        count = steps.height
+        row: dict[str, Any] = {"rank": rank, "steps": count}
+        row["step_us"] = _mean(steps, "duration_us")
+        for category in CATEGORIES:
+            row[f"{category}_us"] = _mean(steps, f"{category}_us")
+        row["exposed_communication_us"] = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
+        gpu_comm = facts.get("gpu_comm_us", 0.0)
+        row["overlap_pct"] = round(100.0 * facts.get("overlap_us", 0.0) / gpu_comm, 2) if gpu_comm else None
+        rows.append(row)
+    table = pl.DataFrame(rows, schema_overrides={"rank": pl.Int64, "steps": pl.Int64}, infer_schema_length=None)
+    matched = collectives.filter(pl.col("ranks") > 1) if collectives.height else collectives
+    if matched.height:
+        waits = matched.group_by("rank").agg(
+            pl.col("wait_us").sum().round(3).alias("wait_us"),
+            pl.col("last").sum().cast(pl.Int64).alias("last_arrivals"),
+        )
+    else:
+        waits = pl.DataFrame(schema={"rank": pl.Int64, "wait_us": pl.Float64, "last_arrivals": pl.Int64})
+    table = table.join(waits, on="rank", how="left").with_columns(
+        pl.col("rank").replace_strict(offsets, default=0.0, return_dtype=pl.Float64).alias("clock_offset_us")
+    )
+    lowest = table["wait_us"].min() if matched.height else None
+    straggler = (pl.col("wait_us") <= lowest + 1e-6).fill_null(False) if lowest is not None else pl.lit(False)
+    return table.with_columns(straggler.alias("straggler")).select(RANK_COLUMNS).sort("rank")
+
+
+def _mean(steps: pl.DataFrame, column: str) -> float | None:
+    return round(float(steps[column].mean()), 3) if steps.height and column in steps.columns else None  # type: ignore[arg-type]

@@ -1,0 +1,127 @@
+"""Benchmark: a job of N ranks made from one real trace, summarised serially and on the pool.
+
+    .venv/bin/python benchmarks/jobs.py            # 16, 32, 64 ranks
+    .venv/bin/python benchmarks/jobs.py --big      # ... and 128, 256
+
+Each rank is samples/gpt2_train_bf16.pt.trace.json.gz with ``distributedInfo.rank`` rewritten
+(plain JSON, written once into a temporary folder).  Every measurement runs in a fresh Python
+process: wall time of :func:`profview.job.open_job` plus building the ranks and collectives
+views, the parent's peak RSS, and the largest worker's peak RSS (``RUSAGE_CHILDREN``; in the
+serial run the parent does the work).  ``one rank`` is the peak RSS of a process that summarises
+one trace: the bound the issue sets is 2× that for every process.  The cache is off, except for
+the ``cached re-open`` line (a second open of the same folder, reading saved summaries only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = ROOT / "samples" / "gpt2_train_bf16.pt.trace.json.gz"
+
+
+def make_job(folder: Path, ranks: int) -> None:
+    """``ranks`` copies of the trace with their rank and world size set."""
+    import gzip
+
+    import orjson
+
+    doc = orjson.loads(gzip.decompress(TRACE.read_bytes()))
+    for rank in range(ranks):
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": ranks}
+        (folder / f"rank{rank}.json").write_bytes(orjson.dumps(doc))
+
+
+def make(folder: Path, ranks: int) -> None:
+    """:func:`make_job` in a child process: this process stays small, and the measured processes
+    (which start as forks of it) do not inherit its peak memory."""
+    subprocess.run([sys.executable, __file__, "--make", str(folder), str(ranks)], check=True)
+
+
+def measure(folder: Path, workers: int, cache: bool = False, one: bool = False) -> dict:
+    """Run one measurement in a fresh process; return its JSON."""
+    args = [sys.executable, __file__, "--child", str(folder), str(workers), str(int(cache)), str(int(one))]
+    out = subprocess.run(args, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child(folder: str, workers: int, cache: bool, one: bool) -> None:
+    import resource
+
+    from profview.job import open_job
+    from profview.job_summary import summarise_rank
+
+    started = time.perf_counter()
+    if one:
+        summarise_rank(str(Path(folder) / "rank0.json"), None, False)
+    else:
+        with open_job(folder, workers=workers, use_cache=cache) as job:
+            job.ranks_view()
+            job.collectives()
+    wall = time.perf_counter() - started
+    parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps({"wall_s": round(wall, 2), "parent_mb": round(parent), "worker_mb": round(children)}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--big", action="store_true", help="also 128 and 256 ranks")
+    parser.add_argument("--workers", type=int, default=None, help="pool size (default: all cores)")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.make:
+        make_job(Path(args.make[0]), int(args.make[1]))
+        return
+    if args.child:
+        folder, workers, cache, one = args.child
+        child(folder, int(workers), cache == "1", one == "1")
+        return
+    from profview.executors import default_workers
+
+    workers = args.workers or default_workers()
+    sizes = [16, 32, 64] + ([128, 256] if args.big else [])
+    print(f"trace: {TRACE.name}; pool: {workers} workers (spawn); {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as scratch:
+        one_dir = Path(scratch) / "one"
+        one_dir.mkdir()
+        make(one_dir, 1)
+        one = measure(one_dir, 1, one=True)
+        print(f"one rank: {one['wall_s']} s, peak RSS {one['parent_mb']} MB")
+        print(f"{'ranks':>5} {'serial s':>9} {'pool s':>7} {'speed-up':>8} {'pool/serial':>11} "
+              f"{'parent MB':>9} {'worker MB':>9} {'serial MB':>9} {'time ×':>7}")  # fmt: skip
+        previous = None
+        for n in sizes:
+            folder = Path(scratch) / f"job{n}"
+            folder.mkdir()
+            make(folder, n)
+            serial = measure(folder, 1)
+            pool = measure(folder, workers)
+            growth = f"{pool['wall_s'] / previous:.2f}" if previous else "-"
+            previous = pool["wall_s"]
+            print(
+                f"{n:>5} {serial['wall_s']:>9} {pool['wall_s']:>7} {serial['wall_s'] / pool['wall_s']:>8.2f} "
+                f"{pool['wall_s'] / serial['wall_s']:>11.2f} {pool['parent_mb']:>9} {pool['worker_mb']:>9} "
+                f"{serial['parent_mb']:>9} {growth:>7}"
+            )
+            if n == 64:
+                cache_dir = Path(scratch) / "cache"
+                os.environ["PROFVIEW_CACHE_DIR"] = str(cache_dir)
+                measure(folder, workers, cache=True)
+                again = measure(folder, workers, cache=True)
+                print(f"   64 cached re-open: {again['wall_s']} s (summaries read from the cache)")
+                del os.environ["PROFVIEW_CACHE_DIR"]
+            for path in folder.iterdir():
+                path.unlink()
+
+
+if __name__ == "__main__":
+    main()
