@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import App
@@ -28,8 +29,11 @@ from .help import HelpScreen
 from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
-from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .messages import ComparisonLoaded, DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .table_view import FrameView
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
 
 
 class ProfviewApp(App[int]):
@@ -48,10 +52,14 @@ class ProfviewApp(App[int]):
         run: str | None = None,
         profile: Profile | None = None,
         comm_pattern: str | None = None,
+        compare: dict[str, Any] | None = None,
     ) -> None:
         """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
-        ``comm_pattern``: ``--comm-pattern``, for loads made here."""
+        ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
+        is BEFORE and this holds ``after`` and the :func:`profview.comparison.load_comparison` options."""
         super().__init__()
+        self.compare = compare
+        self.comparison: Comparison | None = None
         self.path = path
         self.preloaded = profile
         self.no_cache = no_cache
@@ -80,7 +88,8 @@ class ProfviewApp(App[int]):
         """
         worker = get_current_worker()
         outcome: list[ProfileLoaded | LoadFailed] = []
-        thread = threading.Thread(target=self._load, args=(outcome,), name="profview-load", daemon=True)
+        target = self._load_compare if self.compare is not None else self._load
+        thread = threading.Thread(target=target, args=(outcome,), name="profview-load", daemon=True)
         self.load_thread = thread
         thread.start()
         while thread.is_alive():
@@ -116,6 +125,78 @@ class ProfviewApp(App[int]):
         else:
             outcome.append(ProfileLoaded(profile))
 
+    # -- compare mode (profview diff) ---------------------------------------------------------
+    def _load_compare(self, outcome: list[Any]) -> None:
+        """Load BEFORE and AFTER, link both and build the three diff frames (a view a side lacks: its reason)."""
+        from ..comparison import DIFF_VIEWS, load_comparison, remember
+
+        assert self.compare is not None
+        try:
+            self.post_message(LoadPhase("reading and parsing both profiles"))
+            comparison = load_comparison(self.path, use_cache=not self.no_cache, comm_pattern=self.comm_pattern,
+                                         **self.compare)
+            for which in ("before", "after"):
+                self.post_message(LoadPhase(f"linking {which.upper()}"))
+                prepare(comparison.side(which), lambda _phase: None)
+            self.post_message(LoadPhase("comparing"))
+            frames: dict[str, Any] = {}
+            for view in DIFF_VIEWS:
+                try:
+                    frames[view] = comparison.view(view)
+                except ProfviewError as exc:
+                    frames[view] = str(exc)
+            remember(comparison)
+        except ProfviewError as exc:
+            outcome.append(LoadFailed(str(exc)))
+        except MemoryError:
+            outcome.append(LoadFailed(f"{self.path}: not enough memory to compare these profiles"))
+        except Exception as exc:  # a bug, not a bad input: still one line
+            outcome.append(LoadFailed(f"{self.path}: internal error while comparing: {type(exc).__name__}: {exc}"))
+        else:
+            outcome.append(ComparisonLoaded(comparison, frames))
+
+    def on_comparison_loaded(self, message: ComparisonLoaded) -> None:
+        from .compare_screen import CompareScreen
+
+        self.comparison = message.comparison
+        self.loaded = self.linked = True
+        self.switch_screen(CompareScreen(message.comparison, message.frames))
+        for profile in (message.comparison.before, message.comparison.after):
+            for warning in profile.warnings:
+                self.notify(f"{clean(profile.path)}: {clean(warning)}", title="warning", severity="warning", timeout=10)
+
+    def compare_screen(self):  # type: ignore[no-untyped-def]
+        """The compare screen when it is the one on screen, else None."""
+        from .compare_screen import CompareScreen
+
+        return self.screen if isinstance(self.screen, CompareScreen) else None
+
+    def drill_compare(self, message: DrillRequested) -> None:
+        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target)."""
+        screen = self.compare_screen()
+        if screen is None or self.comparison is None:
+            return
+        target = screen.drill_target(message.row)
+        if isinstance(target, str):
+            self.notify(target, severity="warning")
+            return
+        side, name = target
+        profile = self.comparison.side(side)
+        view = message.view.removeprefix("diff_")
+        route = ROUTES.get(view)
+        if route is None:
+            return
+        try:
+            drill = route(profile, {"name": name}, [f"{side.upper()} {TITLES.get(view, view)}"])
+        except ProfviewError as exc:
+            self.notify(clean(exc.problem), title="no drill-down", severity="warning")
+            return
+        if isinstance(drill, str):
+            self.notify(drill, severity="warning")
+            return
+        drill.side_profile = profile  # further Enter on this screen stays on this side
+        self.push_screen(drill)
+
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
             self.screen.phase = message.phase
@@ -150,7 +231,8 @@ class ProfviewApp(App[int]):
             return screen.frame_view()
         if isinstance(screen, MainScreen):
             return screen.active_frame_view()
-        return None
+        compare = self.compare_screen()
+        return compare.active_frame_view() if compare is not None else None
 
     def action_quit_now(self) -> None:
         self.exit(return_code=0 if self.loaded else 130)
@@ -180,7 +262,7 @@ class ProfviewApp(App[int]):
         if action == "export":
             return self.frame_view() is not None or self.steps_frame() is not None
         if action == "cycle":
-            return isinstance(screen, MainScreen)
+            return isinstance(screen, MainScreen) or self.compare_screen() is not None
         if action == "group":
             return isinstance(screen, MainScreen) and screen.can_group()
         if action == "next_run":
@@ -200,6 +282,10 @@ class ProfviewApp(App[int]):
         main.show(pane)
 
     def action_cycle(self) -> None:
+        compare = self.compare_screen()
+        if compare is not None:
+            compare.cycle()
+            return
         main = self.main_screen()
         if main is not None and self.screen is main:
             main.show(PANES[(PANES.index(main.pane) + 1) % len(PANES)])
@@ -282,7 +368,10 @@ class ProfviewApp(App[int]):
 
     # -- drill-down -------------------------------------------------------------------------
     def on_drill_requested(self, message: DrillRequested) -> None:
-        profile = self.profile
+        if message.view.startswith("diff_"):
+            self.drill_compare(message)
+            return
+        profile = getattr(self.screen, "side_profile", None) or self.profile
         if profile is None:
             return
         if not self.linked:
@@ -314,7 +403,8 @@ class ProfviewApp(App[int]):
     def action_export(self) -> None:
         view = self.frame_view()
         if view is not None:
-            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
+            title = TITLES.get(view.view, view.view)
+            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [title]
             frame = view.displayed
         elif (steps := self.steps_frame()) is not None:
             parts, frame = ["Steps"], steps
@@ -378,4 +468,27 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_patte
     return app.return_code or code or 0
 
 
-__all__ = ["ProfviewApp", "run"]
+
+
+def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern: str | None = None,
+                **options: Any) -> int:
+    """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
+    ``tolerance_pct`` (see :func:`profview.comparison.load_comparison`)."""
+    for path in (before, after):
+        if not Path(path).exists():
+            print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
+            return 2
+    app = ProfviewApp(before, no_cache=no_cache, comm_pattern=comm_pattern, compare={"after": after, **options})
+    code = app.run()
+    if app.error:
+        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
+    if app.load_thread is not None and app.load_thread.is_alive():
+        if not app.loaded:
+            print("profview: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(app.return_code if app.return_code is not None else (code or 130))
+    return app.return_code or code or 0
+
+
+__all__ = ["ProfviewApp", "run", "run_compare"]
