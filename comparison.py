@@ -103,7 +103,7 @@ class Comparison:
 
     def settings_line(self) -> str:
         """How the two were compared: totals or per step, the matching, the tolerance."""
-        scale = "per step (each side divided by its own step count)" if self.per_step else "totals"
+        scale = "per step (each side ÷ its own step count)" if self.per_step else "totals"
         return f"{scale} · match {self.match} · unchanged within {self.tolerance_pct:g}%"
 
 

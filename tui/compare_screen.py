@@ -29,6 +29,7 @@ COMPARE_PANES = ("kernels", "ops", "steps")
 COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 #: Glyph → colour of a change cell (red: more time, green: less).
 GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
+CHANGE_GLYPHS = frozenset(GLYPHS.values())
 #: Columns shown first (before / after / delta), so that 80 columns show the change first.
 LEADING = {
     "kernels": ("change", "name", "total_us_before", "total_us_after", "delta_us", "delta_pct"),
@@ -54,11 +55,9 @@ class ChangeTable(DataTable):
         self, row_index: int, column_index: int, max_width: int | None = None
     ) -> RenderableType | Text:
         cell = super()._get_cell_renderable(row_index, column_index, max_width)
-        if row_index >= 0 and isinstance(cell, Text):
-            style = GLYPH_STYLE.get(cell.plain.strip()[:1])
-            if style:
-                cell = cell.copy()
-                cell.stylize(style)
+        plain = cell.plain if isinstance(cell, Text) else cell if isinstance(cell, str) else None
+        if row_index >= 0 and plain in CHANGE_GLYPHS:  # exactly a glyph: the change column
+            return Text(plain, style=GLYPH_STYLE[plain[:1]])
         return cell
 
 
