@@ -202,6 +202,9 @@ def diff(
     for side in (comparison.before, comparison.after):
         for warning in side.warnings:
             typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
+    noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
+    for note in (line for v in noted for line in comparison.notes(v)):
+        typer.echo(f"profview: note: {clean(note)}", err=True)
     try:
         if summary_:
             from .diff_summary import print_diff_summary

@@ -87,6 +87,26 @@ class Comparison:
             raise ProfviewError(None, f"unknown diff view {name!r}: choose one of {', '.join(DIFF_VIEWS)}")
         return getattr(self, name)()
 
+    def notes(self, view: str) -> list[str]:
+        """``PATH: N names ... summed`` for each side whose ``view`` repeats names (text tables)."""
+        from .analysis.diff import repeated_names
+
+        if view not in ("kernels", "ops"):
+            return []
+        lines = []
+        for which in SIDES:
+            profile = self.side(which)
+            if not profile.available(view):
+                continue
+            count = repeated_names(getattr(profile, view)())
+            if count:
+                lines.append(
+                    f"{profile.path}: {count} {'kernel' if view == 'kernels' else 'operator'} name(s) appear in "
+                    "more than one row (names cut short by the table, or one name under several kinds); "
+                    "each is one row of the diff, its figures summed"
+                )
+        return lines
+
     def header(self, which: str) -> str:
         """``BEFORE  path · N steps · span x ms`` (the facts a compare screen names each side by)."""
         profile = self.side(which)

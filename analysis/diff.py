@@ -12,6 +12,8 @@ profile's own step count), and every ``delta`` is ``after - before`` of those tw
   :data:`MATCH_RULES`, applied one more at a time (``arch``, then ``arch`` + ``tile``, then all
   three), and only one-to-one: a normalised name shared by several kernels on one side stays
   unpaired.  Rows nobody paired are kept (``match_rule`` ``unmatched``), never hidden.
+* A name a side holds in more than one row (text tables cut long names short) is one row of
+  the diff, with that side's figures summed (:func:`one_row_per_name`).
 * Rows are sorted by the size of the change, largest first.
 """
 
@@ -145,8 +147,25 @@ def _pct(delta: str, before: str) -> pl.Expr:
     return pl.when(pl.col(before) != 0).then(pl.col(delta) / pl.col(before) * 100.0).alias("delta_pct")
 
 
+def repeated_names(frame: pl.DataFrame) -> int:
+    """How many names a view holds in more than one row (text tables cut long names short)."""
+    return frame.filter(pl.col("name").is_duplicated())["name"].n_unique()
+
+
+def one_row_per_name(frame: pl.DataFrame, values: tuple[str, ...]) -> pl.DataFrame:
+    """``frame`` with the rows of a repeated name summed into one (first row's order and kind)."""
+    if not repeated_names(frame):
+        return frame
+    present = [v for v in values if v in frame.columns]
+    others = [c for c in frame.columns if c != "name" and c not in present]
+    return frame.group_by("name", maintain_order=True).agg(
+        *(pl.col(v).sum() for v in present), *(pl.col(c).first() for c in others)
+    )
+
+
 def _side(frame: pl.DataFrame, values: tuple[str, ...], suffix: str, steps: int | None) -> pl.DataFrame:
     """``frame``'s values renamed ``<value>_<suffix>`` (divided by ``steps`` when given)."""
+    frame = one_row_per_name(frame, values)
     exprs = []
     for value in values:
         column = pl.col(value) if value in frame.columns else pl.lit(None, dtype=pl.Float64)
@@ -165,7 +184,8 @@ def _joined(
     extra: tuple[str, ...] = (),
 ) -> pl.DataFrame:
     """The pairs of names with both sides' values (0 where a side lacks the name)."""
-    pairs = pair_names(before["name"].to_list(), after["name"].to_list(), match)
+    pairs = pair_names(before["name"].unique(maintain_order=True).to_list(),
+                       after["name"].unique(maintain_order=True).to_list(), match)
     b = _side(before, values + extra, "before", steps[0] if steps else None)
     a = _side(after, values + extra, "after", steps[1] if steps else None)
     joined = pairs.join(b, on="name_before", how="left").join(a, on="name_after", how="left")
@@ -225,6 +245,7 @@ def diff_ops(
     joined = _joined(before, after, OP_VALUES, match, steps)
     kinds = ("kind",) if "kind" in before.columns or "kind" in after.columns else ()
     if kinds:
+        before, after = one_row_per_name(before, OP_VALUES), one_row_per_name(after, OP_VALUES)
         kind_b = before.select(pl.col("name").alias("name_before"), pl.col("kind").cast(pl.String).alias("kind_b"))
         kind_a = after.select(pl.col("name").alias("name_after"), pl.col("kind").cast(pl.String).alias("kind_a"))
         joined = joined.join(kind_b, on="name_before", how="left").join(kind_a, on="name_after", how="left")

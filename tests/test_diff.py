@@ -256,3 +256,47 @@ def test_cli_export_summary_and_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert run_cli(["diff", str(BEFORE), str(AFTER), "--match", "fuzzy", "-o", str(tmp_path / "x.csv")]) == 2
     err = capsys.readouterr().err
     assert "--view needs -o" in err and "--match must be one of" in err and "Traceback" not in err
+
+
+def table_rows(path: Path) -> list[tuple[str, int]]:
+    """(name, calls) of each row of a torch ``key_averages()`` text file, read with str.split:
+    every table's rows (a row printed in two tables, sorted two ways, counted once), the name
+    cut at the width of the first column."""
+    lines = path.read_text().splitlines()
+    seps = [i for i, line in enumerate(lines) if line.startswith("-----")]
+    rows = set()
+    for top, head_end, bottom in zip(seps[0::3], seps[1::3], seps[2::3], strict=False):
+        header = tuple(re.split(r"\s{2,}", lines[top + 1].strip()))
+        width = len(lines[top].split("  ")[0])
+        rows.update((width, header, line) for line in lines[head_end + 1 : bottom])
+    named = []
+    for width, header, line in rows:
+        cells = re.split(r"\s{2,}", line[width:].strip())
+        named.append((line[:width].strip(), int(cells[header.index("# of Calls") - 1])))
+    return named
+
+
+def table_calls(path: Path) -> collections.Counter[str]:
+    calls: collections.Counter[str] = collections.Counter()
+    for name, count in table_rows(path):
+        calls[name] += count
+    return calls
+
+
+def test_text_tables_compared(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two torch tables (GPT-2 training, a DDP job): names repeated in a table are one row, summed."""
+    before, after = SAMPLES / "gpt2_train_bf16.tables.txt", SAMPLES / "ddp_nccl_streams.tables.txt"
+    comparison = load_comparison(str(before), str(after), use_cache=False)
+    frame = comparison.ops()
+    calls_b, calls_a = table_calls(before), table_calls(after)
+    assert frame.height == len(calls_b.keys() | calls_a.keys())
+    for row in frame.iter_rows(named=True):
+        assert (row["calls_before"], row["calls_after"]) == (calls_b.get(row["name"], 0), calls_a.get(row["name"], 0))
+        assert row["host_self_delta_us"] == row["host_self_us_after"] - row["host_self_us_before"]
+    assert set(frame.filter(pl.col("status") == "added")["name"]) == calls_a.keys() - calls_b.keys()
+    repeated = comparison.notes("ops")
+    rows_per_name = collections.Counter(name for name, _ in table_rows(before))
+    twice = sum(1 for count in rows_per_name.values() if count > 1)
+    assert len(repeated) == 2 and repeated[0].startswith(f"{before}: {twice} operator name(s) appear in more than")
+    assert run_cli(["diff", str(before), str(after), "--view", "steps", "-o", "-"]) == 2  # a table has no steps
+    assert "has no per-step timeline" in capsys.readouterr().err
