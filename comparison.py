@@ -107,6 +107,22 @@ class Comparison:
                 )
         return lines
 
+    def repeated(self) -> str:
+        """``BEFORE 7 operator, AFTER 3 kernel names`` repeated in a table (empty: none), for a short note."""
+        from .analysis.diff import repeated_names
+
+        parts = []
+        for which in SIDES:
+            profile = self.side(which)
+            counts = [
+                f"{repeated_names(getattr(profile, view)())} {label}"
+                for view, label in (("kernels", "kernel"), ("ops", "operator"))
+                if profile.available(view) and repeated_names(getattr(profile, view)())
+            ]
+            if counts:
+                parts.append(f"{which.upper()} {', '.join(counts)} names")
+        return "; ".join(parts)
+
     def header(self, which: str) -> str:
         """``BEFORE  path · N steps · span x ms`` (the facts a compare screen names each side by)."""
         profile = self.side(which)

@@ -164,6 +164,9 @@ class ProfviewApp(App[int]):
         for profile in (message.comparison.before, message.comparison.after):
             for warning in profile.warnings:
                 self.notify(f"{clean(profile.path)}: {clean(warning)}", title="warning", severity="warning", timeout=10)
+        repeated = message.comparison.repeated()
+        if repeated:
+            self.notify(f"names repeated in a table are one row, figures summed: {repeated}", title="note", timeout=8)
 
     def compare_screen(self):  # type: ignore[no-untyped-def]
         """The compare screen when it is the one on screen, else None."""
