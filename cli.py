@@ -150,7 +150,14 @@ def diff(
         Optional[str],  # noqa: UP045
         typer.Option("--out", "-o", help="Export the --view to .csv, .parquet or .json (- for CSV on stdout)."),
     ] = None,
-    view: Annotated[Optional[str], typer.Option("--view", "-v", help="kernels, ops or steps (with -o).")] = None,  # noqa: UP045
+    view: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--view", "-v", help="kernels, ops, steps; align or moved: one step aligned by operator."),
+    ] = None,
+    step: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--step", help="align/moved: this ProfilerStep on both sides (default: each side's median step)."),
+    ] = None,
     summary_: Annotated[
         bool, typer.Option("--summary", help="Print the biggest regressions and improvements.")
     ] = False,
@@ -199,6 +206,7 @@ def diff(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
         tolerance_pct=tolerance,
     )
+    comparison.step = step
     for side in (comparison.before, comparison.after):
         for warning in side.warnings:
             typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)

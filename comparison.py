@@ -18,6 +18,8 @@ from .frames import fmt_us
 from .trace_profile import Profile
 
 DIFF_VIEWS = ("kernels", "ops", "steps")
+#: Views of one representative step aligned operator by operator (traces only).
+EXTRA_VIEWS = ("align", "moved")
 SIDES = ("before", "after")
 
 
@@ -27,7 +29,8 @@ class Comparison:
 
     ``per_step``: kernels and operators are divided by each side's own step count;
     ``match``: ``exact`` or ``normalized`` (see :func:`profview.analysis.diff.pair_names`);
-    ``tolerance_pct``: a change within this share of the before figure is ``unchanged``.
+    ``tolerance_pct``: a change within this share of the before figure is ``unchanged``;
+    ``step``: the step :meth:`align` aligns on both sides (None: each side's median step).
     """
 
     before: Profile
@@ -35,6 +38,7 @@ class Comparison:
     per_step: bool = False
     match: str = "exact"
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT
+    step: int | None = None
 
     def side(self, which: str) -> Profile:
         """``before`` or ``after``."""
@@ -82,10 +86,47 @@ class Comparison:
         return diff_steps(self.before.steps(), self.after.steps(), tolerance_pct=self.tolerance_pct)
 
     def view(self, name: str) -> pl.DataFrame:
-        """One of :data:`DIFF_VIEWS`."""
-        if name not in DIFF_VIEWS:
-            raise ProfviewError(None, f"unknown diff view {name!r}: choose one of {', '.join(DIFF_VIEWS)}")
+        """One of :data:`DIFF_VIEWS` or :data:`EXTRA_VIEWS`."""
+        if name not in DIFF_VIEWS + EXTRA_VIEWS:
+            raise ProfviewError(
+                None, f"unknown diff view {name!r}: choose one of {', '.join(DIFF_VIEWS + EXTRA_VIEWS)}"
+            )
         return getattr(self, name)()
+
+    # -- one step aligned operator by operator (analysis/align.py) ---------------------------
+    def representative_step(self, which: str) -> int:
+        """``step`` if given and present, else the side's step of median duration (the lower middle one)."""
+        profile = self.side(which)
+        if not profile.is_trace:
+            raise ProfviewError(profile.path, f"a {profile.format} has no operator sequence to align")
+        steps = profile.steps()
+        if self.step is not None:
+            if self.step not in steps["step"].to_list():
+                raise ProfviewError(profile.path, f"no step {self.step} (steps: {profile.step_numbers()})")
+            return self.step
+        ordered = steps.sort(["duration_us", "step"])
+        return int(ordered["step"][(ordered.height - 1) // 2])
+
+    def launch_sequence(self, which: str) -> pl.DataFrame:
+        """The launching operator calls of the side's representative step, in order."""
+        from .analysis.align import launch_sequence
+
+        profile = self.side(which)
+        row = profile.steps().filter(pl.col("step") == self.representative_step(which)).row(0, named=True)
+        start = float(row["start_us"]) + profile.span_start
+        return launch_sequence(profile.model, start, start + float(row["duration_us"]))
+
+    def align(self) -> pl.DataFrame:
+        """One step of each side aligned by operator (:func:`profview.analysis.align.align_steps`)."""
+        from .analysis.align import align_steps
+
+        return align_steps(self.launch_sequence("before"), self.launch_sequence("after"))
+
+    def moved(self) -> pl.DataFrame:
+        """Kernels that changed under the same operator in the aligned step (:func:`moved_kernels`)."""
+        from .analysis.align import moved_kernels
+
+        return moved_kernels(self.align())
 
     def notes(self, view: str) -> list[str]:
         """``PATH: N names ... summed`` for each side whose ``view`` repeats names (text tables)."""

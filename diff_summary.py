@@ -83,6 +83,28 @@ def _moved(frame: pl.DataFrame, top: int, worse: bool) -> pl.DataFrame:
     return rows.sort([pl.col("delta_us"), pl.col("name")], descending=[worse, False]).head(top)
 
 
+def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
+    """Kernels that changed under the same operator in one step of each side (renamed, fused, split)."""
+    steps = f"step {comparison.representative_step('before')} vs {comparison.representative_step('after')}"
+    moved = comparison.moved()
+    title = f"Kernels that changed under the same operator ({steps}, aligned by operator)"
+    if not moved.height:
+        return Text(f"{title}: none")
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
+    name_width = max(12, (width - 30) // 3)
+    for header in ("operator", "kernels before", "kernels after"):
+        table.add_column(header, no_wrap=True, overflow="ellipsis", max_width=name_width)
+    table.add_column("calls", justify="right", no_wrap=True)
+    table.add_column("delta", justify="right", no_wrap=True)
+    for row in moved.head(top).iter_rows(named=True):
+        style = "red" if row["delta_us"] > 0 else "green"
+        table.add_row(
+            Text(clean(row["op"])), Text(clean(row["kernels_before"])), Text(clean(row["kernels_after"])),
+            Text(f"{row['calls']:,}"), Text(_signed(row["delta_us"]), style=style),
+        )
+    return table
+
+
 def print_diff_summary(comparison: Comparison, top: int, console: Console | None = None) -> None:
     """Print what changed between BEFORE and AFTER, biggest first."""
     console = console or Console(highlight=False, markup=False, emoji=False)
@@ -120,3 +142,5 @@ def print_diff_summary(comparison: Comparison, top: int, console: Console | None
         counts = frame["status"].value_counts()
         seen = dict(zip(counts["status"].to_list(), counts["count"].to_list(), strict=True))
         console.print(Text("  " + ", ".join(f"{seen.get(s, 0)} {s}" for s in GLYPHS) + f" ({label})"))
+    if comparison.before.is_trace and comparison.after.is_trace:
+        console.print(_moved_table(comparison, top, console.width))
