@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import ROOT
 from rich.text import Text
@@ -62,6 +63,17 @@ async def test_compare_tabs_header_and_glyphs() -> None:
         assert steps["name"].to_list()[0] == "Step" and round(steps["mean_us_after"][0] / 1e3, 1) == 124.2
         await pilot.press("enter")  # the mean step has no drill-down: a note, no screen
         assert isinstance(app.screen, CompareScreen)
+        await pilot.press("tab")
+        assert screen.pane == "moved"
+        moved = app.frame_view().displayed  # type: ignore[union-attr]
+        assert moved.drop("change", "status").select(screen.comparison.moved().columns).equals(
+            screen.comparison.moved()
+        )
+        assert set(moved.filter(pl.col("op") == "aten::mm")["change"]) <= {"▲", "▼"}
+        await pilot.press("enter")  # a moved row drills into its operator's launches (AFTER)
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.path == ["AFTER Operators", f"op {moved['op'][0]}"]
+        await pilot.press("escape")
         await pilot.press("tab")
         assert screen.pane == "kernels"
 

@@ -140,7 +140,7 @@ class ProfviewApp(App[int]):
                 prepare(comparison.side(which), lambda _phase: None)
             self.post_message(LoadPhase("comparing"))
             frames: dict[str, Any] = {}
-            for view in DIFF_VIEWS:
+            for view in (*DIFF_VIEWS, "moved"):
                 try:
                     frames[view] = comparison.view(view)
                 except ProfviewError as exc:
@@ -186,6 +186,7 @@ class ProfviewApp(App[int]):
         side, name = target
         profile = self.comparison.side(side)
         view = message.view.removeprefix("diff_")
+        view = "ops" if view == "moved" else view  # a moved row: the operator's launches
         route = ROUTES.get(view)
         if route is None:
             return

@@ -1,5 +1,6 @@
 """Compare mode (``profview diff BEFORE AFTER``): Kernels, Operators and Steps as before / after /
-delta tables, sorted by the size of the change.
+delta tables, sorted by the size of the change; Moved: one step of each side aligned by operator
+(:meth:`profview.comparison.Comparison.moved`), the kernels that changed under the same operator.
 
 Each row starts with a ``change`` cell: ▲ (grew), ▼ (shrank), ``▲ new``, ``▼ gone`` or ``=``,
 coloured red / green where colour is available, readable without (NO_COLOR).  A header names
@@ -25,8 +26,8 @@ from .filter_bar import FilterBar
 from .keymap import bindings
 from .table_view import FrameView
 
-COMPARE_PANES = ("kernels", "ops", "steps")
-COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
+COMPARE_PANES = ("kernels", "ops", "steps", "moved")
+COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps", "moved": "Moved"}
 #: Glyph → colour of a change cell (red: more time, green: less).
 GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
 CHANGE_GLYPHS = frozenset(GLYPHS.values())
@@ -36,12 +37,17 @@ LEADING = {
     "ops": ("change", "name", "delta_us", "delta_pct", "device_self_us_before", "device_self_us_after",
             "host_self_us_before", "host_self_us_after"),
     "steps": ("change", "name", "mean_us_before", "mean_us_after", "delta_us", "delta_pct"),
+    "moved": ("change", "op", "kernels_before", "kernels_after", "delta_us", "calls"),
 }
 
 
 def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
     """A diff frame as the viewer shows it: the ``change`` glyph, the name, before / after / delta
     first, then the rest."""
+    if "status" not in frame.columns:  # moved: kernels changed under one operator, by the delta's sign
+        sign = pl.col("delta_us").sign()
+        status = pl.when(sign > 0).then(pl.lit("increased")).when(sign < 0).then(pl.lit("decreased"))
+        frame = frame.with_columns(status.otherwise(pl.lit("unchanged")).alias("status"))
     glyphs = pl.col("status").replace_strict(GLYPHS, default="?").alias("change")
     shown = frame.with_columns(glyphs)
     leading = [c for c in LEADING[view] if c in shown.columns]
@@ -111,6 +117,9 @@ class CompareScreen(Screen):
             tabs.append(f" {index} {COMPARE_TITLES[pane]} ", style="bold reverse" if pane == self.pane else "")
             tabs.append(" ")
         tabs.append(f"  Enter: drill into {self.drill_side.upper()} (w: switch)", style="dim")
+        if self.pane == "moved" and isinstance(self.frames.get("moved"), pl.DataFrame):
+            steps = (self.comparison.representative_step(w) for w in SIDES)
+            tabs.append("  · step {} vs {}, aligned by operator".format(*steps), style="dim")
         self.query_one("#tabs", Static).update(tabs)
 
     def action_show(self, pane: str) -> None:
@@ -144,6 +153,8 @@ class CompareScreen(Screen):
         """
         if self.pane == "steps":
             return "the mean-step rows have no drill-down (open a side with profview TRACE for its timeline)"
+        if self.pane == "moved":
+            return self.drill_side, str(row.get("op"))
         names = {"before": None if row.get("status") == "added" else row.get("name"),
                  "after": None if row.get("status") == "removed" else row.get("name_after") or row.get("name")}
         side = self.drill_side if names[self.drill_side] else ("before" if names["before"] else "after")

@@ -98,10 +98,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("timeline", "timeline.pan_right", "right_square_bracket", "timeline('pan', 0.5)", "pan"),
     Key("timeline", "timeline.fit", "0", "timeline('reset')", "fit"),
     # -- compare mode (profview diff BEFORE AFTER) ----------------------------------------------
-    Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3, Tab",
-        "compare mode: Kernels, Operators, Steps (before / after / delta)"),
+    Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3 4, Tab",
+        "compare mode: Kernels, Operators, Steps (before / after / delta); Moved (one step aligned by "
+        "operator: kernels that changed under the same operator)"),
     Key("compare", "compare.ops", "2", "show('ops')", "operators"),
     Key("compare", "compare.steps", "3", "show('steps')", "steps"),
+    Key("compare", "compare.moved", "4", "show('moved')", "moved"),
     Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
         "Enter drills down into AFTER; w switches to BEFORE and back", show=True),
     # -- small screens ------------------------------------------------------------------------
