@@ -149,3 +149,39 @@ def test_compare_steps_layout(snap_compare, in_repo) -> None:  # type: ignore[no
 
     app = ProfviewApp(BEFORE_REL, no_cache=True, compare={"after": AFTER_REL})
     assert snap_compare(app, terminal_size=(80, 24), run_before=steps)
+
+
+async def test_hostile_names_are_inert_in_compare_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel name with escape sequences and markup, on one side only: shown as text everywhere."""
+    import gzip
+    import json
+
+    from conftest import SAMPLES, run_cli
+
+    source = SAMPLES / "ddp_nccl_streams.pt.trace.json.gz"
+    with gzip.open(source, "rt") as fh:
+        doc = json.load(fh)
+    evil = "\x1b[2J\x1b]0;pwned\x07[bold red]boom[/] [@click=app.quit]x[/]"
+    totals: dict[str, float] = {}
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            totals[event["name"]] = totals.get(event["name"], 0) + event.get("dur", 0)
+    longest = max(totals, key=totals.__getitem__)  # the biggest kernel: first in the summary
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"] == longest:
+            event["name"] = evil + event["name"]
+    trace = tmp_path / "evil.json"
+    trace.write_text(json.dumps(doc))
+    assert run_cli(["diff", str(source), str(trace), "--summary", "--top", "3", "--no-cache"]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "▲ new" in printed and "␛[2J␛]0;pwned\\x07[bold red]boom" in printed
+    app = ProfviewApp(str(source), no_cache=True, compare={"after": str(trace)})
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_compare(pilot, app)
+        await pilot.press("slash", *"boom", "enter")
+        await pilot.pause()
+        shot = screen_text(app)
+        assert "[bold red]boom[/]" in shot and "␛[2J" in shot and "\x1b[2J" not in shot
+        view = app.frame_view()
+        assert view is not None and view.displayed.height >= 1 and set(view.displayed["status"]) == {"added"}
+        assert app.is_running
