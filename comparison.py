@@ -7,7 +7,6 @@ the figures come from :mod:`profview.analysis.diff` over each profile's own view
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
@@ -202,6 +201,8 @@ def load_comparison(
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
 ) -> Comparison:
     """Load BEFORE and AFTER (in two threads: parsing releases the GIL) as a :class:`Comparison`."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from .loading import load
 
     check_inputs(before, after)
