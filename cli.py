@@ -190,7 +190,7 @@ def diff(
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:
         check_inputs(before, after)
-        from .tui.app import run_compare
+        from .tui.compare_mode import run_compare
 
         raise typer.Exit(
             run_compare(

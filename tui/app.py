@@ -21,6 +21,7 @@ from ..errors import ProfviewError
 from ..export import write_table
 from ..sanitize import clean
 from ..trace_profile import Profile
+from .compare_mode import CompareMode
 from .drill_routes import ROUTES
 from .drilldown import DrillScreen
 from .export_dialog import ExportDialog, suggest_name
@@ -29,15 +30,15 @@ from .help import HelpScreen
 from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
-from .messages import ComparisonLoaded, DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .table_view import FrameView
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
 
-class ProfviewApp(App[int]):
-    """Kernel, operator and step views of one trace, by keyboard."""
+class ProfviewApp(CompareMode, App[int]):
+    """Kernel, operator and step views of one trace (or two compared: see compare_mode), by keyboard."""
 
     CSS_PATH = "profview.tcss"
     TITLE = "profview"
@@ -124,82 +125,6 @@ class ProfviewApp(App[int]):
             outcome.append(LoadFailed(f"{self.path}: internal error while loading: {type(exc).__name__}: {exc}"))
         else:
             outcome.append(ProfileLoaded(profile))
-
-    # -- compare mode (profview diff) ---------------------------------------------------------
-    def _load_compare(self, outcome: list[Any]) -> None:
-        """Load BEFORE and AFTER, link both and build the three diff frames (a view a side lacks: its reason)."""
-        from ..comparison import DIFF_VIEWS, load_comparison, remember
-
-        assert self.compare is not None
-        try:
-            self.post_message(LoadPhase("reading and parsing both profiles"))
-            comparison = load_comparison(self.path, use_cache=not self.no_cache, comm_pattern=self.comm_pattern,
-                                         **self.compare)
-            for which in ("before", "after"):
-                self.post_message(LoadPhase(f"linking {which.upper()}"))
-                prepare(comparison.side(which), lambda _phase: None)
-            self.post_message(LoadPhase("comparing"))
-            frames: dict[str, Any] = {}
-            for view in (*DIFF_VIEWS, "moved"):
-                try:
-                    frames[view] = comparison.view(view)
-                except ProfviewError as exc:
-                    frames[view] = str(exc)
-            remember(comparison)
-        except ProfviewError as exc:
-            outcome.append(LoadFailed(str(exc)))
-        except MemoryError:
-            outcome.append(LoadFailed(f"{self.path}: not enough memory to compare these profiles"))
-        except Exception as exc:  # a bug, not a bad input: still one line
-            outcome.append(LoadFailed(f"{self.path}: internal error while comparing: {type(exc).__name__}: {exc}"))
-        else:
-            outcome.append(ComparisonLoaded(comparison, frames))
-
-    def on_comparison_loaded(self, message: ComparisonLoaded) -> None:
-        from .compare_screen import CompareScreen
-
-        self.comparison = message.comparison
-        self.loaded = self.linked = True
-        self.switch_screen(CompareScreen(message.comparison, message.frames))
-        for profile in (message.comparison.before, message.comparison.after):
-            for warning in profile.warnings:
-                self.notify(f"{clean(profile.path)}: {clean(warning)}", title="warning", severity="warning", timeout=10)
-        repeated = message.comparison.repeated()
-        if repeated:
-            self.notify(f"names repeated in a table are one row, figures summed: {repeated}", title="note", timeout=8)
-
-    def compare_screen(self):  # type: ignore[no-untyped-def]
-        """The compare screen when it is the one on screen, else None."""
-        from .compare_screen import CompareScreen
-
-        return self.screen if isinstance(self.screen, CompareScreen) else None
-
-    def drill_compare(self, message: DrillRequested) -> None:
-        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target)."""
-        screen = self.compare_screen()
-        if screen is None or self.comparison is None:
-            return
-        target = screen.drill_target(message.row)
-        if isinstance(target, str):
-            self.notify(target, severity="warning")
-            return
-        side, name = target
-        profile = self.comparison.side(side)
-        view = message.view.removeprefix("diff_")
-        view = "ops" if view == "moved" else view  # a moved row: the operator's launches
-        route = ROUTES.get(view)
-        if route is None:
-            return
-        try:
-            drill = route(profile, {"name": name}, [f"{side.upper()} {TITLES.get(view, view)}"])
-        except ProfviewError as exc:
-            self.notify(clean(exc.problem), title="no drill-down", severity="warning")
-            return
-        if isinstance(drill, str):
-            self.notify(drill, severity="warning")
-            return
-        drill.side_profile = profile  # further Enter on this screen stays on this side
-        self.push_screen(drill)
 
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -474,25 +399,4 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_patte
 
 
 
-def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern: str | None = None,
-                **options: Any) -> int:
-    """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
-    ``tolerance_pct`` (see :func:`profview.comparison.load_comparison`)."""
-    for path in (before, after):
-        if not Path(path).exists():
-            print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
-            return 2
-    app = ProfviewApp(before, no_cache=no_cache, comm_pattern=comm_pattern, compare={"after": after, **options})
-    code = app.run()
-    if app.error:
-        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.load_thread is not None and app.load_thread.is_alive():
-        if not app.loaded:
-            print("profview: interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(app.return_code if app.return_code is not None else (code or 130))
-    return app.return_code or code or 0
-
-
-__all__ = ["ProfviewApp", "run", "run_compare"]
+__all__ = ["ProfviewApp", "run"]
