@@ -111,7 +111,8 @@ class Comparison:
         from .analysis.align import launch_sequence
 
         profile = self.side(which)
-        row = profile.steps().filter(pl.col("step") == self.representative_step(which)).row(0, named=True)
+        step = self.representative_step(which)
+        row = profile.steps().filter(pl.col("step") == step).row(0, named=True)
         start = float(row["start_us"]) + profile.span_start
         return launch_sequence(profile.model, start, start + float(row["duration_us"]))
 

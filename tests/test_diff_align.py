@@ -146,3 +146,12 @@ def test_long_sequences_fall_back_to_matching_blocks() -> None:
     pairs = edit_script(a, b)
     matched = [(i, j) for i, j in pairs if i is not None and j is not None]
     assert all(a[i] == b[j] for i, j in matched) and len(matched) >= n - 2
+
+
+def test_align_needs_traces(capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import SAMPLES, run_cli
+
+    table, trace = SAMPLES / "gpt2_train_bf16.tables.txt", SAMPLES / "gpt2_train_bf16.pt.trace.json.gz"
+    assert run_cli(["diff", str(table), str(trace), "--view", "moved", "-o", "-"]) == 2
+    err = capsys.readouterr().err
+    assert f"profview: error: {table}: a PyTorch key_averages table has no operator sequence to align" in err
