@@ -6,6 +6,7 @@ __version__ = "0.1.0"
 
 # Absolute, unlike the rest of the package: the checkout's root is this package, and pytest
 # imports this file as a plain module when the checkout's folder name is no Python identifier.
+from profview.comparison import Comparison, load_comparison
 from profview.job import Job
 from profview.loading import load as _load_one
 from profview.trace_profile import Profile
@@ -29,4 +30,4 @@ def load(path, **options):  # type: ignore[no-untyped-def]
     return _load_one(names[0], **options)
 
 
-__all__ = ["Job", "Profile", "__version__", "load"]
+__all__ = ["Comparison", "Job", "Profile", "__version__", "load", "load_comparison"]

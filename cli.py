@@ -25,7 +25,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-COMMANDS = ("open", "summary", "export")
+COMMANDS = ("open", "summary", "export", "diff")
 
 PathArg = Annotated[
     list[str],
@@ -236,6 +236,98 @@ def export(
     remember_views(profile)
     if written != "-":
         typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
+
+
+# -- diff: two profiles compared (issue 14) --------------------------------------------------
+@app.command("diff")
+def diff(
+    before: Annotated[str, typer.Argument(help="The profile before the change (trace or table).")],
+    after: Annotated[str, typer.Argument(help="The profile after the change.")],
+    out: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--out", "-o", help="Export the --view to .csv, .parquet or .json (- for CSV on stdout)."),
+    ] = None,
+    view: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--view", "-v", help="kernels, ops, steps; align or moved: one step aligned by operator."),
+    ] = None,
+    step: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--step", help="align/moved: this ProfilerStep on both sides (default: each side's median step)."),
+    ] = None,
+    summary_: Annotated[
+        bool, typer.Option("--summary", help="Print the biggest regressions and improvements.")
+    ] = False,
+    per_step: Annotated[
+        bool, typer.Option("--per-step", help="Divide each side by its own number of steps.")
+    ] = False,
+    match: Annotated[
+        str, typer.Option("--match", help="exact, or normalized: also pair names differing by arch/tile/template.")
+    ] = "exact",
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Percent of change still counted unchanged.")
+    ] = 5.0,
+    filter_: Annotated[
+        Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
+    ] = None,
+    sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
+    asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
+    top: Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
+    raw_formulas: Annotated[
+        bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
+    ] = False,
+    no_cache: NoCache = False,
+    comm_pattern: CommPattern = None,
+) -> None:
+    """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT."""
+    from .comparison import check_inputs, load_comparison, remember
+
+    if view is not None and out is None and not summary_:
+        raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
+    if out is None and not summary_:
+        check_inputs(before, after)
+        from .tui.compare_mode import run_compare
+
+        raise typer.Exit(
+            run_compare(
+                before, after, no_cache=no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
+                tolerance_pct=tolerance,
+            )
+        )
+    if out is not None:
+        from .export import export_format
+
+        export_format(out)
+    comparison = load_comparison(
+        before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
+        tolerance_pct=tolerance,
+    )
+    comparison.step = step
+    for side in (comparison.before, comparison.after):
+        for warning in side.warnings:
+            typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
+    noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
+    for note in (line for v in noted for line in comparison.notes(v)):
+        typer.echo(f"profview: note: {clean(note)}", err=True)
+    try:
+        if summary_:
+            from .diff_summary import print_diff_summary
+
+            print_diff_summary(comparison, top if top is not None else 10)
+            sys.stdout.flush()
+        if out is not None:
+            from .export import write_table
+            from .views import refine
+
+            frame = refine(comparison.view(view or "kernels"), pattern=filter_, sort=sort, ascending=asc, top=top)
+            written = write_table(frame, out, inputs=(before, after), overwrite=force, raw_formulas=raw_formulas)
+            sys.stdout.flush()
+            if written != "-":
+                typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
+    except BrokenPipeError:
+        raise _stdout_closed() from None
+    remember(comparison)
 
 
 def _path_of(args: list[str]) -> str:

@@ -11,6 +11,7 @@ from conftest import viewer
 from test_tui import screen_text, wait_loaded
 
 from profview.tui.app import ProfviewApp
+from profview.tui.compare_screen import CompareScreen
 from profview.tui.drilldown import DrillScreen
 from profview.tui.export_dialog import ExportDialog
 from profview.tui.filter_bar import FilterBar
@@ -30,6 +31,7 @@ SCOPES = {
     "export_dialog": ExportDialog,
     "filter_bar": FilterBar,
     "job": JobScreen,
+    "compare": CompareScreen,
 }
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import App
@@ -20,6 +21,7 @@ from ..errors import ProfviewError
 from ..export import write_table
 from ..sanitize import clean
 from ..trace_profile import Profile
+from .compare_mode import CompareMode
 from .drill_routes import ROUTES
 from .drilldown import DrillScreen
 from .export_dialog import ExportDialog, suggest_name
@@ -31,9 +33,12 @@ from .main_screen import PANES, TITLES, MainScreen
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .table_view import FrameView
 
+if TYPE_CHECKING:
+    from ..comparison import Comparison
 
-class ProfviewApp(App[int]):
-    """Kernel, operator and step views of one trace, by keyboard."""
+
+class ProfviewApp(CompareMode, App[int]):
+    """Kernel, operator and step views of one trace (or two compared: see compare_mode), by keyboard."""
 
     CSS_PATH = "profview.tcss"
     TITLE = "profview"
@@ -48,10 +53,14 @@ class ProfviewApp(App[int]):
         run: str | None = None,
         profile: Profile | None = None,
         comm_pattern: str | None = None,
+        compare: dict[str, Any] | None = None,
     ) -> None:
         """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
-        ``comm_pattern``: ``--comm-pattern``, for loads made here."""
+        ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
+        is BEFORE and this holds ``after`` and the :func:`profview.comparison.load_comparison` options."""
         super().__init__()
+        self.compare = compare
+        self.comparison: Comparison | None = None
         self.path = path
         self.preloaded = profile
         self.no_cache = no_cache
@@ -80,7 +89,8 @@ class ProfviewApp(App[int]):
         """
         worker = get_current_worker()
         outcome: list[ProfileLoaded | LoadFailed] = []
-        thread = threading.Thread(target=self._load, args=(outcome,), name="profview-load", daemon=True)
+        target = self._load_compare if self.compare is not None else self._load
+        thread = threading.Thread(target=target, args=(outcome,), name="profview-load", daemon=True)
         self.load_thread = thread
         thread.start()
         while thread.is_alive():
@@ -150,7 +160,8 @@ class ProfviewApp(App[int]):
             return screen.frame_view()
         if isinstance(screen, MainScreen):
             return screen.active_frame_view()
-        return None
+        compare = self.compare_screen()
+        return compare.active_frame_view() if compare is not None else None
 
     def action_quit_now(self) -> None:
         self.exit(return_code=0 if self.loaded else 130)
@@ -180,7 +191,7 @@ class ProfviewApp(App[int]):
         if action == "export":
             return self.frame_view() is not None or self.steps_frame() is not None
         if action == "cycle":
-            return isinstance(screen, MainScreen)
+            return isinstance(screen, MainScreen) or self.compare_screen() is not None
         if action == "group":
             return isinstance(screen, MainScreen) and screen.can_group()
         if action == "next_run":
@@ -200,6 +211,10 @@ class ProfviewApp(App[int]):
         main.show(pane)
 
     def action_cycle(self) -> None:
+        compare = self.compare_screen()
+        if compare is not None:
+            compare.cycle()
+            return
         main = self.main_screen()
         if main is not None and self.screen is main:
             main.show(PANES[(PANES.index(main.pane) + 1) % len(PANES)])
@@ -282,7 +297,10 @@ class ProfviewApp(App[int]):
 
     # -- drill-down -------------------------------------------------------------------------
     def on_drill_requested(self, message: DrillRequested) -> None:
-        profile = self.profile
+        if message.view.startswith("diff_"):
+            self.drill_compare(message)
+            return
+        profile = getattr(self.screen, "side_profile", None) or self.profile
         if profile is None:
             return
         if not self.linked:
@@ -314,7 +332,8 @@ class ProfviewApp(App[int]):
     def action_export(self) -> None:
         view = self.frame_view()
         if view is not None:
-            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
+            title = TITLES.get(view.view, view.view)
+            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [title]
             frame = view.displayed
         elif (steps := self.steps_frame()) is not None:
             parts, frame = ["Steps"], steps
@@ -376,6 +395,8 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_patte
         sys.stderr.flush()
         os._exit(app.return_code if app.return_code is not None else (code or 130))
     return app.return_code or code or 0
+
+
 
 
 __all__ = ["ProfviewApp", "run"]

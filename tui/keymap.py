@@ -209,6 +209,15 @@ KEYMAP: tuple[Key, ...] = (
         "open the highlighted rank's own views; q or Esc there come back to the job",
         show=True,
     ),
+    # -- compare mode (profview diff BEFORE AFTER) ----------------------------------------------
+    Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3 4, Tab",
+        "compare mode: Kernels, Operators, Steps (before / after / delta); Moved (one step aligned by "
+        "operator: kernels that changed under the same operator)"),
+    Key("compare", "compare.ops", "2", "show('ops')", "operators"),
+    Key("compare", "compare.steps", "3", "show('steps')", "steps"),
+    Key("compare", "compare.moved", "4", "show('moved')", "moved"),
+    Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
+        "Enter drills down into AFTER; w switches to BEFORE and back", show=True),
     # -- small screens ------------------------------------------------------------------------
     Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
     Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),

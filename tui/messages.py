@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from ..trace_profile import Profile
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
 
 
 @dataclass
@@ -51,3 +54,13 @@ class LoadPhase(Message):
     """The loading thread started a new phase (shown on the loading screen)."""
 
     phase: str
+
+
+# -- compare mode (profview diff) -------------------------------------------------------------
+@dataclass
+class ComparisonLoaded(Message):
+    """Both profiles of a ``profview diff`` are loaded; ``frames`` maps each compare tab to its
+    diff frame, or to the reason it cannot be shown."""
+
+    comparison: Comparison
+    frames: dict[str, Any]

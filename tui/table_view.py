@@ -66,6 +66,9 @@ class FrameView(Vertical):
     FrameView > DataTable { height: 1fr; }
     """
 
+    #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
+    table_class: type[DataTable] = DataTable
+
     def __init__(self, view: str, frame: pl.DataFrame | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view = view
@@ -152,7 +155,7 @@ class FrameView(Vertical):
             old.remove()
         self._generation += 1
         width = self.app.size.width if self.is_attached else 200
-        table = DataTable(
+        table = self.table_class(
             backend=ArrowBackend(cells.to_arrow()),
             cursor_type="cell",
             render_markup=False,

@@ -1,0 +1,300 @@
+"""Before/after: two profiles' views side by side, one row per name found on either side.
+
+Pure functions over the views of :mod:`.kernels`, :mod:`.operators` and :mod:`.steps`; every
+figure is one of the two profiles' own figures (or, with ``steps``, that figure divided by the
+profile's own step count), and every ``delta`` is ``after - before`` of those two numbers.
+
+* **status** of a row: ``added`` (only AFTER has it), ``removed`` (only BEFORE), ``unchanged``
+  (``|delta|`` within ``tolerance_pct`` percent of the before figure), else ``increased`` or
+  ``decreased``.  A name missing on one side counts 0 there.
+* **matching**: names equal on both sides pair first (``match_rule`` ``exact``).  With
+  ``match="normalized"`` the names left over are paired when they are equal after the rules of
+  :data:`MATCH_RULES`, applied one more at a time (``arch``, then ``arch`` + ``tile``, then all
+  three), and only one-to-one: a normalised name shared by several kernels on one side stays
+  unpaired.  Rows nobody paired are kept (``match_rule`` ``unmatched``), never hidden.
+* A name a side holds in more than one row (text tables cut long names short) is one row of
+  the diff, with that side's figures summed (:func:`one_row_per_name`).
+* Rows are sorted by the size of the change, largest first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import polars as pl
+
+from ..frames import CATEGORIES, CATEGORY_LABELS
+
+STATUSES: tuple[str, ...] = ("added", "removed", "increased", "decreased", "unchanged")
+MATCH_MODES: tuple[str, ...] = ("exact", "normalized")
+#: Glyphs that mark a row without colour (NO_COLOR): worse, better, new, gone, same.
+GLYPHS: dict[str, str] = {
+    "increased": "▲",
+    "decreased": "▼",
+    "added": "▲ new",
+    "removed": "▼ gone",
+    "unchanged": "=",
+}
+DEFAULT_TOLERANCE_PCT = 5.0
+
+_ARCH = re.compile(
+    r"(?<![A-Za-z0-9])(?:sm_?\d{2,3}[a-z]?|ampere|volta|turing|hopper|blackwell|maxwell|pascal|kepler)_",
+    re.IGNORECASE,
+)
+_CUTLASS_ARCH = re.compile(r"cutlass_\d{2,3}_")
+_TILE = re.compile(r"\d+(?:x\d+)+")
+_TILE_WORD = re.compile(r"(stage|align|warpsize|tilesize|sliced)\d+", re.IGNORECASE)
+
+
+def _strip_arch(name: str) -> str:
+    """``sm80_``/``sm90_``/``ampere_``/``volta_``... prefixes and ``cutlass_80_`` removed."""
+    return _CUTLASS_ARCH.sub("cutlass_", _ARCH.sub("", name))
+
+
+def _strip_tile(name: str) -> str:
+    """Tile and launch sizes (``128x64``, ``stage4``, ``align8``) replaced by ``#``."""
+    return _TILE_WORD.sub(r"\1#", _TILE.sub("#", name))
+
+
+def _strip_brackets(name: str, open_: str, close: str) -> str:
+    depth, kept = 0, []
+    for char in name:
+        if char == open_:
+            if depth == 0:
+                kept.append(char)
+            depth += 1
+        elif char == close and depth:
+            depth -= 1
+            if depth == 0:
+                kept.append(char)
+        elif depth == 0:
+            kept.append(char)
+    return "".join(kept)
+
+
+def _strip_template(name: str) -> str:
+    """Template arguments ``<...>`` and parameter lists ``(...)`` emptied."""
+    return _strip_brackets(_strip_brackets(name, "<", ">"), "(", ")")
+
+
+#: The normalisation rules, in the order they are added: (name, function).
+MATCH_RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("arch", _strip_arch),
+    ("tile", _strip_tile),
+    ("template", _strip_template),
+)
+
+
+def normalized_name(name: str, rules: int = len(MATCH_RULES)) -> str:
+    """``name`` with the first ``rules`` rules of :data:`MATCH_RULES` applied."""
+    for _, rule in MATCH_RULES[:rules]:
+        name = rule(name)
+    return name
+
+
+def pair_names(before: list[str], after: list[str], match: str = "exact") -> pl.DataFrame:
+    """``name_before, name_after, match_rule``: every name of either side once (null: not on that side)."""
+    if match not in MATCH_MODES:
+        raise ValueError(f"match must be one of {MATCH_MODES}, not {match!r}")
+    after_set = set(after)
+    pairs: list[tuple[str | None, str | None, str]] = [(n, n, "exact") for n in before if n in after_set]
+    before_set = set(before)
+    left_before = [n for n in before if n not in after_set]
+    left_after = [n for n in after if n not in before_set]
+    if match == "normalized":
+        for level, (rule, _) in enumerate(MATCH_RULES, 1):
+            keys_before: dict[str, list[str]] = {}
+            keys_after: dict[str, list[str]] = {}
+            for n in left_before:
+                keys_before.setdefault(normalized_name(n, level), []).append(n)
+            for n in left_after:
+                keys_after.setdefault(normalized_name(n, level), []).append(n)
+            paired: set[str] = set()
+            for key, names in keys_before.items():
+                others = keys_after.get(key, [])
+                if len(names) == 1 and len(others) == 1:
+                    pairs.append((names[0], others[0], rule))
+                    paired.update((names[0], others[0]))
+            left_before = [n for n in left_before if n not in paired]
+            left_after = [n for n in left_after if n not in paired]
+    pairs += [(n, None, "unmatched") for n in left_before]
+    pairs += [(None, n, "unmatched") for n in left_after]
+    return pl.DataFrame(
+        pairs, schema={"name_before": pl.String, "name_after": pl.String, "match_rule": pl.String}, orient="row"
+    )
+
+
+def status_expr(before: str, after: str, delta: str, tolerance_pct: float) -> pl.Expr:
+    """The status of each row from its presence on each side and the delta of its main figure."""
+    within = pl.col(delta).abs() <= pl.col(before).abs() * (tolerance_pct / 100.0)
+    return (
+        pl.when(pl.col("name_before").is_null())
+        .then(pl.lit("added"))
+        .when(pl.col("name_after").is_null())
+        .then(pl.lit("removed"))
+        .when(within)
+        .then(pl.lit("unchanged"))
+        .when(pl.col(delta) > 0)
+        .then(pl.lit("increased"))
+        .otherwise(pl.lit("decreased"))
+        .alias("status")
+    )
+
+
+def _pct(delta: str, before: str) -> pl.Expr:
+    """``delta`` as a percentage of ``before``; null where before is zero."""
+    return pl.when(pl.col(before) != 0).then(pl.col(delta) / pl.col(before) * 100.0).alias("delta_pct")
+
+
+def repeated_names(frame: pl.DataFrame) -> int:
+    """How many names a view holds in more than one row (text tables cut long names short)."""
+    return frame.filter(pl.col("name").is_duplicated())["name"].n_unique()
+
+
+def one_row_per_name(frame: pl.DataFrame, values: tuple[str, ...]) -> pl.DataFrame:
+    """``frame`` with the rows of a repeated name summed into one (first row's order and kind)."""
+    if not repeated_names(frame):
+        return frame
+    present = [v for v in values if v in frame.columns]
+    others = [c for c in frame.columns if c != "name" and c not in present]
+    return frame.group_by("name", maintain_order=True).agg(
+        *(pl.col(v).sum() for v in present), *(pl.col(c).first() for c in others)
+    )
+
+
+def _side(frame: pl.DataFrame, values: tuple[str, ...], suffix: str, steps: int | None) -> pl.DataFrame:
+    """``frame``'s values renamed ``<value>_<suffix>`` (divided by ``steps`` when given)."""
+    frame = one_row_per_name(frame, values)
+    exprs = []
+    for value in values:
+        column = pl.col(value) if value in frame.columns else pl.lit(None, dtype=pl.Float64)
+        if steps:
+            column = column.cast(pl.Float64) / steps
+        exprs.append(column.alias(f"{value}_{suffix}"))
+    return frame.select(pl.col("name").alias(f"name_{suffix}"), *exprs)
+
+
+def _joined(
+    before: pl.DataFrame,
+    after: pl.DataFrame,
+    values: tuple[str, ...],
+    match: str,
+    steps: tuple[int, int] | None,
+    extra: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """The pairs of names with both sides' values (0 where a side lacks the name)."""
+    pairs = pair_names(before["name"].unique(maintain_order=True).to_list(),
+                       after["name"].unique(maintain_order=True).to_list(), match)
+    b = _side(before, values + extra, "before", steps[0] if steps else None)
+    a = _side(after, values + extra, "after", steps[1] if steps else None)
+    joined = pairs.join(b, on="name_before", how="left").join(a, on="name_after", how="left")
+    return joined.with_columns(
+        pl.coalesce("name_before", "name_after").alias("name"),
+        *(pl.col(f"{v}_{s}").fill_null(0) for v in values for s in ("before", "after")),
+    )
+
+
+def _finish(frame: pl.DataFrame, columns: list[str], match: str) -> pl.DataFrame:
+    if match == "normalized":
+        columns = [*columns, "match_rule", "name_after"]
+    return frame.sort([pl.col("delta_us").abs(), pl.col("name")], descending=[True, False]).select(columns)
+
+
+def diff_kernels(
+    before: pl.DataFrame,
+    after: pl.DataFrame,
+    *,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    match: str = "exact",
+    steps: tuple[int, int] | None = None,
+) -> pl.DataFrame:
+    """Kernel tables compared: ``name, calls_before, calls_after, total_us_before, total_us_after,
+    delta_us, delta_pct, status`` (+ ``match_rule, name_after`` with ``match="normalized"``).
+
+    ``steps``: each side's step count; its calls and totals are divided by it (``--per-step``).
+    """
+    joined = _joined(before, after, ("calls", "total_us"), match, steps)
+    frame = joined.with_columns((pl.col("total_us_after") - pl.col("total_us_before")).alias("delta_us"))
+    frame = frame.with_columns(
+        _pct("delta_us", "total_us_before"), status_expr("total_us_before", "total_us_after", "delta_us", tolerance_pct)
+    )
+    columns = ["name", "calls_before", "calls_after", "total_us_before", "total_us_after", "delta_us", "delta_pct"]
+    return _finish(frame, [*columns, "status"], match)
+
+
+#: The operator figures compared, each with its own delta column.
+OP_VALUES: tuple[str, ...] = ("calls", "host_self_us", "device_self_us", "device_total_us")
+
+
+def diff_ops(
+    before: pl.DataFrame,
+    after: pl.DataFrame,
+    *,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    match: str = "exact",
+    steps: tuple[int, int] | None = None,
+) -> pl.DataFrame:
+    """Operator tables compared: ``calls``, ``host_self_us``, ``device_self_us`` and
+    ``device_total_us`` before and after, each time with its ``*_delta_us``.
+
+    ``delta_us`` (which sorts the rows and gives the status) is the change of the operator's own
+    time on both sides of the launch, host self + device self: a slower CPU dispatch and a
+    slower kernel both show.  ``match`` pairs names as :func:`pair_names` does.
+    """
+    joined = _joined(before, after, OP_VALUES, match, steps)
+    kinds = ("kind",) if "kind" in before.columns or "kind" in after.columns else ()
+    if kinds:
+        before, after = one_row_per_name(before, OP_VALUES), one_row_per_name(after, OP_VALUES)
+        kind_b = before.select(pl.col("name").alias("name_before"), pl.col("kind").cast(pl.String).alias("kind_b"))
+        kind_a = after.select(pl.col("name").alias("name_after"), pl.col("kind").cast(pl.String).alias("kind_a"))
+        joined = joined.join(kind_b, on="name_before", how="left").join(kind_a, on="name_after", how="left")
+        joined = joined.with_columns(pl.coalesce("kind_b", "kind_a").alias("kind"))
+    deltas = [
+        (pl.col(f"{v}_after") - pl.col(f"{v}_before")).alias(f"{v.removesuffix('_us')}_delta_us")
+        for v in OP_VALUES[1:]
+    ]
+    frame = joined.with_columns(
+        *deltas,
+        (pl.col("host_self_us_before") + pl.col("device_self_us_before")).alias("self_us_before"),
+        (pl.col("host_self_us_after") + pl.col("device_self_us_after")).alias("self_us_after"),
+    ).with_columns((pl.col("self_us_after") - pl.col("self_us_before")).alias("delta_us"))
+    frame = frame.with_columns(
+        _pct("delta_us", "self_us_before"), status_expr("self_us_before", "self_us_after", "delta_us", tolerance_pct)
+    )
+    columns = ["name", *kinds, "calls_before", "calls_after"]
+    for value in OP_VALUES[1:]:
+        columns += [f"{value}_before", f"{value}_after", f"{value.removesuffix('_us')}_delta_us"]
+    return _finish(frame, [*columns, "delta_us", "delta_pct", "status"], match)
+
+
+def step_means(steps: pl.DataFrame) -> dict[str, float]:
+    """The mean step: ``duration`` and each category's µs, averaged over the steps table's rows."""
+    n = steps.height
+    columns = ["duration_us", *(f"{c}_us" for c in CATEGORIES)]
+    return {c.removesuffix("_us"): (float(steps[c].sum()) / n if n else 0.0) for c in columns}
+
+
+def diff_steps(
+    before: pl.DataFrame, after: pl.DataFrame, *, tolerance_pct: float = DEFAULT_TOLERANCE_PCT
+) -> pl.DataFrame:
+    """The mean step compared: one row for the whole step, one per category (in the steps view's
+    order): ``name, category, mean_us_before, mean_us_after, delta_us, delta_pct, status``."""
+    mean_b, mean_a = step_means(before), step_means(after)
+    keys = ["duration", *CATEGORIES]
+    frame = pl.DataFrame(
+        {
+            "name": ["Step", *(CATEGORY_LABELS[c] for c in CATEGORIES)],
+            "category": keys,
+            "mean_us_before": [mean_b[k] for k in keys],
+            "mean_us_after": [mean_a[k] for k in keys],
+        }
+    ).with_columns(
+        (pl.col("mean_us_after") - pl.col("mean_us_before")).alias("delta_us"),
+        pl.col("name").alias("name_before"),
+        pl.col("name").alias("name_after"),
+    )
+    frame = frame.with_columns(
+        _pct("delta_us", "mean_us_before"), status_expr("mean_us_before", "mean_us_after", "delta_us", tolerance_pct)
+    )
+    return frame.select("name", "category", "mean_us_before", "mean_us_after", "delta_us", "delta_pct", "status")
