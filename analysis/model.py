@@ -30,7 +30,7 @@ class TraceModel:
     ``layer`` (:data:`OP_LAYER`: operators with the runtime calls and overhead ranges in them;
     :data:`PYTHON_LAYER`: Python frames; :data:`ASYNC_LAYER`: :data:`ASYNC_ANNOTATION` ranges,
     never nested) and ``nest_pid``/``nest_tid``, the thread the event is nested on (its own, but
-    see :func:`nesting_threads`); ``tree`` nests each layer per thread.
+    see :func:`stray_calls`); ``tree`` nests each layer per thread.
     ``gpu``: GPU work (kernel, memcpy, memset) with ``end``, ``launch_row`` (the runtime call that
     launched it, or null) and ``op_row`` (the innermost operator that launched it, or null when it
     cannot be attributed: launched before the trace window, or no launching call recorded).
@@ -64,9 +64,11 @@ HOST_COLUMNS = (
 
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
     """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
-    # Two layers per thread, each nested on its own: operators with the runtime calls they make,
-    # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
-    # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
+    # Three layers per thread, each nested on its own: operators with the runtime calls they make,
+    # Python frames, and async collective annotations (never nested).  Operators and frames
+    # interleave (a frame that calls prof.step() outlives the ProfilerStep range), so Python
+    # stacks are looked up by time, not by nesting.  The operator layer is nested twice when some
+    # calls belong under the main thread (:func:`stray_calls`), as torch's key_averages nests them.
     gpu = gpu_work(events) if gpu is None else gpu
     layer = (
         pl.when(pl.col("kind") == "python_function")
