@@ -207,11 +207,24 @@ def test_the_issue_figures() -> None:
     assert ops["cudaLaunchKernel"]["kind"] == "runtime"
     ddp = ops_by_name(SAMPLES / "ddp_nccl_streams.pt.trace.json.gz")
     assert ddp["record_param_comms"]["host_self_us"] == pytest.approx(1358, abs=0.5)
-    # The async annotation is a row of its own: self = total = its durations (raw events).
+    # The async annotation is a row of its own: total = its durations (raw events), no self time.
     events = raw_events(SAMPLES / "ddp_nccl_streams.pt.trace.json.gz")
     raw = [e["dur"] for e in events if e["name"] == "nccl:all_reduce"]
     assert ddp["nccl:all_reduce"]["calls"] == len(raw) == 27
-    assert ddp["nccl:all_reduce"]["host_self_us"] == pytest.approx(sum(raw))
+    assert ddp["nccl:all_reduce"]["host_total_us"] == pytest.approx(sum(raw))
+    assert ddp["nccl:all_reduce"]["host_self_us"] == 0.0
+
+
+@pytest.mark.parametrize(("trace", "tables"), pairs())
+def test_self_cpu_adds_up_to_torch_total(trace: Path, tables: Path) -> None:
+    """Every row's Self CPU, summed, is torch's footer ``Self CPU time total`` (all rows, not
+    only the 60 printed: this checks the rows the table left out, and where stray calls went)."""
+    table = find_tables(tables.read_text())[0]
+    footer = next(line for line in tables.read_text().splitlines() if line.startswith("Self CPU time total:"))
+    printed = footer.split(":")[1].strip()
+    ops = profview.load(trace, use_cache=False).ops()
+    total = float(ops["host_self_us"].sum())
+    assert total == pytest.approx(table.footer["CPU"], abs=printed_tolerance(printed))
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/traces is absent")
