@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME
-from .calltree import CallTree, build_call_tree, subtree_mask
+from .calltree import CallTree, build_call_tree, subtree_mask, thread_index
 from .events import COMPLETE, gpu_work
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", *HOST_CALL_KINDS)
@@ -30,7 +30,7 @@ class TraceModel:
     ``layer`` (:data:`OP_LAYER`: operators with the runtime calls and overhead ranges in them;
     :data:`PYTHON_LAYER`: Python frames; :data:`ASYNC_LAYER`: :data:`ASYNC_ANNOTATION` ranges,
     never nested) and ``nest_pid``/``nest_tid``, the thread the event is nested on (its own, but
-    see :func:`nesting_threads`); ``tree`` nests each layer per thread.
+    see :func:`stray_calls`); ``tree`` nests each layer per thread.
     ``gpu``: GPU work (kernel, memcpy, memset) with ``end``, ``launch_row`` (the runtime call that
     launched it, or null) and ``op_row`` (the innermost operator that launched it, or null when it
     cannot be attributed: launched before the trace window, or no launching call recorded).
@@ -64,9 +64,11 @@ HOST_COLUMNS = (
 
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
     """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
-    # Two layers per thread, each nested on its own: operators with the runtime calls they make,
-    # and Python frames.  The two hierarchies interleave (a frame that calls prof.step() outlives
-    # the ProfilerStep range), so Python stacks are looked up by time, not by nesting.
+    # Three layers per thread, each nested on its own: operators with the runtime calls they make,
+    # Python frames, and async collective annotations (never nested).  Operators and frames
+    # interleave (a frame that calls prof.step() outlives the ProfilerStep range), so Python
+    # stacks are looked up by time, not by nesting.  The operator layer is nested twice when some
+    # calls belong under the main thread (:func:`stray_calls`), as torch's key_averages nests them.
     gpu = gpu_work(events) if gpu is None else gpu
     layer = (
         pl.when(pl.col("kind") == "python_function")
@@ -84,10 +86,23 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
         pl.col("pid").alias("nest_pid"),
         pl.col("tid").alias("nest_tid"),
     )
-    host, tree = _nest(host)
-    moved = stray_calls(host, tree, gpu)
-    if moved is not None:
-        host, tree = _nest(host.drop("row", "end", "is_op").with_columns(moved))
+    host, tree = _nest(host.sort(["layer", "nest_pid", "nest_tid", "ts", "dur"], descending=[*[False] * 4, True]))
+    stray = stray_calls(host, tree, gpu)
+    if stray is not None:
+        # Re-sort with the moved calls on the main thread: by (layer-thread number, ts, -dur),
+        # numbers being faster to sort than the pid/tid strings.
+        moved, main = stray
+        thread = thread_index(host).copy()
+        thread[moved] = thread[main]
+        host = host.with_columns(
+            *(
+                pl.when(pl.Series(moved)).then(pl.lit(host[key][main])).otherwise(pl.col(key)).alias(f"nest_{key}")
+                for key in ("pid", "tid")
+            ),
+            pl.Series("thread", thread),
+        )
+        host = host.sort(["thread", "ts", "dur"], descending=[False, False, True]).drop("thread", "row", "end", "is_op")
+        host, tree = _nest(host)
     gpu = _attribute_gpu_work(gpu, host, tree)
     in_span = COMPLETE & ~pl.col("kind").is_in(["other", "overhead"])
     span = events.select(
@@ -98,8 +113,7 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
 
 
 def _nest(host: pl.DataFrame) -> tuple[pl.DataFrame, CallTree]:
-    """Sort the host events by (layer, nesting thread, ts, -dur), number them, nest them."""
-    host = host.sort(["layer", "nest_pid", "nest_tid", "ts", "dur"], descending=[False, False, False, False, True])
+    """Number the host events (sorted by layer, nesting thread, ts, -dur) and nest them."""
     host = host.with_columns(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
         (pl.col("ts") + pl.col("dur")).alias("end"),
@@ -108,8 +122,9 @@ def _nest(host: pl.DataFrame) -> tuple[pl.DataFrame, CallTree]:
     return host, build_call_tree(host)
 
 
-def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> list[pl.Expr] | None:
-    """New ``nest_pid``/``nest_tid`` for the calls torch files under the main thread, or None.
+def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> tuple[np.ndarray, int] | None:
+    """The calls torch files under the main thread (a mask over ``host``) and a row of the main
+    thread's operator layer; None if there are none.
 
     Those are runtime/driver calls that no operator of their own thread encloses and that launch
     no GPU work (cudaEventQuery from the NCCL watchdog or the autograd engine, pinned-memory
@@ -138,11 +153,9 @@ def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> list[p
     roots = np.flatnonzero(host.select(root_call)[:, 0].to_numpy())
     if len(roots) == 0:
         return None
-    moved = pl.Series(subtree_mask(tree, roots))
-    return [
-        pl.when(moved).then(pl.lit(main[key], dtype=host.schema[key])).otherwise(pl.col(key)).alias(f"nest_{key}")
-        for key in ("pid", "tid")
-    ]
+    on_main = (pl.col("layer") == OP_LAYER) & (pl.col("pid") == main["pid"]) & (pl.col("tid") == main["tid"])
+    main_row = int(np.argmax(host.select(on_main.fill_null(False))[:, 0].to_numpy()))
+    return subtree_mask(tree, roots), main_row
 
 
 def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -> pl.DataFrame:

@@ -8,7 +8,7 @@ import polars as pl
 
 from ..frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
 from .calltree import fold_same_name
-from .model import OP_LAYER, TraceModel
+from .model import ASYNC_LAYER, OP_LAYER, TraceModel
 
 
 def operator_rows(model: TraceModel) -> pl.DataFrame:
@@ -18,8 +18,9 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     call of the same name folds into it (:func:`fold_same_name`), its GPU work moving up;
     host_total = the call's duration; host_self = that minus its direct children (operators,
     runtime calls, overhead ranges; the async collective annotations and Python frames are
-    other layers); device_self = GPU work (kernels, memcpy, memset) whose innermost launching
-    operator is this call; device_total = device_self of the call and every call below it.
+    other layers), 0 for an async collective annotation; device_self = GPU work (kernels,
+    memcpy, memset) whose innermost launching operator is this call; device_total =
+    device_self of the call and every call below it.
     Runtime calls and overhead ranges carry no GPU time of their own.
     """
     host, tree = model.host, model.tree
@@ -40,8 +41,11 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     counted = in_op_layer & (tree.parent >= 0) & ~folded
     child_time = np.zeros(n)
     np.add.at(child_time, into[tree.parent[counted]], durations[counted])
+    # An async annotation is nobody's parent: torch gives it no self time (its span is the
+    # collective's, and the calls inside it are their caller's children), so self times add up.
+    self_time = np.where(host["layer"].to_numpy() == ASYNC_LAYER, 0.0, np.clip(durations - child_time, 0.0, None))
     rows = host.with_columns(
-        pl.Series("host_self_us", np.clip(durations - child_time, 0.0, None)),
+        pl.Series("host_self_us", self_time),
         pl.col("dur").alias("host_total_us"),
         pl.Series("device_self_us", device_self),
         pl.Series("device_total_us", device_total),

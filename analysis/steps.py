@@ -22,14 +22,20 @@ from .model import TraceModel, step_windows
 DATALOADER_RANGE = r"^enumerate\(DataLoader\)"
 
 
-def before_window(gpu: pl.DataFrame) -> pl.Expr:
-    """GPU work launched before the profiling window: no launching call in the trace, and it
-    starts before the first GPU event whose launch the trace holds.  (A trace that links no GPU
-    work to its launches at all has none: there the missing link says nothing about when.)"""
-    linked = gpu.filter(pl.col("launch_row").is_not_null())["ts"].min() if "launch_row" in gpu.columns else None
-    if linked is None:
-        return pl.lit(False)
-    return pl.col("launch_row").is_null() & (pl.col("ts") < linked)
+def before_window(gpu: pl.DataFrame) -> pl.Series:
+    """Per GPU event, whether it was launched before the profiling window: no launching call in
+    the trace, and it starts before the first event of its stream whose launch the trace holds
+    (a stream runs its work in launch order; a stream with no such event uses the first of any
+    stream).  A trace that links no GPU work to launches at all has none: there a missing link
+    says nothing about when the work was launched."""
+    if gpu.height == 0 or "launch_row" not in gpu.columns:
+        return pl.Series("early", [False] * gpu.height, dtype=pl.Boolean)
+    linked = pl.col("launch_row").is_not_null()
+    first_any = gpu.filter(linked)["ts"].min()
+    if first_any is None:
+        return pl.Series("early", [False] * gpu.height, dtype=pl.Boolean)
+    first = pl.col("ts").filter(linked).min().over("device", "stream").fill_null(first_any)
+    return gpu.select((~linked & (pl.col("ts") < first)).alias("early"))["early"]
 
 
 def category_intervals(model: TraceModel, comm_pattern: str | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:

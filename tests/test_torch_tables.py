@@ -137,6 +137,10 @@ def overhead_double_count(events: list[dict[str, Any]]) -> dict[str, float]:
     return dict(extra)
 
 
+def ops_by_name(trace: Path) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in profview.load(trace, use_cache=False).ops().to_dicts()}
+
+
 def differences(ours: dict[str, Any], row: dict[str, Any], extra: dict[str, float]) -> dict[str, str]:
     """The columns where our row and torch's differ beyond the printed rounding."""
     found = {}
@@ -196,24 +200,37 @@ def test_gpu_annotation_rows_are_the_raw_gpu_ranges(trace: Path, tables: Path) -
 
 def test_the_issue_figures() -> None:
     """The figures the issue names, each against torch's table (first witness) and raw events."""
-    ops = {r["name"]: r for r in profview.load(SAMPLES / "resnet50_train_amp.pt.trace.json.gz").ops().to_dicts()}
+    ops = ops_by_name(SAMPLES / "resnet50_train_amp.pt.trace.json.gz")
     assert ops["aten::conv2d"]["host_self_us"] == pytest.approx(3664, abs=0.5)
     assert ops["aten::_foreach_add_"]["device_total_us"] == pytest.approx(390.886, abs=0.0005)  # torch: 520.521
     assert ops["Activity Buffer Request"]["kind"] == "overhead"
     assert ops["cudaLaunchKernel"]["kind"] == "runtime"
-    ddp = {r["name"]: r for r in profview.load(SAMPLES / "ddp_nccl_streams.pt.trace.json.gz").ops().to_dicts()}
+    ddp = ops_by_name(SAMPLES / "ddp_nccl_streams.pt.trace.json.gz")
     assert ddp["record_param_comms"]["host_self_us"] == pytest.approx(1358, abs=0.5)
-    # The async annotation is a row of its own: self = total = its durations (raw events).
+    # The async annotation is a row of its own: total = its durations (raw events), no self time.
     events = raw_events(SAMPLES / "ddp_nccl_streams.pt.trace.json.gz")
     raw = [e["dur"] for e in events if e["name"] == "nccl:all_reduce"]
     assert ddp["nccl:all_reduce"]["calls"] == len(raw) == 27
-    assert ddp["nccl:all_reduce"]["host_self_us"] == pytest.approx(sum(raw))
+    assert ddp["nccl:all_reduce"]["host_total_us"] == pytest.approx(sum(raw))
+    assert ddp["nccl:all_reduce"]["host_self_us"] == 0.0
+
+
+@pytest.mark.parametrize(("trace", "tables"), pairs())
+def test_self_cpu_adds_up_to_torch_total(trace: Path, tables: Path) -> None:
+    """Every row's Self CPU, summed, is torch's footer ``Self CPU time total`` (all rows, not
+    only the 60 printed: this checks the rows the table left out, and where stray calls went)."""
+    table = find_tables(tables.read_text())[0]
+    footer = next(line for line in tables.read_text().splitlines() if line.startswith("Self CPU time total:"))
+    printed = footer.split(":")[1].strip()
+    ops = profview.load(trace, use_cache=False).ops()
+    total = float(ops["host_self_us"].sum())
+    assert total == pytest.approx(table.footer["CPU"], abs=printed_tolerance(printed))
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/traces is absent")
 def test_gpt2_big_folds_same_name_children() -> None:
     """gpt2_train_big: the issue's figures, torch's table as the witness."""
-    ops = {r["name"]: r for r in profview.load(SHARED / "gpt2_train_big.pt.trace.json.gz").ops().to_dicts()}
+    ops = ops_by_name(SHARED / "gpt2_train_big.pt.trace.json.gz")
     sdpa, log_softmax = ops["aten::scaled_dot_product_attention"], ops["aten::log_softmax"]
     assert (sdpa["calls"], round(sdpa["device_total_us"])) == (480, 50276)
     assert (log_softmax["calls"], round(log_softmax["device_total_us"])) == (40, 82519)

@@ -366,3 +366,36 @@ async def test_a_large_trace_opens_on_its_kernels_while_the_model_is_built(monke
         assert app.linked and view is not None and view.displayed.height == loaded(name).ops().height
         await pilot.press("2", "enter")
         assert isinstance(app.screen, DrillScreen)
+
+
+async def test_runtime_row_drills_down_to_what_its_calls_launched() -> None:
+    """Operators: Enter on cudaLaunchKernel (a runtime row) lists the GPU events that share a
+    correlation id with one of its calls (counted from the raw events); an overhead row says it
+    launched nothing and stays."""
+    from conftest import raw_events
+
+    events = raw_events(RESNET)
+    runtime = [e for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel"]
+    calls = {e["args"]["correlation"] for e in runtime}
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    launched = [e for e in gpu if e["args"].get("correlation") in calls]
+    app = viewer(RESNET)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("3", "slash")
+        await type_text(pilot, "^cudaLaunchKernel$")
+        await pilot.press("enter", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.view == "op_launches"
+        assert int(app.frame_view().displayed["calls"].sum()) == len(launched) == 984
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("slash")
+        await type_text(pilot, "^Activity Buffer Request$")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.frame_view().displayed["kind"].to_list() == ["overhead"]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
