@@ -118,7 +118,9 @@ def test_sigterm_while_caching_leaves_no_staging_folder(
     assert not [p for p in own_cache.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_sigterm_while_exporting_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigterm_while_exporting_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def killed(self, file, *args, **kwargs):  # type: ignore[no-untyped-def]
         file.write(b"name,calls\n")
         os.kill(os.getpid(), signal.SIGTERM)
@@ -202,3 +204,5 @@ def test_proc_files_are_read_not_called_empty(capsys) -> None:  # type: ignore[n
         pytest.skip("no /proc on this system")
     assert run_cli(["summary", "/proc/self/status"]) == 2
     assert "not a recognised profile" in capsys.readouterr().err
+
+
