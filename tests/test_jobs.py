@@ -301,12 +301,21 @@ def test_pool_and_serial_give_identical_frames(dlrm: Job) -> None:
     serial.close()
 
 
-def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job) -> None:
+def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job, monkeypatch: pytest.MonkeyPatch) -> None:
     distributed = pytest.importorskip("distributed")
+    from profview.executors import DASK_ENV
+
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
         job = open_job(DLRM, dask=cluster.scheduler_address, use_cache=False)
+        monkeypatch.setenv(DASK_ENV, cluster.scheduler_address)  # the variable alone picks the cluster too
+        gloo = open_job(GLOO, use_cache=False)
+        tasks = list(cluster.scheduler.task_prefixes)  # the ranks ran there
     for a, b in zip(_frames(job), _frames(dlrm), strict=True):
         assert_frame_equal(a, b)
+    monkeypatch.delenv(DASK_ENV)
+    for a, b in zip(_frames(gloo), _frames(open_job(GLOO, workers=1, use_cache=False)), strict=True):
+        assert_frame_equal(a, b)
+    assert sum(1 for name in tasks if name.startswith("summarise_rank")) >= 1
     job.close()
 
 
