@@ -128,11 +128,14 @@ def open_viewer(
 ) -> None:
     """Open the interactive viewer on PATH."""
     if _is_job(path):
+        from functools import partial
+
+        from .job import open_job
         from .tui.job_app import run_job
 
-        job = _open_job(path, no_cache, comm_pattern, workers, dask)
-        with job:
-            raise typer.Exit(run_job(job))
+        opener = partial(open_job, path, workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache)
+        label = path[0] if len(path) == 1 else f"{path[0]} (+{len(path) - 1} more)"
+        raise typer.Exit(run_job(lambda progress: opener(progress=progress), label))
     from .tui.app import run as run_viewer
 
     raise typer.Exit(run_viewer(_single(path), no_cache=no_cache, run=run, comm_pattern=comm_pattern))
@@ -213,6 +216,9 @@ def export(
 
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
+        single = [name for name, given in (("--op", op), ("--kernel", kernel), ("--step", step)) if given is not None]
+        if single or by_shape:
+            raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
         with _open_job(path, no_cache, comm_pattern, workers, dask) as job:
             frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
             try:

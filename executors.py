@@ -69,6 +69,17 @@ def map_ranks(
 THREAD_VARIABLES = ("POLARS_MAX_THREADS", "PROFVIEW_THREADS")
 
 
+#: Pools running now (so that a viewer quitting mid-job can stop their workers).
+_ACTIVE: set[Any] = set()
+
+
+def stop_workers() -> None:
+    """Terminate the worker processes of every pool running in this process (a quit mid-job)."""
+    for pool in list(_ACTIVE):
+        for process in list(getattr(pool, "_processes", {}).values()):  # no public way before 3.14
+            process.terminate()
+
+
 def _worker_threads(count: int) -> dict[str, str]:
     share = str(max(1, default_workers() // count))
     return {name: os.environ.get(name) or share for name in THREAD_VARIABLES}
@@ -89,6 +100,7 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    _ACTIVE.add(pool)
     with pool:
         try:
             for future in as_completed(futures):
@@ -97,6 +109,8 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
             for future in futures:
                 future.cancel()
             raise
+        finally:
+            _ACTIVE.discard(pool)
 
 
 def _on_dask(address: str, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:

@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from .errors import ProfviewError
 
@@ -101,14 +102,15 @@ def _extract(archive: str, into: str) -> list[str]:
             with zipfile.ZipFile(archive) as z:
                 for info in z.infolist():
                     if not info.is_dir() and TRACE_NAME.search(info.filename):
-                        written.append(_write(into, len(written), info.filename, z.read(info)))
+                        with z.open(info) as data:
+                            written.append(_write(into, len(written), info.filename, data))
         else:
             with tarfile.open(archive) as t:
                 for member in t:
                     if member.isfile() and TRACE_NAME.search(member.name):
                         data = t.extractfile(member)
                         if data is not None:
-                            written.append(_write(into, len(written), member.name, data.read()))
+                            written.append(_write(into, len(written), member.name, data))
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         shutil.rmtree(into, ignore_errors=True)
         raise ProfviewError(archive, f"cannot read this archive ({exc})") from None
@@ -118,12 +120,12 @@ def _extract(archive: str, into: str) -> list[str]:
     return written
 
 
-def _write(into: str, index: int, member: str, data: bytes) -> str:
-    """One member under ``into``: its base name (made safe), prefixed to stay unique."""
+def _write(into: str, index: int, member: str, data: IO[bytes]) -> str:
+    """One member under ``into`` (streamed): its base name made safe, prefixed to stay unique."""
     base = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(member)) or "trace.json"
     target = os.path.join(into, f"{index:05d}-{base}")
     with open(target, "wb") as out:
-        out.write(data)
+        shutil.copyfileobj(data, out, 1 << 20)
     return target
 
 

@@ -38,7 +38,11 @@ def clean_column(column: str) -> pl.Expr:
     """A Polars expression: the text column made inert for display (ESC shown as ␛, other controls as �)."""
     import polars as pl
 
-    return pl.col(column).str.replace_all("\x1b", "␛", literal=True).str.replace_all(_UNSAFE.pattern, "\ufffd")
+    return (
+        pl.col(column)
+        .str.replace_all("\x1b", "␛", literal=True)
+        .str.replace_all(_UNSAFE.pattern, "\ufffd")
+    )
 
 
 def is_formula(text: str) -> bool:

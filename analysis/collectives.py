@@ -18,8 +18,8 @@ that block (every type but Send/Recv), of (its end − the instance's median end
 to the lowest rank; it is subtracted before waits are measured (CPU collectives anchor nothing:
 their ranges do not end together).  ``wait_us`` of a call is the latest
 (corrected) start of its instance minus its own: the time it waited for the last rank to arrive.
-A rank whose name, dtype or size disagrees with the instance's most common value is flagged
-(``mismatch``), and still kept.
+A rank whose name, dtype or size disagrees with the instance's most common value (a tie: the
+lowest rank's) is flagged (``mismatch``), and still kept.
 """
 
 from __future__ import annotations
@@ -266,8 +266,17 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
         n_ranks.alias("ranks"),
         pl.col("start").min().over("key").alias("_first"),
         pl.col("start").max().over("key").alias("_last"),
-    ).with_columns(
-        (pl.col("_sig") != pl.col("_sig").mode().first().over("key")).alias("mismatch"),
+    )
+    # The instance's signature: the most common one; a tie goes to the lowest rank's.
+    usual = (
+        calls.group_by("key", "_sig")
+        .agg(pl.len().alias("_n"), pl.col("rank").min().alias("_low"))
+        .sort(["key", "_n", "_low"], descending=[False, True, False])
+        .unique("key", keep="first")
+        .select("key", pl.col("_sig").alias("_usual"))
+    )
+    calls = calls.join(usual, on="key", how="left").with_columns(
+        (pl.col("_sig") != pl.col("_usual")).alias("mismatch"),
         pl.when(pl.col("ranks") > 1).then(pl.col("_last") - pl.col("start")).otherwise(0.0).alias("wait_us"),
         ((pl.col("start") == pl.col("_last")) & (pl.col("ranks") > 1)).alias("last"),
     )

@@ -118,7 +118,9 @@ def test_sigterm_while_caching_leaves_no_staging_folder(
     assert not [p for p in own_cache.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_sigterm_while_exporting_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigterm_while_exporting_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def killed(self, file, *args, **kwargs):  # type: ignore[no-untyped-def]
         file.write(b"name,calls\n")
         os.kill(os.getpid(), signal.SIGTERM)

@@ -301,12 +301,21 @@ def test_pool_and_serial_give_identical_frames(dlrm: Job) -> None:
     serial.close()
 
 
-def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job) -> None:
+def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job, monkeypatch: pytest.MonkeyPatch) -> None:
     distributed = pytest.importorskip("distributed")
+    from profview.executors import DASK_ENV
+
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
         job = open_job(DLRM, dask=cluster.scheduler_address, use_cache=False)
+        monkeypatch.setenv(DASK_ENV, cluster.scheduler_address)  # the variable alone picks the cluster too
+        gloo = open_job(GLOO, use_cache=False)
+        tasks = list(cluster.scheduler.task_prefixes)  # the ranks ran there
     for a, b in zip(_frames(job), _frames(dlrm), strict=True):
         assert_frame_equal(a, b)
+    monkeypatch.delenv(DASK_ENV)
+    for a, b in zip(_frames(gloo), _frames(open_job(GLOO, workers=1, use_cache=False)), strict=True):
+        assert_frame_equal(a, b)
+    assert sum(1 for name in tasks if name.startswith("summarise_rank")) >= 1
     job.close()
 
 
@@ -392,3 +401,36 @@ def test_collective_argument_columns_equal_the_raw_args() -> None:
             args["Process Group Ranks"],
         )
         assert row["seq"] is None and row["comms_id"] is None  # this PyTorch wrote neither
+
+
+def test_a_rank_whose_size_disagrees_is_flagged_and_the_others_are_kept(tmp_path: Path) -> None:
+    docs = {r: _gloo(r) for r in (0, 1)}
+    changed = sorted((e for e in docs[1]["traceEvents"] if e.get("name") == "gloo:all_reduce"), key=lambda e: e["ts"])
+    changed[2]["args"]["Input Dims"] = [[7]]  # rank 1's third all-reduce now says 7 floats
+    paths = [_write(tmp_path / f"rank{r}.json.gz", doc) for r, doc in docs.items()]
+    view = open_job(paths, workers=1, use_cache=False).collectives()
+    third = view.filter(pl.col("collective") == 2)
+    assert third.filter(pl.col("mismatch"))["rank"].to_list() == [1]  # a tie: rank 0's size is the usual one
+    assert view.filter(pl.col("collective") != 2)["mismatch"].sum() == 0
+    assert view["collective"].n_unique() == 9 and (view["ranks"] == 2).all()
+
+
+def test_calls_match_by_process_group_and_seq_before_their_order() -> None:
+    """Rule 1 over rule 3: rank 1 issues seq 2 before seq 1 (two process groups interleaving)."""
+    from profview.analysis.collectives import RANK_CALL_SCHEMA, match_collectives
+
+    def calls(rows: list[tuple[int, float]]) -> pl.DataFrame:
+        return pl.DataFrame(
+            [
+                {"name": "AllReduce", "backend": "nccl", "process_group": "0", "seq": seq, "stream": 7,
+                 "start": start, "end": 100.0 * seq + 50, "dtype": "Float", "bytes": 4096, "group_size": 2}
+                for seq, start in rows
+            ],
+            schema=RANK_CALL_SCHEMA,
+        )  # fmt: skip
+
+    view, offsets = match_collectives({0: calls([(1, 10.0), (2, 120.0)]), 1: calls([(2, 110.0), (1, 30.0)])})
+    assert offsets == {0: 0.0, 1: 0.0}  # each instance ends at 100·seq + 50 on both ranks
+    assert set(view["match"]) == {"seq"}
+    first = view.filter(pl.col("collective") == 0).sort("rank")
+    assert first["wait_us"].to_list() == [20.0, 0.0]  # seq 1: rank 0 at 10, rank 1 at 30

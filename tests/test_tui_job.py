@@ -70,3 +70,18 @@ def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> Non
         assert snap_compare(JobApp(opened), terminal_size=(80, 24), run_before=settle)
     finally:
         opened.close()
+
+
+async def test_the_viewer_opens_a_job_with_its_progress_on_the_loading_screen() -> None:
+    phases: list[str] = []
+    app = JobApp(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
+    original = app._phase
+    app._phase = lambda text: (phases.append(text), original(text))  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, JobScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, JobScreen)
+        assert app.screen.frame_view().displayed["rank"].to_list() == [0, 1]
+    assert phases[-1].startswith("ranks 2/2 done")

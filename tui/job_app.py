@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+from collections.abc import Callable
 
 from textual import events
 
 from ..errors import ProfviewError
+from ..executors import Progress
 from ..job import Job
 from ..sanitize import clean
 from .app import ProfviewApp, prepare
 from .drilldown import DrillScreen
 from .job_screen import JobScreen, rank_of
 from .keymap import user_keymap
+from .loading_screen import LoadingScreen
 from .main_screen import MainScreen
 from .messages import DrillRequested
 from .table_view import FrameView
@@ -21,16 +26,59 @@ from .table_view import FrameView
 class JobApp(ProfviewApp):
     """:class:`ProfviewApp` over a :class:`Job`: q/Esc in a rank's views come back to the job."""
 
-    def __init__(self, job: Job) -> None:
-        super().__init__(job.source, no_cache=False, comm_pattern=job.comm_pattern)
-        self.job = job
-        self.loaded = True
+    def __init__(self, job: Job | Callable[[Progress], Job], label: str = "job") -> None:
+        """``job``: an opened job, or a function that opens one (called in a thread, with a
+        progress callback: the loading screen shows the ranks done and the time left)."""
+        self.opener = None if isinstance(job, Job) else job
+        source = job.source if isinstance(job, Job) else label
+        super().__init__(source, no_cache=False, comm_pattern=job.comm_pattern if isinstance(job, Job) else None)
+        self.job = job if isinstance(job, Job) else None
         self.linked = True
+        self.loaded = self.job is not None
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # Textual would run ProfviewApp.on_mount (which loads a file) next
         self.set_keymap(user_keymap())
-        self.push_screen(JobScreen(self.job))
+        if self.job is not None:
+            self.push_screen(JobScreen(self.job))
+            return
+        self.push_screen(LoadingScreen(self.path))
+        self.load_thread = threading.Thread(target=self._open_job, name="profview-job", daemon=True)
+        self.load_thread.start()
+
+    def _open_job(self) -> None:
+        """Open the job (workers do the ranks); post the progress, then the job or the error."""
+        assert self.opener is not None
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            left = elapsed / done * (total - done) if done else 0.0
+            self.call_from_thread(self._phase, f"ranks {done}/{total} done, ~{left:.0f} s left")
+
+        try:
+            job = self.opener(progress)
+        except ProfviewError as exc:
+            self.call_from_thread(self._failed, str(exc))
+        except Exception as exc:  # a bug: one line, never a hung loading screen
+            self.call_from_thread(self._failed, f"internal error while opening the job: {type(exc).__name__}: {exc}")
+        else:
+            self.call_from_thread(self._opened, job)
+
+    def _phase(self, text: str) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.phase = text
+
+    def _failed(self, reason: str) -> None:
+        self.error = reason
+        self.exit(return_code=2)
+
+    def _opened(self, job: Job) -> None:
+        self.job = job
+        self.loaded = True
+        self.comm_pattern = job.comm_pattern
+        self.switch_screen(JobScreen(job))
+        for rank, summary in zip(job.ranks, job.summaries, strict=True):
+            for warning in summary.warnings:
+                self.notify(clean(warning), title=f"rank {rank}: warning", severity="warning", timeout=10)
 
     def frame_view(self) -> FrameView | None:
         if isinstance(self.screen, JobScreen):
@@ -39,6 +87,8 @@ class JobApp(ProfviewApp):
 
     def open_rank(self, rank: int) -> None:
         """Load that rank's trace (through the cache) and show its main screen."""
+        if self.job is None:
+            return
         summary = self.job.summary(rank)
         self.notify(f"opening rank {rank}…", timeout=2)
         self._open(rank, summary.path)
@@ -46,6 +96,7 @@ class JobApp(ProfviewApp):
     def _open(self, rank: int, path: str) -> None:
         from ..loading import load
 
+        assert self.job is not None
         use_cache = self.job.inputs is None or self.job.inputs.temp_dir is None
         try:
             profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
@@ -77,7 +128,7 @@ class JobApp(ProfviewApp):
         if isinstance(self.screen, DrillScreen):
             self.pop_screen()
         elif not self._back_to_job():
-            self.exit(return_code=0)
+            self.exit(return_code=0 if self.loaded else 130)
 
     def action_back(self) -> None:
         view = self.frame_view()
@@ -94,10 +145,32 @@ class JobApp(ProfviewApp):
         return super().check_action(action, parameters)
 
 
-def run_job(job: Job) -> int:
-    """Open the viewer on ``job``; return the exit code."""
-    app = JobApp(job)
-    code = app.run()
+def run_job(job: Job | Callable[[Progress], Job], label: str = "job") -> int:
+    """Open the viewer on ``job`` (or on what the function opens); return the exit code.
+
+    A job opened here is closed (its extracted archive removed) when the viewer ends.
+    """
+    if not isinstance(job, Job):
+        # The worker pool's resource tracker is started now, while stderr is still the terminal:
+        # started from inside the viewer (whose stderr is a capture with no file descriptor) it fails.
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    app = JobApp(job, label)
+    try:
+        code = app.run()
+    finally:
+        if app.job is not None and app.job is not job:
+            app.job.close()
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
+    if app.load_thread is not None and app.load_thread.is_alive():
+        # Quitting while the ranks are summarised: stop the workers and leave at once.
+        from ..executors import stop_workers
+
+        stop_workers()
+        print("profview: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     return app.return_code or code or 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -101,4 +100,4 @@ def rank_of(row: dict) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-__all__ = ["JOB_TABS", "JobScreen", "pl", "rank_of"]
+__all__ = ["JOB_TABS", "JobScreen", "rank_of"]
