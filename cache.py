@@ -29,8 +29,9 @@ import polars as pl
 from . import __version__
 
 #: Bump when the events frame or a saved view changes, to ignore entries written by older code
-#: (4: the overview's rank and communication figures, steps counting CPU collectives).
-CACHE_FORMAT = 4
+#: (4: the overview's rank and communication figures, steps counting CPU collectives;
+#: 5: the memory columns of ``[memory]`` events).
+CACHE_FORMAT = 5
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).

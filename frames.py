@@ -113,6 +113,60 @@ KERNEL_LAUNCH_COLUMNS: tuple[str, ...] = (
 #: Joins an operator chain or a Python stack into one cell, outermost first.
 CHAIN_SEPARATOR = " > "
 
+# -- memory and modules (issue 15) -----------------------------------------------------------
+
+#: The memory view: one row per allocator event (``[memory]``); ``ts_us`` from the trace's start,
+#: ``bytes`` negative for a free, ``allocated_bytes``/``reserved_bytes`` on the device after it,
+#: ``addr`` the block's address.
+MEMORY_COLUMNS: tuple[str, ...] = (
+    "ts_us",
+    "device",
+    "bytes",
+    "allocated_bytes",
+    "reserved_bytes",
+    "op",
+    "python_stack",
+    "addr",
+)
+#: Memory by operator and device: what its calls allocated and freed, the net growth, and
+#: ``retained_bytes``: what it allocated that nothing freed before the trace ended.
+MEMORY_OP_COLUMNS: tuple[str, ...] = (
+    "op",
+    "device",
+    "allocs",
+    "allocated_bytes",
+    "frees",
+    "freed_bytes",
+    "net_bytes",
+    "retained_bytes",
+)
+#: The peak of each device: the highest allocated total, when and where it was first reached.
+MEMORY_PEAK_COLUMNS: tuple[str, ...] = (
+    "device",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "ts_us",
+    "op",
+    "python_stack",
+    "events",
+)
+#: GPU time by module (``nn.Module`` frames): ``path`` from the outermost module down.
+MODULE_COLUMNS: tuple[str, ...] = (
+    "path",
+    "module",
+    "depth",
+    "calls",
+    "kernels",
+    "self_us",
+    "total_us",
+    "pct",
+)
+#: GPU time by source line (``file.py(123): fn`` frames): self (innermost frame) and total.
+SOURCE_COLUMNS: tuple[str, ...] = ("name", "kernels", "self_us", "total_us", "pct")
+#: No enclosing module / Python frame when the GPU work was launched.
+NO_MODULE = "(no module)"
+NO_SOURCE = "(no Python frame)"
+
 # -- step categories --------------------------------------------------------------------------
 
 #: Step categories in priority order: an instant belongs to the first one active then.

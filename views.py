@@ -9,7 +9,7 @@ import polars as pl
 from .errors import ProfviewError
 from .trace_profile import Profile
 
-VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+VIEW_NAMES = ("kernels", "ops", "steps", "launches", "memory", "memory_ops", "memory_peaks", "modules", "sources")
 
 
 def view_frame(
@@ -20,8 +20,9 @@ def view_frame(
     kernel: str | None = None,
     by_shape: bool = False,
     step: int | None = None,
+    module: str | None = None,
 ) -> pl.DataFrame:
-    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it) or ``kernel``."""
+    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``."""
     if view == "kernels":
         return profile.kernels(by_shape=by_shape, step=step)
     if view == "ops":
@@ -29,19 +30,24 @@ def view_frame(
     if view == "steps":
         return profile.steps()
     if view == "launches":
+        if module:
+            return profile.module_kernels(module)
         if kernel:
             frame = profile.kernel_launches(kernel)
             if frame.height == 0 and profile.available("kernels"):
                 raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
             return frame
         if not op:
-            raise ProfviewError(profile.path, "--view launches needs --op NAME or --kernel NAME")
+            raise ProfviewError(profile.path, "--view launches needs --op NAME, --kernel NAME or --module PATH")
         frame = profile.launches(op)
         if frame.height == 0 and profile.available("ops"):
             names = profile.ops()["name"]
             if op not in set(names.to_list()):
                 raise _unknown(profile, "operator", op, names)
         return frame
+    # memory and modules (issue 15)
+    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources"):
+        return getattr(profile, view)()
     raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
 
 
@@ -56,8 +62,9 @@ def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> Profvi
 
 def filter_column(frame: pl.DataFrame) -> str | None:
     """The text column a filter matches: ``name`` where there is one, else the first text column."""
-    if "name" in frame.columns:
-        return "name"
+    for preferred in ("name", "op", "path"):  # memory views name the operator, modules the path
+        if preferred in frame.columns:
+            return preferred
     for column, dtype in frame.schema.items():
         if dtype == pl.String:
             return column

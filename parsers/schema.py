@@ -30,6 +30,12 @@ sequence_number    Int64      autograd ``Sequence number``
 fwd_thread_id      Int64      ``Fwd thread id`` of a backward op
 collective         String     ``Collective name`` of an NCCL/RCCL operation
 label              String     ``args.name`` of a metadata event (process/thread name)
+mem_bytes          Int64      ``Bytes`` of a ``[memory]`` event (negative for a free)
+mem_allocated      Int64      ``Total Allocated`` on the device after it
+mem_reserved       Int64      ``Total Reserved`` by the caching allocator after it
+mem_device_type    Int64      ``Device Type`` (c10 DeviceType: 0 CPU, 1 CUDA ...)
+mem_device_id      Int64      ``Device Id`` (-1 for the CPU)
+mem_addr           Int64      ``Addr`` of the block
 =================  =========  ===========================================================
 
 **Trace metadata** is a plain dict of the document's top-level keys other than ``traceEvents``
@@ -99,6 +105,13 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("label", ("name",), pl.String()),
     # XLA/TensorFlow pack a kernel's launch shape into one string (see parsers/other_chrome.py).
     ("kernel_details", ("kernel_details",), pl.String()),
+    # Memory: the allocator's ``[memory]`` instant events (``profile_memory=True``).
+    ("mem_bytes", ("Bytes",), pl.Int64()),
+    ("mem_allocated", ("Total Allocated",), pl.Int64()),
+    ("mem_reserved", ("Total Reserved",), pl.Int64()),
+    ("mem_device_type", ("Device Type",), pl.Int64()),
+    ("mem_device_id", ("Device Id",), pl.Int64()),
+    ("mem_addr", ("Addr",), pl.Int64()),
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
