@@ -359,3 +359,29 @@ class ParsedViews:
     warnings: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     run: str | None = None
+
+
+# -- memory (issue 15) --------------------------------------------------------------------------
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Bytes in binary units: ``512 B``, ``37.5 MiB``, ``3.06 GiB``; ``-`` for none; a sign kept."""
+    if value is None:
+        return "-"
+    sign, size = ("-" if value < 0 else ""), abs(float(value))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{sign}{size:.0f} {unit}" if unit == "B" else f"{sign}{size:.2f} {unit}"
+        size /= 1024
+    return f"{sign}{size:.2f} TiB"  # pragma: no cover
+
+
+def peak_memory_lines(peaks: Any) -> list[str]:
+    """One line per device of a memory_peaks frame: the peak allocated, reserved, and where."""
+    lines = []
+    for row in peaks.iter_rows(named=True):
+        lines.append(
+            f"peak memory {row['device']}: {fmt_bytes(row['peak_allocated_bytes'])} allocated "
+            f"({fmt_bytes(row['peak_reserved_bytes'])} reserved) at {fmt_us(row['ts_us'])} in {row['op']}"
+        )
+    return lines

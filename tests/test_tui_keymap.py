@@ -16,6 +16,8 @@ from profview.tui.export_dialog import ExportDialog
 from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
 from profview.tui.keymap import KEYMAP, help_lines
+from profview.tui.memory_view import MemoryView
+from profview.tui.modules_view import ModulesView
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
 
@@ -28,6 +30,8 @@ SCOPES = {
     "help": HelpScreen,
     "export_dialog": ExportDialog,
     "filter_bar": FilterBar,
+    "memory": MemoryView,
+    "modules": ModulesView,
 }
 
 

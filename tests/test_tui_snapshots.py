@@ -51,3 +51,24 @@ def test_steps_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.press("4", "down", *["right"] * 20)
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+# -- memory and modules (issue 15) --------------------------------------------------------------
+
+
+def test_memory_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("5")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_modules_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("6", "x")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

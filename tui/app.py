@@ -6,6 +6,7 @@ UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.hel
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -314,7 +315,9 @@ class ProfviewApp(App[int]):
     def action_export(self) -> None:
         view = self.frame_view()
         if view is not None:
-            parts = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES[view.view]]
+            parts = (
+                list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(view.view, view.view)]
+            )
             frame = view.displayed
         elif (steps := self.steps_frame()) is not None:
             parts, frame = ["Steps"], steps
@@ -353,6 +356,10 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
     for view in ("kernels", "ops", "steps"):
         if profile.available(view):
             getattr(profile, view)()
+    if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
+        for view in ("memory_ops", "memory_peaks", "modules"):
+            with contextlib.suppress(ProfviewError):  # the pane says why
+                getattr(profile, view)()
     from ..loading import remember_views
 
     remember_views(profile)  # the next open reads these instead of linking the events again

@@ -36,10 +36,19 @@ def _launching_op(profile: Profile, row: dict[str, Any], path: list[str]) -> Dri
     return _op_launches(profile, {"name": row.get("op")}, path)
 
 
+def _module_kernels(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
+    """A module (issue 15) → the GPU work launched while it was open."""
+    module = row.get("path")
+    if not isinstance(module, str):
+        return "source lines have no drill-down: filter the Kernels table instead"
+    return DrillScreen("op_launches", profile.module_kernels(module), [*path, f"module {module}"])
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
     "op_launches": _kernel_origins,
     "ops": _op_launches,
     "kernel_launches": _launching_op,
+    "modules": _module_kernels,
 }

@@ -97,6 +97,16 @@ KEYMAP: tuple[Key, ...] = (
     Key("timeline", "timeline.pan_left", "left_square_bracket", "timeline('pan', -0.5)", "pan"),
     Key("timeline", "timeline.pan_right", "right_square_bracket", "timeline('pan', 0.5)", "pan"),
     Key("timeline", "timeline.fit", "0", "timeline('reset')", "fit"),
+    # -- memory and modules (issue 15) ---------------------------------------------------------
+    Key("app", "pane.memory", "5", "pane('memory')", "memory", "5 6",
+        "Memory (allocated/reserved over time, the peak, operators by bytes), Modules (GPU time by nn.Module)"),
+    Key("app", "pane.modules", "6", "pane('modules')", "modules"),
+    Key("memory", "memory.device", "d", "next_device", "device", "Memory: d",
+        "chart the next device (cuda:0, cpu ...)", show=True),
+    Key("modules", "modules.deeper", "x", "depth(1)", "deeper", "Modules: x z, b",
+        "show one level deeper / shallower of the module tree; b: GPU time by source line", show=True,
+        key_display="x/z"),
+    Key("modules", "modules.shallower", "z", "depth(-1)", "shallower"),
     # -- small screens ------------------------------------------------------------------------
     Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
     Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),
