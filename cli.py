@@ -103,7 +103,9 @@ def export(
     view: Annotated[
         str,
         typer.Option(
-            "--view", "-v", help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules or sources."
+            "--view",
+            "-v",
+            help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, gaps.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045

@@ -329,3 +329,37 @@ class Profile:
             return source_table(self.model, self._launch_frames)
 
         return self._trace_only("sources", NO_SOURCES, compute)
+
+    # -- the timeline (issue 15) ------------------------------------------------------------------
+    @cached_property
+    def _idle(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        from .analysis.gaps import idle_gaps
+
+        return idle_gaps(self.model, self.model_communication())
+
+    def model_communication(self) -> pl.Series:
+        """Per ``model.gpu`` row, its communication backend (null: not communication)."""
+        from .analysis.communication import classify_communication
+
+        backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+        frame = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
+        return frame["backend"]
+
+    def gpu_idle(self) -> pl.DataFrame:
+        """Per step: GPU busy, compute, communication and their overlap, idle time by likely cause
+        (see :func:`profview.analysis.gaps.idle_gaps`)."""
+        return self._trace_only("gpu_idle", "no GPU work in this trace", lambda: self._idle[0])
+
+    def gaps(self) -> pl.DataFrame:
+        """The GPU's idle gaps, one row each, with their likely cause."""
+        return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
+
+    def timeline_lanes(self) -> Any:
+        """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
+        if "lanes" not in self._facts:
+            from .analysis.lanes import build_lanes
+
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no timeline")
+            self._facts["lanes"] = build_lanes(self.model, self.model_communication())
+        return self._facts["lanes"]

@@ -9,7 +9,9 @@ import polars as pl
 from .errors import ProfviewError
 from .trace_profile import Profile
 
-VIEW_NAMES = ("kernels", "ops", "steps", "launches", "memory", "memory_ops", "memory_peaks", "modules", "sources")
+VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+#: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
+VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
 
 
 def view_frame(
@@ -46,7 +48,7 @@ def view_frame(
                 raise _unknown(profile, "operator", op, names)
         return frame
     # memory and modules (issue 15)
-    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources"):
+    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
         return getattr(profile, view)()
     raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
 

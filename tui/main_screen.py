@@ -18,10 +18,11 @@ from .modules_view import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps_view import StepsView
 from .table_view import FrameView
+from .trace_timeline import TimelinePane, timeline_pane
 
-PANES = ("overview", "kernels", "ops", "steps", "memory", "modules")
+PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "timeline")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
-TITLES |= {"memory": "Memory", "modules": "Modules"}  # issue 15
+TITLES |= {"memory": "Memory", "modules": "Modules", "timeline": "Timeline"}  # issue 15
 
 
 class MainScreen(Screen):
@@ -54,6 +55,8 @@ class MainScreen(Screen):
             return memory_pane(self.profile, pane)
         if pane == "modules":
             return modules_pane(self.profile, pane)
+        if pane == "timeline":
+            return timeline_pane(self.profile, pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
         return FrameView(pane, self.frame_for(pane), id=pane)
@@ -116,7 +119,7 @@ class MainScreen(Screen):
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, (FrameView, MemoryView, ModulesView)):
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane)):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
