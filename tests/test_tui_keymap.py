@@ -20,6 +20,7 @@ from profview.tui.memory_view import MemoryView
 from profview.tui.modules_view import ModulesView
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
+from profview.tui.trace_timeline import TraceTimeline
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
@@ -32,6 +33,7 @@ SCOPES = {
     "filter_bar": FilterBar,
     "memory": MemoryView,
     "modules": ModulesView,
+    "trace_timeline": TraceTimeline,
 }
 
 

@@ -72,3 +72,12 @@ def test_modules_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_timeline_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("7", "t", "n", "n")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

@@ -237,13 +237,14 @@ class TraceTimeline(Widget, can_focus=True):
         self.refresh()
 
     def action_step_event(self, delta: int) -> None:
-        """n / p: the next / previous event on the lane after / before the cursor's instant."""
+        """n / p: the event after / before the selected one on the lane; with none selected, the
+        first event starting in or after the cursor's cell / the last starting before it."""
         lane = self.lanes.lanes[self.lane]
-        current = self.selected_event()
-        if current is not None:
-            position = current[1] + delta
+        if self.selected is not None and self.selected[0] == self.lane:
+            position = self.selected[1] + delta
         else:
-            found = int(np.searchsorted(lane.start, self.instant(), side="right"))
+            lo = self.view_start + self.cursor * self.cell_span()
+            found = int(np.searchsorted(lane.start, lo, side="left"))
             position = found if delta > 0 else found - 1
         if 0 <= position < len(lane.start):
             self.select(self.lane, position)
@@ -272,7 +273,7 @@ class TraceTimeline(Widget, can_focus=True):
         self.select(int(self.lanes.gpu_lane[target]), int(self.lanes.gpu_pos[target]))
 
     def action_next_step(self, delta: int) -> None:
-        """t / T: show the next / previous step whole."""
+        """t / T: show whole the first step starting after / the last starting before the view's start."""
         try:
             steps = self.profile.steps()
         except ProfviewError:
@@ -280,11 +281,13 @@ class TraceTimeline(Widget, can_focus=True):
         origin = self.profile.span_start
         starts = (steps["start_us"] + origin).to_numpy()
         ends = starts + steps["duration_us"].to_numpy()
-        centre = (self.view_start + self.view_end) / 2
-        current = int(np.searchsorted(starts, centre, side="right")) - 1
-        index = int(np.clip(current + delta, 0, len(starts) - 1))
-        if current < 0 and delta > 0:
-            index = 0
+        tolerance = 1e-3
+        if delta > 0:
+            later = np.flatnonzero(starts > self.view_start + tolerance)
+            index = int(later[0]) if len(later) else len(starts) - 1
+        else:
+            earlier = np.flatnonzero(starts < self.view_start - tolerance)
+            index = int(earlier[-1]) if len(earlier) else 0
         self.view_start, self.view_end = float(starts[index]), float(max(ends[index], starts[index] + 1.0))
         self.selected = None
         self.refresh()
