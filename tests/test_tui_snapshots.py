@@ -77,7 +77,13 @@ def test_modules_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
 def test_timeline_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
     async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
         await loaded(pilot)
-        await pilot.press("7", "t", "n", "n")
+        await pilot.press("7")
+        for _ in range(200):  # the lanes are built off the UI thread when the tab is first shown
+            if pilot.app.screen.query("TraceTimeline"):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        await pilot.press("t", "n", "n")
         await pilot.pause()
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

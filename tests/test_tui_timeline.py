@@ -19,6 +19,18 @@ GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")
 
 
+async def open_timeline(pilot, app) -> TraceTimeline:  # type: ignore[no-untyped-def]
+    """Press 7 and wait for the lanes, which are built off the UI thread when first shown."""
+    await pilot.press("7")
+    for _ in range(200):
+        found = app.screen.query(TraceTimeline)
+        if found:
+            await pilot.pause()
+            return found.first()
+        await pilot.pause(0.05)
+    raise AssertionError("the timeline was not built")
+
+
 def raw_gpu(name: str) -> list[dict]:
     return [e for e in raw_events(name) if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
 
@@ -45,8 +57,7 @@ async def test_next_kernel_follow_launch_and_back() -> None:
     app = viewer(name)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("7")
-        timeline = app.screen.query_one(TraceTimeline)
+        timeline = await open_timeline(pilot, app)
         lanes = timeline.lanes.lanes
         assert lanes[timeline.lane].kind == "gpu"
         await pilot.press("n")  # the first GPU event after the cursor's instant (the trace start)
@@ -86,8 +97,7 @@ async def test_steps_zoom_and_redraw_time() -> None:
     steps = profile.steps()
     async with app.run_test(size=(200, 50)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("7")
-        timeline = app.screen.query_one(TraceTimeline)
+        timeline = await open_timeline(pilot, app)
         await pilot.press("t")
         first = steps.row(0, named=True)
         assert timeline.view_start - profile.span_start == pytest.approx(first["start_us"], abs=1e-3)

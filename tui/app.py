@@ -357,7 +357,7 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
         if profile.available(view):
             getattr(profile, view)()
     if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
-        for view in ("memory_ops", "memory_peaks", "modules", "timeline_lanes", "gpu_idle"):
+        for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
             with contextlib.suppress(ProfviewError):  # the pane says why
                 getattr(profile, view)()
     from ..loading import remember_views

@@ -108,7 +108,7 @@ KEYMAP: tuple[Key, ...] = (
         key_display="x/z"),
     Key("modules", "modules.shallower", "z", "depth(-1)", "shallower"),
     # -- the trace timeline (issue 15) --------------------------------------------------------
-    Key("app", "pane.timeline", "7", "pane('timeline')", "timeline", "7",
+    Key("app", "pane.trace", "7", "pane('trace')", "timeline", "7",
         "Timeline: CPU thread lanes (operators by depth) and GPU stream lanes of the whole trace"),
     Key("trace_timeline", "tl.left", "left,h", "move(-1)", "◀", "Timeline: ← → h l H L, ↑ ↓ j k",
         "move the cursor (H/L ×10), change lane"),
