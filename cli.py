@@ -111,6 +111,7 @@ def export(
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
     kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
     module: Annotated[Optional[str], typer.Option(help="launches: the module path to drill into.")] = None,  # noqa: UP045
+    source: Annotated[Optional[str], typer.Option(help="launches: the source line to drill into.")] = None,  # noqa: UP045
     filter_: Annotated[
         Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
     ] = None,
@@ -135,7 +136,7 @@ def export(
 
     export_format(out)
     profile = _load(path, no_cache, run, comm_pattern)
-    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module)
+    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

@@ -319,6 +319,14 @@ class Profile:
             raise ProfviewError(self.path, f"no module {path!r}")
         return module_kernels(self.model, self._gpu_modules, path)
 
+    def source_kernels(self, name: str) -> pl.DataFrame:
+        """The GPU work launched while source line ``name`` (as the sources view shows it) was open."""
+        from .analysis.modules import source_kernels
+
+        if name not in set(self.sources()["name"].to_list()):
+            raise ProfviewError(self.path, f"no source line {name!r}")
+        return source_kernels(self.model, self._launch_frames, name)
+
     def sources(self) -> pl.DataFrame:
         """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
         from .analysis.modules import source_table

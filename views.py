@@ -23,6 +23,7 @@ def view_frame(
     by_shape: bool = False,
     step: int | None = None,
     module: str | None = None,
+    source: str | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``."""
     if view == "kernels":
@@ -34,13 +35,16 @@ def view_frame(
     if view == "launches":
         if module:
             return profile.module_kernels(module)
+        if source:
+            return profile.source_kernels(source)
         if kernel:
             frame = profile.kernel_launches(kernel)
             if frame.height == 0 and profile.available("kernels"):
                 raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
             return frame
         if not op:
-            raise ProfviewError(profile.path, "--view launches needs --op NAME, --kernel NAME or --module PATH")
+            need = "--op NAME, --kernel NAME, --module PATH or --source LINE"
+            raise ProfviewError(profile.path, f"--view launches needs {need}")
         frame = profile.launches(op)
         if frame.height == 0 and profile.available("ops"):
             names = profile.ops()["name"]

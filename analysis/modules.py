@@ -167,6 +167,37 @@ def module_kernels(model: TraceModel, module_of_gpu: pl.Series, path: str) -> pl
     launched while ``path`` itself was the innermost module."""
     inside = (module_of_gpu == path) | module_of_gpu.str.starts_with(path + CHAIN_SEPARATOR)
     launched = model.gpu.with_columns((module_of_gpu == path).alias("direct")).filter(inside)
+    return _launch_table(launched)
+
+
+def _source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]:
+    """Per distinct launching frame row, the source-line frames open there, innermost first
+    (``[NO_SOURCE]`` when none: no Python frame, or only module frames)."""
+    names = model.host["name"].to_list()
+    parent = model.tree.parent
+    stacks: dict[int, list[str]] = {}
+    for frame in np.unique(frames).tolist():
+        stack = []
+        node = int(frame)
+        while node >= 0:
+            if not names[node].startswith(MODULE_PREFIX):
+                stack.append(names[node])
+            node = int(parent[node])
+        stacks[frame] = stack or [NO_SOURCE]
+    return stacks
+
+
+def source_kernels(model: TraceModel, frames: np.ndarray, name: str) -> pl.DataFrame:
+    """The GPU work launched while source line ``name`` was open (:data:`OP_LAUNCH_COLUMNS`);
+    ``direct_calls``: while it was the innermost source-line frame."""
+    stacks = _source_stacks(model, frames)
+    inside = np.array([name in stacks[f] for f in frames.tolist()], dtype=bool)
+    direct = np.array([stacks[f][0] == name for f in frames.tolist()], dtype=bool)
+    launched = model.gpu.with_columns(pl.Series("direct", direct)).filter(pl.Series(inside))
+    return _launch_table(launched)
+
+
+def _launch_table(launched: pl.DataFrame) -> pl.DataFrame:
     table = launched.group_by("name", "kind").agg(
         pl.len().cast(pl.Int64).alias("calls"),
         pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),
@@ -186,9 +217,7 @@ def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.Data
     while it was open anywhere in the stack (once per GPU event, however deep the recursion).
     """
     frames = launch_frames(model) if frames is None else frames
-    host = model.host
-    names = host["name"].to_list()
-    parent = model.tree.parent
+    stacks = _source_stacks(model, frames)
     per_frame = (
         pl.DataFrame({"frame": frames, "dur": model.gpu["dur"]})
         .group_by("frame")
@@ -198,14 +227,7 @@ def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.Data
     total_us: dict[str, float] = defaultdict(float)
     kernels: dict[str, int] = defaultdict(int)
     for frame, dur, count in per_frame.sort("frame").iter_rows():
-        stack = []
-        node = int(frame)
-        while node >= 0:
-            if not names[node].startswith(MODULE_PREFIX):
-                stack.append(names[node])
-            node = int(parent[node])
-        if not stack:
-            stack = [NO_SOURCE]
+        stack = stacks[int(frame)]
         self_us[stack[0]] += dur
         for name in set(stack):
             total_us[name] += dur

@@ -114,3 +114,34 @@ def test_traces_without_modules_say_why(capsys: pytest.CaptureFixture[str]) -> N
     )
     assert code == 2
     assert "with_modules=True" in capsys.readouterr().err
+
+
+def test_source_line_drill_down_matches_raw_frames() -> None:
+    """The GPU work under a source line: GPU events whose launching call (same correlation) ran
+    while a Python frame of that name was open on its thread, from the raw events."""
+    line = "torch/nn/modules/conv.py(552): forward"
+    events = raw_events(RESNET)
+    launch = {}
+    for e in events:
+        runtime = e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+        if runtime and "correlation" in e.get("args", {}):
+            launch.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    frames = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "python_function" and e["name"] == line:
+            frames[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    total, count = 0.0, 0
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in GPU_CATS:
+            continue
+        where = launch.get(e.get("args", {}).get("correlation"))
+        if where and any(s <= where[2] <= t for s, t in frames[where[:2]]):
+            total += e["dur"]
+            count += 1
+    profile = loaded(RESNET)
+    drilled = profile.source_kernels(line)
+    assert drilled["total_us"].sum() == pytest.approx(total, abs=1e-6)
+    assert drilled["calls"].sum() == count
+    row = profile.sources().filter(profile.sources()["name"] == line).row(0, named=True)
+    assert row["total_us"] == pytest.approx(total, abs=1e-6)
+    assert row["kernels"] == count

@@ -76,6 +76,12 @@ async def test_modules_tab_tree_depth_and_drill_down() -> None:
         assert view.by_source
         sources = app.frame_view().displayed
         assert sources.equals(loaded(RESNET).sources())
+        await pilot.press("down", "enter")  # a source line → the GPU work launched under it
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen)
+        line = sources.row(1, named=True)
+        assert app.screen.frame_view().displayed["total_us"].sum() == pytest.approx(line["total_us"], abs=1e-3)
+        await pilot.press("escape")
         await pilot.press("b")
         assert not view.by_source
 

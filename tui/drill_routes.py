@@ -37,10 +37,11 @@ def _launching_op(profile: Profile, row: dict[str, Any], path: list[str]) -> Dri
 
 
 def _module_kernels(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
-    """A module (issue 15) → the GPU work launched while it was open."""
+    """A module (issue 15) → the GPU work launched while it was open; a source line likewise."""
     module = row.get("path")
-    if not isinstance(module, str):
-        return "source lines have no drill-down: filter the Kernels table instead"
+    if not isinstance(module, str):  # a row of the source-line table
+        name = str(row.get("name"))
+        return DrillScreen("op_launches", profile.source_kernels(name), [*path, f"line {name}"])
     return DrillScreen("op_launches", profile.module_kernels(module), [*path, f"module {module}"])
 
 
