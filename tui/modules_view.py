@@ -63,7 +63,7 @@ class ModulesView(Vertical):
     def update_caption(self) -> None:
         if self.by_source:
             text = Text("GPU time by source line (self: innermost frame; total: anywhere in the stack)", style="bold")
-            text.append("   b: modules", style="dim")
+            text.append("   Enter: its kernels · b: modules", style="dim")
         else:
             depth = "all levels" if self.max_depth is None else f"{self.max_depth} of {self.deepest} levels"
             text = Text(f"GPU time by module ({depth})", style="bold")

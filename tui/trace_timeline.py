@@ -36,6 +36,7 @@ STYLES = {
     ("gpu", 3): ("░", "#e5534b"),
 }
 LABEL_STYLE = "bold #ffffff on #2d4f73"
+DRAW_ORDER = {"cpu": (0, 1), "gpu": (2, 1, 0, 3)}
 
 
 def draw_lane(lane: Lane, names: list[str], lo: float, hi: float, width: int) -> Text:
@@ -47,8 +48,10 @@ def draw_lane(lane: Lane, names: list[str], lo: float, hi: float, width: int) ->
     first = np.clip(np.floor((starts - lo) / span).astype(np.int64), 0, width - 1) if len(starts) else starts
     last = np.clip(np.ceil((ends - lo) / span).astype(np.int64), 1, width) if len(starts) else ends
     last = np.maximum(last, first + 1) if len(starts) else last
-    for style in np.unique(styles) if len(styles) else []:
+    for style in DRAW_ORDER[lane.kind]:  # later styles win a shared cell: kernels over memsets
         pick = styles == style
+        if not pick.any():
+            continue
         marks = np.zeros(width + 1, dtype=np.int64)
         np.add.at(marks, first[pick], 1)
         np.add.at(marks, last[pick], -1)
