@@ -73,6 +73,17 @@ async def test_next_kernel_follow_launch_and_back() -> None:
         await pilot.press("n", "n")
         chosen = kernels[6]
         assert chosen["cat"] == "kernel"
+        # its Python stack where it was launched: the innermost raw frame open at the launch call
+        launch = by_corr[chosen["args"]["correlation"]]
+        open_frames = [
+            e
+            for e in raw_events(name)
+            if e.get("cat") == "python_function"
+            and e["tid"] == launch["tid"]
+            and e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]
+        ]
+        innermost = max(open_frames, key=lambda e: e["ts"])["name"]
+        assert str(timeline.describe()).split("\n")[1].endswith(innermost)
         await pilot.press("f")  # kernel → the runtime call with its correlation id
         lane_no, pos = timeline.selected_event()
         launch = by_corr[chosen["args"]["correlation"]]

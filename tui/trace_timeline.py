@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ..analysis.lanes import Lane, Lanes
+from ..analysis.model import python_stack_at
 from ..errors import ProfviewError
 from ..frames import display_name, fmt_us
 from ..sanitize import clean
@@ -93,6 +94,8 @@ class TraceTimeline(Widget, can_focus=True):
         self.lane = self.first_gpu_lane()
         self.top = 0
         self.selected: tuple[int, int] | None = None  # (lane, position) of the chosen event
+        self._stacks: dict[int, str] = {}  # host row → its innermost Python frames
+        self.has_python = bool(profile.model.host["is_python"].any())
 
     def first_gpu_lane(self) -> int:
         return next((i for i, lane in enumerate(self.lanes.lanes) if lane.kind == "gpu"), 0)
@@ -113,7 +116,7 @@ class TraceTimeline(Widget, can_focus=True):
         lanes = self.lanes.lanes
         if not lanes:
             return Text("No events to draw.", style="italic")
-        rows = max(self.size.height - 3, 1)
+        rows = max(self.size.height - 5, 1)  # a header line, the event, its Python stack, the step (2)
         if self.lane < self.top:
             self.top = self.lane
         elif self.lane >= self.top + rows:
@@ -149,11 +152,31 @@ class TraceTimeline(Widget, can_focus=True):
             lane = self.lanes.lanes[event[0]]
             name = clean(self.lanes.names[int(lane.names[event[1]])])
             start, end = lane.start[event[1]], lane.end[event[1]]
-            text.append(f"{name[: max(self.size.width - 40, 20)]}", style="bold")
+            text.append(f"{name[: max(self.size.width - 50, 20)]}", style="bold")
             text.append(f"  {fmt_us(end - start)} at {fmt_us(start - self.start)}  ({clean(lane.label)})")
+        width = max(self.size.width - 1, 20)
+        stack = self.python_stack(*event) if event is not None else ""
+        text.append("\n")
+        text.append(f"py: {clean(stack)}"[:width] if stack else "", style="italic")
         text.append("\n")
         text.append(self.step_line(), style="dim")
         return text
+
+    def python_stack(self, lane_index: int, position: int) -> str:
+        """The innermost Python frames open where the event ran (a GPU event: where it was launched)."""
+        model = self.profile.model
+        lane = self.lanes.lanes[lane_index]
+        row = int(lane.rows[position])
+        if lane.kind == "gpu":
+            launch = model.gpu["launch_row"][row]
+            if launch is None:
+                return ""
+            row = int(launch)
+        if row not in self._stacks:
+            frames = python_stack_at(model, row) if self.has_python else []
+            names = model.host["name"]
+            self._stacks[row] = " > ".join(str(names[f]) for f in frames[-3:])
+        return self._stacks[row]
 
     def step_line(self) -> str:
         try:
