@@ -102,9 +102,12 @@ class MainScreen(Screen):
 
     def update_header(self) -> None:
         tabs = Text()
+        titles = dict(TITLES)
+        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
+            titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
         for index, pane in enumerate(PANES, 1):
             style = "bold reverse" if pane == self.pane else ""
-            tabs.append(f" {index} {TITLES[pane]} ", style=style)
+            tabs.append(f" {index} {titles[pane]} ", style=style)
             tabs.append(" ")
         tabs.append(f"  {clean(self.profile.path)}", style="dim")
         self.query_one("#tabs", Static).update(tabs)
