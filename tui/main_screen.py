@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
-from ..errors import ProfviewError
 from ..sanitize import clean
 from ..trace_profile import Profile
 from .filter_bar import FilterBar
@@ -22,7 +18,7 @@ from .modules_view import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps_view import StepsView
 from .table_view import FrameView
-from .trace_timeline import TimelinePane, timeline_pane
+from .trace_timeline import TimelinePane
 
 PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
@@ -60,8 +56,8 @@ class MainScreen(Screen):
             return memory_pane(self.profile, pane)
         if pane == "modules":
             return modules_pane(self.profile, pane)
-        if pane == "trace":  # built when first shown (it needs the linked model, even on a cached open)
-            return Static(Text("Timeline: building the lanes…", style="italic"), id=pane, classes="pending")
+        if pane == "trace":  # its lanes are built when first shown (they need the linked model)
+            return TimelinePane(self.profile, id=pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
         return FrameView(pane, self.frame_for(pane), id=pane)
@@ -122,9 +118,8 @@ class MainScreen(Screen):
 
     def show(self, pane: str) -> None:
         """Switch to a pane and focus its main widget."""
-        if pane == "trace" and self.linked and self.query_one("#trace").has_class("pending"):
-            self.query_one("#trace").remove_class("pending")
-            self.build_timeline()
+        if pane == "trace" and self.linked:
+            self.query_one("#trace", TimelinePane).start()
         self.pane = pane
         self.query_one(ContentSwitcher).current = pane
         self.update_header()
@@ -136,27 +131,6 @@ class MainScreen(Screen):
             widget.focus_main()
         else:
             widget.focus()
-
-    @work(thread=True, exit_on_error=False)
-    def build_timeline(self) -> None:
-        """Build the timeline's lanes and step figures off the UI thread, then show them."""
-        with contextlib.suppress(ProfviewError):
-            self.profile.timeline_lanes()
-            self.profile.gpu_idle()
-        self.app.call_from_thread(self.mount_timeline)
-
-    async def mount_timeline(self) -> None:
-        try:
-            old = self.query_one("#trace")
-        except NoMatches:
-            return
-        switcher = self.query_one(ContentSwitcher)
-        await old.remove()
-        widget = timeline_pane(self.profile, "trace")
-        widget.display = self.pane == "trace"
-        await switcher.mount(widget)  # the last pane
-        if self.pane == "trace" and self.app.screen is self:
-            self.show("trace")
 
     def active_frame_view(self) -> FrameView | None:
         widget = self.query_one(f"#{self.pane}")

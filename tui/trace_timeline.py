@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -336,39 +337,64 @@ class TraceTimeline(Widget, can_focus=True):
 
 
 class TimelinePane(Vertical):
-    """A caption over the trace timeline."""
+    """A caption over the trace timeline; the lanes are built off the UI thread by :meth:`start`
+    (when the tab is first shown), so opening a trace, even from the cache, never waits for them."""
 
-    DEFAULT_CSS = "#timeline-caption { height: 1; padding: 0 1; }"
+    DEFAULT_CSS = "#timeline-caption { height: 1; padding: 0 1; } #timeline-wait { padding: 0 1; }"
 
-    def __init__(self, profile: Profile, lanes: Lanes, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
-        self.lanes = lanes
+        self.started = False
 
     def compose(self) -> ComposeResult:
         caption = Text("Timeline ", style="bold")
-        for (kind, style), (char, colour) in STYLES.items():
-            label = {
-                ("cpu", 0): "op",
-                ("cpu", 1): "runtime",
-                ("gpu", 0): "kernel",
-                ("gpu", 1): "memcpy",
-                ("gpu", 2): "memset",
-                ("gpu", 3): "comm",
-            }[(kind, style)]
+        for key, (char, colour) in STYLES.items():
             caption.append(char * 2, style=colour)
-            caption.append(f" {label} ")
+            caption.append(f" {LEGEND[key]} ")
         caption.append("  n/p event · f launch↔kernel · t/T step · Enter drill", style="dim")
         yield Static(caption, id="timeline-caption")
-        yield TraceTimeline(self.profile, self.lanes, id="trace-timeline")
+        yield Static(Text("building the lanes…", style="italic"), id="timeline-wait")
+
+    def start(self) -> None:
+        """Build the lanes (once) and show them."""
+        if not self.started:
+            self.started = True
+            self.build()
+
+    @work(thread=True, exit_on_error=False)
+    def build(self) -> None:
+        try:
+            lanes = self.profile.timeline_lanes()
+            self.profile.gpu_idle()
+        except ProfviewError as exc:
+            self.app.call_from_thread(self.failed, exc.problem)
+            return
+        self.app.call_from_thread(self.ready, lanes)
+
+    def failed(self, problem: str) -> None:
+        self.query_one("#timeline-wait", Static).update(Text(f"Timeline: not available — {clean(problem)}"))
+
+    async def ready(self, lanes: Lanes) -> None:
+        timeline = TraceTimeline(self.profile, lanes, id="trace-timeline")
+        await self.mount(timeline)
+        await self.query_one("#timeline-wait").remove()
+        if self.display:
+            timeline.focus()
 
     def focus_table(self) -> None:
-        self.query_one(TraceTimeline).focus()
+        found = self.query(TraceTimeline)
+        if found:
+            found.first().focus()
+        else:
+            self.focus()
 
 
-def timeline_pane(profile: Profile, pane_id: str) -> Widget:
-    """The Timeline pane, or the reason this profile has none."""
-    try:
-        return TimelinePane(profile, profile.timeline_lanes(), id=pane_id)
-    except ProfviewError as exc:
-        return Static(Text(f"Timeline: not available — {clean(exc.problem)}", style="italic"), id=pane_id)
+LEGEND = {
+    ("cpu", 0): "op",
+    ("cpu", 1): "runtime",
+    ("gpu", 0): "kernel",
+    ("gpu", 1): "memcpy",
+    ("gpu", 2): "memset",
+    ("gpu", 3): "comm",
+}
