@@ -129,7 +129,7 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
         ).to_series()
         lanes.append(
             Lane(
-                f"GPU{device} s{stream}",
+                f"GPU{'?' if device is None else device} s{'?' if stream is None else stream}",
                 "gpu",
                 frame["ts"].to_numpy(),
                 frame["end"].to_numpy(),

@@ -98,3 +98,15 @@ async def test_gpt2_memory_and_no_modules() -> None:
         await pilot.press("6")
         assert "no nn.Module frames" in screen_text(app)
         assert app.frame_view() is None
+
+
+@pytest.mark.asyncio
+async def test_text_tables_say_why_there_is_no_memory_modules_or_timeline() -> None:
+    app = viewer("resnet50_train_amp.tables.txt")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_loaded(pilot, app)
+        for key, title in (("5", "Memory"), ("6", "Modules"), ("7", "Timeline")):
+            await pilot.press(key)
+            assert f"{title}: not available for this profile — a PyTorch key_averages table has no" in screen_text(app)
+        await pilot.press("q")
+    assert app.return_code == 0

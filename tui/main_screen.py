@@ -118,8 +118,9 @@ class MainScreen(Screen):
 
     def show(self, pane: str) -> None:
         """Switch to a pane and focus its main widget."""
-        if pane == "trace" and self.linked:
-            self.query_one("#trace", TimelinePane).start()
+        timeline = self.query_one("#trace")
+        if pane == "trace" and self.linked and isinstance(timeline, TimelinePane):
+            timeline.start()
         self.pane = pane
         self.query_one(ContentSwitcher).current = pane
         self.update_header()
