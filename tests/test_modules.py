@@ -145,3 +145,17 @@ def test_source_line_drill_down_matches_raw_frames() -> None:
     row = profile.sources().filter(profile.sources()["name"] == line).row(0, named=True)
     assert row["total_us"] == pytest.approx(total, abs=1e-6)
     assert row["kernels"] == count
+
+
+def test_transformer_module_totals_match_raw_intervals() -> None:
+    """The same check on TraceLens' Qwen1.5-0.5B H100 trace (a transformer's module tree)."""
+    name = "tracelens_h100_qwen1.5-0.5b.json.gz"
+    table = loaded(name).modules()
+    total, own, _outside = witness(raw_events(name))
+    named = table.filter(table["path"] != NO_MODULE)
+    assert named["module"].n_unique() == named.height
+    mine = dict(zip(named["module"], named["total_us"], strict=True))
+    assert mine.keys() == total.keys()
+    for module, value in total.items():
+        assert mine[module] == pytest.approx(value, abs=1e-6), module
+    assert "Qwen2Model_0 > Qwen2DecoderLayer_13 > Qwen2Attention_13" in table["path"].to_list()
