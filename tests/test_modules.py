@@ -151,7 +151,7 @@ def test_transformer_module_totals_match_raw_intervals() -> None:
     """The same check on TraceLens' Qwen1.5-0.5B H100 trace (a transformer's module tree)."""
     name = "tracelens_h100_qwen1.5-0.5b.json.gz"
     table = loaded(name).modules()
-    total, own, _outside = witness(raw_events(name))
+    total, _own, _outside = witness(raw_events(name))
     named = table.filter(table["path"] != NO_MODULE)
     assert named["module"].n_unique() == named.height
     mine = dict(zip(named["module"], named["total_us"], strict=True))
