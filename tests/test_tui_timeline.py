@@ -129,3 +129,37 @@ async def test_steps_zoom_and_redraw_time() -> None:
             timeline.render()
         per_redraw = (time.perf_counter() - began) / 10
         assert per_redraw < 0.1  # the whole trace at 200x50
+
+
+async def test_large_trace_timeline_waits_for_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a large trace is being linked, Memory/Modules/Timeline say so; once linked they show
+    (the timeline builds its lanes then, as it is on screen)."""
+    import threading
+
+    from profview.tui import app as app_module
+    from profview.tui.memory_view import MemoryView
+
+    release = threading.Event()
+    real_prepare = app_module.prepare
+
+    def slow_prepare(profile, phase):  # type: ignore[no-untyped-def]
+        release.wait(20)
+        real_prepare(profile, phase)
+
+    monkeypatch.setattr(app_module, "LARGE_TRACE_EVENTS", 1)
+    monkeypatch.setattr(app_module, "prepare", slow_prepare)
+    app = viewer(RESNET)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("7")
+        assert app.screen.pane == "trace" and not app.linked
+        assert not app.screen.query(TraceTimeline)
+        release.set()
+        for _ in range(200):
+            if app.linked and app.screen.query(TraceTimeline):
+                break
+            await pilot.pause(0.05)
+        timeline = app.screen.query_one(TraceTimeline)
+        assert sum(len(lane.start) for lane in timeline.lanes.lanes if lane.kind == "gpu") == len(raw_gpu(RESNET))
+        await pilot.press("5")
+        assert app.screen.query_one(MemoryView).device == "cuda:0"
