@@ -181,11 +181,16 @@ def export(
     view: Annotated[
         str,
         typer.Option(
-            "--view", "-v", help="kernels, ops, steps or launches; a job: ranks, collectives, steps, kernels."
+            "--view",
+            "-v",
+            help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
+            "gaps; a job: ranks, collectives, steps, kernels.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
     kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
+    module: Annotated[Optional[str], typer.Option(help="launches: the module path to drill into.")] = None,  # noqa: UP045
+    source: Annotated[Optional[str], typer.Option(help="launches: the source line to drill into.")] = None,  # noqa: UP045
     filter_: Annotated[
         Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
     ] = None,
@@ -216,7 +221,10 @@ def export(
 
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
-        single = [name for name, given in (("--op", op), ("--kernel", kernel), ("--step", step)) if given is not None]
+        given_options = (
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source)
+        )
+        single = [name for name, given in given_options if given is not None]
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
         with _open_job(path, no_cache, comm_pattern, workers, dask) as job:
@@ -230,7 +238,7 @@ def export(
             typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
         return
     profile = _load(_single(path), no_cache, run, comm_pattern)
-    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step)
+    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

@@ -119,6 +119,60 @@ KERNEL_LAUNCH_COLUMNS: tuple[str, ...] = (
 #: Joins an operator chain or a Python stack into one cell, outermost first.
 CHAIN_SEPARATOR = " > "
 
+# -- memory and modules (issue 15) -----------------------------------------------------------
+
+#: The memory view: one row per allocator event (``[memory]``); ``ts_us`` from the trace's start,
+#: ``bytes`` negative for a free, ``allocated_bytes``/``reserved_bytes`` on the device after it,
+#: ``addr`` the block's address.
+MEMORY_COLUMNS: tuple[str, ...] = (
+    "ts_us",
+    "device",
+    "bytes",
+    "allocated_bytes",
+    "reserved_bytes",
+    "op",
+    "python_stack",
+    "addr",
+)
+#: Memory by operator and device: what its calls allocated and freed, the net growth, and
+#: ``retained_bytes``: what it allocated that nothing freed before the trace ended.
+MEMORY_OP_COLUMNS: tuple[str, ...] = (
+    "op",
+    "device",
+    "allocs",
+    "allocated_bytes",
+    "frees",
+    "freed_bytes",
+    "net_bytes",
+    "retained_bytes",
+)
+#: The peak of each device: the highest allocated total, when and where it was first reached.
+MEMORY_PEAK_COLUMNS: tuple[str, ...] = (
+    "device",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "ts_us",
+    "op",
+    "python_stack",
+    "events",
+)
+#: GPU time by module (``nn.Module`` frames): ``path`` from the outermost module down.
+MODULE_COLUMNS: tuple[str, ...] = (
+    "path",
+    "module",
+    "depth",
+    "calls",
+    "kernels",
+    "self_us",
+    "total_us",
+    "pct",
+)
+#: GPU time by source line (``file.py(123): fn`` frames): self (innermost frame) and total.
+SOURCE_COLUMNS: tuple[str, ...] = ("name", "kernels", "self_us", "total_us", "pct")
+#: No enclosing module / Python frame when the GPU work was launched.
+NO_MODULE = "(no module)"
+NO_SOURCE = "(no Python frame)"
+
 # -- step categories --------------------------------------------------------------------------
 
 #: Step categories in priority order: an instant belongs to the first one active then.
@@ -316,3 +370,29 @@ class ParsedViews:
     warnings: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     run: str | None = None
+
+
+# -- memory (issue 15) --------------------------------------------------------------------------
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Bytes in binary units: ``512 B``, ``37.5 MiB``, ``3.06 GiB``; ``-`` for none; a sign kept."""
+    if value is None:
+        return "-"
+    sign, size = ("-" if value < 0 else ""), abs(float(value))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{sign}{size:.0f} {unit}" if unit == "B" else f"{sign}{size:.2f} {unit}"
+        size /= 1024
+    return f"{sign}{size:.2f} TiB"  # pragma: no cover
+
+
+def peak_memory_lines(peaks: Any) -> list[str]:
+    """One line per device of a memory_peaks frame: the peak allocated, reserved, and where."""
+    lines = []
+    for row in peaks.iter_rows(named=True):
+        lines.append(
+            f"peak memory {row['device']}: {fmt_bytes(row['peak_allocated_bytes'])} allocated "
+            f"({fmt_bytes(row['peak_reserved_bytes'])} reserved) at {fmt_us(row['ts_us'])} in {row['op']}"
+        )
+    return lines

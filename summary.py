@@ -49,6 +49,19 @@ def _table(title: str, frame: pl.DataFrame, columns: dict[str, str], width: int,
     return table
 
 
+def _memory_lines(profile: Profile) -> list[str]:
+    """The peak-memory line per device, for traces recorded with profile_memory (issue 15)."""
+    from .errors import ProfviewError
+    from .frames import peak_memory_lines
+
+    if not profile.metadata.get("profile_memory"):
+        return []
+    try:
+        return peak_memory_lines(profile.memory_peaks())
+    except ProfviewError:
+        return []
+
+
 def print_summary(profile: Profile, top: int, console: Console | None = None) -> None:
     """Print what a user wants first about a profile."""
     console = console or Console(highlight=False, markup=False, emoji=False)
@@ -70,6 +83,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             )
         )
         for line in communication_lines(view):
+            console.print(Text(f"  {clean(line)}"))
+        for line in _memory_lines(profile):
             console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:
             console.print(Text(f"  hint: {clean(hint)}"))

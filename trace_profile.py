@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 # needed, so that a kernel table from a cached trace starts with Polars alone.
 
 VIEWS = ("kernels", "ops", "steps", "launches")
+#: Why a trace has no memory / modules / sources view.
+NO_MEMORY = "no memory events in this trace (record with torch.profiler.profile(profile_memory=True))"
+NO_MODULES = "no nn.Module frames in this trace (record with with_stack=True or with_modules=True)"
+NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
 
 
 @dataclass
@@ -254,3 +258,116 @@ class Profile:
                 self._facts["overview"] = view
                 self.fresh_facts["overview"] = asdict(view)
         return self._facts["overview"]
+
+    # -- memory and modules (issue 15) --------------------------------------------------------
+    def _trace_only(self, view: str, why: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A trace view kept like the default views; an empty one is an error naming ``why``."""
+        self._require(view)
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no {view} view")
+        frame = self._default_view(view, compute)
+        if frame.height == 0:
+            raise ProfviewError(self.path, why)
+        return frame
+
+    def memory(self) -> pl.DataFrame:
+        """One row per allocator event (see :func:`profview.analysis.memory.memory_events`)."""
+        from .analysis.memory import memory_events
+
+        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self.events))
+
+    def memory_ops(self) -> pl.DataFrame:
+        """Memory per operator and device (see :func:`profview.analysis.memory.memory_ops`)."""
+        from .analysis.memory import memory_ops
+
+        return self._trace_only("memory_ops", NO_MEMORY, lambda: memory_ops(self.memory()))
+
+    def memory_peaks(self) -> pl.DataFrame:
+        """The peak per device (see :func:`profview.analysis.memory.memory_peaks`)."""
+        from .analysis.memory import memory_peaks
+
+        return self._trace_only("memory_peaks", NO_MEMORY, lambda: memory_peaks(self.memory()))
+
+    @cached_property
+    def _launch_frames(self) -> Any:
+        from .analysis.modules import launch_frames
+
+        return launch_frames(self.model)
+
+    @cached_property
+    def _gpu_modules(self) -> pl.Series:
+        from .analysis.modules import gpu_module_paths
+
+        return gpu_module_paths(self.model, self._launch_frames)
+
+    def modules(self) -> pl.DataFrame:
+        """GPU time by module path (see :func:`profview.analysis.modules.module_table`)."""
+        from .analysis.modules import has_modules, module_table
+
+        def compute() -> pl.DataFrame:
+            if not has_modules(self.model):
+                return pl.DataFrame()
+            return module_table(self.model, self._gpu_modules)
+
+        return self._trace_only("modules", NO_MODULES, compute)
+
+    def module_kernels(self, path: str) -> pl.DataFrame:
+        """The GPU work launched under module ``path`` (a path as the modules view shows it)."""
+        from .analysis.modules import module_kernels
+
+        if path not in set(self.modules()["path"].to_list()):
+            raise ProfviewError(self.path, f"no module {path!r}")
+        return module_kernels(self.model, self._gpu_modules, path)
+
+    def source_kernels(self, name: str) -> pl.DataFrame:
+        """The GPU work launched while source line ``name`` (as the sources view shows it) was open."""
+        from .analysis.modules import source_kernels
+
+        if name not in set(self.sources()["name"].to_list()):
+            raise ProfviewError(self.path, f"no source line {name!r}")
+        return source_kernels(self.model, self._launch_frames, name)
+
+    def sources(self) -> pl.DataFrame:
+        """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
+        from .analysis.modules import source_table
+
+        def compute() -> pl.DataFrame:
+            if not self.model.host["is_python"].any():
+                return pl.DataFrame()
+            return source_table(self.model, self._launch_frames)
+
+        return self._trace_only("sources", NO_SOURCES, compute)
+
+    # -- the timeline (issue 15) ------------------------------------------------------------------
+    @cached_property
+    def _idle(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        from .analysis.gaps import idle_gaps
+
+        return idle_gaps(self.model, self.model_communication())
+
+    def model_communication(self) -> pl.Series:
+        """Per ``model.gpu`` row, its communication backend (null: not communication)."""
+        from .analysis.communication import classify_communication
+
+        backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+        frame = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
+        return frame["backend"]
+
+    def gpu_idle(self) -> pl.DataFrame:
+        """Per step: GPU busy, compute, communication and their overlap, idle time by likely cause
+        (see :func:`profview.analysis.gaps.idle_gaps`)."""
+        return self._trace_only("gpu_idle", "no GPU work in this trace", lambda: self._idle[0])
+
+    def gaps(self) -> pl.DataFrame:
+        """The GPU's idle gaps, one row each, with their likely cause."""
+        return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
+
+    def timeline_lanes(self) -> Any:
+        """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
+        if "lanes" not in self._facts:
+            from .analysis.lanes import build_lanes
+
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no timeline")
+            self._facts["lanes"] = build_lanes(self.model, self.model_communication())
+        return self._facts["lanes"]

@@ -10,6 +10,8 @@ from .errors import ProfviewError
 from .trace_profile import Profile
 
 VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+#: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
+VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
 
 
 def view_frame(
@@ -20,8 +22,10 @@ def view_frame(
     kernel: str | None = None,
     by_shape: bool = False,
     step: int | None = None,
+    module: str | None = None,
+    source: str | None = None,
 ) -> pl.DataFrame:
-    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it) or ``kernel``."""
+    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``."""
     if view == "kernels":
         return profile.kernels(by_shape=by_shape, step=step)
     if view == "ops":
@@ -29,19 +33,27 @@ def view_frame(
     if view == "steps":
         return profile.steps()
     if view == "launches":
+        if module:
+            return profile.module_kernels(module)
+        if source:
+            return profile.source_kernels(source)
         if kernel:
             frame = profile.kernel_launches(kernel)
             if frame.height == 0 and profile.available("kernels"):
                 raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
             return frame
         if not op:
-            raise ProfviewError(profile.path, "--view launches needs --op NAME or --kernel NAME")
+            need = "--op NAME, --kernel NAME, --module PATH or --source LINE"
+            raise ProfviewError(profile.path, f"--view launches needs {need}")
         frame = profile.launches(op)
         if frame.height == 0 and profile.available("ops"):
             names = profile.ops()["name"]
             if op not in set(names.to_list()):
                 raise _unknown(profile, "operator", op, names)
         return frame
+    # memory and modules (issue 15)
+    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
+        return getattr(profile, view)()
     raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
 
 
@@ -56,8 +68,9 @@ def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> Profvi
 
 def filter_column(frame: pl.DataFrame) -> str | None:
     """The text column a filter matches: ``name`` where there is one, else the first text column."""
-    if "name" in frame.columns:
-        return "name"
+    for preferred in ("name", "op", "path"):  # memory views name the operator, modules the path
+        if preferred in frame.columns:
+            return preferred
     for column, dtype in frame.schema.items():
         if dtype == pl.String:
             return column

@@ -41,14 +41,22 @@ static locale_t c_numeric;
 enum { F_TS, F_DUR, F_OCC, N_FLOAT };
 static const char *FLOAT_NAMES[N_FLOAT] = {"ts", "dur", "occupancy"};
 
-enum { I_FLOW, I_EXT, I_CORR, I_STREAM, I_DEVICE, I_REGS, I_SHMEM, I_BYTES, I_PYID, I_PYPARENT, I_SEQ, I_FWD,
-       /* collective arguments (distributed jobs) */
-       I_INNEL, I_OUTNEL, I_GSIZE, I_PGSEQ, I_COMMSID, N_INT };
+enum {
+    I_FLOW, I_EXT, I_CORR, I_STREAM, I_DEVICE, I_REGS, I_SHMEM, I_BYTES, I_PYID, I_PYPARENT, I_SEQ, I_FWD,
+    /* collective arguments (distributed jobs) */
+    I_INNEL, I_OUTNEL, I_GSIZE, I_PGSEQ, I_COMMSID,
+    /* memory: the allocator's [memory] instant events (profile_memory=True) */
+    I_MBYTES, I_MALLOC, I_MRESERVED, I_MDTYPE, I_MDID, I_MADDR,
+    N_INT
+};
 static const char *INT_NAMES[N_INT] = {"flow_id",  "external_id", "correlation", "stream",
                                        "device",   "registers",   "shared_mem",  "bytes",
                                        "python_id", "python_parent_id", "sequence_number", "fwd_thread_id",
                                        /* collective arguments (distributed jobs) */
-                                       "in_nelems", "out_nelems", "group_size", "seq", "comms_id"};
+                                       "in_nelems", "out_nelems", "group_size", "seq", "comms_id",
+                                       /* memory */
+                                       "mem_bytes", "mem_allocated", "mem_reserved", "mem_device_type",
+                                       "mem_device_id", "mem_addr"};
 
 enum { S_PH, S_CAT, S_NAME, S_PID, S_TID, S_GRID, S_BLOCK, S_DIMS, S_TYPES, S_STACK, S_COLL, S_LABEL, S_KDET,
        /* collective arguments (distributed jobs) */
@@ -78,8 +86,12 @@ enum {
     A_EXT1, A_EXT2, A_CORR1, A_CORR2, A_STREAM, A_DEVICE, A_GRID, A_BLOCK, A_REGS, A_SHMEM, A_OCC1, A_OCC2,
     A_BYTES, A_DIMS, A_TYPES, A_PYID, A_PYPARENT, A_STACK, A_SEQ, A_FWD, A_COLL, A_LABEL, A_KDET,
     /* collective arguments (distributed jobs) */
-    A_DTYPE, A_INNEL, A_OUTNEL, A_GSIZE, A_PG, A_PGRANKS, A_PGSEQ, A_COMMSID, N_ARG
+    A_DTYPE, A_INNEL, A_OUTNEL, A_GSIZE, A_PG, A_PGRANKS, A_PGSEQ, A_COMMSID,
+    /* memory */
+    A_MBYTES, A_MALLOC, A_MRESERVED, A_MDTYPE, A_MDID, A_MADDR,
+    N_ARG /* at most 64: the seen-mask in read_args is 64 bits */
 };
+_Static_assert(N_ARG <= 64, "the seen-mask in read_args has 64 bits");
 static const Field ARG_FIELDS[N_ARG] = {
     {"External id", R_INT, I_EXT, A_EXT1},
     {"external id", R_INT, I_EXT, A_EXT2},
@@ -113,6 +125,13 @@ static const Field ARG_FIELDS[N_ARG] = {
     {"Process Group Ranks", R_TEXT, S_PGRANKS, A_PGRANKS},
     {"Seq", R_INT, I_PGSEQ, A_PGSEQ},
     {"Comms Id", R_INT, I_COMMSID, A_COMMSID}, /* above int64: null, as the general reader */
+    /* memory */
+    {"Bytes", R_INT, I_MBYTES, A_MBYTES},
+    {"Total Allocated", R_INT, I_MALLOC, A_MALLOC},
+    {"Total Reserved", R_INT, I_MRESERVED, A_MRESERVED},
+    {"Device Type", R_INT, I_MDTYPE, A_MDTYPE},
+    {"Device Id", R_INT, I_MDID, A_MDID},
+    {"Addr", R_INT, I_MADDR, A_MADDR},
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -907,7 +926,7 @@ static const char *read_key(State *st, const char *p, const char **key, size_t *
 }
 
 static const char *read_args(State *st, const char *p, Row *row) {
-    uint32_t seen = 0; /* one bit per ARG_FIELDS entry: N_ARG must stay <= 32 */
+    uint64_t seen = 0; /* one bit per ARG_FIELDS entry: N_ARG must stay <= 64 */
     p = skip_ws(p + 1, st->end);
     if (p < st->end && *p == '}') return p + 1;
     for (;;) {
@@ -916,10 +935,10 @@ static const char *read_args(State *st, const char *p, Row *row) {
         p = read_key(st, p, &s, &n);
         if (p == NULL) return NULL;
         int a = n ? arg_key(s, n) : -1;
-        if (a < 0 || (seen & (1u << a))) {
+        if (a < 0 || (seen & (UINT64_C(1) << a))) {
             p = skip_value(st, p, 2);
         } else {
-            seen |= 1u << a;
+            seen |= UINT64_C(1) << a;
             const Field *f = &ARG_FIELDS[a];
             switch (a) {
                 case A_EXT2: p = read_int(st, p, &row->ext2); break;

@@ -38,6 +38,12 @@ process_group      String     ``Process Group Name`` (``"0"`` is the default gro
 process_group_ranks String    ``Process Group Ranks`` as written (``[0, 1]``)
 seq                Int64      ``Seq``: the collective's sequence number in its process group
 comms_id           Int64      ``Comms Id`` (null when above the int64 range)
+mem_bytes          Int64      ``Bytes`` of a ``[memory]`` event (negative for a free)
+mem_allocated      Int64      ``Total Allocated`` on the device after it
+mem_reserved       Int64      ``Total Reserved`` by the caching allocator after it
+mem_device_type    Int64      ``Device Type`` (c10 DeviceType: 0 CPU, 1 CUDA ...)
+mem_device_id      Int64      ``Device Id`` (-1 for the CPU)
+mem_addr           Int64      ``Addr`` of the block
 =================  =========  ===========================================================
 
 **Trace metadata** is a plain dict of the document's top-level keys other than ``traceEvents``
@@ -118,6 +124,13 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("process_group_ranks", ("Process Group Ranks",), pl.String()),
     ("seq", ("Seq",), pl.Int64()),
     ("comms_id", ("Comms Id",), pl.Int64()),  # an id above the int64 range reads as null
+    # Memory: the allocator's ``[memory]`` instant events (``profile_memory=True``).
+    ("mem_bytes", ("Bytes",), pl.Int64()),
+    ("mem_allocated", ("Total Allocated",), pl.Int64()),
+    ("mem_reserved", ("Total Reserved",), pl.Int64()),
+    ("mem_device_type", ("Device Type",), pl.Int64()),
+    ("mem_device_id", ("Device Id",), pl.Int64()),
+    ("mem_addr", ("Addr",), pl.Int64()),
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {

@@ -18,8 +18,11 @@ from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
 from profview.tui.job_screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
+from profview.tui.memory_view import MemoryView
+from profview.tui.modules_view import ModulesView
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
+from profview.tui.trace_timeline import TraceTimeline
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
@@ -32,6 +35,9 @@ SCOPES = {
     "filter_bar": FilterBar,
     "job": JobScreen,
     "compare": CompareScreen,
+    "memory": MemoryView,
+    "modules": ModulesView,
+    "trace_timeline": TraceTimeline,
 }
 
 

@@ -170,7 +170,7 @@ async def test_movement_keys_on_a_table() -> None:
         assert table.cursor_row > 5
         await pilot.press("pageup")
         assert table.cursor_row == 0
-        await pilot.press("tab", "tab", "tab")  # ops, steps, overview
+        await pilot.press(*["tab"] * 6)  # ops, steps, memory, modules, timeline, overview
         assert app.screen.pane == "overview"
 
 

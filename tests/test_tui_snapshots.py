@@ -51,3 +51,39 @@ def test_steps_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.press("4", "down", *["right"] * 20)
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+# -- memory and modules (issue 15) --------------------------------------------------------------
+
+
+def test_memory_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("5")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_modules_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("6", "x")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_timeline_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("7")
+        for _ in range(200):  # the lanes are built off the UI thread when the tab is first shown
+            if pilot.app.screen.query("TraceTimeline"):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        await pilot.press("t", "n", "n")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

@@ -6,6 +6,7 @@ UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.hel
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -372,6 +373,10 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
     for view in ("kernels", "ops", "steps"):
         if profile.available(view):
             getattr(profile, view)()
+    if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
+        for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
+            with contextlib.suppress(ProfviewError):  # the pane says why
+                getattr(profile, view)()
     from ..loading import remember_views
 
     remember_views(profile)  # the next open reads these instead of linking the events again

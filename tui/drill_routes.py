@@ -38,10 +38,20 @@ def _launching_op(profile: Profile, row: dict[str, Any], path: list[str]) -> Dri
     return _op_launches(profile, {"name": row.get("op")}, path)
 
 
+def _module_kernels(profile: Profile, row: dict[str, Any], path: list[str]) -> DrillScreen | str:
+    """A module (issue 15) → the GPU work launched while it was open; a source line likewise."""
+    module = row.get("path")
+    if not isinstance(module, str):  # a row of the source-line table
+        name = str(row.get("name"))
+        return DrillScreen("op_launches", profile.source_kernels(name), [*path, f"line {name}"])
+    return DrillScreen("op_launches", profile.module_kernels(module), [*path, f"module {module}"])
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
     "op_launches": _kernel_origins,
     "ops": _op_launches,
     "kernel_launches": _launching_op,
+    "modules": _module_kernels,
 }

@@ -1,4 +1,4 @@
-"""The main screen: Overview, Kernels, Operators and Steps, switched with 1-4 or Tab."""
+"""The main screen: Overview, Kernels, Operators, Steps, Memory and Modules, switched with 1-6 or Tab."""
 
 from __future__ import annotations
 
@@ -12,13 +12,18 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from ..sanitize import clean
 from ..trace_profile import Profile
 from .filter_bar import FilterBar
+from .memory_view import MemoryView, memory_pane
 from .messages import StepChosen
+from .modules_view import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps_view import StepsView
 from .table_view import FrameView
+from .trace_timeline import TimelinePane
 
-PANES = ("overview", "kernels", "ops", "steps")
+PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
+# Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
+TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 
 
 class MainScreen(Screen):
@@ -47,6 +52,12 @@ class MainScreen(Screen):
             return OverviewView(self.profile, id="overview")
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
+        if pane == "memory":
+            return memory_pane(self.profile, pane)
+        if pane == "modules":
+            return modules_pane(self.profile, pane)
+        if pane == "trace":  # its lanes are built when first shown (they need the linked model)
+            return TimelinePane(self.profile, id=pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
         return FrameView(pane, self.frame_for(pane), id=pane)
@@ -60,12 +71,13 @@ class MainScreen(Screen):
         try:
             switcher = self.query_one(ContentSwitcher)
             kernels = self.query_one("#kernels")
-            await self.query("#overview, #ops, #steps").remove()
-            views = {pane: self.pane_widget(pane) for pane in ("overview", "ops", "steps")}
+            later = [pane for pane in PANES if pane not in ("overview", "kernels")]
+            await self.query(", ".join(f"#{pane}" for pane in ["overview", *later])).remove()
+            views = {pane: self.pane_widget(pane) for pane in ["overview", *later]}
             for pane, widget in views.items():
                 widget.display = pane == self.pane  # as the switcher shows its children
             await switcher.mount(views["overview"], before=kernels)
-            await switcher.mount_all([views["ops"], views["steps"]], after=kernels)
+            await switcher.mount_all([views[pane] for pane in later], after=kernels)
         except NoMatches:  # the viewer is closing: nothing left to fill
             return
         self.linked = True
@@ -86,9 +98,12 @@ class MainScreen(Screen):
 
     def update_header(self) -> None:
         tabs = Text()
+        titles = dict(TITLES)
+        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
+            titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
         for index, pane in enumerate(PANES, 1):
             style = "bold reverse" if pane == self.pane else ""
-            tabs.append(f" {index} {TITLES[pane]} ", style=style)
+            tabs.append(f" {index} {titles[pane]} ", style=style)
             tabs.append(" ")
         tabs.append(f"  {clean(self.profile.path)}", style="dim")
         self.query_one("#tabs", Static).update(tabs)
@@ -103,12 +118,15 @@ class MainScreen(Screen):
 
     def show(self, pane: str) -> None:
         """Switch to a pane and focus its main widget."""
+        timeline = self.query_one("#trace")
+        if pane == "trace" and self.linked and isinstance(timeline, TimelinePane):
+            timeline.start()
         self.pane = pane
         self.query_one(ContentSwitcher).current = pane
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, FrameView):
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane)):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
@@ -117,6 +135,8 @@ class MainScreen(Screen):
 
     def active_frame_view(self) -> FrameView | None:
         widget = self.query_one(f"#{self.pane}")
+        if isinstance(widget, (MemoryView, ModulesView)):  # a pane with a table inside
+            return widget.query_one(FrameView)
         return widget if isinstance(widget, FrameView) else None
 
     def refresh_tables(self) -> None:
@@ -127,7 +147,9 @@ class MainScreen(Screen):
         self.update_header()
 
     def can_group(self) -> bool:
-        """Whether b (by launch shape / by input shapes) applies to the pane on screen."""
+        """Whether b (by launch shape / by input shapes; Modules: by source line) applies here."""
+        if self.pane == "modules":
+            return self.linked and isinstance(self.query_one("#modules"), ModulesView)
         if self.pane not in self.by_shape or not self.profile.available(self.pane):
             return False
         if not self.linked and self.pane != "kernels":
@@ -135,6 +157,9 @@ class MainScreen(Screen):
         return self.profile.is_trace or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
 
     def toggle_grouping(self) -> None:
+        if self.pane == "modules" and self.can_group():
+            self.query_one("#modules", ModulesView).toggle_sources()
+            return
         if self.can_group():
             self.by_shape[self.pane] = not self.by_shape[self.pane]
             self.refresh_tables()

@@ -1,0 +1,247 @@
+"""GPU time by module and by source line, from the Python frames of with_stack / with_modules traces.
+
+Every GPU event (kernel, memcpy, memset) is placed at the moment it was launched: the runtime
+call sharing its correlation id (or, failing that, the operator of its External id), on that
+call's thread.  The Python frames open there say which module and which source lines launched
+it: ``nn.Module: Name_N`` frames form the module path (``GPT2LMHeadModel_0 > GPT2Model_0 >
+GPT2Block_3``), the other frames are source lines (``file.py(123): fn``).
+
+A module's ``self_us`` is the GPU time launched while it was the innermost open module,
+``total_us`` what was launched while it was open at all.  Backward kernels run on autograd
+threads without Python frames, so they land in :data:`~profview.frames.NO_MODULE`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import polars as pl
+
+from ..frames import (
+    CHAIN_SEPARATOR,
+    MODULE_COLUMNS,
+    NO_MODULE,
+    NO_SOURCE,
+    OP_LAUNCH_COLUMNS,
+    SOURCE_COLUMNS,
+    with_share,
+)
+from .at_time import innermost_open
+from .model import TraceModel
+
+#: The prefix of a module's Python frame.
+MODULE_PREFIX = "nn.Module: "
+
+
+def launch_frames(model: TraceModel) -> np.ndarray:
+    """Per GPU event (``model.gpu`` order), the innermost Python frame open at its launch; -1 if none."""
+    gpu = model.gpu
+    launcher = gpu.select(pl.coalesce("launch_row", "op_row").alias("row"))["row"]
+    known = launcher.is_not_null().to_numpy()
+    rows = launcher.fill_null(0).to_numpy()
+    host = model.host
+    frames = np.full(gpu.height, -1, dtype=np.int64)
+    if not known.any() or host.height == 0:
+        return frames
+    picked = host[rows[known].tolist()]
+    frames[known] = innermost_open(model, picked["pid"], picked["tid"], picked["ts"].to_numpy(), python=True)
+    return frames
+
+
+def has_modules(model: TraceModel) -> bool:
+    """Whether the trace holds any ``nn.Module`` frame (recorded with with_modules / with_stack)."""
+    return bool(model.host.select((pl.col("is_python") & pl.col("name").str.starts_with(MODULE_PREFIX)).any()).item())
+
+
+def _module_paths(model: TraceModel) -> tuple[list[str], list[int]]:
+    """Per host row, the module path of the innermost module frame enclosing it ('' if none), and
+    the rows that are module frames."""
+    host = model.host
+    names = host["name"].to_list()
+    python = host["is_python"].to_numpy()
+    parent = model.tree.parent
+    paths = [""] * host.height
+    modules = []
+    # Parents come before children in the host order, so one pass in row order sees each parent first.
+    for row in np.flatnonzero(python).tolist():
+        up = int(parent[row])
+        inherited = paths[up] if up >= 0 else ""
+        name = names[row]
+        if name.startswith(MODULE_PREFIX):
+            leaf = name[len(MODULE_PREFIX) :]
+            paths[row] = f"{inherited}{CHAIN_SEPARATOR}{leaf}" if inherited else leaf
+            modules.append(row)
+        else:
+            paths[row] = inherited
+    return paths, modules
+
+
+def gpu_module_paths(model: TraceModel, frames: np.ndarray | None = None) -> pl.Series:
+    """Per GPU event, the module path it was launched under (:data:`NO_MODULE` if none)."""
+    frames = launch_frames(model) if frames is None else frames
+    paths, _modules = _module_paths(model)
+    named = [(paths[f] if f >= 0 else "") or NO_MODULE for f in frames.tolist()]
+    return pl.Series("module", named, dtype=pl.String)
+
+
+def module_table(model: TraceModel, module_of_gpu: pl.Series) -> pl.DataFrame:
+    """GPU time per module path (:data:`MODULE_COLUMNS`), in tree order (children by total time).
+
+    ``calls`` counts the module's frames, ``kernels`` the GPU events launched under it, ``pct`` is
+    ``total_us`` as a share of all GPU time; a :data:`NO_MODULE` row holds the rest.
+    """
+    paths, modules = _module_paths(model)
+    calls: dict[str, int] = defaultdict(int)
+    for row in modules:
+        calls[paths[row]] += 1
+    per_leaf = (
+        model.gpu.select("dur")
+        .with_columns(module_of_gpu.alias("path"))
+        .group_by("path")
+        .agg(pl.col("dur").sum().alias("self_us"), pl.len().alias("kernels"))
+    )
+    self_us: dict[str, float] = defaultdict(float)
+    total_us: dict[str, float] = defaultdict(float)
+    kernels: dict[str, int] = defaultdict(int)
+    for path, own, count in per_leaf.sort("path").iter_rows():
+        self_us[path] += own
+        parts = path.split(CHAIN_SEPARATOR) if path != NO_MODULE else [NO_MODULE]
+        for depth in range(1, len(parts) + 1):
+            prefix = CHAIN_SEPARATOR.join(parts[:depth])
+            total_us[prefix] += own
+            kernels[prefix] += count
+    every = set(calls) | set(total_us)
+    for path in list(every):  # ancestors with no frame of their own in the trace (cut by the window)
+        parts = path.split(CHAIN_SEPARATOR)
+        every.update(CHAIN_SEPARATOR.join(parts[:d]) for d in range(1, len(parts)))
+    ordered = _tree_order(every, total_us)
+    frame = pl.DataFrame(
+        {
+            "path": ordered,
+            "module": [p.rsplit(CHAIN_SEPARATOR, 1)[-1] for p in ordered],
+            "depth": [p.count(CHAIN_SEPARATOR) if p != NO_MODULE else 0 for p in ordered],
+            "calls": [calls.get(p, 0) for p in ordered],
+            "kernels": [kernels.get(p, 0) for p in ordered],
+            "self_us": [self_us.get(p, 0.0) for p in ordered],
+            "total_us": [total_us.get(p, 0.0) for p in ordered],
+        },
+        schema={
+            "path": pl.String,
+            "module": pl.String,
+            "depth": pl.Int64,
+            "calls": pl.Int64,
+            "kernels": pl.Int64,
+            "self_us": pl.Float64,
+            "total_us": pl.Float64,
+        },
+    )
+    all_gpu = float(model.gpu["dur"].sort().sum() or 0.0)
+    pct = pl.when(pl.lit(all_gpu) > 0).then(pl.col("total_us") / all_gpu * 100.0)
+    return frame.with_columns(pct.alias("pct")).select(MODULE_COLUMNS)
+
+
+def _tree_order(paths: set[str], total_us: dict[str, float]) -> list[str]:
+    """Depth-first: roots and each node's children by total time (then name); (no module) last."""
+    children: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if path == NO_MODULE:
+            continue
+        head, _sep, _leaf = path.rpartition(CHAIN_SEPARATOR)
+        children[head].append(path)
+    ordered: list[str] = []
+
+    def visit(node: str) -> None:
+        for child in sorted(children.get(node, []), key=lambda p: (-total_us.get(p, 0.0), p)):
+            ordered.append(child)
+            visit(child)
+
+    visit("")
+    if NO_MODULE in paths:
+        ordered.append(NO_MODULE)
+    return ordered
+
+
+def module_kernels(model: TraceModel, module_of_gpu: pl.Series, path: str) -> pl.DataFrame:
+    """The GPU work launched under module ``path`` (:data:`OP_LAUNCH_COLUMNS`); ``direct_calls``:
+    launched while ``path`` itself was the innermost module."""
+    inside = (module_of_gpu == path) | module_of_gpu.str.starts_with(path + CHAIN_SEPARATOR)
+    launched = model.gpu.with_columns((module_of_gpu == path).alias("direct")).filter(inside)
+    return _launch_table(launched)
+
+
+def _source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]:
+    """Per distinct launching frame row, the source-line frames open there, innermost first
+    (``[NO_SOURCE]`` when none: no Python frame, or only module frames)."""
+    names = model.host["name"].to_list()
+    parent = model.tree.parent
+    stacks: dict[int, list[str]] = {}
+    for frame in np.unique(frames).tolist():
+        stack = []
+        node = int(frame)
+        while node >= 0:
+            if not names[node].startswith(MODULE_PREFIX):
+                stack.append(names[node])
+            node = int(parent[node])
+        stacks[frame] = stack or [NO_SOURCE]
+    return stacks
+
+
+def source_kernels(model: TraceModel, frames: np.ndarray, name: str) -> pl.DataFrame:
+    """The GPU work launched while source line ``name`` was open (:data:`OP_LAUNCH_COLUMNS`);
+    ``direct_calls``: while it was the innermost source-line frame."""
+    stacks = _source_stacks(model, frames)
+    inside = np.array([name in stacks[f] for f in frames.tolist()], dtype=bool)
+    direct = np.array([stacks[f][0] == name for f in frames.tolist()], dtype=bool)
+    launched = model.gpu.with_columns(pl.Series("direct", direct)).filter(pl.Series(inside))
+    return _launch_table(launched)
+
+
+def _launch_table(launched: pl.DataFrame) -> pl.DataFrame:
+    table = launched.group_by("name", "kind").agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),
+        pl.col("dur").sum().alias("total_us"),
+        pl.col("dur").mean().alias("mean_us"),
+        pl.col("dur").min().alias("min_us"),
+        pl.col("dur").max().alias("max_us"),
+    )
+    table = with_share(table.with_columns(pl.col("kind").cast(pl.String)))
+    return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+
+
+def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.DataFrame:
+    """GPU time per source-line frame (:data:`SOURCE_COLUMNS`), most total time first.
+
+    ``self_us``: launched while the frame was the innermost non-module Python frame; ``total_us``:
+    while it was open anywhere in the stack (once per GPU event, however deep the recursion).
+    """
+    frames = launch_frames(model) if frames is None else frames
+    stacks = _source_stacks(model, frames)
+    per_frame = (
+        pl.DataFrame({"frame": frames, "dur": model.gpu["dur"]})
+        .group_by("frame")
+        .agg(pl.col("dur").sum(), pl.len().alias("count"))
+    )
+    self_us: dict[str, float] = defaultdict(float)
+    total_us: dict[str, float] = defaultdict(float)
+    kernels: dict[str, int] = defaultdict(int)
+    for frame, dur, count in per_frame.sort("frame").iter_rows():
+        stack = stacks[int(frame)]
+        self_us[stack[0]] += dur
+        for name in set(stack):
+            total_us[name] += dur
+            kernels[name] += count
+    ordered = sorted(total_us, key=lambda n: (-total_us[n], n))
+    frame = pl.DataFrame(
+        {
+            "name": ordered,
+            "kernels": [kernels[n] for n in ordered],
+            "self_us": [self_us.get(n, 0.0) for n in ordered],
+            "total_us": [total_us[n] for n in ordered],
+        },
+        schema={"name": pl.String, "kernels": pl.Int64, "self_us": pl.Float64, "total_us": pl.Float64},
+    )
+    all_gpu = float(model.gpu["dur"].sort().sum() or 0.0)
+    pct = pl.when(pl.lit(all_gpu) > 0).then(pl.col("total_us") / all_gpu * 100.0)
+    return frame.with_columns(pct.alias("pct")).select(SOURCE_COLUMNS)
