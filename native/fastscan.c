@@ -38,33 +38,19 @@ static locale_t c_numeric;
 
 /* ---- columns ------------------------------------------------------------------------------ */
 
-enum { F_TS, F_DUR, F_OCC, N_FLOAT };
-static const char *FLOAT_NAMES[N_FLOAT] = {"ts", "dur", "occupancy"};
+/* The argument columns and the ``args`` keys that feed them come from parsers/schema.py's
+ * ARG_COLUMNS, through the generated arg_fields.h (scripts/gen_arg_fields.py): one list for both
+ * readers.  The top-level columns are fixed here. */
+#include "arg_fields.h"
 
-enum {
-    I_FLOW, I_EXT, I_CORR, I_STREAM, I_DEVICE, I_REGS, I_SHMEM, I_BYTES, I_PYID, I_PYPARENT, I_SEQ, I_FWD,
-    /* collective arguments (distributed jobs) */
-    I_INNEL, I_OUTNEL, I_GSIZE, I_PGSEQ, I_COMMSID,
-    /* memory: the allocator's [memory] instant events (profile_memory=True) */
-    I_MBYTES, I_MALLOC, I_MRESERVED, I_MDTYPE, I_MDID, I_MADDR,
-    N_INT
-};
-static const char *INT_NAMES[N_INT] = {"flow_id",  "external_id", "correlation", "stream",
-                                       "device",   "registers",   "shared_mem",  "bytes",
-                                       "python_id", "python_parent_id", "sequence_number", "fwd_thread_id",
-                                       /* collective arguments (distributed jobs) */
-                                       "in_nelems", "out_nelems", "group_size", "seq", "comms_id",
-                                       /* memory */
-                                       "mem_bytes", "mem_allocated", "mem_reserved", "mem_device_type",
-                                       "mem_device_id", "mem_addr"};
+enum { F_TS, F_DUR, PV_ARG_FLOAT_COLUMNS N_FLOAT };
+static const char *FLOAT_NAMES[N_FLOAT] = {"ts", "dur", PV_ARG_FLOAT_NAMES};
 
-enum { S_PH, S_CAT, S_NAME, S_PID, S_TID, S_GRID, S_BLOCK, S_DIMS, S_TYPES, S_STACK, S_COLL, S_LABEL, S_KDET,
-       /* collective arguments (distributed jobs) */
-       S_DTYPE, S_PG, S_PGRANKS, N_STR };
-static const char *STR_NAMES[N_STR] = {"ph",    "cat",        "name",       "pid",        "tid",   "grid",          "block",
-                                       "input_dims", "input_type", "call_stack", "collective", "label", "kernel_details",
-                                       /* collective arguments (distributed jobs) */
-                                       "dtype", "process_group", "process_group_ranks"};
+enum { I_FLOW, PV_ARG_INT_COLUMNS N_INT };
+static const char *INT_NAMES[N_INT] = {"flow_id", PV_ARG_INT_NAMES};
+
+enum { S_PH, S_CAT, S_NAME, S_PID, S_TID, PV_ARG_STR_COLUMNS N_STR };
+static const char *STR_NAMES[N_STR] = {"ph", "cat", "name", "pid", "tid", PV_ARG_STR_NAMES};
 
 #define INT_NULL INT64_MIN
 
@@ -81,58 +67,10 @@ typedef struct {
 /* Top-level event keys (args handled separately). */
 enum { T_PH, T_CAT, T_NAME, T_PID, T_TID, T_TS, T_DUR, T_ID, T_ARGS, N_TOP };
 
-/* Keys of ``args``; slot numbers index ArgValues. */
-enum {
-    A_EXT1, A_EXT2, A_CORR1, A_CORR2, A_STREAM, A_DEVICE, A_GRID, A_BLOCK, A_REGS, A_SHMEM, A_OCC1, A_OCC2,
-    A_BYTES, A_DIMS, A_TYPES, A_PYID, A_PYPARENT, A_STACK, A_SEQ, A_FWD, A_COLL, A_LABEL, A_KDET,
-    /* collective arguments (distributed jobs) */
-    A_DTYPE, A_INNEL, A_OUTNEL, A_GSIZE, A_PG, A_PGRANKS, A_PGSEQ, A_COMMSID,
-    /* memory */
-    A_MBYTES, A_MALLOC, A_MRESERVED, A_MDTYPE, A_MDID, A_MADDR,
-    N_ARG /* at most 64: the seen-mask in read_args is 64 bits */
-};
+/* Keys of ``args``; slot numbers index ArgValues.  A column fed by two keys has two slots. */
+enum { PV_ARG_SLOTS N_ARG /* at most 64: the seen-mask in read_args is 64 bits */ };
 _Static_assert(N_ARG <= 64, "the seen-mask in read_args has 64 bits");
-static const Field ARG_FIELDS[N_ARG] = {
-    {"External id", R_INT, I_EXT, A_EXT1},
-    {"external id", R_INT, I_EXT, A_EXT2},
-    {"correlation", R_INT, I_CORR, A_CORR1},
-    {"correlation id", R_INT, I_CORR, A_CORR2},
-    {"stream", R_STREAM, I_STREAM, A_STREAM},
-    {"device", R_INT, I_DEVICE, A_DEVICE},
-    {"grid", R_TEXT, S_GRID, A_GRID},
-    {"block", R_TEXT, S_BLOCK, A_BLOCK},
-    {"registers per thread", R_INT, I_REGS, A_REGS},
-    {"shared memory", R_INT, I_SHMEM, A_SHMEM},
-    {"est. achieved occupancy %", R_FLOAT, F_OCC, A_OCC1},
-    {"theoretical achieved occupancy %", R_FLOAT, F_OCC, A_OCC2},
-    {"bytes", R_INT, I_BYTES, A_BYTES},
-    {"Input Dims", R_TEXT, S_DIMS, A_DIMS},
-    {"Input type", R_TEXT, S_TYPES, A_TYPES},
-    {"Python id", R_INT, I_PYID, A_PYID},
-    {"Python parent id", R_INT, I_PYPARENT, A_PYPARENT},
-    {"Call stack", R_TEXT, S_STACK, A_STACK},
-    {"Sequence number", R_INT, I_SEQ, A_SEQ},
-    {"Fwd thread id", R_INT, I_FWD, A_FWD},
-    {"Collective name", R_TEXT, S_COLL, A_COLL},
-    {"name", R_TEXT, S_LABEL, A_LABEL},
-    {"kernel_details", R_TEXT, S_KDET, A_KDET},
-    /* collective arguments (distributed jobs) */
-    {"dtype", R_TEXT, S_DTYPE, A_DTYPE},
-    {"In msg nelems", R_INT, I_INNEL, A_INNEL},
-    {"Out msg nelems", R_INT, I_OUTNEL, A_OUTNEL},
-    {"Group size", R_INT, I_GSIZE, A_GSIZE},
-    {"Process Group Name", R_TEXT, S_PG, A_PG},
-    {"Process Group Ranks", R_TEXT, S_PGRANKS, A_PGRANKS},
-    {"Seq", R_INT, I_PGSEQ, A_PGSEQ},
-    {"Comms Id", R_INT, I_COMMSID, A_COMMSID}, /* above int64: null, as the general reader */
-    /* memory */
-    {"Bytes", R_INT, I_MBYTES, A_MBYTES},
-    {"Total Allocated", R_INT, I_MALLOC, A_MALLOC},
-    {"Total Reserved", R_INT, I_MRESERVED, A_MRESERVED},
-    {"Device Type", R_INT, I_MDTYPE, A_MDTYPE},
-    {"Device Id", R_INT, I_MDID, A_MDID},
-    {"Addr", R_INT, I_MADDR, A_MADDR},
-};
+static const Field ARG_FIELDS[N_ARG] = {PV_ARG_FIELDS};
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
@@ -941,9 +879,9 @@ static const char *read_args(State *st, const char *p, Row *row) {
             seen |= UINT64_C(1) << a;
             const Field *f = &ARG_FIELDS[a];
             switch (a) {
-                case A_EXT2: p = read_int(st, p, &row->ext2); break;
-                case A_CORR2: p = read_int(st, p, &row->corr2); break;
-                case A_OCC2: p = read_float(st, p, &row->occ2); break;
+                case A_EXTERNAL_ID_2: p = read_int(st, p, &row->ext2); break;
+                case A_CORRELATION_2: p = read_int(st, p, &row->corr2); break;
+                case A_OCCUPANCY_2: p = read_float(st, p, &row->occ2); break;
                 default:
                     if (f->read == R_INT) p = read_int(st, p, &row->i[f->column]);
                     else if (f->read == R_FLOAT) p = read_float(st, p, &row->f[f->column]);
@@ -1007,10 +945,10 @@ static const char *read_event(State *st, const char *p) {
         if (!more) break;
     }
 append:
-    if (row.i[I_EXT] == INT_NULL) row.i[I_EXT] = row.ext2;
-    if (row.i[I_EXT] == 0) row.i[I_EXT] = INT_NULL; /* External id 0 means "none" in Kineto */
-    if (row.i[I_CORR] == INT_NULL) row.i[I_CORR] = row.corr2;
-    if (isnan(row.f[F_OCC])) row.f[F_OCC] = row.occ2;
+    if (row.i[I_EXTERNAL_ID] == INT_NULL) row.i[I_EXTERNAL_ID] = row.ext2;
+    if (row.i[I_EXTERNAL_ID] == 0) row.i[I_EXTERNAL_ID] = INT_NULL; /* External id 0 means "none" in Kineto */
+    if (row.i[I_CORRELATION] == INT_NULL) row.i[I_CORRELATION] = row.corr2;
+    if (isnan(row.f[F_OCCUPANCY])) row.f[F_OCCUPANCY] = row.occ2;
     if (st->rows == st->cap && grow_columns(st) < 0) {
         st->fail.what = "out of memory";
         st->fail.where = p;

@@ -22,7 +22,7 @@ import polars as pl
 from ..errors import ProfviewError
 from . import json_repair
 from .fast_chrome import scan_fast
-from .schema import ARG_COLUMNS, EVENT_SCHEMA, empty_events, kind_expr
+from .schema import ARG_COLUMNS, EVENT_SCHEMA, NUMBER_OR_TEXT_ARGS, empty_events, kind_expr
 
 #: Top-level keys kept as trace metadata (anything else is ignored).
 METADATA_KEYS = (
@@ -62,7 +62,9 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 _ARG_DTYPES: dict[str, pl.DataType] = {key: dtype for _column, keys, dtype in ARG_COLUMNS for key in keys}
 # ROCm writes "stream" as text on some events: read it as text and convert, so it is not lost.
-_ARG_DTYPES["stream"] = pl.String()
+for _column, _keys, _dtype in ARG_COLUMNS:
+    if _column in NUMBER_OR_TEXT_ARGS:
+        _ARG_DTYPES.update(dict.fromkeys(_keys, pl.String()))
 _READ_SCHEMA: dict[str, pl.DataType] = {
     "ph": pl.String(),
     "cat": pl.String(),

@@ -93,6 +93,9 @@ CATEGORY_KINDS: dict[str, str] = {
 }
 
 #: (column, trace arg key(s), dtype) for every typed column taken from ``args``.
+#: Argument columns that some tracers write as numbers and others as text (ROCm's ``stream``):
+#: read as either, kept as the number.
+NUMBER_OR_TEXT_ARGS = frozenset({"stream"})
 ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("external_id", ("External id", "external id"), pl.Int64()),
     ("correlation", ("correlation", "correlation id"), pl.Int64()),  # "correlation id": PaddlePaddle

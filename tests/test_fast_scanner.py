@@ -243,3 +243,14 @@ def test_a_cut_mapped_file_keeps_its_complete_events(tmp_path: Path, monkeypatch
     assert_frame_equal(profile.events, reference.events)
     assert [w.replace(str(target), "") for w in profile.warnings] == reference.warnings
     assert profile.events.height > 30_000
+
+
+def test_the_argument_columns_have_one_source() -> None:
+    """native/arg_fields.h is generated from ARG_COLUMNS: it must be current (else regenerate it)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_arg_fields.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
