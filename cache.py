@@ -43,7 +43,7 @@ VIEWS_PREFIX = "views-"
 FACTS_FILE = "facts.json"
 MAX_ENTRIES = 20
 #: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
-EVENTS_MEMORY_FACTOR = 3.0
+EVENTS_MEMORY_FACTOR = 3.6
 #: A staging folder older than this was left by a killed process and is swept.
 STALE_STAGING_S = 3600.0
 

@@ -301,3 +301,26 @@ def test_an_array_of_spaces_is_a_cut_trace_for_both_readers(tmp_path: Path) -> N
         done = subprocess.run([*PROFVIEW, "summary", str(spaces)], capture_output=True, text=True, env=environment)
         assert done.returncode == 2
         assert done.stderr.strip().endswith("the trace is cut before its first complete event")
+
+
+def test_what_the_trace_holds_sets_the_memory_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One distinct kernel name per launch: the JSON-size estimate passes, the events frame (larger
+    than its JSON) is checked before the tables are built, with a one-line error."""
+    from profview.loading import ANALYSIS_MEMORY_FACTOR
+    from profview.parsers.source import BASE_MEMORY, memory_factor
+
+    events = [
+        f'{{"ph":"X","cat":"kernel","name":"void kernel_variant_{i}<float, {i % 97}, true>(Params)",'
+        f'"pid":0,"tid":7,"ts":{i * 10},"dur":4,"args":{{"correlation":{i + 1},"device":0,"stream":7}}}}'
+        for i in range(60_000)
+    ]
+    trace = tmp_path / "distinct.json"
+    trace.write_text('{"traceEvents":[' + ",".join(events) + "]}")
+    frame = profview.load(trace, use_cache=False).events
+    assert frame["name"].n_unique() == 60_000
+    json_need = int(trace.stat().st_size * memory_factor()) + BASE_MEMORY
+    frame_need = int(frame.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY
+    assert json_need < frame_need  # the case the JSON size alone gets wrong
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str((json_need + frame_need) // 2))
+    with pytest.raises(profview.errors.ProfviewError, match="needs about .* of memory to load"):
+        profview.load(trace, use_cache=False)
