@@ -322,5 +322,5 @@ def test_what_the_trace_holds_sets_the_memory_it_needs(tmp_path: Path, monkeypat
     frame_need = int(frame.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY
     assert json_need < frame_need  # the case the JSON size alone gets wrong
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str((json_need + frame_need) // 2))
-    with pytest.raises(profview.errors.ProfviewError, match="needs about .* of memory to load"):
+    with pytest.raises(profview.errors.ProfviewError, match=r"needs about .* of memory to load"):
         profview.load(trace, use_cache=False)
