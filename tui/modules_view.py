@@ -32,11 +32,11 @@ def tree_frame(modules: pl.DataFrame, max_depth: int | None) -> pl.DataFrame:
     shown = modules if max_depth is None else modules.filter(pl.col("depth") < max_depth)
     return shown.select(
         (pl.lit(INDENT).repeat_by(pl.col("depth")).list.join("") + pl.col("module")).alias("module"),
-        "self_us",
         "total_us",
-        "pct",
         "fwd_total_us",
         "bwd_total_us",
+        "pct",
+        "self_us",
         "kernels",
         "calls",
         "path",
