@@ -10,12 +10,14 @@ thread) are the modules charged.  Launches inside an ``Optimizer.`` annotation a
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
 from conftest import loaded, raw_events, run_cli, sample
 
+import profview
 from profview.frames import NO_MODULE
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
@@ -157,3 +159,37 @@ def test_export_has_the_split_columns(capsys: pytest.CaptureFixture[str]) -> Non
     assert run_cli(["export", path, "--view", "modules", "-o", "-", "--no-cache"]) == 0
     header = capsys.readouterr().out.splitlines()[0].split(",")
     assert header[-4:] == ["fwd_self_us", "fwd_total_us", "bwd_self_us", "bwd_total_us"]
+
+
+def test_a_sequence_number_on_two_forward_threads_is_not_guessed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Sequence numbers count per thread: the real trace with one forward operator copied onto a
+    second thread leaves that node's backward in (no module), and nothing else moves."""
+    events = raw_events(RESNET)
+    seen = backward_witness(events)
+    launch = {
+        e["args"]["correlation"]: ((e["pid"], e["tid"]), e["ts"])
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    nodes = _intervals(
+        events,
+        lambda e: e.get("cat") == "cpu_op" and e.get("args", {}).get("Fwd thread id", 0) > 0,
+    )
+    seq = next(n["args"]["Sequence number"] for n in sorted(nodes[next(iter(nodes))], key=lambda n: -n["dur"]))
+    moved = 0.0
+    for e in events:
+        at = launch.get(e.get("args", {}).get("correlation")) if e.get("cat") in GPU_CATS else None
+        held = _open(nodes, *at) if at else []
+        if held and max(held, key=lambda n: (n["ts"], -n["dur"]))["args"]["Sequence number"] == seq:
+            moved += e["dur"]
+    assert moved > 0
+    twin = next(e for e in events if e.get("cat") == "cpu_op" and e.get("args", {}).get("Sequence number") == seq) | {
+        "tid": 999_999
+    }
+    path = tmp_path / "twin.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": [*events, twin]}))
+    table = profview.load(path, use_cache=False).modules()
+    rest = table.filter(table["path"] == NO_MODULE).row(0, named=True)
+    assert rest["bwd_total_us"] == pytest.approx(seen["bwd_outside"]["us"] + moved, abs=1e-6)
+    root = table.filter(table["path"] == "ResNet_0").row(0, named=True)
+    assert root["bwd_total_us"] == pytest.approx(seen["bwd_total"]["ResNet_0"] - moved, abs=1e-6)
