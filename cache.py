@@ -33,8 +33,9 @@ from .parsers.source import BASE_MEMORY, check_memory
 #: (4: the overview's rank and communication figures, steps counting CPU collectives;
 #: 5: collective-argument columns in the events frame, per-rank job summaries;
 #: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
-#: 7: both of the above together; 8: and the memory columns of ``[memory]`` events).
-CACHE_FORMAT = 8
+#: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
+#: 9: the modules view's forward/backward split and optimizer rows).
+CACHE_FORMAT = 9
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).

@@ -166,6 +166,12 @@ MODULE_COLUMNS: tuple[str, ...] = (
     "self_us",
     "total_us",
     "pct",
+    # -- the split by pass (issue 15): forward (launched under the module's frame) and backward
+    # (autograd nodes whose forward op ran under it); self_us/total_us are their sums
+    "fwd_self_us",
+    "fwd_total_us",
+    "bwd_self_us",
+    "bwd_total_us",
 )
 #: GPU time by source line (``file.py(123): fn`` frames): self (innermost frame) and total.
 SOURCE_COLUMNS: tuple[str, ...] = ("name", "kernels", "self_us", "total_us", "pct")

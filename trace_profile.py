@@ -295,10 +295,14 @@ class Profile:
         return launch_frames(self.model)
 
     @cached_property
-    def _gpu_modules(self) -> pl.Series:
-        from .analysis.modules import gpu_module_paths
+    def _gpu_attribution(self) -> pl.DataFrame:
+        from .analysis.modules import gpu_attribution
 
-        return gpu_module_paths(self.model, self._launch_frames)
+        return gpu_attribution(self.model, self._launch_frames)
+
+    @cached_property
+    def _gpu_modules(self) -> pl.Series:
+        return self._gpu_attribution["module"]
 
     def modules(self) -> pl.DataFrame:
         """GPU time by module path (see :func:`profview.analysis.modules.module_table`)."""
@@ -307,7 +311,7 @@ class Profile:
         def compute() -> pl.DataFrame:
             if not has_modules(self.model):
                 return pl.DataFrame()
-            return module_table(self.model, self._gpu_modules)
+            return module_table(self.model, self._gpu_attribution)
 
         return self._trace_only("modules", NO_MODULES, compute)
 

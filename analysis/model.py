@@ -59,6 +59,9 @@ HOST_COLUMNS = (
     "input_type",
     "call_stack",
     "collective",
+    # autograd links (issue 15: backward GPU time by module)
+    "sequence_number",
+    "fwd_thread_id",
 )
 
 

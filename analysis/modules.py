@@ -6,14 +6,19 @@ call's thread.  The Python frames open there say which module and which source l
 it: ``nn.Module: Name_N`` frames form the module path (``GPT2LMHeadModel_0 > GPT2Model_0 >
 GPT2Block_3``), the other frames are source lines (``file.py(123): fn``).
 
-A module's ``self_us`` is the GPU time launched while it was the innermost open module,
-``total_us`` what was launched while it was open at all.  Backward kernels run on autograd
-threads without Python frames, so they land in :data:`~profview.frames.NO_MODULE`.
+A module's forward time (``fwd_self_us``: launched while it was the innermost open module,
+``fwd_total_us``: while it was open at all) comes from those frames.  Backward kernels run on
+autograd's thread, where no Python frame is open: they are placed by the autograd node that
+launched them (``Sequence number`` + ``Fwd thread id`` > 0) at the forward operator with the same
+sequence number, whose frames name the module (``bwd_self_us``, ``bwd_total_us``).  GPU work
+under an ``Optimizer.…#…`` annotation is a row of its own; the rest is
+:data:`~profview.frames.NO_MODULE`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -32,6 +37,11 @@ from .model import TraceModel
 
 #: The prefix of a module's Python frame.
 MODULE_PREFIX = "nn.Module: "
+#: The prefix of the annotation torch puts around ``optimizer.step()`` / ``zero_grad()``.
+OPTIMIZER_PREFIX = "Optimizer."
+#: The pass a GPU event belongs to (:func:`gpu_attribution`).
+FORWARD, BACKWARD, OPTIMIZER, OTHER = "fwd", "bwd", "optimizer", "other"
+PASSES = (FORWARD, BACKWARD, OPTIMIZER, OTHER)
 
 
 def launch_frames(model: TraceModel) -> np.ndarray:
@@ -78,53 +88,141 @@ def _module_paths(model: TraceModel) -> tuple[list[str], list[int]]:
 
 
 def gpu_module_paths(model: TraceModel, frames: np.ndarray | None = None) -> pl.Series:
-    """Per GPU event, the module path it was launched under (:data:`NO_MODULE` if none)."""
+    """Per GPU event, the module path it is charged to (:data:`NO_MODULE` if none); see
+    :func:`gpu_attribution`."""
+    return gpu_attribution(model, frames)["module"]
+
+
+def gpu_attribution(model: TraceModel, frames: np.ndarray | None = None) -> pl.DataFrame:
+    """Per GPU event (``model.gpu`` order): ``module`` and ``pass`` (:data:`PASSES`).
+
+    In order: a module frame open at the launch (``fwd``); else the innermost autograd node
+    enclosing the launching operator, through its forward operator (``bwd``; :data:`NO_MODULE`
+    when that operator ran outside every module or cannot be told apart); else an enclosing
+    ``Optimizer.…`` annotation, named as the row (``optimizer``); else :data:`NO_MODULE` (``other``).
+    """
     frames = launch_frames(model) if frames is None else frames
     paths, _modules = _module_paths(model)
-    named = [(paths[f] if f >= 0 else "") or NO_MODULE for f in frames.tolist()]
-    return pl.Series("module", named, dtype=pl.String)
+    module = [paths[f] if f >= 0 else "" for f in frames.tolist()]
+    passes = [FORWARD if m else OTHER for m in module]
+    host = model.host
+    names = host["name"].to_list()
+    seqs = host["sequence_number"].to_list()
+    fwd_threads = host["fwd_thread_id"].to_list()
+    parent = model.tree.parent
+    seen: dict[int, tuple[int | None, str | None]] = {}
+
+    def enclosing(row: int) -> tuple[int | None, str | None]:
+        """(sequence number of the innermost backward node, outermost optimizer annotation)."""
+        if row not in seen:
+            seq, optimizer, node = None, None, row
+            while node >= 0:
+                if seq is None and seqs[node] is not None and (fwd_threads[node] or 0) > 0:
+                    seq = seqs[node]
+                if names[node].startswith(OPTIMIZER_PREFIX):
+                    optimizer = names[node]
+                node = int(parent[node])
+            seen[row] = (seq, optimizer)
+        return seen[row]
+
+    op_rows = model.gpu["op_row"].to_list()
+    backward: dict[int, int] = {}  # GPU event -> sequence number
+    for i, m in enumerate(module):
+        if m or op_rows[i] is None:
+            continue
+        seq, optimizer = enclosing(int(op_rows[i]))
+        if seq is not None:
+            backward[i] = seq
+            passes[i] = BACKWARD
+        elif optimizer is not None:
+            module[i], passes[i] = optimizer, OPTIMIZER
+    forward_path = _forward_paths(model, paths, set(backward.values()))
+    for i, seq in backward.items():
+        module[i] = forward_path.get(seq, "")
+    named = [m or NO_MODULE for m in module]
+    return pl.DataFrame({"module": named, "pass": passes}, schema={"module": pl.String, "pass": pl.String})
 
 
-def module_table(model: TraceModel, module_of_gpu: pl.Series) -> pl.DataFrame:
+def _forward_paths(model: TraceModel, paths: list[str], wanted: set[int]) -> dict[int, str]:
+    """Per autograd sequence number in ``wanted``, the module path open when its forward operator
+    ran: the latest-starting operator with that number and no ``Fwd thread id`` (the one that
+    made the node; nested operators share its number and its frames).  Sequence numbers count per
+    thread, so a number seen on more than one forward thread is left out."""
+    if not wanted:
+        return {}
+    host = model.host
+    forward = (
+        host.filter(
+            pl.col("is_op")
+            & pl.col("sequence_number").is_in(list(wanted))
+            & (pl.col("fwd_thread_id").fill_null(0) == 0)
+        )
+        .sort("ts", "row")
+        .group_by("sequence_number")
+        .agg(
+            pl.struct("pid", "tid").n_unique().alias("threads"),
+            pl.col("row").last(),
+            pl.col("pid").last(),
+            pl.col("tid").last(),
+            pl.col("ts").last(),
+        )
+        .filter(pl.col("threads") == 1)
+    )
+    frames = innermost_open(model, forward["pid"], forward["tid"], forward["ts"].to_numpy(), python=True)
+    return {
+        int(seq): paths[f] if f >= 0 else ""
+        for seq, f in zip(forward["sequence_number"].to_list(), frames.tolist(), strict=True)
+    }
+
+
+def module_table(model: TraceModel, attribution: pl.DataFrame) -> pl.DataFrame:
     """GPU time per module path (:data:`MODULE_COLUMNS`), in tree order (children by total time).
 
-    ``calls`` counts the module's frames, ``kernels`` the GPU events launched under it, ``pct`` is
-    ``total_us`` as a share of all GPU time; a :data:`NO_MODULE` row holds the rest.
+    ``attribution``: :func:`gpu_attribution`.  ``fwd_*``/``bwd_*`` hold each pass, ``self_us`` and
+    ``total_us`` every pass together; ``calls`` counts the module's frames, ``kernels`` the GPU
+    events charged to it, ``pct`` is ``total_us`` as a share of all GPU time.  After the modules
+    come one row per optimizer annotation, then a :data:`NO_MODULE` row with the rest.
     """
     paths, modules = _module_paths(model)
     calls: dict[str, int] = defaultdict(int)
     for row in modules:
         calls[paths[row]] += 1
+    optimizers = set(attribution.filter(pl.col("pass") == OPTIMIZER)["module"].to_list())
+    for name in model.host["name"].to_list():
+        if name in optimizers:
+            calls[name] += 1
     per_leaf = (
         model.gpu.select("dur")
-        .with_columns(module_of_gpu.alias("path"))
-        .group_by("path")
+        .with_columns(attribution["module"].alias("path"), attribution["pass"])
+        .group_by("path", "pass")
         .agg(pl.col("dur").sum().alias("self_us"), pl.len().alias("kernels"))
     )
-    self_us: dict[str, float] = defaultdict(float)
-    total_us: dict[str, float] = defaultdict(float)
+    figures: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     kernels: dict[str, int] = defaultdict(int)
-    for path, own, count in per_leaf.sort("path").iter_rows():
-        self_us[path] += own
-        parts = path.split(CHAIN_SEPARATOR) if path != NO_MODULE else [NO_MODULE]
-        for depth in range(1, len(parts) + 1):
-            prefix = CHAIN_SEPARATOR.join(parts[:depth])
-            total_us[prefix] += own
+    for path, step, own, count in per_leaf.sort("path", "pass").iter_rows():
+        figures[path]["self_us"] += own
+        if step in (FORWARD, BACKWARD):
+            figures[path][f"{step}_self_us"] += own
+        for prefix in _prefixes(path, optimizers):
+            figures[prefix]["total_us"] += own
+            if step in (FORWARD, BACKWARD):
+                figures[prefix][f"{step}_total_us"] += own
             kernels[prefix] += count
-    every = set(calls) | set(total_us)
+    every = set(calls) | set(figures)
     for path in list(every):  # ancestors with no frame of their own in the trace (cut by the window)
-        parts = path.split(CHAIN_SEPARATOR)
-        every.update(CHAIN_SEPARATOR.join(parts[:d]) for d in range(1, len(parts)))
-    ordered = _tree_order(every, total_us)
+        every.update(_prefixes(path, optimizers))
+    total_us = {p: f["total_us"] for p, f in figures.items()}
+    ordered = _tree_order(every, total_us, optimizers)
+    amounts = ("self_us", "total_us", "fwd_self_us", "fwd_total_us", "bwd_self_us", "bwd_total_us")
+    flat = _flat(optimizers)
     frame = pl.DataFrame(
         {
             "path": ordered,
-            "module": [p.rsplit(CHAIN_SEPARATOR, 1)[-1] for p in ordered],
-            "depth": [p.count(CHAIN_SEPARATOR) if p != NO_MODULE else 0 for p in ordered],
+            "module": [p if flat(p) else p.rsplit(CHAIN_SEPARATOR, 1)[-1] for p in ordered],
+            "depth": [0 if flat(p) else p.count(CHAIN_SEPARATOR) for p in ordered],
             "calls": [calls.get(p, 0) for p in ordered],
             "kernels": [kernels.get(p, 0) for p in ordered],
-            "self_us": [self_us.get(p, 0.0) for p in ordered],
-            "total_us": [total_us.get(p, 0.0) for p in ordered],
+            **{a: [figures[p][a] if p in figures else 0.0 for p in ordered] for a in amounts},
         },
         schema={
             "path": pl.String,
@@ -132,8 +230,7 @@ def module_table(model: TraceModel, module_of_gpu: pl.Series) -> pl.DataFrame:
             "depth": pl.Int64,
             "calls": pl.Int64,
             "kernels": pl.Int64,
-            "self_us": pl.Float64,
-            "total_us": pl.Float64,
+            **dict.fromkeys(amounts, pl.Float64),
         },
     )
     all_gpu = float(model.gpu["dur"].sort().sum() or 0.0)
@@ -141,11 +238,26 @@ def module_table(model: TraceModel, module_of_gpu: pl.Series) -> pl.DataFrame:
     return frame.with_columns(pct.alias("pct")).select(MODULE_COLUMNS)
 
 
-def _tree_order(paths: set[str], total_us: dict[str, float]) -> list[str]:
-    """Depth-first: roots and each node's children by total time (then name); (no module) last."""
+def _flat(optimizers: set[str]) -> Callable[[str], bool]:
+    """Whether a row path is a single name (an optimizer annotation or :data:`NO_MODULE`)."""
+    return lambda path: path == NO_MODULE or path in optimizers
+
+
+def _prefixes(path: str, optimizers: set[str]) -> list[str]:
+    """``path`` and its ancestors, outermost first (one entry for a flat row)."""
+    if _flat(optimizers)(path):
+        return [path]
+    parts = path.split(CHAIN_SEPARATOR)
+    return [CHAIN_SEPARATOR.join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+
+
+def _tree_order(paths: set[str], total_us: dict[str, float], optimizers: set[str]) -> list[str]:
+    """Depth-first: roots and each node's children by total time (then name); then the optimizer
+    rows by total time, (no module) last."""
+    flat = _flat(optimizers)
     children: dict[str, list[str]] = defaultdict(list)
     for path in paths:
-        if path == NO_MODULE:
+        if flat(path):
             continue
         head, _sep, _leaf = path.rpartition(CHAIN_SEPARATOR)
         children[head].append(path)
@@ -157,6 +269,7 @@ def _tree_order(paths: set[str], total_us: dict[str, float]) -> list[str]:
             visit(child)
 
     visit("")
+    ordered.extend(sorted(paths & optimizers, key=lambda p: (-total_us.get(p, 0.0), p)))
     if NO_MODULE in paths:
         ordered.append(NO_MODULE)
     return ordered

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import polars as pl
 import pytest
 from conftest import loaded, raw_events, run_cli, sample
 
@@ -48,21 +49,28 @@ def witness(events: list[dict]) -> tuple[dict[str, float], dict[str, float], flo
     return dict(total), dict(own), outside
 
 
+def modules_only(table: pl.DataFrame) -> pl.DataFrame:
+    """The module rows (not the optimizer rows, not (no module))."""
+    return table.filter((table["path"] != NO_MODULE) & ~table["path"].str.starts_with("Optimizer."))
+
+
 def test_module_totals_match_raw_intervals() -> None:
+    """The forward figures: GPU work launched while the module's frame was open."""
     table = loaded(RESNET).modules()
     total, own, outside = witness(raw_events(RESNET))
-    named = table.filter(table["path"] != NO_MODULE)
+    named = modules_only(table)
     assert named["module"].n_unique() == named.height  # ResNet's module names are unique per instance
-    mine_total = dict(zip(named["module"], named["total_us"], strict=True))
-    mine_self = {m: s for m, s in zip(named["module"], named["self_us"], strict=True) if s}
+    mine_total = dict(zip(named["module"], named["fwd_total_us"], strict=True))
+    mine_self = {m: s for m, s in zip(named["module"], named["fwd_self_us"], strict=True) if s}
     assert mine_total.keys() == total.keys()
     for name, value in total.items():
         assert mine_total[name] == pytest.approx(value, abs=1e-6), name
     assert mine_self.keys() == {k for k, v in own.items() if v}
     for name, value in own.items():
         assert mine_self[name] == pytest.approx(value, abs=1e-6), name
-    rest = table.filter(table["path"] == NO_MODULE)
-    assert rest["total_us"][0] == pytest.approx(outside, abs=1e-6)
+    # what the frames leave outside is now the backward, the optimizer and (no module)
+    rest = table.filter(~table["path"].is_in(named["path"].to_list()))
+    assert rest["total_us"].sum() + named["bwd_self_us"].sum() == pytest.approx(outside, abs=1e-6)
     # Self times partition all GPU time; the root's total is every module's self time.
     all_gpu = sum(e["dur"] for e in raw_events(RESNET) if e.get("ph") == "X" and e.get("cat") in GPU_CATS)
     assert table["self_us"].sum() == pytest.approx(all_gpu, abs=1e-3)
@@ -73,8 +81,8 @@ def test_tree_order_and_paths() -> None:
     table = loaded(RESNET).modules()
     paths = table["path"].to_list()
     assert paths[0] == "ResNet_0"
-    assert paths[-1] == NO_MODULE
-    for path, depth in zip(paths[:-1], table["depth"].to_list()[:-1], strict=True):
+    assert paths[-2:] == ["Optimizer.step#SGD.step", NO_MODULE]
+    for path, depth in zip(paths[:-2], table["depth"].to_list()[:-2], strict=True):
         assert path.count(CHAIN_SEPARATOR) == depth
         if depth:  # a child comes after its parent
             assert paths.index(path.rsplit(CHAIN_SEPARATOR, 1)[0]) < paths.index(path)
@@ -83,7 +91,7 @@ def test_tree_order_and_paths() -> None:
     for e in raw_events(RESNET):
         if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: "):
             frames[e["name"][len("nn.Module: ") :]] += 1
-    named = table.filter(table["path"] != NO_MODULE)
+    named = modules_only(table)
     assert dict(zip(named["module"], named["calls"], strict=True)) == dict(frames)
 
 
@@ -152,9 +160,11 @@ def test_transformer_module_totals_match_raw_intervals() -> None:
     name = "tracelens_h100_qwen1.5-0.5b.json.gz"
     table = loaded(name).modules()
     total, _own, _outside = witness(raw_events(name))
-    named = table.filter(table["path"] != NO_MODULE)
+    named = modules_only(table)
+    assert named["bwd_total_us"].sum() == 0  # an inference trace: no autograd nodes
     assert named["module"].n_unique() == named.height
-    mine = dict(zip(named["module"], named["total_us"], strict=True))
+    mine = dict(zip(named["module"], named["fwd_total_us"], strict=True))
+    assert named["fwd_total_us"].to_list() == named["total_us"].to_list()
     assert mine.keys() == total.keys()
     for module, value in total.items():
         assert mine[module] == pytest.approx(value, abs=1e-6), module

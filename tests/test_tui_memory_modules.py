@@ -10,6 +10,7 @@ import pytest
 from conftest import loaded, raw_events, viewer
 from test_memory import device_of, memory_raw, raw_peaks
 from test_modules import witness
+from test_modules_backward import backward_witness
 from test_tui import screen_text, wait_loaded
 
 from profview.tui.drilldown import DrillScreen
@@ -47,6 +48,8 @@ async def test_memory_tab_chart_peak_and_ops(tmp_path: Path) -> None:
 @pytest.mark.asyncio
 async def test_modules_tab_tree_depth_and_drill_down() -> None:
     total, _own, _outside = witness(raw_events(RESNET))
+    backward = backward_witness(raw_events(RESNET))
+    both = total["ResNet_0"] + backward["bwd_total"]["ResNet_0"]
     app = viewer(RESNET)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(pilot, app)
@@ -57,7 +60,11 @@ async def test_modules_tab_tree_depth_and_drill_down() -> None:
         assert table.displayed.height == modules.filter(pl.col("depth") < 3).height
         first = table.displayed.row(0, named=True)
         assert first["module"] == "ResNet_0"
-        assert first["total_us"] == pytest.approx(total["ResNet_0"], abs=1e-6)
+        assert first["fwd_total_us"] == pytest.approx(total["ResNet_0"], abs=1e-6)
+        assert first["bwd_total_us"] == pytest.approx(backward["bwd_total"]["ResNet_0"], abs=1e-6)
+        assert first["total_us"] == pytest.approx(both, abs=1e-6)
+        optimizer = table.displayed.filter(pl.col("path") == "Optimizer.step#SGD.step").row(0, named=True)
+        assert optimizer["total_us"] == pytest.approx(backward["optimizer"]["Optimizer.step#SGD.step"], abs=1e-6)
         await pilot.press("x")
         assert view.max_depth == 4
         assert app.frame_view().displayed.height == modules.filter(pl.col("depth") < 4).height
@@ -69,7 +76,7 @@ async def test_modules_tab_tree_depth_and_drill_down() -> None:
         await pilot.pause()
         assert isinstance(app.screen, DrillScreen)
         drilled = app.screen.frame_view().displayed
-        assert drilled["total_us"].sum() == pytest.approx(total["ResNet_0"], abs=1e-3)
+        assert drilled["total_us"].sum() == pytest.approx(both, abs=1e-3)  # forward and backward kernels
         assert "Modules › module ResNet_0" in screen_text(app)
         await pilot.press("escape")
         await pilot.press("b")

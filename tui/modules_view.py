@@ -1,5 +1,7 @@
 """The Modules pane: GPU time by ``nn.Module`` as an indented tree table, or by source line.
 
+Each row holds both passes (``self_us``, ``total_us``) and the split, ``fwd_total_us`` and
+``bwd_total_us``; optimizer annotations are rows of their own after the model.
 The tree shows modules down to a depth (``x`` one level deeper, ``z`` one shallower, from the
 whole model down to every leaf); ``b`` switches to source lines; Enter on a module opens the
 GPU work launched under it.  The table is a :class:`FrameView`, so filter, sort and export work
@@ -30,9 +32,11 @@ def tree_frame(modules: pl.DataFrame, max_depth: int | None) -> pl.DataFrame:
     shown = modules if max_depth is None else modules.filter(pl.col("depth") < max_depth)
     return shown.select(
         (pl.lit(INDENT).repeat_by(pl.col("depth")).list.join("") + pl.col("module")).alias("module"),
-        "self_us",
         "total_us",
+        "fwd_total_us",
+        "bwd_total_us",
         "pct",
+        "self_us",
         "kernels",
         "calls",
         "path",
