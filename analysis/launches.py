@@ -51,6 +51,11 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
         if len(calls):
             by_call = gpu.filter(pl.col("launch_row").is_in(pl.Series(calls).implode()))
             launched = pl.concat([launched, by_call.with_columns(pl.lit(True).alias("direct"))])
+    return launch_table(launched)
+
+
+def launch_table(launched: pl.DataFrame) -> pl.DataFrame:
+    """GPU work (with a boolean ``direct`` column) grouped by name: :data:`OP_LAUNCH_COLUMNS`."""
     table = launched.group_by("name", "kind").agg(
         pl.len().cast(pl.Int64).alias("calls"),
         pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),

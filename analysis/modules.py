@@ -28,11 +28,10 @@ from ..frames import (
     MODULE_COLUMNS,
     NO_MODULE,
     NO_SOURCE,
-    OP_LAUNCH_COLUMNS,
     SOURCE_COLUMNS,
-    with_share,
 )
 from .at_time import innermost_open
+from .launches import launch_table
 from .model import TraceModel
 
 #: The prefix of a module's Python frame.
@@ -280,7 +279,7 @@ def module_kernels(model: TraceModel, module_of_gpu: pl.Series, path: str) -> pl
     launched while ``path`` itself was the innermost module."""
     inside = (module_of_gpu == path) | module_of_gpu.str.starts_with(path + CHAIN_SEPARATOR)
     launched = model.gpu.with_columns((module_of_gpu == path).alias("direct")).filter(inside)
-    return _launch_table(launched)
+    return launch_table(launched)
 
 
 def _source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]:
@@ -307,20 +306,7 @@ def source_kernels(model: TraceModel, frames: np.ndarray, name: str) -> pl.DataF
     inside = np.array([name in stacks[f] for f in frames.tolist()], dtype=bool)
     direct = np.array([stacks[f][0] == name for f in frames.tolist()], dtype=bool)
     launched = model.gpu.with_columns(pl.Series("direct", direct)).filter(pl.Series(inside))
-    return _launch_table(launched)
-
-
-def _launch_table(launched: pl.DataFrame) -> pl.DataFrame:
-    table = launched.group_by("name", "kind").agg(
-        pl.len().cast(pl.Int64).alias("calls"),
-        pl.col("direct").sum().cast(pl.Int64).alias("direct_calls"),
-        pl.col("dur").sum().alias("total_us"),
-        pl.col("dur").mean().alias("mean_us"),
-        pl.col("dur").min().alias("min_us"),
-        pl.col("dur").max().alias("max_us"),
-    )
-    table = with_share(table.with_columns(pl.col("kind").cast(pl.String)))
-    return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+    return launch_table(launched)
 
 
 def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.DataFrame:
