@@ -1,0 +1,95 @@
+"""``profview diff JOB_A JOB_B``: the CLI side of two jobs compared (``--summary`` tables, or
+``--view ranks|stragglers|kernels -o OUT``).  The viewer has no compare mode for jobs yet: asked
+for it, the command says in one line how to get the tables instead."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import typer
+
+from .errors import ProfviewError
+from .sanitize import clean
+
+HOW_TO = (
+    "the viewer cannot compare two jobs yet: use --summary, or --view ranks|stragglers|kernels -o OUT to export"
+)
+
+
+@dataclass
+class JobDiffOptions:
+    """What ``profview diff`` was given, as far as two jobs use it."""
+
+    out: str | None
+    view: str | None
+    summary: bool
+    match: str
+    tolerance: float
+    filter_: str | None
+    sort: str | None
+    asc: bool
+    top: int | None
+    force: bool
+    raw_formulas: bool
+    no_cache: bool
+    comm_pattern: str | None
+    workers: int | None
+
+
+def check_job_options(per_step: bool, step: int | None) -> None:
+    """``--per-step`` and ``--step`` are two traces' options: an error on jobs, never ignored."""
+    given = [name for name, on in (("--per-step", per_step), ("--step", step is not None)) if on]
+    if given:
+        raise ProfviewError(None, f"{', '.join(given)}: two traces' option, not two jobs'")
+
+
+def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
+    """Run ``diff`` on two jobs: print the summary and/or export one view."""
+    from .job_comparison import JOB_DIFF_VIEWS, load_job_comparison
+    from .job_report import ProgressLine
+
+    if options.out is None and not options.summary:
+        raise ProfviewError(None, HOW_TO)
+    view = options.view or "ranks"
+    if options.out is not None:
+        from .export import export_format
+
+        export_format(options.out)
+        if view not in JOB_DIFF_VIEWS:
+            raise ProfviewError(None, f"two jobs have no {view!r} diff view: choose one of {', '.join(JOB_DIFF_VIEWS)}")
+    progress = ProgressLine()
+    try:
+        comparison = load_job_comparison(
+            before, after, use_cache=not options.no_cache, comm_pattern=options.comm_pattern, match=options.match,
+            tolerance_pct=options.tolerance, workers=options.workers, progress=progress,
+        )
+    finally:
+        progress.finish()
+    with comparison:
+        for which in ("before", "after"):
+            job = comparison.side(which)
+            for rank, summary in zip(job.ranks, job.summaries, strict=True):
+                for warning in summary.warnings:
+                    typer.echo(f"profview: warning: {clean(job.source)}: rank {rank}: {clean(warning)}", err=True)
+            for note in job.notes:
+                typer.echo(f"profview: note: {which.upper()} {clean(job.source)}: {clean(note)}", err=True)
+        if options.summary:
+            from .job_diff_summary import print_job_diff_summary
+
+            print_job_diff_summary(comparison, options.top if options.top is not None else 10)
+            sys.stdout.flush()
+        if options.out is not None:
+            from .export import write_table
+            from .views import refine
+
+            frame = refine(
+                comparison.view(view), pattern=options.filter_, sort=options.sort, ascending=options.asc,
+                top=options.top,
+            )
+            written = write_table(
+                frame, options.out, inputs=(before, after), overwrite=options.force, raw_formulas=options.raw_formulas
+            )
+            sys.stdout.flush()
+            if written != "-":
+                typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
