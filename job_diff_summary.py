@@ -51,20 +51,24 @@ def _medians(comparison: JobComparison) -> Table:
 
 
 def _stragglers(comparison: JobComparison) -> Table:
-    def mark(value: bool | None) -> str:
-        return "-" if value is None else ("straggler" if value else "")
+    def straggler(before: bool | None, after: bool | None) -> str:
+        return {(True, True): "both", (True, False): "before", (False, True): "after"}.get(
+            (bool(before), bool(after)), ""
+        )
 
     rows = [
         [
-            _status(r["status"]), Text(r["name"]), Text(fmt_us(r["wait_us_before"])), Text(fmt_us(r["wait_us_after"])),
-            Text(_signed(r["delta_us"]), style=STYLE.get(r["status"], "")), Text(_pct(r["delta_pct"])),
-            Text(f"{r['last_arrivals_before']}→{r['last_arrivals_after']}"),
-            Text(mark(r["straggler_before"])), Text(mark(r["straggler_after"])),
+            _status(r["status"]), Text(str(r["rank"])),
+            Text("-" if r["status"] == "added" else fmt_us(r["wait_us_before"])),
+            Text("-" if r["status"] == "removed" else fmt_us(r["wait_us_after"])),
+            Text(_signed(r["delta_us"]), style=STYLE.get(r["status"], "")),
+            Text(_pct(r["delta_pct"])), Text(f"{r['last_arrivals_before']}→{r['last_arrivals_after']}"),
+            Text(straggler(r["straggler_before"], r["straggler_after"])),
         ]
         for r in comparison.stragglers().iter_rows(named=True)
     ]
-    headers = ["", "rank", "wait before", "wait after", "delta", "%", "last", "before", "after"]
-    return _table("Stragglers: wait at matched collectives, per rank", headers, rows)
+    headers = ["", "rank", "wait before", "wait after", "delta", "%", "last", "straggler"]
+    return _table("Stragglers: each rank's wait at matched collectives (last: arrived last)", headers, rows)
 
 
 def _kernels(comparison: JobComparison, top: int, width: int) -> Table | Text:
@@ -82,7 +86,7 @@ def _kernels(comparison: JobComparison, top: int, width: int) -> Table | Text:
         for r in frame.iter_rows(named=True)
     ]
     headers = ["", "kernel", "ranks", "calls", "before", "after", "delta", "%"]
-    return _table(title, headers, rows, name_width=max(12, width - 70))
+    return _table(title, headers, rows, name_width=max(12, width - 66))
 
 
 def print_job_diff_summary(comparison: JobComparison, top: int, console: Console | None = None) -> None:
