@@ -68,7 +68,7 @@ def _stragglers(comparison: JobComparison) -> Table:
         for r in comparison.stragglers().iter_rows(named=True)
     ]
     headers = ["", "rank", "wait before", "wait after", "delta", "%", "last", "straggler"]
-    return _table("Stragglers: each rank's wait at matched collectives (last: arrived last)", headers, rows)
+    return _table("Stragglers: wait at matched collectives per rank (last: arrived last)", headers, rows)
 
 
 def _kernels(comparison: JobComparison, top: int, width: int) -> Table | Text:
