@@ -123,9 +123,14 @@ def load_job_comparison(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> JobComparison:
-    """Open the jobs BEFORE and AFTER (one after the other, each across worker processes)."""
+    """Open the jobs BEFORE and AFTER (one after the other, each across worker processes).
+
+    Raises :class:`ProfviewError` (one line) when either is no job (see :func:`diff_kind`).
+    """
     from .job import open_job
 
+    if diff_kind(before, after) != "jobs":
+        raise ProfviewError(None, f"{before} and {after} are no jobs: compare two traces with load_comparison")
     if match not in MATCH_MODES:
         raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
     if not tolerance_pct >= 0:

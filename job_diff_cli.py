@@ -1,6 +1,5 @@
 """``profview diff JOB_A JOB_B``: the CLI side of two jobs compared (``--summary`` tables, or
-``--view ranks|stragglers|kernels -o OUT``).  The viewer has no compare mode for jobs yet: asked
-for it, the command says in one line how to get the tables instead."""
+``--view ranks|stragglers|kernels -o OUT``, or the viewer's job compare mode: tui/job_compare.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +10,6 @@ import typer
 
 from .errors import ProfviewError
 from .sanitize import clean
-
-HOW_TO = (
-    "the viewer cannot compare two jobs yet: use --summary, or --view ranks|stragglers|kernels -o OUT to export"
-)
 
 
 @dataclass
@@ -50,7 +45,7 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
     from .job_report import ProgressLine
 
     if options.out is None and not options.summary:
-        raise ProfviewError(None, HOW_TO)
+        raise typer.Exit(_viewer(before, after, options))
     view = options.view or "ranks"
     if options.out is not None:
         from .export import export_format
@@ -93,3 +88,20 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
             sys.stdout.flush()
             if written != "-":
                 typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
+
+
+def _viewer(before: str, after: str, options: JobDiffOptions) -> int:
+    """The viewer in job compare mode; the jobs open behind its loading screen."""
+    from .job_comparison import load_job_comparison
+    from .tui.job_compare import run_job_compare
+
+    if options.view is not None:
+        raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
+
+    def opener(progress):  # type: ignore[no-untyped-def]
+        return load_job_comparison(
+            before, after, use_cache=not options.no_cache, comm_pattern=options.comm_pattern, match=options.match,
+            tolerance_pct=options.tolerance, workers=options.workers, progress=progress,
+        )
+
+    return run_job_compare(opener, f"{before} vs {after}")
