@@ -255,7 +255,9 @@ def export(
 # -- diff: two profiles compared (issue 14) --------------------------------------------------
 @app.command("diff")
 def diff(
-    before: Annotated[str, typer.Argument(help="The profile before the change (trace or table).")],
+    before: Annotated[
+        str, typer.Argument(help="The profile before the change (trace or table; or a job: directory, glob, archive).")
+    ],
     after: Annotated[str, typer.Argument(help="The profile after the change.")],
     out: Annotated[
         Optional[str],  # noqa: UP045
@@ -263,7 +265,11 @@ def diff(
     ] = None,
     view: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--view", "-v", help="kernels, ops, steps; align or moved: one step aligned by operator."),
+        typer.Option(
+            "--view", "-v",
+            help="kernels, ops, steps; align or moved: one step aligned by operator. Two jobs: ranks, stragglers, "
+            "kernels.",
+        ),
     ] = None,
     step: Annotated[
         Optional[int],  # noqa: UP045
@@ -293,10 +299,27 @@ def diff(
     ] = False,
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
+    workers: Workers = None,
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT."""
     from .comparison import check_inputs, load_comparison, remember
 
+    # -- two jobs (job_diff_cli.py); a job and a single profile is a one-line error -----------
+    from .job_comparison import diff_kind
+
+    if diff_kind(before, after) == "jobs":
+        from .job_diff_cli import JobDiffOptions, check_job_options, diff_jobs
+
+        check_job_options(per_step, step)
+        options = JobDiffOptions(
+            out, view, summary_, match, tolerance, filter_, sort, asc, top, force, raw_formulas, no_cache,
+            comm_pattern, workers,
+        )
+        try:
+            diff_jobs(before, after, options)
+        except BrokenPipeError:
+            raise _stdout_closed() from None
+        return
     if view is not None and out is None and not summary_:
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:

@@ -279,8 +279,8 @@ def test_cli_export_summary_and_errors(tmp_path: Path, capsys: pytest.CaptureFix
     printed = capsys.readouterr().out
     assert "BEFORE  " + str(BEFORE) + " · 6 steps" in printed and "AFTER   " + str(AFTER) in printed
     assert "▲ new" in printed and "▼ gone" in printed and "Biggest kernels regressions" in printed
-    assert run_cli(["diff", str(BEFORE), str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
+    assert run_cli(["diff", str(BEFORE), str(tmp_path)]) == 2  # a trace against a job (a directory)
+    assert "cannot compare a job" in capsys.readouterr().err
     assert run_cli(["diff", str(BEFORE), str(AFTER), "--view", "steps"]) == 2
     assert run_cli(["diff", str(BEFORE), str(AFTER), "--match", "fuzzy", "-o", str(tmp_path / "x.csv")]) == 2
     err = capsys.readouterr().err

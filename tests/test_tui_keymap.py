@@ -16,6 +16,7 @@ from profview.tui.drilldown import DrillScreen
 from profview.tui.export_dialog import ExportDialog
 from profview.tui.filter_bar import FilterBar
 from profview.tui.help import HelpScreen
+from profview.tui.job_compare import JobCompareScreen
 from profview.tui.job_screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
 from profview.tui.memory_view import MemoryView
@@ -35,6 +36,7 @@ SCOPES = {
     "filter_bar": FilterBar,
     "job": JobScreen,
     "compare": CompareScreen,
+    "job_compare": JobCompareScreen,  # two jobs compared (tui/job_compare.py)
     "memory": MemoryView,
     "modules": ModulesView,
     "trace_timeline": TraceTimeline,

@@ -131,6 +131,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("compare", "compare.moved", "4", "show('moved')", "moved"),
     Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
         "Enter drills down into AFTER; w switches to BEFORE and back", show=True),
+    # -- compare mode of two jobs (profview diff JOB_A JOB_B; tui/job_compare.py) ---------------
+    Key("job_compare", "job_compare.ranks", "1", "show('ranks')", "ranks", "two jobs: 1 2 3, Tab",
+        "two jobs compared: Ranks (medians across ranks), Stragglers (wait per rank), Kernels (all ranks)"),
+    Key("job_compare", "job_compare.stragglers", "2", "show('stragglers')", "stragglers"),
+    Key("job_compare", "job_compare.kernels", "3", "show('kernels')", "kernels"),
+    Key("job_compare", "job_compare.tab", "tab", "next_tab", "tabs", show=True, priority=True),
     # -- memory and modules (issue 15) ---------------------------------------------------------
     Key("app", "pane.memory", "5", "pane('memory')", "memory", "5 6",
         "Memory (allocated/reserved over time, the peak, operators by bytes), Modules (GPU time by nn.Module)"),

@@ -1,0 +1,193 @@
+"""Compare mode for two jobs (``profview diff JOB_A JOB_B``): Ranks (per-rank medians), Stragglers
+(each rank's wait before and after) and Kernels (totals across ranks), each row led by the change
+glyph of compare mode (▲ ▼ ``▲ new`` ``▼ gone`` ``=``, coloured where colour is available).
+
+The app opens both jobs in a thread behind the loading screen; ``/``, ``s`` and ``e`` work on the
+table on screen as everywhere.  Rows have no drill-down: a rank's views are one job's viewer's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+import polars as pl
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Static
+
+from ..analysis.diff import GLYPHS
+from ..errors import ProfviewError
+from ..executors import Progress
+from ..job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
+from ..sanitize import clean
+from .app import ProfviewApp
+from .compare_screen import CompareView
+from .filter_bar import FilterBar
+from .keymap import bindings, user_keymap
+from .loading_screen import LoadingScreen
+from .messages import DrillRequested
+from .table_view import FrameView
+
+JOB_COMPARE_TITLES = {"ranks": "Ranks (medians)", "stragglers": "Stragglers", "kernels": "Kernels"}
+#: Columns shown first, so that 80 columns show the change first.
+JOB_LEADING = {
+    "ranks": ("change", "name", "median_us_before", "median_us_after", "delta_us", "delta_pct"),
+    "stragglers": ("change", "rank", "wait_us_before", "wait_us_after", "delta_us", "straggler_before",
+                   "straggler_after"),
+    "kernels": ("change", "name", "total_us_before", "total_us_after", "delta_us", "delta_pct"),
+}
+NO_DRILL = "no drill-down here: open one job with `profview JOB` for its ranks' own views"
+
+
+def job_compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """A job diff frame as the viewer shows it: the change glyph, then the leading columns."""
+    glyphs = pl.col("status").replace_strict(GLYPHS, default="-").alias("change")
+    shown = frame.with_columns(glyphs)
+    leading = [c for c in JOB_LEADING[view] if c in shown.columns]
+    return shown.select(*leading, *(c for c in shown.columns if c not in leading))
+
+
+class JobCompareScreen(Screen):
+    """The three tabs of two jobs compared."""
+
+    BINDINGS = bindings("job_compare")
+
+    def __init__(self, comparison: JobComparison) -> None:
+        super().__init__()
+        self.comparison = comparison
+        self.pane = "ranks"
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.header_text(), id="compare-header")
+        yield Static(id="tabs")
+        with ContentSwitcher(initial=self.pane, id="panes"):
+            for pane in JOB_DIFF_VIEWS:
+                frame = job_compare_frame(pane, self.comparison.view(pane))
+                yield CompareView(f"jobdiff_{pane}", frame, id=pane)
+        yield FilterBar()
+        yield Footer()
+
+    def header_text(self) -> Text:
+        text = Text()
+        for which in SIDES:
+            text.append(clean(self.comparison.header(which)) + "\n", style="bold" if which == "after" else "")
+        text.append(self.comparison.settings_line(), style="dim")
+        return text
+
+    def on_mount(self) -> None:
+        self.update_tabs()
+        self.call_after_refresh(self.show, self.pane)
+
+    def update_tabs(self) -> None:
+        tabs = Text()
+        for index, pane in enumerate(JOB_DIFF_VIEWS, 1):
+            tabs.append(f" {index} {JOB_COMPARE_TITLES[pane]} ", style="bold reverse" if pane == self.pane else "")
+            tabs.append(" ")
+        self.query_one("#tabs", Static).update(tabs)
+
+    def action_show(self, pane: str) -> None:
+        self.show(pane)
+
+    def action_next_tab(self) -> None:
+        self.show(JOB_DIFF_VIEWS[(JOB_DIFF_VIEWS.index(self.pane) + 1) % len(JOB_DIFF_VIEWS)])
+
+    def show(self, pane: str) -> None:
+        """Switch to a tab and focus its table."""
+        self.pane = pane
+        self.query_one(ContentSwitcher).current = pane
+        self.update_tabs()
+        self.query_one(f"#{pane}", FrameView).focus_table()
+
+    def active_frame_view(self) -> FrameView:
+        return self.query_one(f"#{self.pane}", FrameView)
+
+
+class JobCompareApp(ProfviewApp):
+    """The viewer on two jobs compared: the loading screen while both open, then the compare tabs."""
+
+    def __init__(self, opener: Callable[[Progress], JobComparison], label: str) -> None:
+        super().__init__(label)
+        self.opener = opener
+        self.job_comparison: JobComparison | None = None
+
+    def on_mount(self, event: events.Mount) -> None:
+        event.prevent_default()  # ProfviewApp.on_mount would load a file
+        self.set_keymap(user_keymap())
+        self.push_screen(LoadingScreen(self.path))
+        self.load_thread = threading.Thread(target=self._open_jobs, name="profview-jobs", daemon=True)
+        self.load_thread.start()
+
+    def _open_jobs(self) -> None:
+        def progress(done: int, total: int, elapsed: float) -> None:
+            self.call_from_thread(self._phase, f"ranks {done}/{total} done")
+
+        try:
+            comparison = self.opener(progress)
+        except ProfviewError as exc:
+            self.call_from_thread(self._failed, str(exc))
+        except Exception as exc:  # a bug: one line, never a hung loading screen
+            self.call_from_thread(self._failed, f"internal error while opening the jobs: {type(exc).__name__}: {exc}")
+        else:
+            self.call_from_thread(self._opened, comparison)
+
+    def _phase(self, text: str) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.phase = text
+
+    def _failed(self, reason: str) -> None:
+        self.error = reason
+        self.exit(return_code=2)
+
+    def _opened(self, comparison: JobComparison) -> None:
+        self.job_comparison = comparison
+        self.loaded = self.linked = True
+        self.switch_screen(JobCompareScreen(comparison))
+        for which in SIDES:
+            for note in comparison.side(which).notes:
+                self.notify(clean(note), title=f"{which.upper()}: note", timeout=8)
+
+    def frame_view(self) -> FrameView | None:
+        if isinstance(self.screen, JobCompareScreen):
+            return self.screen.active_frame_view()
+        return super().frame_view()
+
+    def on_drill_requested(self, message: DrillRequested) -> None:
+        message.prevent_default()
+        self.notify(NO_DRILL, timeout=4)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("cycle", "group", "next_run", "pane"):
+            return False
+        return super().check_action(action, parameters)
+
+
+def run_job_compare(opener: Callable[[Progress], JobComparison], label: str) -> int:
+    """Open the viewer on two jobs (``opener`` opens them, in a thread); return the exit code.
+
+    The jobs' extracted archives are removed when the viewer ends.
+    """
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # while stderr is still the terminal (see tui/job_app.py)
+    app = JobCompareApp(opener, label)
+    try:
+        code = app.run()
+    finally:
+        if app.job_comparison is not None:
+            app.job_comparison.close()
+    if app.error:
+        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
+    if app.load_thread is not None and app.load_thread.is_alive():
+        from ..executors import stop_workers
+
+        stop_workers()
+        print("profview: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return app.return_code or code or 0
