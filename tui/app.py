@@ -26,7 +26,7 @@ from .compare_mode import CompareMode
 from .drill_routes import ROUTES
 from .drill_worker import DrillWorker
 from .drilldown import DrillScreen
-from .export_dialog import ExportDialog, suggest_name
+from .export_dialog import ExportDialog, name_parts, suggest_name
 from .filter_bar import FilterBar
 from .help import HelpScreen
 from .keymap import bindings, user_keymap
@@ -350,7 +350,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
                 return
             self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
 
-        self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
+        main = self.main_screen()
+        named = name_parts(self.path, parts, main.step if main is not None else None)  # issue 13
+        self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 
 #: From this many events a trace opens on its kernel table while the model is built behind it.
