@@ -192,3 +192,18 @@ async def test_slow_drill_down_shows_progress_and_esc_cancels_without_replaying_
                 break
         assert isinstance(app.screen, DrillScreen)
         assert app.screen.frame["calls"].sum() == app.screen_stack[-2].query_one("#kernels").current_row()["calls"]
+
+
+@pytest.mark.asyncio
+async def test_colon_typed_in_the_filter_bar_stays_there() -> None:
+    """":" is a priority key (so keys typed straight after it reach its box), yet in a text box it is typed."""
+    app = viewer(RESNET)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("3", "slash")
+        await type_text(pilot, "aten::add")
+        await pilot.pause()
+        from profview.tui.filter_bar import FilterBar
+
+        assert app.screen.query_one(FilterBar).value == "aten::add"
+        assert not isinstance(app.screen, GotoPrompt)

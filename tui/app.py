@@ -197,7 +197,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             return isinstance(screen, MainScreen) or self.compare_screen() is not None
         if action == "group":
             return isinstance(screen, MainScreen) and screen.can_group()
-        if action in ("copy_name", "goto", "search"):  # issue 13: a table is on screen
+        if action == "goto":  # issue 13: priority, so ":" typed in a text box stays there
+            return self.frame_view() is not None and not isinstance(self.focused, Input)
+        if action in ("copy_name", "search"):  # issue 13: a table is on screen
             return self.frame_view() is not None
         if action == "next_run":
             return self.profile is not None and len(self.profile.runs) > 1

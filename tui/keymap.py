@@ -170,8 +170,9 @@ KEYMAP: tuple[Key, ...] = (
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),
+    # Priority, as "/": the keys typed straight after ":" go to its box, not to the table.
     Key("app", "goto", "colon", "goto", "go to", ":",
-        "go to a row number, or search for a regex without filtering"),
+        "go to a row number, or search for a regex without filtering", priority=True),
     Key("app", "search.next", "n", "search(1)", "next match", "n N",
         "next / previous row matching the : search (else the filter bar's text)"),
     Key("app", "search.prev", "N", "search(-1)", "previous match"),

@@ -53,9 +53,13 @@ class GotoPrompt(ModalScreen[str | None]):
     GotoPrompt > Vertical { height: auto; border: round $accent; background: $surface; }
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.box = Input(placeholder="row number, or a regex to search (n/N: next/previous)", id="goto-input")
+
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(placeholder="row number, or a regex to search (n/N: next/previous)", id="goto-input")
+            yield self.box
             yield Static("", id="goto-note")
 
     def on_mount(self) -> None:
@@ -107,7 +111,9 @@ class Navigation:
                 self.search_text = value
                 self.search_in(view, 1, from_row=-1)
 
-        self.push_screen(GotoPrompt(), chosen)  # type: ignore[attr-defined]
+        prompt = GotoPrompt()
+        self.push_screen(prompt, chosen)  # type: ignore[attr-defined]
+        self.keys_held_for = prompt.box  # keys typed straight after ":" wait for the box (as after "/")
 
     def goto_row(self, view: FrameView, number: int) -> None:
         """Move the cursor to row ``number`` (1 = the first row on screen; past the end: the last)."""
