@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -110,3 +111,14 @@ async def test_invalid_filter_regex_is_explained_and_enter_keeps_the_bar() -> No
         assert not bar.display
         names = loaded(RESNET).kernels()["name"].to_list()
         assert app.screen.query_one("#kernels").displayed.height == sum("nvjet" in n.lower() for n in names)
+
+
+def test_count_only_kernels_say_calls_and_no_time() -> None:
+    """A README listing kernel counts only ("copy_" : 6150): the overview says so, not '- 0.0%'."""
+    name = "seed_readme_kernel_counts_stacks.md"
+    listed = re.search(r'^"copy_" : (\d+)$', sample(name).read_text(), re.M)
+    assert listed is not None
+    text = overview_text(name)
+    line = next(line for line in text.splitlines() if line.startswith("copy_ "))
+    assert line.split()[1:] == [f"{int(listed.group(1)):,}", "calls", "no", "time"]
+    assert "- 0.0%" not in text
