@@ -20,6 +20,9 @@ import polars as pl
 from .errors import ProfviewError
 from .sanitize import FORMULA_START, clean
 
+#: CSV floats are written with the trace's resolution, 3 decimals of a µs (the nanosecond), not
+#: binary noise such as 91166.83600000152 (issue 13).  Parquet and JSON keep the full values.
+CSV_FLOAT_DECIMALS = 3
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
 
 
@@ -85,7 +88,7 @@ def write_table(
         frame = inert_text(frame)  # CSV straight onto a terminal: no escape sequence may run
     if target == "-":
         try:
-            frame.write_csv(sys.stdout)
+            frame.write_csv(sys.stdout, float_precision=CSV_FLOAT_DECIMALS)
         except OSError as exc:
             if exc.errno != errno.EPIPE and "Broken pipe" not in str(exc):
                 raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
@@ -112,7 +115,7 @@ def write_table(
     try:
         with os.fdopen(fd, "wb") as fh:
             if fmt == "csv":
-                frame.write_csv(fh)
+                frame.write_csv(fh, float_precision=CSV_FLOAT_DECIMALS)
             elif fmt == "parquet":
                 frame.write_parquet(fh)
             else:

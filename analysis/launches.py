@@ -72,8 +72,9 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
     """Where the GPU events named ``kernel_name`` came from: one row per launching path.
 
     ``op`` is the innermost launching operator, ``op_chain`` the operators enclosing it
-    (outermost first), ``python_stack`` the Python frames enclosing it (outermost first) when the
-    trace was recorded with_stack, or the legacy ``Call stack`` argument.
+    (outermost first), ``python_stack`` the Python frames enclosing it, innermost first (the frame
+    nearest the operator leads, so launches from different call sites differ at a glance) when the
+    trace was recorded with_stack, or the legacy ``Call stack`` argument (innermost first too).
     """
     calls = model.gpu.filter(pl.col("name") == kernel_name)
     per_op = calls.group_by("op_row").agg(
@@ -126,7 +127,8 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
         if row is None:
             paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
             continue
-        frames = [names[f] for f in python_stacks[row]]
-        stack = CHAIN_SEPARATOR.join(frames) if frames else (stacks[row] or "")
+        frames = [names[f] for f in reversed(python_stacks[row])]  # innermost first
+        legacy = [frame for frame in (stacks[row] or "").split(";") if frame]  # already innermost first
+        stack = CHAIN_SEPARATOR.join(frames or legacy)
         paths.append((names[row], CHAIN_SEPARATOR.join(chain(row)), stack))
     return paths

@@ -12,6 +12,7 @@ from test_tui import screen_text, wait_loaded
 
 from profview.tui.app import ProfviewApp
 from profview.tui.compare_screen import CompareScreen
+from profview.tui.drill_worker import DrillProgress
 from profview.tui.drilldown import DrillScreen
 from profview.tui.export_dialog import ExportDialog
 from profview.tui.filter_bar import FilterBar
@@ -21,6 +22,7 @@ from profview.tui.job_screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
 from profview.tui.memory_view import MemoryView
 from profview.tui.modules_view import ModulesView
+from profview.tui.navigation import GotoPrompt
 from profview.tui.steps_view import StepList
 from profview.tui.timeline import Timeline
 from profview.tui.trace_timeline import TraceTimeline
@@ -40,6 +42,8 @@ SCOPES = {
     "memory": MemoryView,
     "modules": ModulesView,
     "trace_timeline": TraceTimeline,
+    "goto": GotoPrompt,
+    "drill_progress": DrillProgress,
 }
 
 

@@ -111,7 +111,7 @@ async def test_steps_view_exports_the_step_table(tmp_path: Path) -> None:
         await pilot.press("4", "e")
         await pilot.pause()
         field = app.screen.query_one("#export-path")
-        assert field.value.endswith("profview-steps.csv")
+        assert field.value.endswith("profview-resnet50-train-amp-steps.csv")  # trace and view
         field.value = str(target)
         await pilot.press("enter")
         await pilot.pause()

@@ -87,3 +87,14 @@ def test_timeline_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_kernel_details_line_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13: at 80 columns the details line under the table shows the whole name of the row."""
+
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("2", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

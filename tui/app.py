@@ -24,21 +24,23 @@ from ..sanitize import clean
 from ..trace_profile import Profile
 from .compare_mode import CompareMode
 from .drill_routes import ROUTES
+from .drill_worker import DrillWorker
 from .drilldown import DrillScreen
-from .export_dialog import ExportDialog, suggest_name
+from .export_dialog import ExportDialog, name_parts, suggest_name
 from .filter_bar import FilterBar
 from .help import HelpScreen
 from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .navigation import Navigation
 from .table_view import FrameView
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
 
 
-class ProfviewApp(CompareMode, App[int]):
+class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     """Kernel, operator and step views of one trace (or two compared: see compare_mode), by keyboard."""
 
     CSS_PATH = "profview.tcss"
@@ -195,6 +197,10 @@ class ProfviewApp(CompareMode, App[int]):
             return isinstance(screen, MainScreen) or self.compare_screen() is not None
         if action == "group":
             return isinstance(screen, MainScreen) and screen.can_group()
+        if action == "goto":  # issue 13: priority, so ":" typed in a text box stays there
+            return self.frame_view() is not None and not isinstance(self.focused, Input)
+        if action in ("copy_name", "search"):  # issue 13: a table is on screen
+            return self.frame_view() is not None
         if action == "next_run":
             return self.profile is not None and len(self.profile.runs) > 1
         return True
@@ -297,7 +303,7 @@ class ProfviewApp(CompareMode, App[int]):
         self.loader = self.load_profile()
 
     # -- drill-down -------------------------------------------------------------------------
-    def on_drill_requested(self, message: DrillRequested) -> None:
+    async def on_drill_requested(self, message: DrillRequested) -> None:
         if message.view.startswith("diff_"):
             self.drill_compare(message)
             return
@@ -311,15 +317,9 @@ class ProfviewApp(CompareMode, App[int]):
         if route is None:
             return
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
-        try:
-            screen = route(profile, message.row, path)
-        except ProfviewError as exc:
-            self.notify(clean(exc.problem), title="no drill-down", severity="warning")
-            return
-        if isinstance(screen, str):
-            self.notify(screen, severity="warning")
-            return
-        self.push_screen(screen)
+        # Issue 13: computed in a worker (tui/drill_worker.py); Esc cancels a slow one.
+        what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
+        await self.start_drill(route, profile, message.row, path, f"the drill-down of {what}")
 
     # -- export -----------------------------------------------------------------------------
     def steps_frame(self):  # type: ignore[no-untyped-def]
@@ -352,7 +352,9 @@ class ProfviewApp(CompareMode, App[int]):
                 return
             self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
 
-        self.push_screen(ExportDialog(suggest_name(parts), frame.height), write)
+        main = self.main_screen()
+        named = name_parts(self.path, parts, main.step if main is not None else None)  # issue 13
+        self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 
 #: From this many events a trace opens on its kernel table while the model is built behind it.

@@ -85,7 +85,7 @@ class DrillScreen(Screen):
             detail.append("\n")
             stack = str(row["python_stack"] or "")
             if stack:
-                heading = "python stack (outermost first):\n"
+                heading = "python stack (innermost first: the frame nearest the operator leads):\n"
             elif self.with_stack:
                 heading = "python stack: none on this thread (e.g. backward ops run on autograd's thread)\n"
             else:

@@ -16,8 +16,19 @@ from .keymap import bindings
 
 def suggest_name(parts: list[str], folder: Path | None = None) -> str:
     """A file name from the view path, e.g. ``profview-operators-aten-conv2d.csv``."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()[:60] or "view"
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()[:100] or "view"
     return str((folder or Path.cwd()) / f"profview-{slug}.csv")
+
+
+TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".txt", ".jsonl")
+
+
+def name_parts(trace: str, parts: list[str], step: int | None) -> list[str]:
+    """What the suggested export name says (issue 13): the trace, the view path, the step if one."""
+    stem = Path(trace).name
+    while stem.endswith(TRACE_SUFFIXES):
+        stem = stem[: stem.rfind(".")]
+    return [stem, *parts, *([f"step {step}"] if step is not None else [])]
 
 
 class ExportDialog(ModalScreen[str | None]):

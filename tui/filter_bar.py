@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from textual.timer import Timer
 from textual.widgets import Input
 
@@ -10,6 +12,15 @@ from .keymap import bindings
 # Tables with more rows than this are re-filtered when typing pauses, not on every keystroke.
 DEBOUNCE_ROWS = 100_000
 DEBOUNCE_S = 0.15
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a regex, in one line (None: it is one)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a regex: {exc}"
+    return None
 
 
 class FilterBar(Input):
@@ -54,7 +65,7 @@ class FilterBar(Input):
         self._pending = None
         if self.target is None:
             return
-        problem = self.target.set_filter(self.value)
+        problem = regex_problem(self.value) or self.target.set_filter(self.value)
         self.border_subtitle = problem or f"{self.target.displayed.height:,} of {self.target.base.height:,} rows"
         self.set_class(problem is not None, "invalid")
 
@@ -63,6 +74,9 @@ class FilterBar(Input):
         if self._pending is not None:
             self._pending.stop()
             self.apply()
+        if self.has_class("invalid"):  # never drop what was typed silently: say why, stay open
+            self.border_subtitle = f"{regex_problem(self.value) or 'not a filter'} · fix it, or Esc to clear"
+            return
         self.close()
 
     def action_clear_filter(self) -> None:

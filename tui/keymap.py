@@ -173,6 +173,18 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.step_prev", "T", "next_step(-1)", "previous step"),
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
         "a kernel: what launched it; an operator: the GPU work under it", show=True),
+    # -- navigation and details (issue 13) ----------------------------------------------------
+    Key("app", "copy", "y", "copy_name", "copy name", "y",
+        "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),
+    # Priority, as "/": the keys typed straight after ":" go to its box, not to the table.
+    Key("app", "goto", "colon", "goto", "go to", ":",
+        "go to a row number, or search for a regex without filtering", priority=True),
+    Key("app", "search.next", "n", "search(1)", "next match", "n N",
+        "next / previous row matching the : search (else the filter bar's text)"),
+    Key("app", "search.prev", "N", "search(-1)", "previous match"),
+    Key("app", "history_back", "backspace", "history_back", "back", "Backspace", "back one drill-down"),
+    Key("goto", "goto.cancel", "escape", "cancel", "cancel", show=True),
+    Key("drill_progress", "drill.cancel", "escape", "cancel", "cancel", show=True),
     # -- small screens ------------------------------------------------------------------------
     Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
     Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),

@@ -26,6 +26,19 @@ def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str,
     return table
 
 
+def steps_phrase(steps: int) -> str:
+    """'3 steps', or why there are none (a trace recorded without ``profiler.step()``)."""
+    return f"{steps:,} steps" if steps else "no ProfilerStep ranges"
+
+
+def kernel_figures(row: dict) -> tuple[str, str]:
+    """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
+    if row.get("total_us") is None:
+        calls = row.get("calls")
+        return (f"{calls:,} calls" if isinstance(calls, int) else "-", "no time")
+    return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
+
+
 def overview_renderable(profile: Profile, width: int) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables."""
     parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
@@ -36,14 +49,16 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         rank = rank_line(view)
         if rank:
             parts.append(Text(clean(rank), style="bold"))
-        for device in view.devices or ["device: not recorded in this trace"]:
+        for device in view.devices:
             parts.append(Text(f"device {clean(device)}"))
+        if not view.devices:
+            parts.append(Text("device: not recorded in this trace"))
         note = device_note(view)
         if note:
             parts.append(Text(note, style="dim"))
         parts.append(
             Text(
-                f"span {fmt_us(view.span_us)} · {view.steps} steps · GPU busy {view.gpu_busy_pct:.1f}% · "
+                f"span {fmt_us(view.span_us)} · {steps_phrase(view.steps)} · GPU busy {view.gpu_busy_pct:.1f}% · "
                 f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
             )
         )
@@ -51,7 +66,8 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
             parts.append(Text(clean(line)))
         step = view.average_step
         total = step.get("duration", 0.0)
-        parts.append(Text(f"\naverage step {fmt_us(total)}", style="bold"))
+        heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
+        parts.append(Text(f"\n{heading}", style="bold"))
         parts.append(stacked_bar(step, total, max(width - 2, 10)))
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
         for hint in view.hints:
@@ -72,7 +88,7 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
         kernels = profile.kernels().head(TOP)
-        rows = [(r["name"], fmt_us(r["total_us"]), f"{(r['pct'] or 0):.1f}%") for r in kernels.iter_rows(named=True)]
+        rows = [(r["name"], *kernel_figures(r)) for r in kernels.iter_rows(named=True)]
         parts.append(Text(""))
         parts.append(_top_table("Top kernels", rows, ("kernel", "total", "share")))
     if profile.available("ops"):

@@ -19,6 +19,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean, clean_column
 from ..views import filter_column, refine
 from .messages import DrillRequested
+from .row_details import details_text
 
 NAME_WIDTH = 70
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
@@ -64,6 +65,7 @@ class FrameView(Vertical):
     FrameView { height: 1fr; }
     FrameView > .status { height: 1; }
     FrameView > DataTable { height: 1fr; }
+    FrameView > .details { height: auto; max-height: 5; border-top: solid $panel; }
     """
 
     #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
@@ -83,6 +85,7 @@ class FrameView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="status")
+        yield Static("", classes="details")  # the full name and figures of the row under the cursor
 
     def on_mount(self) -> None:
         self.rebuild()
@@ -167,12 +170,28 @@ class FrameView(Vertical):
         )
         self._table = table
         had_focus = old is not None and old.has_focus
-        self.mount(table)
+        self.mount(table, before=self.query_one(".details", Static))
         if had_focus:
             table.focus()
         if self.displayed.width:
             table.move_cursor(row=0, column=min(column, self.displayed.width - 1))
         self.query_one(".status", Static).update(self.status_text())
+        self.update_details()
+
+    def update_details(self) -> None:
+        """Show the full name and the figures of the row under the cursor below the table."""
+        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed))
+        self.query_one(".details", Static).update(details)
+
+    def current_name(self) -> str | None:
+        """The full name (the filtered column) of the row under the cursor, made printable."""
+        row, column = self.current_row(), filter_column(self.displayed)
+        if row is None or column is None or row.get(column) is None:
+            return None
+        return clean(row[column])
+
+    def on_data_table_cell_highlighted(self) -> None:  # not stopped: a drill-down screen listens too
+        self.update_details()
 
     def status_text(self) -> Text:
         """'N rows · filter /x/ (M of N) · sorted by col ↓'."""
