@@ -6,10 +6,23 @@ __version__ = "0.1.0"
 
 # Absolute, unlike the rest of the package: the checkout's root is this package, and pytest
 # imports this file as a plain module when the checkout's folder name is no Python identifier.
-from profview.comparison import Comparison, load_comparison
-from profview.job import Job
+from typing import Any
+
 from profview.loading import load as _load_one
 from profview.trace_profile import Profile
+
+#: Names served on first use (module ``__getattr__``): a CLI run that opens one trace does not
+#: pay for importing the job and diff machinery (the cached re-open is measured against
+#: ``import polars``).
+_LAZY = {"Comparison": "profview.comparison", "load_comparison": "profview.comparison", "Job": "profview.job"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'profview' has no attribute {name!r}")
 
 
 def load(path, **options):  # type: ignore[no-untyped-def]
