@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
 
 from textual import events
@@ -21,9 +20,15 @@ from .loading_screen import LoadingScreen
 from .main_screen import MainScreen
 from .messages import DrillRequested
 from .table_view import FrameView
+from .thread_opener import OpensOnThread
 
 
-class JobApp(ProfviewApp):
+def _ranks_left(done: int, total: int, elapsed: float) -> str:
+    left = elapsed / done * (total - done) if done else 0.0
+    return f"ranks {done}/{total} done, ~{left:.0f} s left"
+
+
+class JobApp(OpensOnThread, ProfviewApp):
     """:class:`ProfviewApp` over a :class:`Job`: q/Esc in a rank's views come back to the job."""
 
     def __init__(self, job: Job | Callable[[Progress], Job], label: str = "job") -> None:
@@ -43,33 +48,7 @@ class JobApp(ProfviewApp):
             self.push_screen(JobScreen(self.job))
             return
         self.push_screen(LoadingScreen(self.path))
-        self.load_thread = threading.Thread(target=self._open_job, name="profview-job", daemon=True)
-        self.load_thread.start()
-
-    def _open_job(self) -> None:
-        """Open the job (workers do the ranks); post the progress, then the job or the error."""
-        assert self.opener is not None
-
-        def progress(done: int, total: int, elapsed: float) -> None:
-            left = elapsed / done * (total - done) if done else 0.0
-            self.call_from_thread(self._phase, f"ranks {done}/{total} done, ~{left:.0f} s left")
-
-        try:
-            job = self.opener(progress)
-        except ProfviewError as exc:
-            self.call_from_thread(self._failed, str(exc))
-        except Exception as exc:  # a bug: one line, never a hung loading screen
-            self.call_from_thread(self._failed, f"internal error while opening the job: {type(exc).__name__}: {exc}")
-        else:
-            self.call_from_thread(self._opened, job)
-
-    def _phase(self, text: str) -> None:
-        if isinstance(self.screen, LoadingScreen):
-            self.screen.phase = text
-
-    def _failed(self, reason: str) -> None:
-        self.error = reason
-        self.exit(return_code=2)
+        self.open_on_thread(self.opener, "the job", _ranks_left, self._opened)
 
     def _opened(self, job: Job) -> None:
         self.job = job

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
 
 import polars as pl
@@ -21,7 +20,6 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from ..analysis.diff import GLYPHS
-from ..errors import ProfviewError
 from ..executors import Progress
 from ..job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ..sanitize import clean
@@ -32,6 +30,7 @@ from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .messages import DrillRequested
 from .table_view import FrameView
+from .thread_opener import OpensOnThread
 
 JOB_COMPARE_TITLES = {"ranks": "Ranks (medians)", "stragglers": "Stragglers", "kernels": "Kernels"}
 #: Columns shown first, so that 80 columns show the change first.
@@ -107,7 +106,11 @@ class JobCompareScreen(Screen):
         return self.query_one(f"#{self.pane}", FrameView)
 
 
-class JobCompareApp(ProfviewApp):
+def _ranks_done(done: int, total: int, _elapsed: float) -> str:
+    return f"ranks {done}/{total} done"
+
+
+class JobCompareApp(OpensOnThread, ProfviewApp):
     """The viewer on two jobs compared: the loading screen while both open, then the compare tabs."""
 
     def __init__(self, opener: Callable[[Progress], JobComparison], label: str) -> None:
@@ -119,29 +122,7 @@ class JobCompareApp(ProfviewApp):
         event.prevent_default()  # ProfviewApp.on_mount would load a file
         self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
-        self.load_thread = threading.Thread(target=self._open_jobs, name="profview-jobs", daemon=True)
-        self.load_thread.start()
-
-    def _open_jobs(self) -> None:
-        def progress(done: int, total: int, elapsed: float) -> None:
-            self.call_from_thread(self._phase, f"ranks {done}/{total} done")
-
-        try:
-            comparison = self.opener(progress)
-        except ProfviewError as exc:
-            self.call_from_thread(self._failed, str(exc))
-        except Exception as exc:  # a bug: one line, never a hung loading screen
-            self.call_from_thread(self._failed, f"internal error while opening the jobs: {type(exc).__name__}: {exc}")
-        else:
-            self.call_from_thread(self._opened, comparison)
-
-    def _phase(self, text: str) -> None:
-        if isinstance(self.screen, LoadingScreen):
-            self.screen.phase = text
-
-    def _failed(self, reason: str) -> None:
-        self.error = reason
-        self.exit(return_code=2)
+        self.open_on_thread(self.opener, "the jobs", _ranks_done, self._opened)
 
     def _opened(self, comparison: JobComparison) -> None:
         self.job_comparison = comparison
