@@ -34,6 +34,17 @@ PathArg = Annotated[
         "or a .tar/.tar.gz/.tgz/.zip archive of rank traces."
     ),
 ]
+# The options of every command that writes a table (export, diff): one definition each.
+FilterOption = Annotated[
+    Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
+]
+SortOption = Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")]  # noqa: UP045
+AscOption = Annotated[bool, typer.Option("--asc", help="Sort ascending.")]
+TopOption = Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")]  # noqa: UP045
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+RawFormulas = Annotated[
+    bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
+]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
 CommPattern = Annotated[
     Optional[str],  # noqa: UP045
@@ -191,20 +202,16 @@ def export(
     kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
     module: Annotated[Optional[str], typer.Option(help="launches: the module path to drill into.")] = None,  # noqa: UP045
     source: Annotated[Optional[str], typer.Option(help="launches: the source line to drill into.")] = None,  # noqa: UP045
-    filter_: Annotated[
-        Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
-    ] = None,
-    sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
-    asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
-    top: Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")] = None,  # noqa: UP045
+    filter_: FilterOption = None,
+    sort: SortOption = None,
+    asc: AscOption = False,
+    top: TopOption = None,
     by_shape: Annotated[
         bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
     ] = False,
     step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    raw_formulas: Annotated[
-        bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
-    ] = False,
+    force: ForceOption = False,
+    raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
@@ -287,16 +294,12 @@ def diff(
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Percent of change still counted unchanged.")
     ] = 5.0,
-    filter_: Annotated[
-        Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
-    ] = None,
-    sort: Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")] = None,  # noqa: UP045
-    asc: Annotated[bool, typer.Option("--asc", help="Sort ascending.")] = False,
-    top: Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")] = None,  # noqa: UP045
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    raw_formulas: Annotated[
-        bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
-    ] = False,
+    filter_: FilterOption = None,
+    sort: SortOption = None,
+    asc: AscOption = False,
+    top: TopOption = None,
+    force: ForceOption = False,
+    raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
     workers: Workers = None,

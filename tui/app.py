@@ -390,20 +390,31 @@ def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_patte
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
     app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern)
-    code = app.run()
+    return finish_run(app, app.run())
+
+
+def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> int:
+    """After ``app.run()``: print its one-line error; the exit code.
+
+    A load still running in its thread (a parse, a large trace's linking) cannot be interrupted:
+    leave at once.  ``workers``: the thread drives rank workers (a job), which are stopped first,
+    and leaving then always means interrupted (130).
+    """
     if app.error:
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
     if app.load_thread is not None and app.load_thread.is_alive():
-        # A parse (or a large trace's linking) still running in its thread cannot be interrupted:
-        # leave at once.
-        if not app.loaded:
+        if workers:
+            from ..executors import stop_workers
+
+            stop_workers()
+        if workers or not app.loaded:
             print("profview: interrupted", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(app.return_code if app.return_code is not None else (code or 130))
+        os._exit(130 if workers else (app.return_code if app.return_code is not None else (code or 130)))
     return app.return_code or code or 0
 
 
 
 
-__all__ = ["ProfviewApp", "run"]
+__all__ = ["ProfviewApp", "finish_run", "run"]

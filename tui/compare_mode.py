@@ -8,7 +8,6 @@ drill-down hand over to these methods when a compare screen is on.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,20 +110,11 @@ def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern
                 **options: Any) -> int:
     """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
     ``tolerance_pct`` (see :func:`profview.comparison.load_comparison`)."""
-    from .app import ProfviewApp
+    from .app import ProfviewApp, finish_run
 
     for path in (before, after):
         if not Path(path).exists():
             print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
             return 2
     app = ProfviewApp(before, no_cache=no_cache, comm_pattern=comm_pattern, compare={"after": after, **options})
-    code = app.run()
-    if app.error:
-        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.load_thread is not None and app.load_thread.is_alive():
-        if not app.loaded:
-            print("profview: interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(app.return_code if app.return_code is not None else (code or 130))
-    return app.return_code or code or 0
+    return finish_run(app, app.run())

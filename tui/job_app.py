@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 
 from textual import events
@@ -12,7 +10,7 @@ from ..errors import ProfviewError
 from ..executors import Progress
 from ..job import Job
 from ..sanitize import clean
-from .app import ProfviewApp, prepare
+from .app import ProfviewApp, finish_run, prepare
 from .drilldown import DrillScreen
 from .job_screen import JobScreen, rank_of
 from .keymap import user_keymap
@@ -141,15 +139,4 @@ def run_job(job: Job | Callable[[Progress], Job], label: str = "job") -> int:
     finally:
         if app.job is not None and app.job is not job:
             app.job.close()
-    if app.error:
-        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.load_thread is not None and app.load_thread.is_alive():
-        # Quitting while the ranks are summarised: stop the workers and leave at once.
-        from ..executors import stop_workers
-
-        stop_workers()
-        print("profview: interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
-    return app.return_code or code or 0
+    return finish_run(app, code, workers=True)  # quitting while ranks are summarised stops the workers

@@ -8,8 +8,6 @@ table on screen as everywhere.  Rows have no drill-down: a rank's views are one 
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 
 import polars as pl
@@ -23,7 +21,7 @@ from ..analysis.diff import GLYPHS
 from ..executors import Progress
 from ..job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ..sanitize import clean
-from .app import ProfviewApp
+from .app import ProfviewApp, finish_run
 from .compare_screen import CompareView
 from .filter_bar import FilterBar
 from .keymap import bindings, user_keymap
@@ -161,14 +159,4 @@ def run_job_compare(opener: Callable[[Progress], JobComparison], label: str) -> 
     finally:
         if app.job_comparison is not None:
             app.job_comparison.close()
-    if app.error:
-        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.load_thread is not None and app.load_thread.is_alive():
-        from ..executors import stop_workers
-
-        stop_workers()
-        print("profview: interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
-    return app.return_code or code or 0
+    return finish_run(app, code, workers=True)
