@@ -34,8 +34,8 @@ from .parsers.source import BASE_MEMORY, check_memory
 #: 5: collective-argument columns in the events frame, per-rank job summaries;
 #: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
 #: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
-#: 9: the modules view's forward/backward split and optimizer rows).
-CACHE_FORMAT = 9
+#: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model).
+CACHE_FORMAT = 10
 EVENTS_FILE = "events.arrow"
 META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
@@ -43,6 +43,11 @@ VIEWS_PREFIX = "views-"
 #: The JSON document of a views folder (the overview and the model's time origin).
 FACTS_FILE = "facts.json"
 MAX_ENTRIES = 20
+#: The linked model (host events with their call tree, GPU work with its launching operator):
+#: a drill-down on a re-opened trace reads these instead of linking the events again (issue 13).
+MODEL_HOST_FILE = "model-host.arrow"
+MODEL_GPU_FILE = "model-gpu.arrow"
+MODEL_FACTS_FILE = "model.json"
 #: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
 EVENTS_MEMORY_FACTOR = 3.6
 #: A staging folder older than this was left by a killed process and is swept.
@@ -66,6 +71,18 @@ class CachedTrace:
         stored = self.entry / EVENTS_FILE
         check_memory(self.path or str(stored), int(stored.stat().st_size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
         return pl.read_ipc(stored)
+
+    def model_frames(self) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float]] | None:
+        """The stored model (host frame, GPU frame, span), or None when absent or unreadable."""
+        try:
+            facts = orjson.loads((self.entry / MODEL_FACTS_FILE).read_bytes())
+            stored = [self.entry / MODEL_HOST_FILE, self.entry / MODEL_GPU_FILE]
+            size = sum(path.stat().st_size for path in stored)
+            check_memory(self.path or str(stored[0]), int(size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
+            host, gpu = (pl.read_ipc(path) for path in stored)
+            return host, gpu, (float(facts["span"][0]), float(facts["span"][1]))
+        except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
+            return None
 
     def views(self, settings: dict[str, Any]) -> SavedViews:
         """The views saved for ``settings`` (maybe none yet)."""
@@ -172,6 +189,22 @@ def store_views(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFr
         if facts:
             merged = SavedViews(folder).facts() | facts
             _write_atomically(folder / FACTS_FILE, lambda fh: fh.write(orjson.dumps(merged, default=str)))
+    except (OSError, TypeError, pl.exceptions.PolarsError):
+        return
+
+
+def store_model(path: str, host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[float, float]) -> None:
+    """Add the linked model of ``path`` to its entry (if it has one); silent on failure.
+
+    The facts file is written last: a model counts as stored only once all three files are there.
+    """
+    try:
+        entry = cache_root() / _key(_identity(path))
+        if not (entry / META_FILE).is_file() or (entry / MODEL_FACTS_FILE).is_file():
+            return
+        for name, frame in ((MODEL_HOST_FILE, host), (MODEL_GPU_FILE, gpu)):
+            _write_atomically(entry / name, lambda fh, f=frame: f.write_ipc(fh, compression="zstd"))
+        _write_atomically(entry / MODEL_FACTS_FILE, lambda fh: fh.write(orjson.dumps({"span": list(span)})))
     except (OSError, TypeError, pl.exceptions.PolarsError):
         return
 

@@ -147,9 +147,16 @@ def open_viewer(
         opener = partial(open_job, path, workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache)
         label = path[0] if len(path) == 1 else f"{path[0]} (+{len(path) - 1} more)"
         raise typer.Exit(run_job(lambda progress: opener(progress=progress), label))
+    trace = _single(path)
+    pending = None
+    if os.path.isfile(trace):  # the parse starts now and overlaps the viewer's imports (issue 13)
+        from .background_load import BackgroundLoad
+
+        pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
     from .tui.app import run as run_viewer
 
-    raise typer.Exit(run_viewer(_single(path), no_cache=no_cache, run=run, comm_pattern=comm_pattern))
+    code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -220,7 +227,7 @@ def export(
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     from .export import export_format, write_table
-    from .views import refine, view_frame
+    from .views import DRILL_VIEWS, refine, view_frame
 
     export_format(out)
     if _is_job(path):
@@ -254,7 +261,7 @@ def export(
         raise _stdout_closed() from None
     from .loading import remember_views
 
-    remember_views(profile)
+    remember_views(profile, model=view in DRILL_VIEWS)  # a drill-down re-uses the linked model
     if written != "-":
         typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -12,6 +13,9 @@ from .errors import ProfviewError
 from .parsers.schema import EVENT_SCHEMA
 from .parsers.source import BASE_MEMORY, check_memory
 from .trace_profile import Profile
+
+if TYPE_CHECKING:
+    from .analysis.model import TraceModel
 
 TRACE_FORMAT = "Chrome trace"
 
@@ -42,6 +46,7 @@ def load(
                 path=name,
                 events_source=partial(_cached_events, hit, name),
                 saved=hit.views(settings),
+                saved_model=partial(_cached_model, hit),
                 settings=settings,
                 cacheable=True,
                 **hit.fields,
@@ -74,12 +79,31 @@ def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
         return profile.events
 
 
-def remember_views(profile: Profile) -> None:
-    """Save the views ``profile`` computed in this process beside its cached events."""
+def _cached_model(hit: cache.CachedTrace) -> TraceModel | None:
+    """The linked model stored in a cache entry, or None (then it is built from the events)."""
+    stored = hit.model_frames()
+    if stored is None:
+        return None
+    from .analysis.model import model_from_frames
+
+    return model_from_frames(*stored)
+
+
+def remember_views(profile: Profile, *, model: bool = False) -> None:
+    """Save the views ``profile`` computed in this process beside its cached events.
+
+    ``model``: also the linked model, if it was built here (the viewer and drill-down exports ask
+    for it: a later drill-down then skips linking; a plain export does not pay for writing it).
+    """
     if profile.cacheable and (profile.fresh or profile.fresh_facts):
         cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
         profile.fresh.clear()
         profile.fresh_facts.clear()
+    if model and profile.cacheable and "model" in vars(profile) and not profile._facts.get("model_stored"):
+        from .analysis.model import model_frames
+
+        cache.store_model(profile.path, *model_frames(profile.model))
+        profile._facts["model_stored"] = True
 
 
 #: Peak memory of the tables per byte of the events frame (measured: 808 MB for a 223 MB frame of

@@ -59,6 +59,8 @@ class Profile:
     event_count: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     saved: SavedViews | None = None
+    #: Reads the linked model stored by an earlier run (None: none stored, build it from the events).
+    saved_model: Callable[[], TraceModel | None] | None = field(default=None, repr=False)
     cacheable: bool = False
     #: Views computed in this process (not read from ``saved``), and facts about them.
     fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
@@ -81,7 +83,12 @@ class Profile:
 
     @cached_property
     def model(self) -> TraceModel:
-        """The linked trace model (traces only)."""
+        """The linked trace model (traces only): the stored one of a re-opened trace, else built."""
+        if self.saved_model is not None:
+            model = self.saved_model()
+            if model is not None:
+                self._facts["model_stored"] = True
+                return model
         if self.events is None:
             raise ProfviewError(self.path, f"{self.format} has no trace events")
         from .analysis.model import build_model

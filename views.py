@@ -12,6 +12,8 @@ from .trace_profile import Profile
 VIEW_NAMES = ("kernels", "ops", "steps", "launches")
 #: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
 VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
+#: Views that walk the linked model (drill-downs): their export stores the model in the cache.
+DRILL_VIEWS = ("launches",)
 
 
 def view_frame(

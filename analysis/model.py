@@ -115,6 +115,23 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
     return TraceModel(host, gpu, tree, float(span[0] or 0.0), float(span[1] or 0.0))
 
 
+#: Columns that carry the call tree when a model is stored as frames (see :func:`model_frames`).
+TREE_COLUMNS = ("tree_parent", "tree_op_parent", "tree_subtree_end")
+
+
+def model_frames(model: TraceModel) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float]]:
+    """A model as plain frames (the host frame carries its call tree in :data:`TREE_COLUMNS`)."""
+    tree = (model.tree.parent, model.tree.op_parent, model.tree.subtree_end)
+    host = model.host.with_columns(pl.Series(name, links) for name, links in zip(TREE_COLUMNS, tree, strict=True))
+    return host, model.gpu, (model.span_start, model.span_end)
+
+
+def model_from_frames(host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[float, float]) -> TraceModel:
+    """The model :func:`model_frames` took apart (a cached model: no sorting or nesting again)."""
+    links = [host[name].to_numpy() for name in TREE_COLUMNS]
+    return TraceModel(host.drop(TREE_COLUMNS), gpu, CallTree(*links), float(span[0]), float(span[1]))
+
+
 def _nest(host: pl.DataFrame) -> tuple[pl.DataFrame, CallTree]:
     """Number the host events (sorted by layer, nesting thread, ts, -dur) and nest them."""
     host = host.with_columns(
@@ -196,25 +213,6 @@ def python_stacks_at(model: TraceModel, rows: list[int]) -> list[list[int]]:
     The innermost frame of a row is the latest-starting frame of its thread that started at or
     before it (the shortest of equal starts); frames that ended before it are climbed past.
     """
-    if not rows:
-        return []
-    host = model.host
-    frames = host.filter(pl.col("is_python")).select("pid", "tid", "ts", pl.col("row").alias("frame"))
-    if frames.height == 0:
-        return [[] for _ in rows]
-    queries = host[rows].select("pid", "tid", "ts").with_columns(pl.int_range(pl.len()).alias("query"))
-    found = (
-        queries.sort("ts")
-        .join_asof(
-            frames.sort("ts", maintain_order=True),
-            on="ts",
-            by=["pid", "tid"],
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .sort("query")
-    )
-    ends = host["end"].to_numpy()
     parent = model.tree.parent
     chains: dict[int, list[int]] = {-1: []}
 
@@ -230,13 +228,42 @@ def python_stacks_at(model: TraceModel, rows: list[int]) -> list[list[int]]:
             chains[item] = stack
         return stack
 
-    stacks = []
+    return [chain(node) for node in innermost_frames(model, rows)]
+
+
+def innermost_frames(model: TraceModel, rows: list[int]) -> list[int]:
+    """Per host row, the innermost Python frame enclosing it on its thread (-1: none); one as-of join.
+
+    The innermost frame of a row is the latest-starting frame of its thread that started at or
+    before it (the shortest of equal starts); frames that ended before it are climbed past.
+    """
+    if not rows:
+        return []
+    host = model.host
+    frames = host.filter(pl.col("is_python")).select("pid", "tid", "ts", pl.col("row").alias("frame"))
+    if frames.height == 0:
+        return [-1] * len(rows)
+    queries = host[rows].select("pid", "tid", "ts").with_columns(pl.int_range(pl.len()).alias("query"))
+    found = (
+        queries.sort("ts")
+        .join_asof(
+            frames.sort("ts", maintain_order=True),
+            on="ts",
+            by=["pid", "tid"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .sort("query")
+    )
+    ends = host["end"].to_numpy()
+    parent = model.tree.parent
+    innermost = []
     for frame, ts in zip(found["frame"].to_list(), found["ts"].to_list(), strict=True):
         node = -1 if frame is None else int(frame)
         while node >= 0 and ends[node] < ts:
             node = int(parent[node])
-        stacks.append(chain(node))
-    return stacks
+        innermost.append(node)
+    return innermost
 
 
 def step_windows(model: TraceModel) -> pl.DataFrame:

@@ -193,11 +193,13 @@ def bench_scaled(out: Path, sizes: list[int], styles: list[str], folder: Path) -
 VIEWER_PROBE = """
 import asyncio, sys, time
 start = time.perf_counter()
+from profview.background_load import BackgroundLoad
+pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does: the parse overlaps the imports
 from profview.tui.app import ProfviewApp
 from profview.tui.main_screen import MainScreen
 
 async def main():
-    app = ProfviewApp(sys.argv[1])
+    app = ProfviewApp(sys.argv[1], pending=pending)
     async with app.run_test(size=(120, 40)) as pilot:
         while not isinstance(app.screen, MainScreen):
             await pilot.pause(0.01)

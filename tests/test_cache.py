@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import sample
 
@@ -108,3 +109,40 @@ def test_events_damaged_after_lookup_are_parsed_again(trace: Path) -> None:
     (entry / cache.EVENTS_FILE).write_bytes(b"not arrow")
     assert again.events is not None
     assert again.events.height == profview.load(trace, use_cache=False).events.height
+
+
+def test_stored_model_is_the_built_one_and_drill_downs_agree(trace: Path) -> None:
+    """Issue 13: the linked model is stored beside the events; a re-open's drill-downs read it
+    (no events, no linking) and give the frames a fresh parse gives; a damaged model is rebuilt."""
+    import numpy as np
+
+    first = profview.load(trace)
+    built = first.model
+    remember_views(first, model=True)
+    again = profview.load(trace)
+    stored = again.model
+    assert "events" not in again.__dict__  # read from the stored model, not linked from the events
+    assert stored.host.equals(built.host) and stored.gpu.equals(built.gpu)
+    for links in ("parent", "op_parent", "subtree_end"):
+        assert np.array_equal(getattr(stored.tree, links), getattr(built.tree, links))
+    assert (stored.span_start, stored.span_end) == (built.span_start, built.span_end)
+    fresh = profview.load(trace, use_cache=False)
+    kernel = fresh.kernels()["name"][0]
+    op = fresh.ops().filter(pl.col("kind") == "cpu_op")["name"][0]
+    assert again.kernel_launches(kernel).equals(fresh.kernel_launches(kernel))
+    assert again.launches(op).equals(fresh.launches(op))
+    # The launches of the kernel sum to its calls in the kernel table (counted from GPU events).
+    assert again.kernel_launches(kernel)["calls"].sum() == fresh.kernels()["calls"][0]
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    (entry / cache.MODEL_HOST_FILE).write_bytes(b"not arrow")
+    damaged = profview.load(trace)
+    assert damaged.kernel_launches(kernel).equals(fresh.kernel_launches(kernel))
+    assert "events" in damaged.__dict__  # rebuilt from the events
+
+
+def test_plain_exports_do_not_store_the_model(trace: Path) -> None:
+    first = profview.load(trace)
+    first.ops()
+    remember_views(first)
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    assert not (entry / cache.MODEL_FACTS_FILE).exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import loaded, sample, viewer
+from conftest import loaded, raw_events, sample, viewer
 from test_tui import screen_text, type_text, wait_loaded
 from textual.app import App
 
@@ -350,7 +350,18 @@ async def test_a_large_trace_opens_on_its_kernels_while_the_model_is_built(monke
     app = viewer(name)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot, app)
-        assert app.screen.pane == "kernels" and not app.linked
+        # The first screen is the early Overview: the top kernel (by total, from the raw events) and
+        # the kernel launches, counted here from the raw events.
+        assert app.screen.pane == "overview" and not app.linked
+        events = raw_events(RESNET)
+        totals: dict[str, float] = {}
+        for e in events:
+            if e.get("cat") == "kernel" and e.get("ph") == "X":
+                totals[e["name"]] = totals.get(e["name"], 0.0) + e["dur"]
+        text = screen_text(app)
+        assert "linking GPU work" in text and f"{sum(1 for e in events if e.get('cat') == 'kernel'):,} kernel" in text
+        assert max(totals, key=totals.__getitem__)[:20] in text
+        await pilot.press("2")
         assert app.screen.active_frame_view().displayed.height == loaded(name).kernels().height
         await pilot.press("enter")  # a drill-down needs the model: it waits
         assert isinstance(app.screen, MainScreen)

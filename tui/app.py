@@ -37,6 +37,7 @@ from .navigation import Navigation
 from .table_view import FrameView
 
 if TYPE_CHECKING:
+    from ..background_load import BackgroundLoad
     from ..comparison import Comparison
 
 
@@ -57,11 +58,14 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         profile: Profile | None = None,
         comm_pattern: str | None = None,
         compare: dict[str, Any] | None = None,
+        pending: BackgroundLoad | None = None,
     ) -> None:
         """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
         ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
-        is BEFORE and this holds ``after`` and the :func:`profview.comparison.load_comparison` options."""
+        is BEFORE and this holds ``after`` and the :func:`profview.comparison.load_comparison` options;
+        ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
         super().__init__()
+        self.pending = pending
         self.compare = compare
         self.comparison: Comparison | None = None
         self.path = path
@@ -109,6 +113,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         try:
             self.post_message(LoadPhase("reading and parsing"))
             preloaded, self.preloaded = self.preloaded, None  # "r" (next run) reads the file again
+            pending, self.pending = self.pending, None
+            if preloaded is None and pending is not None:
+                preloaded = pending.result()
             profile = preloaded or load(
                 self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
             )
@@ -358,7 +365,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
 
 #: From this many events a trace opens on its kernel table while the model is built behind it.
-LARGE_TRACE_EVENTS = 1_500_000
+#: From this many events a trace shows its first screen (the early Overview, Kernels) before the
+#: model is linked (about 0.1 s of linking per 100,000 events on one core; issue 13).
+LARGE_TRACE_EVENTS = 100_000
 
 
 def is_large(profile: Profile) -> bool:
@@ -381,15 +390,25 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
                 getattr(profile, view)()
     from ..loading import remember_views
 
-    remember_views(profile)  # the next open reads these instead of linking the events again
+    remember_views(profile, model=True)  # the next open reads these instead of linking the events again
 
 
-def run(path: str, *, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> int:
-    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input)."""
+def run(
+    path: str,
+    *,
+    no_cache: bool = False,
+    run: str | None = None,
+    comm_pattern: str | None = None,
+    pending: BackgroundLoad | None = None,
+) -> int:
+    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input).
+
+    ``pending``: the load of ``path`` with these options, already started (see
+    :mod:`profview.background_load`)."""
     if not Path(path).exists():
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
-    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern)
+    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
     return finish_run(app, app.run())
 
 

@@ -33,7 +33,7 @@ class MainScreen(Screen):
         super().__init__()
         self.profile = profile
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
-        self.pane = "overview" if linked else "kernels"
+        self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
         self.by_shape = {"kernels": False, "ops": False}
 
@@ -42,7 +42,12 @@ class MainScreen(Screen):
         yield Static(id="context")
         with ContentSwitcher(initial=self.pane, id="panes"):
             for pane in PANES:
-                yield self.pane_widget(pane) if self.linked or pane == "kernels" else self.waiting(pane)
+                if self.linked or pane == "kernels":
+                    yield self.pane_widget(pane)
+                elif pane == "overview":
+                    yield OverviewView(self.profile, id="overview", early=True)
+                else:
+                    yield self.waiting(pane)
         yield FilterBar()
         yield Footer()
 
@@ -71,12 +76,12 @@ class MainScreen(Screen):
         try:
             switcher = self.query_one(ContentSwitcher)
             kernels = self.query_one("#kernels")
+            self.query_one("#overview", OverviewView).complete()  # kept in place: it may be on screen
             later = [pane for pane in PANES if pane not in ("overview", "kernels")]
-            await self.query(", ".join(f"#{pane}" for pane in ["overview", *later])).remove()
-            views = {pane: self.pane_widget(pane) for pane in ["overview", *later]}
+            await self.query(", ".join(f"#{pane}" for pane in later)).remove()
+            views = {pane: self.pane_widget(pane) for pane in later}
             for pane, widget in views.items():
                 widget.display = pane == self.pane  # as the switcher shows its children
-            await switcher.mount(views["overview"], before=kernels)
             await switcher.mount_all([views[pane] for pane in later], after=kernels)
         except NoMatches:  # the viewer is closing: nothing left to fill
             return
@@ -134,7 +139,10 @@ class MainScreen(Screen):
             widget.focus()
 
     def active_frame_view(self) -> FrameView | None:
-        widget = self.query_one(f"#{self.pane}")
+        try:
+            widget = self.query_one(f"#{self.pane}")
+        except NoMatches:  # the pane is being replaced (link)
+            return None
         if isinstance(widget, (MemoryView, ModulesView)):  # a pane with a table inside
             return widget.query_one(FrameView)
         return widget if isinstance(widget, FrameView) else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -101,17 +102,45 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
     return Group(*parts)
 
 
+def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
+    """The Overview of a large trace while its model is built: what the kernel table alone tells.
+
+    The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
+    devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
+    """
+    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+    for warning in profile.warnings:
+        parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
+    kernels = profile.kernels()
+    totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
+    parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
+                      f"kernel time {fmt_us(totals[1] or 0.0)}"))
+    parts.append(Text("linking GPU work to operators and steps… (Kernels is ready: 2)", style="italic"))
+    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(TOP).iter_rows(named=True)]
+    parts.append(Text(""))
+    parts.append(_top_table("Top kernels", rows, ("kernel", "total", "share")))
+    return Group(*parts)
+
+
 class OverviewView(VerticalScroll):
-    """The Overview pane."""
+    """The Overview pane (``early``: the kernel-only Overview shown while a large trace links)."""
 
     can_focus = True
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, early: bool = False) -> None:
         super().__init__(id=id)
         self.profile = profile
+        self.early = early
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="overview-body")
 
+    def complete(self) -> None:
+        """The model is linked: show the whole Overview."""
+        self.early = False
+        if self.is_attached:
+            self.on_resize()
+
     def on_resize(self) -> None:
-        self.query_one("#overview-body", Static).update(overview_renderable(self.profile, self.size.width))
+        render = early_overview_renderable if self.early else overview_renderable
+        self.query_one("#overview-body", Static).update(render(self.profile, self.size.width))
