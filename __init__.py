@@ -8,13 +8,11 @@ __version__ = "0.1.0"
 # imports this file as a plain module when the checkout's folder name is no Python identifier.
 from typing import Any
 
-from profview.loading import load as _load_one
-from profview.trace_profile import Profile
-
 #: Names served on first use (module ``__getattr__``): a CLI run that opens one trace does not
 #: pay for importing the job and diff machinery (the cached re-open is measured against
-#: ``import polars``).
+#: ``import polars``), and the CLI starts reading a trace before Polars is imported at all.
 _LAZY = {"Comparison": "profview.comparison", "load_comparison": "profview.comparison", "Job": "profview.job"}
+_LAZY |= {"Profile": "profview.trace_profile"}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +34,7 @@ def load(path, **options):  # type: ignore[no-untyped-def]
 
     from profview.job import open_job
     from profview.job_inputs import is_job
+    from profview.loading import load as _load_one
 
     names = [fspath(p) for p in path] if isinstance(path, (list, tuple)) else [fspath(path)]
     if is_job(names):

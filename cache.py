@@ -14,7 +14,6 @@ atomically.  A re-open reads only the views it shows; the events are read when a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -26,18 +25,12 @@ from typing import Any
 import orjson
 import polars as pl
 
-from . import __version__
+from .cache_keys import META_FILE, cache_root
+from .cache_keys import identity as _identity
+from .cache_keys import key as _key
 from .parsers.source import BASE_MEMORY, check_memory
 
-#: Bump when the events frame or a saved view changes, to ignore entries written by older code
-#: (4: the overview's rank and communication figures, steps counting CPU collectives;
-#: 5: collective-argument columns in the events frame, per-rank job summaries;
-#: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
-#: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
-#: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model).
-CACHE_FORMAT = 10
 EVENTS_FILE = "events.arrow"
-META_FILE = "meta.json"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
 VIEWS_PREFIX = "views-"
 #: The JSON document of a views folder (the overview and the model's time origin).
@@ -109,35 +102,6 @@ class SavedViews:
         except (OSError, orjson.JSONDecodeError):
             return {}
         return facts if isinstance(facts, dict) else {}
-
-
-def cache_root() -> Path:
-    """The folder holding cache entries."""
-    override = os.environ.get("PROFVIEW_CACHE_DIR")
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("profview")) / "traces"
-
-
-def _identity(path: str) -> dict[str, Any]:
-    stat = os.stat(path)
-    return {
-        "path": os.path.abspath(path),
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        # What no copy tool or `touch -r` restores: a trace rewritten in place with its size and
-        # modification time kept still gets a new change time (and a copied one a new inode).
-        "ctime_ns": stat.st_ctime_ns,
-        "inode": stat.st_ino,
-        "version": __version__,
-        "format": CACHE_FORMAT,
-    }
-
-
-def _key(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(identity, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
 def lookup(path: str, schema: dict[str, pl.DataType]) -> CachedTrace | None:

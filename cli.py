@@ -95,6 +95,14 @@ def _single(paths: list[str]) -> str:
     return paths[0]
 
 
+def _start_reading(paths: list[str], no_cache: bool) -> None:
+    """One trace to parse: start reading it now, while Polars imports (see :mod:`profview.prefetch`)."""
+    if len(paths) == 1 and not _is_job(paths):
+        from .prefetch import start
+
+        start(paths[0], use_cache=not no_cache)
+
+
 def _is_job(paths: list[str]) -> bool:
     from .job_inputs import is_job
 
@@ -138,6 +146,7 @@ def open_viewer(
     dask: DaskOption = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
+    _start_reading(path, no_cache)
     if _is_job(path):
         from functools import partial
 
@@ -170,6 +179,7 @@ def summary(
     dask: DaskOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
+    _start_reading(path, no_cache)
     from .loading import remember_views
     from .summary import print_summary
 
@@ -226,6 +236,7 @@ def export(
     dask: DaskOption = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
+    _start_reading(path, no_cache)
     from .export import export_format, write_table
     from .views import DRILL_VIEWS, refine, view_frame
 

@@ -121,8 +121,9 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         normalise_paddle_names,
     )
     from .parsers.source import read_source
+    from .prefetch import take
 
-    source = read_source(name)
+    source = take(name) or read_source(name)  # the CLI may have started reading it (prefetch)
     head = bytes(source.data[:65536])
     if looks_like_chrome_trace(head):
         trace = parse_chrome_trace(source.release(), source.path)

@@ -213,6 +213,7 @@ def test_proc_files_are_read_not_called_empty(capsys) -> None:  # type: ignore[n
 LIMITED_RUN = """
 import resource, sys
 import profview.cli
+import profview.loading  # Polars loaded, as a run has it when it reads (profview.cli alone does not)
 def vm_size():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):

@@ -151,3 +151,20 @@ def test_numbers_are_read_whatever_the_host_program_set_as_lc_numeric(tmp_path: 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [repr(1.2345678901234567891), repr(2.5e-3)]
+
+
+def test_gzip_members_are_all_read_and_trailing_zeros_ignored(tmp_path: Path) -> None:
+    """``cat a.gz b.gz`` (and zero padding after it) decompresses to what gzip.decompress gives."""
+    import gzip
+
+    from conftest import sample
+
+    from profview.loading import load
+
+    data = gzip.decompress(sample("ddp_nccl_streams.pt.trace.json.gz").read_bytes())
+    half = len(data) // 2
+    target = tmp_path / "two_members.json.gz"
+    target.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]) + b"\0" * 512)
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(data)
+    assert load(target, use_cache=False).events.equals(load(plain, use_cache=False).events)

@@ -124,9 +124,11 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
                 profile.kernels()
                 self.post_message(ProfileLoaded(profile, linked=False))
                 prepare(profile, lambda _phase: None)
-                outcome.append(ProfileLinked())
+                self.post_message(ProfileLinked())
+                remember(profile)  # after the views are on screen: writing the cache is nobody's wait
                 return
             prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
+            remember(profile)
         except ProfviewError as exc:
             outcome.append(LoadFailed(str(exc)))
         except MemoryError:
@@ -388,9 +390,13 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
         for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
             with contextlib.suppress(ProfviewError):  # the pane says why
                 getattr(profile, view)()
+
+
+def remember(profile: Profile) -> None:
+    """Save the views and the linked model: the next open reads them instead of linking again."""
     from ..loading import remember_views
 
-    remember_views(profile, model=True)  # the next open reads these instead of linking the events again
+    remember_views(profile, model=True)
 
 
 def run(

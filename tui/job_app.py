@@ -10,7 +10,7 @@ from ..errors import ProfviewError
 from ..executors import Progress
 from ..job import Job
 from ..sanitize import clean
-from .app import ProfviewApp, finish_run, prepare
+from .app import ProfviewApp, finish_run, prepare, remember
 from .drilldown import DrillScreen
 from .job_screen import JobScreen, rank_of
 from .keymap import user_keymap
@@ -78,6 +78,7 @@ class JobApp(OpensOnThread, ProfviewApp):
         try:
             profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
             prepare(profile, lambda _phase: None)
+            remember(profile)
         except ProfviewError as exc:
             self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
             return

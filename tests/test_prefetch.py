@@ -1,0 +1,71 @@
+"""The CLI reads a trace while the libraries import (profview.prefetch): same answers, or none."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import raw_events, sample
+
+from profview import prefetch
+from profview.errors import ProfviewError
+from profview.loading import load
+
+DDP = "ddp_nccl_streams.pt.trace.json.gz"
+
+
+@pytest.fixture
+def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "t.json.gz"
+    shutil.copy(sample(DDP), target)
+    return target
+
+
+def test_a_prefetched_read_is_the_read(trace: Path) -> None:
+    """The bytes taken are the file's, decompressed (gzip.decompress is the witness), and the load
+    from them counts the kernels the raw events hold."""
+    prefetch.start(str(trace))
+    source = prefetch.take(str(trace))
+    assert source is not None and bytes(source.data) == gzip.decompress(trace.read_bytes())
+    assert source.path == str(trace)
+    assert prefetch.take(str(trace)) is None  # taken once
+    prefetch.start(str(trace))
+    kernels = load(trace).kernels()
+    assert kernels["calls"].sum() == sum(1 for e in raw_events(DDP) if e.get("cat") == "kernel")
+    assert prefetch._reads == {}  # the load took it
+
+
+def test_a_cached_trace_is_not_read(trace: Path) -> None:
+    load(trace).kernels()  # fills the cache
+    prefetch.start(str(trace))
+    assert prefetch._reads == {}
+    prefetch.start(str(trace), use_cache=False)  # --no-cache: it will be parsed
+    assert prefetch.take(str(trace)) is not None
+
+
+def test_a_file_changed_after_the_read_is_read_again(trace: Path) -> None:
+    prefetch.start(str(trace), use_cache=False)
+    prefetch._reads[str(trace.resolve())].thread.join()
+    shutil.copy(sample("hta_mi250_rocm_minitoy.json.gz"), trace)
+    assert prefetch.take(str(trace)) is None
+    assert load(trace, use_cache=False).kernels()["calls"].sum() == 14  # the ROCm trace's kernels
+
+
+def test_a_bad_file_fails_with_the_same_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"\x00" * 50)
+    with pytest.raises(ProfviewError) as direct:
+        load(bad, use_cache=False)
+    prefetch.start(str(bad), use_cache=False)
+    with pytest.raises(ProfviewError) as prefetched:
+        load(bad, use_cache=False)
+    assert str(prefetched.value) == str(direct.value)
+
+
+def test_a_directory_or_pipe_is_not_read(tmp_path: Path) -> None:
+    prefetch.start(str(tmp_path))
+    prefetch.start(str(tmp_path / "absent.json"))
+    assert prefetch._reads == {}
