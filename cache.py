@@ -65,14 +65,18 @@ class CachedTrace:
         check_memory(self.path or str(stored), int(stored.stat().st_size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
         return pl.read_ipc(stored)
 
-    def model_frames(self) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float]] | None:
-        """The stored model (host frame, GPU frame, span), or None when absent or unreadable."""
+    def model_frames(
+        self, columns: tuple[list[str], list[str]] | None = None
+    ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float]] | None:
+        """The stored model (host frame, GPU frame, span), or None when absent or unreadable;
+        ``columns``: only these (host, GPU) columns (a drill-down needs a few of them)."""
         try:
             facts = orjson.loads((self.entry / MODEL_FACTS_FILE).read_bytes())
             stored = [self.entry / MODEL_HOST_FILE, self.entry / MODEL_GPU_FILE]
             size = sum(path.stat().st_size for path in stored)
             check_memory(self.path or str(stored[0]), int(size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
-            host, gpu = (pl.read_ipc(path) for path in stored)
+            picks = columns or (None, None)
+            host, gpu = (pl.read_ipc(path, columns=pick) for path, pick in zip(stored, picks, strict=True))
             return host, gpu, (float(facts["span"][0]), float(facts["span"][1]))
         except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
             return None

@@ -79,13 +79,16 @@ def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
         return profile.events
 
 
-def _cached_model(hit: cache.CachedTrace) -> TraceModel | None:
-    """The linked model stored in a cache entry, or None (then it is built from the events)."""
-    stored = hit.model_frames()
+def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] | None = None) -> TraceModel | None:
+    """The linked model stored in a cache entry (``columns``: only these host and GPU columns, the
+    call tree always), or None (then it is built from the events)."""
+    from .analysis.model import TREE_COLUMNS, model_from_frames
+
+    if columns is not None:
+        columns = ([*columns[0], *TREE_COLUMNS], list(columns[1]))
+    stored = hit.model_frames(columns)
     if stored is None:
         return None
-    from .analysis.model import model_from_frames
-
     return model_from_frames(*stored)
 
 

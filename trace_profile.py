@@ -59,14 +59,16 @@ class Profile:
     event_count: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     saved: SavedViews | None = None
-    #: Reads the linked model stored by an earlier run (None: none stored, build it from the events).
-    saved_model: Callable[[], TraceModel | None] | None = field(default=None, repr=False)
+    #: Reads the linked model stored by an earlier run (None: none stored, build it from the events);
+    #: given (host columns, GPU columns), only those (and the call tree).
+    saved_model: Callable[..., TraceModel | None] | None = field(default=None, repr=False)
     cacheable: bool = False
     #: Views computed in this process (not read from ``saved``), and facts about them.
     fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     fresh_facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _views: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    _partial_models: dict[tuple[tuple[str, ...], tuple[str, ...]], TraceModel] = field(default_factory=dict, repr=False)
     _communication: dict[str | None, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # -- derived ---------------------------------------------------------------------------
@@ -94,6 +96,16 @@ class Profile:
         from .analysis.model import build_model
 
         return build_model(self.events, self.gpu)
+
+    def model_with(self, host: tuple[str, ...], gpu: tuple[str, ...]) -> TraceModel:
+        """The model, or of a re-opened trace only these host and GPU columns of the stored one
+        (a drill-down from the CLI reads a few columns instead of the whole model)."""
+        if "model" in vars(self) or self.saved_model is None:
+            return self.model
+        key = (host, gpu)
+        if key not in self._partial_models:
+            self._partial_models[key] = self.saved_model((list(host), list(gpu))) or self.model
+        return self._partial_models[key]
 
     @cached_property
     def gpu(self) -> pl.DataFrame:
@@ -236,9 +248,9 @@ class Profile:
         """The operator chains and Python stacks that launched kernel ``kernel``."""
         given = self._require("launches")
         if given is None:
-            from .analysis.launches import kernel_launches
+            from .analysis.launches import KERNEL_LAUNCH_GPU_COLUMNS, KERNEL_LAUNCH_HOST_COLUMNS, kernel_launches
 
-            return kernel_launches(self.model, kernel)
+            return kernel_launches(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS), kernel)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
         frame = rows.select(
             "op",

@@ -68,6 +68,11 @@ def launch_table(launched: pl.DataFrame) -> pl.DataFrame:
     return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
 
 
+#: The columns of the model :func:`kernel_launches` reads (a cached model is read with these only).
+KERNEL_LAUNCH_HOST_COLUMNS = ("name", "call_stack", "is_python", "pid", "tid", "ts", "end", "row")
+KERNEL_LAUNCH_GPU_COLUMNS = ("name", "op_row", "dur")
+
+
 def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
     """Where the GPU events named ``kernel_name`` came from: one row per launching path.
 
@@ -103,9 +108,10 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
 def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:
     """(op, op chain, python stack) for each launching operator row (None: unattributed).
 
-    Only the rows on these paths are read from the host frame (a decode trace has thousands of
-    launching rows among millions of host events); the chains are joined once per row, each from
-    its parent's (issue 13: the drill-down within 2x of the kernel listing).
+    A decode loop launches from thousands of rows that repeat a few paths, so each row's chain
+    of operators and of Python frames is first reduced to a path number (a trie of (name,
+    parent path)), and text is made once per distinct path.  Only the rows on these paths are
+    read from the host frame (issue 13: the drill-down within 2x of the kernel listing).
     """
     parent = model.tree.parent
     known = sorted({row for row in op_rows if row is not None})
@@ -117,43 +123,56 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
             up[node] = node = int(parent[node])
     rows = list(up)
     on_paths = model.host.select(pl.col("name").gather(rows), pl.col("call_stack").gather(rows))
-    names = dict(zip(rows, on_paths.select(display_name(pl.col("name")))["name"].to_list(), strict=True))
+    shown = on_paths.select(display_name(pl.col("name")).alias("name"))["name"]
+    names = shown.unique().sort().to_list()  # the dense ranks below number these
+    name_code = dict(zip(rows, (shown.rank("dense") - 1).to_list(), strict=True))
     legacy = dict(zip(rows, on_paths["call_stack"].to_list(), strict=True))
-    op_chains: dict[int, str] = {}
-    frame_stacks: dict[int, str] = {-1: ""}
+    trie: dict[tuple[int, int], int] = {}  # (name code, parent path) -> path
+    trie_name: list[int] = []
+    trie_parent: list[int] = []
+    path_of: dict[int, int] = {-1: -1}
 
-    def op_chain(row: int) -> str:
-        """Operator names from the outermost down to ``row``."""
+    def path(row: int) -> int:
+        """The path number of ``row``: equal for rows whose names down from the root are equal."""
         pending = []
         node = row
-        while node >= 0 and node not in op_chains:
+        while node not in path_of:
             pending.append(node)
             node = up[node]
-        text = op_chains.get(node, "")
+        number = path_of[node]
         for item in reversed(pending):
-            text = f"{text}{CHAIN_SEPARATOR}{names[item]}" if text else names[item]
-            op_chains[item] = text
-        return op_chains[row]
+            key = (name_code[item], number)
+            number = trie.get(key, -1)
+            if number < 0:
+                number = trie[key] = len(trie_name)
+                trie_name.append(key[0])
+                trie_parent.append(key[1])
+            path_of[item] = number
+        return number
 
-    def frame_stack(frame: int) -> str:
-        """Python frames from ``frame`` (innermost) out to the outermost (joined once per frame:
-        stacks are deep, so no text is built for the frames in between)."""
-        if frame not in frame_stacks:
-            stack = []
-            node = frame
-            while node >= 0:
-                stack.append(names[node])
-                node = up[node]
-            frame_stacks[frame] = CHAIN_SEPARATOR.join(stack)
-        return frame_stacks[frame]
+    def names_up(number: int) -> list[str]:
+        """Names from path ``number`` up to the root (innermost first)."""
+        out = []
+        while number >= 0:
+            out.append(names[trie_name[number]])
+            number = trie_parent[number]
+        return out
 
+    op_chains: dict[int, str] = {}
+    frame_stacks: dict[int, str] = {-1: ""}
     paths = []
     for row in op_rows:
         if row is None:
             paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
             continue
-        stack = frame_stack(innermost[row])
+        chain = path(row)
+        if chain not in op_chains:
+            op_chains[chain] = CHAIN_SEPARATOR.join(reversed(names_up(chain)))  # outermost first
+        frames = path(innermost[row])
+        if frames not in frame_stacks:
+            frame_stacks[frames] = CHAIN_SEPARATOR.join(names_up(frames))  # innermost first
+        stack = frame_stacks[frames]
         if not stack:  # the legacy ``Call stack`` argument, already innermost first
             stack = CHAIN_SEPARATOR.join(frame for frame in (legacy[row] or "").split(";") if frame)
-        paths.append((names[row], op_chain(row), stack))
+        paths.append((names[name_code[row]], op_chains[chain], stack))
     return paths

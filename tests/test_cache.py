@@ -133,6 +133,10 @@ def test_stored_model_is_the_built_one_and_drill_downs_agree(trace: Path) -> Non
     assert again.launches(op).equals(fresh.launches(op))
     # The launches of the kernel sum to its calls in the kernel table (counted from GPU events).
     assert again.kernel_launches(kernel)["calls"].sum() == fresh.kernels()["calls"][0]
+    # A re-open that only drills into a kernel reads the few model columns it needs: same frame.
+    third = profview.load(trace)
+    assert third.kernel_launches(kernel).equals(fresh.kernel_launches(kernel))
+    assert "model" not in vars(third) and "events" not in vars(third)
     (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
     (entry / cache.MODEL_HOST_FILE).write_bytes(b"not arrow")
     damaged = profview.load(trace)
