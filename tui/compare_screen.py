@@ -9,20 +9,20 @@ each side with its step count and span.  Enter drills down into one side (AFTER;
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
 from rich.console import RenderableType
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widget import Widget
+from textual.widgets import Static
 from textual_fastdatatable import DataTable
 
 from ..analysis.diff import GLYPHS
 from ..comparison import SIDES, Comparison
 from ..sanitize import clean
-from .filter_bar import FilterBar
+from .compare_tabs import CompareTabs
 from .keymap import bindings
 from .table_view import FrameView
 
@@ -73,78 +73,40 @@ class CompareView(FrameView):
     table_class = ChangeTable
 
 
-class CompareScreen(Screen):
-    """The three compare tabs of two profiles."""
+class CompareScreen(CompareTabs):
+    """The compare tabs of two profiles."""
 
     BINDINGS = bindings("compare")
+    TABS = COMPARE_PANES
+    TAB_TITLES = COMPARE_TITLES
 
     def __init__(self, comparison: Comparison, frames: dict[str, Any]) -> None:
-        super().__init__()
-        self.comparison = comparison
+        super().__init__(comparison, "kernels")
+        self.comparison: Comparison = comparison
         self.frames = frames
-        self.pane = "kernels"
         self.drill_side = "after"
 
-    def compose(self) -> ComposeResult:
-        yield Static(self.header_text(), id="compare-header")
-        yield Static(id="tabs")
-        with ContentSwitcher(initial=self.pane, id="panes"):
-            for pane in COMPARE_PANES:
-                frame = self.frames.get(pane)
-                if isinstance(frame, pl.DataFrame):
-                    yield CompareView(f"diff_{pane}", compare_frame(pane, frame), id=pane)
-                else:
-                    reason = clean(frame or "not available")
-                    yield Static(Text(f"{COMPARE_TITLES[pane]}: cannot compare — {reason}", style="italic"), id=pane)
-        yield FilterBar()
-        yield Footer()
+    def panes(self) -> Iterator[Widget]:
+        for pane in COMPARE_PANES:
+            frame = self.frames.get(pane)
+            if isinstance(frame, pl.DataFrame):
+                yield CompareView(f"diff_{pane}", compare_frame(pane, frame), id=pane)
+            else:
+                reason = clean(frame or "not available")
+                yield Static(Text(f"{COMPARE_TITLES[pane]}: cannot compare — {reason}", style="italic"), id=pane)
 
-    def header_text(self) -> Text:
-        """BEFORE and AFTER with their step counts and spans, and how they are compared."""
-        text = Text()
-        for which in SIDES:
-            text.append(clean(self.comparison.header(which)) + "\n", style="bold" if which == "after" else "")
-        text.append(self.comparison.settings_line(), style="dim")
-        return text
-
-    def on_mount(self) -> None:
-        self.update_tabs()
-        self.call_after_refresh(self.show, self.pane)
-
-    def update_tabs(self) -> None:
-        tabs = Text()
-        for index, pane in enumerate(COMPARE_PANES, 1):
-            tabs.append(f" {index} {COMPARE_TITLES[pane]} ", style="bold reverse" if pane == self.pane else "")
-            tabs.append(" ")
+    def tab_line(self) -> Text:
+        tabs = super().tab_line()
         tabs.append(f"  Enter: drill into {self.drill_side.upper()} (w: switch)", style="dim")
         if self.pane == "moved" and isinstance(self.frames.get("moved"), pl.DataFrame):
             steps = (self.comparison.representative_step(w) for w in SIDES)
             tabs.append("  · step {} vs {}, aligned by operator".format(*steps), style="dim")
-        self.query_one("#tabs", Static).update(tabs)
-
-    def action_show(self, pane: str) -> None:
-        self.show(pane)
-
-    def show(self, pane: str) -> None:
-        """Switch to a tab and focus its table."""
-        self.pane = pane
-        self.query_one(ContentSwitcher).current = pane
-        self.update_tabs()
-        widget = self.query_one(f"#{pane}")
-        if isinstance(widget, FrameView):
-            widget.focus_table()
-
-    def cycle(self) -> None:
-        self.show(COMPARE_PANES[(COMPARE_PANES.index(self.pane) + 1) % len(COMPARE_PANES)])
+        return tabs
 
     def action_switch_side(self) -> None:
         self.drill_side = "before" if self.drill_side == "after" else "after"
         self.update_tabs()
         self.notify(f"Enter now drills down into {self.drill_side.upper()}", timeout=3)
-
-    def active_frame_view(self) -> FrameView | None:
-        widget = self.query_one(f"#{self.pane}")
-        return widget if isinstance(widget, FrameView) else None
 
     def drill_target(self, row: dict[str, Any]) -> tuple[str, str] | str:
         """(side, name) that Enter on ``row`` opens, or why there is none.

@@ -8,14 +8,11 @@ table on screen as everywhere.  Rows have no drill-down: a rank's views are one 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import polars as pl
-from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
-from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widget import Widget
 
 from ..analysis.diff import GLYPHS
 from ..executors import Progress
@@ -23,7 +20,7 @@ from ..job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ..sanitize import clean
 from .app import ProfviewApp, finish_run
 from .compare_screen import CompareView
-from .filter_bar import FilterBar
+from .compare_tabs import CompareTabs
 from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .messages import DrillRequested
@@ -49,59 +46,20 @@ def job_compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
     return shown.select(*leading, *(c for c in shown.columns if c not in leading))
 
 
-class JobCompareScreen(Screen):
+class JobCompareScreen(CompareTabs):
     """The three tabs of two jobs compared."""
 
     BINDINGS = bindings("job_compare")
+    TABS = JOB_DIFF_VIEWS
+    TAB_TITLES = JOB_COMPARE_TITLES
 
     def __init__(self, comparison: JobComparison) -> None:
-        super().__init__()
-        self.comparison = comparison
-        self.pane = "ranks"
+        super().__init__(comparison, "ranks")
+        self.comparison: JobComparison = comparison
 
-    def compose(self) -> ComposeResult:
-        yield Static(self.header_text(), id="compare-header")
-        yield Static(id="tabs")
-        with ContentSwitcher(initial=self.pane, id="panes"):
-            for pane in JOB_DIFF_VIEWS:
-                frame = job_compare_frame(pane, self.comparison.view(pane))
-                yield CompareView(f"jobdiff_{pane}", frame, id=pane)
-        yield FilterBar()
-        yield Footer()
-
-    def header_text(self) -> Text:
-        text = Text()
-        for which in SIDES:
-            text.append(clean(self.comparison.header(which)) + "\n", style="bold" if which == "after" else "")
-        text.append(self.comparison.settings_line(), style="dim")
-        return text
-
-    def on_mount(self) -> None:
-        self.update_tabs()
-        self.call_after_refresh(self.show, self.pane)
-
-    def update_tabs(self) -> None:
-        tabs = Text()
-        for index, pane in enumerate(JOB_DIFF_VIEWS, 1):
-            tabs.append(f" {index} {JOB_COMPARE_TITLES[pane]} ", style="bold reverse" if pane == self.pane else "")
-            tabs.append(" ")
-        self.query_one("#tabs", Static).update(tabs)
-
-    def action_show(self, pane: str) -> None:
-        self.show(pane)
-
-    def action_next_tab(self) -> None:
-        self.show(JOB_DIFF_VIEWS[(JOB_DIFF_VIEWS.index(self.pane) + 1) % len(JOB_DIFF_VIEWS)])
-
-    def show(self, pane: str) -> None:
-        """Switch to a tab and focus its table."""
-        self.pane = pane
-        self.query_one(ContentSwitcher).current = pane
-        self.update_tabs()
-        self.query_one(f"#{pane}", FrameView).focus_table()
-
-    def active_frame_view(self) -> FrameView:
-        return self.query_one(f"#{self.pane}", FrameView)
+    def panes(self) -> Iterator[Widget]:
+        for pane in JOB_DIFF_VIEWS:
+            yield CompareView(f"jobdiff_{pane}", job_compare_frame(pane, self.comparison.view(pane)), id=pane)
 
 
 def _ranks_done(done: int, total: int, _elapsed: float) -> str:

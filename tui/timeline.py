@@ -10,17 +10,19 @@ from textual.widget import Widget
 from ..frames import fmt_us
 from ..sanitize import clean
 from .keymap import bindings
+from .zoom_pan import ZoomPan
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6"}
 KIND_CHAR = {"kernel": "█", "memcpy": "▓", "memset": "▒"}
 
 
-class Timeline(Widget, can_focus=True):
+class Timeline(ZoomPan, Widget, can_focus=True):
     """GPU events of a window, one lane per (device, stream)."""
 
     BINDINGS = bindings("timeline")
     DEFAULT_CSS = "Timeline { height: auto; min-height: 4; }"
+    MIN_CELL_US = 0.05
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -53,9 +55,6 @@ class Timeline(Widget, can_focus=True):
     @property
     def cells(self) -> int:
         return max(self.size.width - LABEL - 1, 10)
-
-    def cell_span(self) -> float:
-        return (self.view_end - self.view_start) / self.cells if self.view_end > self.view_start else 1.0
 
     def under_cursor(self) -> dict | None:
         """The GPU event under the cursor on the selected lane (the longest if several)."""
@@ -117,23 +116,5 @@ class Timeline(Widget, can_focus=True):
         self.lane = int(np.clip(self.lane + delta, 0, max(len(self.lanes) - 1, 0)))
         self.refresh()
 
-    def action_zoom(self, factor: float) -> None:
-        """Zoom about the cursor, keeping the instant under it where it is."""
-        centre = self.view_start + (self.cursor + 0.5) * self.cell_span()
-        fraction = (self.cursor + 0.5) / self.cells
-        width = min(max((self.view_end - self.view_start) * factor, 0.05 * self.cells), self.end - self.start)
-        start = float(np.clip(centre - fraction * width, self.start, self.end - width))
-        self.view_start, self.view_end = start, start + width
-        self.cursor = int(np.clip((centre - start) / self.cell_span() - 0.5, 0, self.cells - 1))
-        self.refresh()
-
-    def action_pan(self, fraction: float) -> None:
-        width = self.view_end - self.view_start
-        shift = float(np.clip(width * fraction, self.start - self.view_start, self.end - self.view_end))
-        self.view_start += shift
-        self.view_end += shift
-        self.refresh()
-
     def action_reset(self) -> None:
-        self.view_start, self.view_end = self.start, self.end
-        self.refresh()
+        self.fit_view()

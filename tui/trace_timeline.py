@@ -24,8 +24,10 @@ from ..errors import ProfviewError
 from ..frames import display_name, fmt_us
 from ..sanitize import clean
 from ..trace_profile import Profile
+from . import time_window
 from .keymap import bindings
 from .messages import DrillRequested
+from .zoom_pan import ZoomPan
 
 LABEL = 12
 #: (character, colour) per lane kind and event style (see Lane.style).
@@ -79,18 +81,20 @@ def draw_lane(lane: Lane, names: list[str], lo: float, hi: float, width: int) ->
     return out
 
 
-class TraceTimeline(Widget, can_focus=True):
+class TraceTimeline(ZoomPan, Widget, can_focus=True):
     """The lanes of a whole trace; a cursor (cell, lane) selects the event under it."""
 
     BINDINGS = bindings("trace_timeline")
     DEFAULT_CSS = "TraceTimeline { height: 1fr; }"
+    MIN_CELL_US = 0.01
+    MIN_WIDTH_US = 1.0  # a trace of one instant still has a width
 
     def __init__(self, profile: Profile, lanes: Lanes, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
         self.lanes = lanes
         self.start, self.end = lanes.span
-        self.view_start, self.view_end = self.start, max(self.end, self.start + 1.0)
+        self.view_start, self.view_end = time_window.fit(lanes.span, self.MIN_WIDTH_US)
         self.cursor = 0
         self.lane = self.first_gpu_lane()
         self.top = 0
@@ -105,12 +109,9 @@ class TraceTimeline(Widget, can_focus=True):
     def cells(self) -> int:
         return max(self.size.width - LABEL - 1, 10)
 
-    def cell_span(self) -> float:
-        return (self.view_end - self.view_start) / self.cells
-
     def instant(self) -> float:
         """The trace time at the middle of the cursor's cell."""
-        return self.view_start + (self.cursor + 0.5) * self.cell_span()
+        return time_window.instant((self.view_start, self.view_end), self.cells, self.cursor)
 
     # -- drawing ------------------------------------------------------------------------------
     def render(self) -> Text:
@@ -227,7 +228,7 @@ class TraceTimeline(Widget, can_focus=True):
             width = min((end - start) * 1.5, self.end - self.start)
         if start < self.view_start or end > self.view_end or width != self.view_end - self.view_start:
             centre = (start + end) / 2
-            self.view_start = float(np.clip(centre - width / 2, self.start, max(self.end - width, self.start)))
+            self.view_start = time_window.clamp_start(centre - width / 2, width, (self.start, self.end))
             self.view_end = self.view_start + width
         self.cursor = int(np.clip((start - self.view_start) / self.cell_span(), 0, self.cells - 1))
         self.refresh()
@@ -243,25 +244,8 @@ class TraceTimeline(Widget, can_focus=True):
         self.selected = None
         self.refresh()
 
-    def action_zoom(self, factor: float) -> None:
-        """Zoom about the cursor, keeping the instant under it where it is."""
-        centre, fraction = self.instant(), (self.cursor + 0.5) / self.cells
-        width = min(max((self.view_end - self.view_start) * factor, 0.01 * self.cells), self.end - self.start)
-        start = float(np.clip(centre - fraction * width, self.start, max(self.end - width, self.start)))
-        self.view_start, self.view_end = start, start + width
-        self.cursor = int(np.clip((centre - start) / self.cell_span() - 0.5, 0, self.cells - 1))
-        self.refresh()
-
-    def action_pan(self, fraction: float) -> None:
-        width = self.view_end - self.view_start
-        shift = float(np.clip(width * fraction, self.start - self.view_start, self.end - self.view_end))
-        self.view_start += shift
-        self.view_end += shift
-        self.refresh()
-
     def action_fit(self) -> None:
-        self.view_start, self.view_end = self.start, max(self.end, self.start + 1.0)
-        self.refresh()
+        self.fit_view()
 
     def action_step_event(self, delta: int) -> None:
         """n / p: the event after / before the selected one on the lane; with none selected, the
