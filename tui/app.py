@@ -314,7 +314,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     # -- drill-down -------------------------------------------------------------------------
     async def on_drill_requested(self, message: DrillRequested) -> None:
         if message.view.startswith("diff_"):
-            self.drill_compare(message)
+            await self.drill_compare(message)
             return
         profile = getattr(self.screen, "side_profile", None) or self.profile
         if profile is None:

@@ -77,8 +77,9 @@ class CompareMode:
 
         return self.screen if isinstance(self.screen, CompareScreen) else None
 
-    def drill_compare(self, message: DrillRequested) -> None:
-        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target)."""
+    async def drill_compare(self, message: DrillRequested) -> None:
+        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target),
+        computed in the drill worker as every drill-down (a progress screen; Esc cancels)."""
         screen = self.compare_screen()
         if screen is None or self.comparison is None:
             return
@@ -93,16 +94,15 @@ class CompareMode:
         route = ROUTES.get(view)
         if route is None:
             return
-        try:
-            drill = route(profile, {"name": name}, [f"{side.upper()} {TITLES.get(view, view)}"])
-        except ProfviewError as exc:
-            self.notify(clean(exc.problem), title="no drill-down", severity="warning")
-            return
-        if isinstance(drill, str):
-            self.notify(drill, severity="warning")
-            return
-        drill.side_profile = profile  # further Enter on this screen stays on this side
-        self.push_screen(drill)
+
+        def side_route(profile: Any, row: dict[str, Any], path: list[str]) -> Any:
+            drill = route(profile, row, path)
+            if not isinstance(drill, str):
+                drill.side_profile = profile  # further Enter on this screen stays on this side
+            return drill
+
+        path = [f"{side.upper()} {TITLES.get(view, view)}"]
+        await self.start_drill(side_route, profile, {"name": name}, path, f"the drill-down of {name} in {side.upper()}")  # type: ignore[attr-defined]
 
 
 
