@@ -102,7 +102,8 @@ class CompareMode:
             return drill
 
         path = [f"{side.upper()} {TITLES.get(view, view)}"]
-        await self.start_drill(side_route, profile, {"name": name}, path, f"the drill-down of {name} in {side.upper()}")  # type: ignore[attr-defined]
+        what = f"the drill-down of {name} in {side.upper()}"
+        await self.start_drill(side_route, profile, {"name": name}, path, what)  # type: ignore[attr-defined]
 
 
 
