@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
-from conftest import raw_events, viewer
+from conftest import loaded, raw_events, viewer
 from rich.cells import cell_len
 from test_tui import screen_text, wait_loaded
 from textual.widgets._toast import Toast
@@ -260,3 +260,23 @@ async def test_q_then_e_at_once_leaves_cleanly() -> None:
         await pilot.press("escape", "q", "e")
         await pilot.pause()
     assert app.return_code == 0
+
+
+def test_summary_and_hints_of_a_trace_without_steps_say_so() -> None:
+    """`profview summary` on a trace with no ProfilerStep range: no "0 steps", no "step -1", no "the step"."""
+    import io
+
+    from rich.console import Console
+
+    from profview.summary import print_summary
+
+    name = "tracelens_b200_nccl_eager_no_steps.json.gz"
+    events = raw_events(name)
+    assert not any(str(e.get("name", "")).startswith("ProfilerStep") for e in events)
+    profile = loaded(name)
+    console = Console(width=100, file=io.StringIO(), record=True)
+    print_summary(profile, 10, console=console)
+    text = console.export_text()
+    assert "no ProfilerStep ranges" in text and "0 steps" not in text
+    assert "\nwhole " in text and "\n-1 " not in text
+    assert "of the step" not in text and "of the trace" in text  # the CPU-bound hint

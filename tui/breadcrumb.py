@@ -45,7 +45,7 @@ def fit_path(path: list[str], width: int) -> list[str]:
         if total(shown) <= width:
             return shown
     shown = [parts[0], *(cut(p, MIN_PART) for p in parts[1:])]
-    while len(shown) > 2 and total(shown) > width:  # keep the first and the last
+    while total(shown) > width and len(shown) > (3 if shown[1] == "…" else 2):  # keep the first and last
         shown = [shown[0], "…", *shown[3:]] if shown[1] == "…" else [shown[0], "…", *shown[2:]]
     if total(shown) > width:
         return [cut(SEPARATOR.join(shown), width)]
