@@ -19,7 +19,7 @@ class MessageLine(Static):
 
     DEFAULT_CSS = """
     MessageLine { height: 1; width: auto; max-width: 60%; display: none; padding: 0 1;
-                  background: $accent 30%; text-style: bold; }
+                  background: $accent 30%; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis; }
     MessageLine.shown { display: block; }
     """
 
