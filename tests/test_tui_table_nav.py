@@ -280,3 +280,32 @@ def test_summary_and_hints_of_a_trace_without_steps_say_so() -> None:
     assert "no ProfilerStep ranges" in text and "0 steps" not in text
     assert "\nwhole " in text and "\n-1 " not in text
     assert "of the step" not in text and "of the trace" in text  # the CPU-bound hint
+
+
+@pytest.mark.asyncio
+async def test_y_writes_the_full_name_as_an_osc52_payload_from_a_drill_down() -> None:
+    """y in a drill-down: ESC ] 52 ; c ; base64(full kernel name) BEL reaches the terminal."""
+    import base64
+
+    name = by_total()[0]
+    app = viewer(RESNET)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("2", "enter")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, DrillScreen):
+                break
+        await pilot.press("enter")  # the operator's launches: the kernel is its first row
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, DrillScreen) and app.screen.path[-1].startswith("op "):
+                break
+        written: list[str] = []
+        app._driver.write = written.append  # type: ignore[method-assign, union-attr]
+        await pilot.press("y")
+        await pilot.pause()
+        payloads = [w for w in written if w.startswith("\x1b]52;c;")]
+        assert payloads and payloads[-1].endswith("\a")
+        assert base64.b64decode(payloads[-1][len("\x1b]52;c;") : -1]).decode() == name
+        assert app.screen.query_one(MessageLine).text.startswith("copied ")
