@@ -309,3 +309,19 @@ async def test_y_writes_the_full_name_as_an_osc52_payload_from_a_drill_down() ->
         assert payloads and payloads[-1].endswith("\a")
         assert base64.b64decode(payloads[-1][len("\x1b]52;c;") : -1]).decode() == name
         assert app.screen.query_one(MessageLine).text.startswith("copied ")
+
+
+@pytest.mark.asyncio
+async def test_steps_of_a_trace_without_steps_name_the_whole_trace_uncut_at_80x24() -> None:
+    name = "tracelens_b200_nccl_eager_no_steps.json.gz"
+    complete = [e for e in raw_events(name) if e.get("ph") == "X" and "dur" in e]
+    span_ms = (max(e["ts"] + e["dur"] for e in complete) - min(e["ts"] for e in complete)) / 1000
+    app = viewer(name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        text = screen_text(app)
+        row = next(line for line in text.splitlines() if line.strip().startswith("whole "))
+        assert f"{span_ms:.3f} ms" in row  # its one row spans the raw events
+        assert "(whole tra " not in text
