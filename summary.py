@@ -78,7 +78,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             console.print(Text(f"  {note}"))
         console.print(
             Text(
-                f"  span {fmt_us(view.span_us)}, {view.steps} steps, GPU busy {view.gpu_busy_pct:.1f}% "
+                f"  span {fmt_us(view.span_us)}, {f'{view.steps} steps' if view.steps else 'no ProfilerStep ranges'}, "
+                f"GPU busy {view.gpu_busy_pct:.1f}% "
                 f"({view.gpu_events:,} GPU events)"
             )
         )
@@ -98,7 +99,9 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
     if profile.available("steps"):
         steps = profile.steps()
         columns = {"step": "step", "duration_us": "total"} | {f"{c}_us": SHORT_LABELS[c] for c in CATEGORIES}
-        steps = steps.with_columns(pl.col("step").cast(pl.String))
+        # issue 13: a trace without steps has one row for the whole trace (step -1): say so
+        step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
+        steps = steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
     if profile.available("kernels"):
         kernels = profile.kernels().head(top)

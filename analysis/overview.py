@@ -118,22 +118,24 @@ def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
     """Recommendations in the spirit of the TensorBoard plugin's, where the data warrants them."""
     out = []
     step = view.average_step.get("duration", 0.0)
+    each, the = ("each step", "the step") if view.steps else ("the trace", "the trace")  # issue 13: no steps
     if step:
         loader = view.average_step.get("dataloader", 0.0) / step * 100
         if loader > 5:
-            out.append(f"DataLoader takes {loader:.1f}% of each step: raise num_workers, use pin_memory, or prefetch.")
+            out.append(f"DataLoader takes {loader:.1f}% of {each}: raise num_workers, use pin_memory, or prefetch.")
         runtime = view.average_step.get("runtime", 0.0) / step * 100
         if runtime > 10:
-            out.append(f"CUDA runtime calls take {runtime:.1f}% of step time: launch overhead; try CUDA graphs.")
+            share = f"{runtime:.1f}% of {'step time' if view.steps else the}"
+            out.append(f"CUDA runtime calls take {share}: launch overhead; try CUDA graphs.")
         comm = view.average_step.get("communication", 0.0) / step * 100
         if comm > 30:
             out.append(
-                f"Communication takes {comm:.1f}% of each step (collectives, and waiting in them for the "
+                f"Communication takes {comm:.1f}% of {each} (collectives, and waiting in them for the "
                 "other ranks): overlap it with compute, or look for a slow rank."
             )
         cpu = view.average_step.get("cpu_exec", 0.0) / step * 100
         if cpu > 30:
-            out.append(f"The host is busy {cpu:.1f}% of the step with the GPU idle: the step is CPU-bound.")
+            out.append(f"The host is busy {cpu:.1f}% of {the} with the GPU idle: {the} is CPU-bound.")
     if view.gpu_events and view.gpu_busy_pct < 50:
         out.append(f"The GPU is idle {100 - view.gpu_busy_pct:.0f}% of the profiled span.")
     if view.gpu_events == 0:

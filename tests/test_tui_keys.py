@@ -115,7 +115,7 @@ async def test_steps_view_exports_the_step_table(tmp_path: Path) -> None:
         field.value = str(target)
         await pilot.press("enter")
         await pilot.pause()
-        assert any("wrote 3 rows" in note.message for note in app._notifications)
+        assert any("wrote 3 rows" in note for note in app.notices)
     written = pl.read_csv(target)
     expected = loaded(RESNET).steps()
     assert written.columns == expected.columns
@@ -225,7 +225,7 @@ async def test_text_table_profile_explains_the_views_it_lacks() -> None:
         await pilot.press("enter")  # no launch links in a table: a notice, not a crash
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
-        assert any("does not link operators" in note.message for note in app._notifications)
+        assert any("does not link operators" in note for note in app.notices)
 
 
 async def test_no_color(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,3 +98,30 @@ def test_kernel_details_line_layout(snap_compare) -> None:  # type: ignore[no-un
         await pilot.pause()
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+# -- tables and history (issue 13) -------------------------------------------------------------
+
+
+def test_breadcrumb_after_two_drill_downs_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Kernels › kernel … › op …, fitted to 80 columns, over the operator's launches."""
+
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("2", "enter")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+def test_no_color_cursor_row_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Under NO_COLOR the cursor's row is in reverse video and its cell bold and underlined."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("2", "down", "down", "right")
+
+    assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)

@@ -32,6 +32,7 @@ from .help import HelpScreen
 from .keymap import bindings, user_keymap
 from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
+from .message_line import MessageLine
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
 from .table_view import FrameView
@@ -80,6 +81,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.keys_held_for: FilterBar | None = None  # see on_event
         self.loader = None
         self.load_thread: threading.Thread | None = None
+        self.notices: list[str] = []  # issue 13: every notice given, in the message line or as a toast
 
     def on_mount(self) -> None:
         self.set_keymap(user_keymap())
@@ -330,6 +332,25 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
         await self.start_drill(route, profile, message.row, path, f"the drill-down of {what}")
 
+    # -- issue 13: notices in the header row, not over the table ------------------------------
+    def notify(  # type: ignore[override]
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """An *information* notice goes to the screen's message line (tui/message_line.py) when it
+        has one, so no toast covers the rows; warnings and errors stay toasts, to be seen."""
+        self.notices = [*self.notices[-99:], f"{title}: {message}" if title else message]
+        lines = list(self.screen.query(MessageLine)) if severity == "information" and self.screen_stack else []
+        if lines:
+            lines[0].show(message, title, timeout if timeout is not None else 5.0)
+            return
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     # -- export -----------------------------------------------------------------------------
     def steps_frame(self):  # type: ignore[no-untyped-def]
         """The steps table when the Steps view is on screen (what its bars and totals show)."""
@@ -340,6 +361,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         return None
 
     def action_export(self) -> None:
+        if self._exit or not self.screen_stack:  # issue 13: "q" then "e" quickly: the viewer is closing
+            return
         view = self.frame_view()
         if view is not None:
             title = TITLES.get(view.view, view.view)

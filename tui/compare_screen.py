@@ -17,13 +17,13 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
-from textual_fastdatatable import DataTable
 
 from ..analysis.diff import GLYPHS
 from ..comparison import SIDES, Comparison
 from ..sanitize import clean
 from .compare_tabs import CompareTabs
 from .keymap import bindings
+from .row_cursor import RowCursorTable
 from .table_view import FrameView
 
 COMPARE_PANES = ("kernels", "ops", "steps", "moved")
@@ -54,7 +54,7 @@ def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
     return shown.select(*leading, *(c for c in shown.columns if c not in leading))
 
 
-class ChangeTable(DataTable):
+class ChangeTable(RowCursorTable):  # issue 13: whole-row cursor (tui/row_cursor.py)
     """A DataTable whose change glyphs are coloured (▲ red, ▼ green)."""
 
     def _get_cell_renderable(  # type: ignore[override]

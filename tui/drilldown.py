@@ -5,29 +5,17 @@ from __future__ import annotations
 import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..frames import CHAIN_SEPARATOR
 from ..sanitize import clean
+from .breadcrumb import Breadcrumb
 from .filter_bar import FilterBar
 from .keymap import bindings
+from .message_line import MessageLine
 from .table_view import FrameView
-
-CRUMB_WIDTH = 48
-
-
-def breadcrumb(path: list[str]) -> Text:
-    """'Operators › aten::conv… › kernel…' with each part shortened."""
-    text = Text()
-    for index, part in enumerate(path):
-        if index:
-            text.append(" › ", style="dim")
-        part = clean(part)
-        shown = part if len(part) <= CRUMB_WIDTH else part[: CRUMB_WIDTH - 1] + "…"
-        text.append(shown, style="bold" if index == len(path) - 1 else "")
-    return text
 
 
 class DrillScreen(Screen):
@@ -43,7 +31,9 @@ class DrillScreen(Screen):
         self.with_stack = with_stack
 
     def compose(self) -> ComposeResult:
-        yield Static(breadcrumb(self.path), id="breadcrumb")
+        with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
+            yield Breadcrumb(self.path, id="breadcrumb")
+            yield MessageLine()
         yield FrameView(self.view, self.frame, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):

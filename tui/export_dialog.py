@@ -35,6 +35,7 @@ class ExportDialog(ModalScreen[str | None]):
     """Asks where to write; a second Enter confirms overwriting an existing file."""
 
     BINDINGS = bindings("export_dialog")
+    AUTO_FOCUS = "#export-path"  # issue 13: focused when shown (no query in on_mount that could miss)
 
     def __init__(self, suggestion: str, rows: int) -> None:
         super().__init__()
@@ -48,12 +49,10 @@ class ExportDialog(ModalScreen[str | None]):
             yield Input(value=self.suggestion, id="export-path")
             yield Static("Enter: write · Esc: cancel", id="export-note")
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
     def on_input_changed(self) -> None:
         self.confirming = None
-        self.query_one("#export-note", Static).update("Enter: write · Esc: cancel")
+        for note in self.query("#export-note").results(Static):  # none while the dialog is being built
+            note.update("Enter: write · Esc: cancel")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         path = event.value.strip()

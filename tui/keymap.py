@@ -195,6 +195,8 @@ KEYMAP: tuple[Key, ...] = (
 EXTRA_HELP: tuple[tuple[str, str], ...] = (
     ("Enter", "drill down: operator → kernels it launched; kernel → operators and Python stack"),
     ("click a column header", "sort by it (the mouse is optional everywhere)"),
+    # -- issue 13: tables and history (branch nav) --
+    ("← →", "the column s sorts by; the row stays marked, the name column stays; top line: path, notices"),
 )
 
 

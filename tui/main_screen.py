@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
@@ -13,6 +14,7 @@ from ..sanitize import clean
 from ..trace_profile import Profile
 from .filter_bar import FilterBar
 from .memory_view import MemoryView, memory_pane
+from .message_line import MessageLine
 from .messages import StepChosen
 from .modules_view import ModulesView, modules_pane
 from .overview import OverviewView
@@ -39,7 +41,9 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="tabs")
-        yield Static(id="context")
+        with Horizontal(id="context-row"):  # issue 13: notices at the right of the context line
+            yield Static(id="context")
+            yield MessageLine()
         with ContentSwitcher(initial=self.pane, id="panes"):
             for pane in PANES:
                 if self.linked or pane == "kernels":

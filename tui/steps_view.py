@@ -49,7 +49,7 @@ class StepList(Widget, can_focus=True):
         for offset, row in enumerate(self.steps.slice(self.top, shown).iter_rows(named=True)):
             index = self.top + offset
             mark = "▶" if row["step"] == self.chosen else " "
-            name = clean(row["name"]).replace("ProfilerStep#", "step ")
+            name = clean(row["name"]).replace("ProfilerStep#", "step ").replace("(whole trace)", "whole")  # nav
             label = f"{mark} {name[:10]:<10} {fmt_us(row['duration_us']):>10} "
             out.append(label, style="reverse" if index == self.cursor else "")
             bar_width = round(width * row["duration_us"] / longest) if longest else 0

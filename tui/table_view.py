@@ -19,6 +19,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean, clean_column
 from ..views import filter_column, refine
 from .messages import DrillRequested
+from .row_cursor import RowCursorTable
 from .row_details import details_text
 
 NAME_WIDTH = 70
@@ -69,7 +70,8 @@ class FrameView(Vertical):
     """
 
     #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
-    table_class: type[DataTable] = DataTable
+    #: Issue 13: the cursor highlights the whole row (tui/row_cursor.py).
+    table_class: type[DataTable] = RowCursorTable
 
     def __init__(self, view: str, frame: pl.DataFrame | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -82,6 +84,7 @@ class FrameView(Vertical):
         self._cells: pl.DataFrame | None = None  # display_frame(self.base), made once per frame
         self._generation = 0
         self._table: DataTable | None = None
+        self._name_width = 0  # the name column's width limit the table was built with (issue 13)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="status")
@@ -96,12 +99,13 @@ class FrameView(Vertical):
         return self._table
 
     def set_frame(self, frame: pl.DataFrame) -> None:
-        """Show a new frame, keeping the filter and sort."""
+        """Show a new frame, keeping the filter, the sort and the cursor's row (by name, if still there)."""
+        name = self.current_name_raw()
         self.base = frame
         self._cells = None
         if self.sort not in frame.columns:
             self.sort = None
-        self.rebuild()
+        self.rebuild(keep_row=name)
 
     def set_filter(self, pattern: str) -> str | None:
         """Filter rows by regex (case-insensitive); return an error text for a bad regex."""
@@ -145,8 +149,13 @@ class FrameView(Vertical):
         self.displayed = numbered.drop(ROW)
         return self._cells[numbered[ROW]]
 
-    def rebuild(self, keep_column: str | None = None) -> None:
-        """Recompute the displayed frame (``views.refine`` of the base) and replace the table widget."""
+    def rebuild(self, keep_column: str | None = None, keep_row: object = None, row: int = 0) -> None:
+        """Recompute the displayed frame (``views.refine`` of the base) and replace the table widget.
+
+        The cursor goes to ``keep_column`` (else the old cursor's column) and to the row whose name is
+        ``keep_row`` (else row ``row``); once the new table is laid out it is scrolled so that the
+        cursor's cell is on screen (issue 13: a sort by a right-hand column keeps it in view).
+        """
         cells = self.cells()
         old = self.table
         column = 0
@@ -154,16 +163,22 @@ class FrameView(Vertical):
             column = self.displayed.columns.index(keep_column)
         elif old is not None:
             column = old.cursor_column
+        name_column = filter_column(self.displayed)
+        if keep_row is not None and name_column is not None and self.displayed.height:
+            found = self.displayed.get_column(name_column).eq(keep_row).arg_true()
+            row = int(found[0]) if found.len() else 0
         if old is not None:
             old.remove()
         self._generation += 1
         width = self.app.size.width if self.is_attached else 200
+        self._name_width = text_width(cells, width)
         table = self.table_class(
             backend=ArrowBackend(cells.to_arrow()),
             cursor_type="cell",
             render_markup=False,
             show_row_labels=False,
-            max_column_content_width=text_width(cells, width),
+            max_column_content_width=self._name_width,
+            fixed_columns=1 if cells.width > 1 else 0,  # issue 13: the name stays when scrolling right
             zebra_stripes=True,
             null_rep="-",
             id=f"{self.view}-table-{self._generation}",
@@ -174,9 +189,30 @@ class FrameView(Vertical):
         if had_focus:
             table.focus()
         if self.displayed.width:
-            table.move_cursor(row=0, column=min(column, self.displayed.width - 1))
+            last_row, last_column = max(self.displayed.height - 1, 0), self.displayed.width - 1
+            place = {"row": min(row, last_row), "column": min(column, last_column)}
+            table.move_cursor(**place)
+            # The new table has no size yet, so move_cursor could not scroll: again once laid out.
+            self.call_after_refresh(self._reveal_cursor, table, place)
         self.query_one(".status", Static).update(self.status_text())
         self.update_details()
+
+    def _reveal_cursor(self, table: DataTable, place: dict[str, int]) -> None:
+        if table is self._table and table.is_attached:
+            table.move_cursor(**place)  # scrolls the cursor's cell into view (right of the frozen name)
+
+    def on_resize(self) -> None:
+        """Issue 13: the name column's width follows the terminal's (rebuilt when its limit changes)."""
+        table = self.table
+        if table is None or not self.is_attached:
+            return
+        if text_width(self.cells(), self.app.size.width) != self._name_width:
+            self.rebuild(row=table.cursor_row)
+
+    def current_name_raw(self) -> object:
+        """The name-column value of the row under the cursor (None without one)."""
+        row, column = self.current_row(), filter_column(self.displayed)
+        return None if row is None or column is None else row.get(column)
 
     def update_details(self) -> None:
         """Show the full name and the figures of the row under the cursor below the table."""
