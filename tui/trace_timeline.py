@@ -198,8 +198,9 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             if r["overlap_pct"] is not None
             else "no communication"
         )
+        where = "the whole trace" if r["step"] is None or r["step"] < 0 else f"step {r['step']}"
         return (
-            f"step {r['step']}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
+            f"{where}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
             f"{fmt_us(r['idle_us'])} in {r['gaps']} gaps ({causes}); {comm}"
         )
 
