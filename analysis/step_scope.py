@@ -1,0 +1,45 @@
+"""Which GPU work belongs to one step: the single rule every step-narrowed view uses.
+
+GPU work belongs to step N when the runtime call that launched it (linked by correlation id)
+started inside the host range of ``ProfilerStep#N`` (its first start to its last end) — the
+work a step *asked for*, wherever the GPU ran it.  GPU work with no launching call in the trace
+belongs to the step whose window (:func:`profview.analysis.model.step_windows`) holds its start.
+Kernels, operator → kernel and kernel → operator drill-downs, modules and the Overview under a
+step all read :func:`step_gpu_mask` (through ``Profile.step_model``), so their figures agree.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .model import TraceModel, step_windows
+
+
+def step_gpu_mask(model: TraceModel, step: int) -> pl.Series:
+    """Per ``model.gpu`` row: whether it belongs to ``ProfilerStep#step`` (see the module doc)."""
+    name = f"ProfilerStep#{step}"
+    host = model.host.filter(pl.col("is_op") & (pl.col("name") == name))
+    windows = step_windows(model).filter(pl.col("step") == step)
+    if host.height == 0 or windows.height == 0:
+        return pl.Series("in_step", [False] * model.gpu.height, dtype=pl.Boolean)
+    start, end = float(host["ts"].min()), float(host["end"].max())  # type: ignore[arg-type]
+    w_start, w_end = float(windows["start"][0]), float(windows["end"][0])
+    launch_ts = model.host["ts"]
+    rows = model.gpu["launch_row"]
+    launched_at = pl.Series("launch_ts", launch_ts.gather(rows.fill_null(0)), dtype=pl.Float64)
+    frame = pl.DataFrame({"launch_row": rows, "launch_ts": launched_at, "ts": model.gpu["ts"]})
+    in_step = (
+        pl.when(pl.col("launch_row").is_not_null())
+        .then((pl.col("launch_ts") >= start) & (pl.col("launch_ts") <= end))
+        .otherwise((pl.col("ts") >= w_start) & (pl.col("ts") < w_end))
+    )
+    return frame.select(in_step.fill_null(False).alias("in_step"))["in_step"]
+
+
+def gpu_busy_in(gpu: pl.DataFrame, start: float, end: float) -> float:
+    """µs of ``[start, end)`` during which some GPU work (any device, any stream) ran."""
+    from .overview import union_length
+
+    clipped = gpu.select(pl.col("ts").clip(start, end).alias("s"), pl.col("end").clip(start, end).alias("e"))
+    clipped = clipped.filter(pl.col("e") > pl.col("s"))
+    return union_length(clipped["s"].to_numpy(), clipped["e"].to_numpy())
