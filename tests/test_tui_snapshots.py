@@ -98,3 +98,16 @@ def test_kernel_details_line_layout(snap_compare) -> None:  # type: ignore[no-un
         await pilot.pause()
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+# -- steps sorted, outliers marked (issue 13) ------------------------------------------------------
+
+
+def test_steps_sorted_with_outlier_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("4", "s")  # by duration: ProfilerStep#1014 first, marked !
+        await pilot.pause()
+
+    app = ProfviewApp("samples/hta_diff_control_a100.json.gz", no_cache=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=steps)

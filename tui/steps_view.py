@@ -89,19 +89,18 @@ class StepList(Widget, can_focus=True):
         return outlier_threshold(real[self.column()])
 
     def action_sort(self) -> None:
-        """s: the next sort (duration ↓, each category ↓, step order); the highlighted step stays."""
+        """s: the next sort (duration ↓, each category ↓, step order)."""
         keys = self.sort_keys()
         self.set_sort(keys[(keys.index(self.sort_key) + 1) % len(keys)] if self.sort_key in keys else keys[0])
 
     def set_sort(self, key: str | None) -> None:
-        current = self.highlighted()["name"] if self.steps.height else None
+        """Sort by ``key`` ↓ (None: step order); the cursor goes to the first row (the slowest step)."""
         self.sort_key = key
         frame = self.order
         if key is not None:
             frame = frame.sort(self.column(), descending=True, nulls_last=True, maintain_order=True)
         self.steps = step_outliers(frame, self.column())
-        names = self.steps["name"].to_list()
-        self.cursor = names.index(current) if current in names else 0
+        self.cursor = self.top = 0
         self.refresh()
         view = self.parent_view()
         view.show_sort()
