@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import SHARED, loaded, raw_events, run_cli, sample, viewer
+from conftest import loaded, raw_events, run_cli, sample, viewer
 from test_tui import screen_text, wait_loaded
 
 import profview
