@@ -36,7 +36,14 @@ def view_frame(
     if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
         from .analysis.step_outliers import step_outliers
 
-        return step_outliers(profile.steps())
+        frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
+        if step is not None:
+            frame = frame.filter(pl.col("step") == step)
+            if frame.height == 0:
+                raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
+        return frame
+    if step is not None and view != "launches":
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps and launches, not {view}")
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
@@ -45,7 +52,9 @@ def view_frame(
         if kernel:
             frame = profile.kernel_launches(kernel, step)
             if frame.height == 0 and profile.available("kernels"):
-                raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
+                names = profile.kernels()["name"]
+                if kernel not in set(names.to_list()):  # a kernel of another step: an empty frame
+                    raise _unknown(profile, "kernel", kernel, names)
             return frame
         if not op:
             need = "--op NAME, --kernel NAME, --module PATH or --source LINE"

@@ -109,7 +109,7 @@ class MainScreen(Screen):
         self.query_one("#tabs", Static).update(tabs)
         context = []
         if self.step is not None:
-            context.append(f"step {self.step} only: every view and drill-down (Steps: a = all steps)")
+            context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
         if self.by_shape["kernels"]:
             context.append("kernels by launch shape")
         if self.by_shape["ops"]:
