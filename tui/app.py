@@ -35,6 +35,7 @@ from .loading_screen import LoadingScreen
 from .main_screen import PANES, TITLES, MainScreen
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
+from .steps_view import StepList
 from .table_view import FrameView
 
 if TYPE_CHECKING:
@@ -344,7 +345,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         screen = self.screen
         profile = self.profile
         if isinstance(screen, MainScreen) and screen.pane == "steps" and profile and profile.available("steps"):
-            return profile.steps()
+            listed = screen.query(StepList)  # issue 13: as listed: sorted, with the outlier flag
+            return listed.first(StepList).steps if listed else profile.steps()
         return None
 
     def action_export(self) -> None:
