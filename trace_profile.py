@@ -326,16 +326,16 @@ class Profile:
         return module_kernels(self.step_model(step), self._gpu_modules.filter(mask), path)
 
     def source_kernels(self, name: str, step: int | None = None) -> pl.DataFrame:
-        """The GPU work launched while source line ``name`` (as the sources view shows it) was open."""
+        """The GPU work launched while source line ``name`` (as the sources view shows it) was open
+        (``step``: in that step)."""
         from .analysis.modules import source_kernels
 
         if name not in set(self.sources()["name"].to_list()):
             raise ProfviewError(self.path, f"no source line {name!r}")
-        frame = source_kernels(self.model, self._launch_frames, name) if step is None else None
-        if frame is None:  # the frames are per GPU row: narrow both together
-            mask = self._step_mask(step)  # type: ignore[arg-type]
-            frame = source_kernels(self.step_model(step), self._launch_frames[mask.to_numpy()], name)
-        return frame
+        if step is None:
+            return source_kernels(self.model, self._launch_frames, name)
+        mask = self._step_mask(step).to_numpy()  # the frames are per GPU row: narrow both together
+        return source_kernels(self.step_model(step), self._launch_frames[mask], name)
 
     def sources(self) -> pl.DataFrame:
         """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
