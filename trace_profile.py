@@ -389,8 +389,8 @@ class Profile:
         if key not in self._facts:
             from .analysis.step_scope import step_gpu_mask
 
-            self._window(step)  # an unknown step is a one-line error naming the steps there are
-            self._facts[key] = step_gpu_mask(self.model, step)
+            window = self._window(step)  # an unknown step is a one-line error naming the steps there are
+            self._facts[key] = step_gpu_mask(self.model, step, window)
         return self._facts[key]
 
     def step_model(self, step: int | None) -> TraceModel:

@@ -15,15 +15,20 @@ import polars as pl
 from .model import TraceModel, step_windows
 
 
-def step_gpu_mask(model: TraceModel, step: int) -> pl.Series:
-    """Per ``model.gpu`` row: whether it belongs to ``ProfilerStep#step`` (see the module doc)."""
+def step_gpu_mask(model: TraceModel, step: int, window: tuple[float, float] | None = None) -> pl.Series:
+    """Per ``model.gpu`` row: whether it belongs to ``ProfilerStep#step`` (see the module doc).
+
+    ``window``: the step's (start, end) in µs when the caller has it (the steps table), else it
+    is computed with :func:`step_windows`."""
     name = f"ProfilerStep#{step}"
     host = model.host.filter(pl.col("is_op") & (pl.col("name") == name))
-    windows = step_windows(model).filter(pl.col("step") == step)
-    if host.height == 0 or windows.height == 0:
+    if window is None:
+        windows = step_windows(model).filter(pl.col("step") == step)
+        window = (float(windows["start"][0]), float(windows["end"][0])) if windows.height else None
+    if host.height == 0 or window is None:
         return pl.Series("in_step", [False] * model.gpu.height, dtype=pl.Boolean)
     start, end = float(host["ts"].min()), float(host["end"].max())  # type: ignore[arg-type]
-    w_start, w_end = float(windows["start"][0]), float(windows["end"][0])
+    w_start, w_end = window
     launch_ts = model.host["ts"]
     rows = model.gpu["launch_row"]
     launched_at = pl.Series("launch_ts", launch_ts.gather(rows.fill_null(0)), dtype=pl.Float64)

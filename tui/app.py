@@ -295,8 +295,11 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         screen = self.screen
         if isinstance(screen, MainScreen) and screen.pane == "steps" and screen.sort_steps():
             return
-        where = TITLES.get(screen.pane, "this view") if isinstance(screen, MainScreen) else "this screen"
-        self.notify(f"{where}: nothing to sort here — s sorts tables (2 3 5 6) and Steps (4)", timeout=4)
+        if isinstance(screen, MainScreen):
+            where = TITLES.get(screen.pane, "this view")
+            self.notify(f"{where}: nothing to sort here — s sorts tables (2 3 5 6) and Steps (4)", timeout=4)
+        else:
+            self.notify("nothing to sort on this screen (s sorts a table by the column under the cursor)", timeout=4)
 
     def action_group(self) -> None:
         if isinstance(self.screen, MainScreen):
