@@ -192,16 +192,20 @@ class Profile:
             return self.tables.get("ops_by_shapes", given) if by_shapes else given
         if not by_shapes and step is None:
             return self._default_view("ops", lambda: self._operator_table(None, by_shapes=False))
-        return self._operator_table(self._window(step), by_shapes)
+        return self._operator_table(step, by_shapes)
 
-    def _operator_table(self, window: tuple[float, float] | None, by_shapes: bool) -> pl.DataFrame:
+    def _operator_table(self, step: int | None, by_shapes: bool) -> pl.DataFrame:
+        """Issue 13: under a step, the operator calls that started in its host range, and the
+        unattributed GPU work of the step (:mod:`.analysis.step_scope`), as its drill-downs count."""
         from .analysis.operators import operator_table
 
         rows = self._operator_rows
-        unattributed = self.model.gpu.filter(pl.col("op_row").is_null())
-        if window:
-            rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
-            unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        unattributed = self.step_model(step).gpu.filter(pl.col("op_row").is_null())
+        if step is not None:
+            from .analysis.step_scope import step_host_range
+
+            start, end = step_host_range(self.model, step) or (0.0, -1.0)
+            rows = rows.filter(pl.col("ts").is_between(start, end))
         return operator_table(rows, unattributed, by_shapes)
 
     def steps(self) -> pl.DataFrame:

@@ -5,7 +5,9 @@ started inside the host range of ``ProfilerStep#N`` (its first start to its last
 work a step *asked for*, wherever the GPU ran it.  GPU work with no launching call in the trace
 belongs to the step whose window (:func:`profview.analysis.model.step_windows`) holds its start.
 Kernels, operator → kernel and kernel → operator drill-downs, modules and the Overview under a
-step all read :func:`step_gpu_mask` (through ``Profile.step_model``), so their figures agree.
+step all read :func:`step_gpu_mask` (through ``Profile.step_model``), and the operator table
+under a step takes the operator calls that started in the same host range
+(:func:`step_host_range`), so a row and its drill-down agree.
 """
 
 from __future__ import annotations
@@ -15,19 +17,26 @@ import polars as pl
 from .model import TraceModel, step_windows
 
 
+def step_host_range(model: TraceModel, step: int) -> tuple[float, float] | None:
+    """(first start, last end) in µs of the host ``ProfilerStep#step`` annotation, or None."""
+    host = model.host.filter(pl.col("is_op") & (pl.col("name") == f"ProfilerStep#{step}"))
+    if host.height == 0:
+        return None
+    return float(host["ts"].min()), float(host["end"].max())  # type: ignore[arg-type]
+
+
 def step_gpu_mask(model: TraceModel, step: int, window: tuple[float, float] | None = None) -> pl.Series:
     """Per ``model.gpu`` row: whether it belongs to ``ProfilerStep#step`` (see the module doc).
 
     ``window``: the step's (start, end) in µs when the caller has it (the steps table), else it
     is computed with :func:`step_windows`."""
-    name = f"ProfilerStep#{step}"
-    host = model.host.filter(pl.col("is_op") & (pl.col("name") == name))
+    host_range = step_host_range(model, step)
     if window is None:
         windows = step_windows(model).filter(pl.col("step") == step)
         window = (float(windows["start"][0]), float(windows["end"][0])) if windows.height else None
-    if host.height == 0 or window is None:
+    if host_range is None or window is None:
         return pl.Series("in_step", [False] * model.gpu.height, dtype=pl.Boolean)
-    start, end = float(host["ts"].min()), float(host["end"].max())  # type: ignore[arg-type]
+    start, end = host_range
     w_start, w_end = window
     launch_ts = model.host["ts"]
     rows = model.gpu["launch_row"]

@@ -164,6 +164,10 @@ def test_step_narrowed_drill_downs_count_the_launches_of_the_step(tmp_path: Path
     frame = profview.views.view_frame(profile, "launches", op="aten::mm", step=step)
     assert frame["calls"].sum() == len(under_mm) > 0
     assert frame["total_us"].sum() == pytest.approx(sum(float(e["dur"]) for e in under_mm), abs=1e-3)
+    # The Operators table under the step counts the same calls (its row agrees with its drill-down).
+    ops_row = profile.ops(step=step).filter(pl.col("name") == "aten::mm")
+    assert ops_row["device_total_us"][0] == pytest.approx(sum(float(e["dur"]) for e in under_mm), abs=1e-3)
+    assert ops_row["calls"][0] == sum(1 for m in mm if host[step][0] <= m["ts"] <= host[step][1])
 
 
 def test_overview_of_a_step_equals_its_steps_row() -> None:
