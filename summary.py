@@ -103,6 +103,9 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
         steps = steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
+        line = outlier_line(profile.steps())  # issue 13
+        if line:
+            console.print(Text(f"  {line}"))
     if profile.available("kernels"):
         kernels = profile.kernels().head(top)
         cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
@@ -120,3 +123,17 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
         console.print(_table(f"Top {top} operators", ops, cols, console.width))
     for view, reason in profile.missing.items():
         console.print(Text(f"  no {view} view: {clean(reason)}"))
+
+
+def outlier_line(steps: pl.DataFrame) -> str | None:
+    """"outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)", or None."""
+    from .analysis.step_outliers import outlier_threshold, step_outliers
+
+    if "duration_us" not in steps.columns or "step" not in steps.columns:
+        return None
+    flagged = step_outliers(steps).filter(pl.col("outlier"))
+    if flagged.height == 0:
+        return None
+    threshold = outlier_threshold(steps.filter(pl.col("step") >= 0)["duration_us"])
+    listed = ", ".join(f"{s} ({fmt_us(d)})" for s, d in flagged.select("step", "duration_us").iter_rows())
+    return f"outlier steps (duration > {fmt_us(threshold or 0.0)}: median + 3×1.4826×MAD, at least +5%): {listed}"

@@ -201,10 +201,7 @@ class Profile:
             return given
         if not by_shape and step is None:
             return self._default_view("kernels", lambda: kernel_table(self.gpu))
-        gpu = self.gpu
-        window = self._window(step)
-        if window:
-            gpu = gpu.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        gpu = self.gpu if step is None else self.step_model(step).gpu  # issue 13: the step's own launches
         return kernel_table(gpu, by_shape)
 
     def ops(self, by_shapes: bool = False, step: int | None = None) -> pl.DataFrame:
@@ -214,16 +211,20 @@ class Profile:
             return self.tables.get("ops_by_shapes", given) if by_shapes else given
         if not by_shapes and step is None:
             return self._default_view("ops", lambda: self._operator_table(None, by_shapes=False))
-        return self._operator_table(self._window(step), by_shapes)
+        return self._operator_table(step, by_shapes)
 
-    def _operator_table(self, window: tuple[float, float] | None, by_shapes: bool) -> pl.DataFrame:
+    def _operator_table(self, step: int | None, by_shapes: bool) -> pl.DataFrame:
+        """Issue 13: under a step, the operator calls that started in its host range, and the
+        unattributed GPU work of the step (:mod:`.analysis.step_scope`), as its drill-downs count."""
         from .analysis.operators import operator_table
 
         rows = self._operator_rows
-        unattributed = self.model.gpu.filter(pl.col("op_row").is_null())
-        if window:
-            rows = rows.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
-            unattributed = unattributed.filter(pl.col("ts").is_between(window[0], window[1], closed="left"))
+        unattributed = self.step_model(step).gpu.filter(pl.col("op_row").is_null())
+        if step is not None:
+            from .analysis.step_scope import step_host_range
+
+            start, end = step_host_range(self.model, step) or (0.0, -1.0)
+            rows = rows.filter(pl.col("ts").is_between(start, end))
         return operator_table(rows, unattributed, by_shapes)
 
     def steps(self) -> pl.DataFrame:
@@ -235,22 +236,26 @@ class Profile:
 
         return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
-    def launches(self, op: str) -> pl.DataFrame:
-        """GPU work launched by operator ``op``, directly or through its children."""
+    def launches(self, op: str, step: int | None = None) -> pl.DataFrame:
+        """GPU work launched by operator ``op``, directly or through its children (``step``: in that step)."""
         given = self._require("launches")
         if given is not None:
+            self._no_step(step)
             return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
         from .analysis.launches import op_launches
 
-        return op_launches(self.model, op)
+        return op_launches(self.step_model(step), op)
 
-    def kernel_launches(self, kernel: str) -> pl.DataFrame:
-        """The operator chains and Python stacks that launched kernel ``kernel``."""
+    def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
+        """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
         given = self._require("launches")
         if given is None:
             from .analysis.launches import KERNEL_LAUNCH_GPU_COLUMNS, KERNEL_LAUNCH_HOST_COLUMNS, kernel_launches
 
-            return kernel_launches(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS), kernel)
+            if step is None:  # a re-opened trace: only the stored model's columns it needs
+                return kernel_launches(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS), kernel)
+            return kernel_launches(self.step_model(step), kernel)
+        self._no_step(step)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards
         frame = rows.select(
             "op",
@@ -334,21 +339,28 @@ class Profile:
 
         return self._trace_only("modules", NO_MODULES, compute)
 
-    def module_kernels(self, path: str) -> pl.DataFrame:
-        """The GPU work launched under module ``path`` (a path as the modules view shows it)."""
+    def module_kernels(self, path: str, step: int | None = None) -> pl.DataFrame:
+        """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""
         from .analysis.modules import module_kernels
 
         if path not in set(self.modules()["path"].to_list()):
             raise ProfviewError(self.path, f"no module {path!r}")
-        return module_kernels(self.model, self._gpu_modules, path)
+        if step is None:
+            return module_kernels(self.model, self._gpu_modules, path)
+        mask = self._step_mask(step)
+        return module_kernels(self.step_model(step), self._gpu_modules.filter(mask), path)
 
-    def source_kernels(self, name: str) -> pl.DataFrame:
-        """The GPU work launched while source line ``name`` (as the sources view shows it) was open."""
+    def source_kernels(self, name: str, step: int | None = None) -> pl.DataFrame:
+        """The GPU work launched while source line ``name`` (as the sources view shows it) was open
+        (``step``: in that step)."""
         from .analysis.modules import source_kernels
 
         if name not in set(self.sources()["name"].to_list()):
             raise ProfviewError(self.path, f"no source line {name!r}")
-        return source_kernels(self.model, self._launch_frames, name)
+        if step is None:
+            return source_kernels(self.model, self._launch_frames, name)
+        mask = self._step_mask(step).to_numpy()  # the frames are per GPU row: narrow both together
+        return source_kernels(self.step_model(step), self._launch_frames[mask], name)
 
     def sources(self) -> pl.DataFrame:
         """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
@@ -394,3 +406,41 @@ class Profile:
                 raise ProfviewError(self.path, f"a {self.format} has no timeline")
             self._facts["lanes"] = build_lanes(self.model, self.model_communication())
         return self._facts["lanes"]
+
+    # -- one step (issue 13: a step chosen in Steps narrows every view) --------------------------
+    def _step_mask(self, step: int) -> pl.Series:
+        """Per ``model.gpu`` row, whether it is step ``step``'s work (:mod:`.analysis.step_scope`)."""
+        key = f"step_mask:{step}"
+        if key not in self._facts:
+            from .analysis.step_scope import step_gpu_mask
+
+            window = self._window(step)  # an unknown step is a one-line error naming the steps there are
+            self._facts[key] = step_gpu_mask(self.model, step, window)
+        return self._facts[key]
+
+    def step_model(self, step: int | None) -> TraceModel:
+        """The trace model, its GPU work narrowed to ``step`` (None: the whole trace)."""
+        if step is None:
+            return self.model
+        from dataclasses import replace
+
+        return replace(self.model, gpu=self.model.gpu.filter(self._step_mask(step)))
+
+    def _no_step(self, step: int | None) -> None:
+        if step is not None:
+            raise ProfviewError(self.path, f"a {self.format} has no per-step launches (--step)")
+
+    def step_overview(self, step: int) -> dict[str, Any]:
+        """Step ``step``'s row of the steps table, with ``gpu_busy_us`` (GPU work, any device, inside
+        the step's window) and ``gpu_busy_pct`` of its duration."""
+        from .analysis.step_scope import gpu_busy_in
+
+        rows = self.steps().filter(pl.col("step") == step)
+        if rows.height == 0:
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        row = rows.row(0, named=True)
+        start = self.span_start + float(row["start_us"])
+        busy = gpu_busy_in(self.model.gpu, start, start + float(row["duration_us"]))
+        row["gpu_busy_us"] = busy
+        row["gpu_busy_pct"] = busy / row["duration_us"] * 100 if row["duration_us"] else 0.0
+        return row

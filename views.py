@@ -27,27 +27,41 @@ def view_frame(
     module: str | None = None,
     source: str | None = None,
 ) -> pl.DataFrame:
-    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``."""
+    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
+
+    ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
+    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step."""
     if view == "kernels":
         return profile.kernels(by_shape=by_shape, step=step)
     if view == "ops":
         return profile.ops(by_shapes=by_shape, step=step)
-    if view == "steps":
-        return profile.steps()
+    if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
+        from .analysis.step_outliers import step_outliers
+
+        frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
+        if step is not None:
+            frame = frame.filter(pl.col("step") == step)
+            if frame.height == 0:
+                raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
+        return frame
+    if step is not None and view != "launches":
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps and launches, not {view}")
     if view == "launches":
         if module:
-            return profile.module_kernels(module)
+            return profile.module_kernels(module, step)
         if source:
-            return profile.source_kernels(source)
+            return profile.source_kernels(source, step)
         if kernel:
-            frame = profile.kernel_launches(kernel)
+            frame = profile.kernel_launches(kernel, step)
             if frame.height == 0 and profile.available("kernels"):
-                raise _unknown(profile, "kernel", kernel, profile.kernels()["name"])
+                names = profile.kernels()["name"]
+                if kernel not in set(names.to_list()):  # a kernel of another step: an empty frame
+                    raise _unknown(profile, "kernel", kernel, names)
             return frame
         if not op:
             need = "--op NAME, --kernel NAME, --module PATH or --source LINE"
             raise ProfviewError(profile.path, f"--view launches needs {need}")
-        frame = profile.launches(op)
+        frame = profile.launches(op, step)
         if frame.height == 0 and profile.available("ops"):
             names = profile.ops()["name"]
             if op not in set(names.to_list()):

@@ -12,8 +12,8 @@ TRACE = "samples/resnet50_train_amp.pt.trace.json.gz"  # relative: the same path
 
 
 async def loaded(pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(200):
-        if isinstance(pilot.app.screen, MainScreen):
+    for _ in range(400):  # a trace of 100,000+ events shows its first screen before it is linked
+        if isinstance(pilot.app.screen, MainScreen) and pilot.app.linked:
             break
         await pilot.pause(0.05)
     await pilot.pause()
@@ -125,3 +125,16 @@ def test_no_color_cursor_row_layout(snap_compare, monkeypatch: pytest.MonkeyPatc
         await pilot.press("2", "down", "down", "right")
 
     assert snap_compare(ProfviewApp(TRACE, no_cache=True), terminal_size=(80, 24), run_before=steps)
+
+
+# -- steps sorted, outliers marked (issue 13) ------------------------------------------------------
+
+
+def test_steps_sorted_with_outlier_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
+        await loaded(pilot)
+        await pilot.press("4", "s")  # by duration: ProfilerStep#1014 first, marked !
+        await pilot.pause()
+
+    app = ProfviewApp("samples/hta_diff_control_a100.json.gz", no_cache=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=steps)

@@ -7,6 +7,7 @@ UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.hel
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -35,6 +36,7 @@ from .main_screen import PANES, TITLES, MainScreen
 from .message_line import MessageLine
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
+from .steps_view import StepList
 from .table_view import FrameView
 
 if TYPE_CHECKING:
@@ -202,6 +204,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             return self.frame_view() is not None and not isinstance(self.focused, Input)
         if action == "sort":
             return self.frame_view() is not None
+        if action == "nothing_to_sort":  # issue 13: s is never silent (a text box keeps its "s")
+            return self.frame_view() is None and not isinstance(self.focused, Input)
         if action == "export":
             return self.frame_view() is not None or self.steps_frame() is not None
         if action == "cycle":
@@ -297,6 +301,17 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if view is not None:
             view.sort_by_cursor()
 
+    def action_nothing_to_sort(self) -> None:
+        """s with no table on screen (issue 13): Steps sorts its list; elsewhere a message says why not."""
+        screen = self.screen
+        if isinstance(screen, MainScreen) and screen.pane == "steps" and screen.sort_steps():
+            return
+        if isinstance(screen, MainScreen):
+            where = TITLES.get(screen.pane, "this view")
+            self.notify(f"{where}: nothing to sort here — s sorts tables (2 3 5 6) and Steps (4)", timeout=4)
+        else:
+            self.notify("nothing to sort on this screen (s sorts a table by the column under the cursor)", timeout=4)
+
     def action_group(self) -> None:
         if isinstance(self.screen, MainScreen):
             self.screen.toggle_grouping()
@@ -330,6 +345,12 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
         # Issue 13: computed in a worker (tui/drill_worker.py); Esc cancels a slow one.
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
+        main = self.main_screen()
+        if main is not None and main.step is not None and profile is self.profile and profile.is_trace:
+            route = functools.partial(route, step=main.step)  # issue 13: the chosen step narrows drill-downs
+            what = f"{what} (step {main.step} only)"
+            if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)
+                path = [f"{path[0]} · step {main.step} only"]
         await self.start_drill(route, profile, message.row, path, f"the drill-down of {what}")
 
     # -- issue 13: notices in the header row, not over the table ------------------------------
@@ -357,7 +378,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         screen = self.screen
         profile = self.profile
         if isinstance(screen, MainScreen) and screen.pane == "steps" and profile and profile.available("steps"):
-            return profile.steps()
+            listed = screen.query(StepList)  # issue 13: as listed: sorted, with the outlier flag
+            return listed.first(StepList).steps if listed else profile.steps()
         return None
 
     def action_export(self) -> None:

@@ -56,6 +56,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "filter", "slash", "filter", "filter", "/",
         "filter the table by regex (live, case-insensitive); Enter keeps it, Esc clears", show=True, priority=True),
     Key("app", "sort", "s", "sort", "sort", "s", "sort by the column under the cursor (again: reverse)", show=True),
+    # issue 13: where no table is on screen, s says why nothing sorts (hidden from the footer)
+    Key("app", "sort_none", "s", "nothing_to_sort", "sort"),
     Key("app", "export", "e", "export", "export", "e",
         "export the table on screen (filter and sort applied; Steps: the step table) to CSV", show=True),
     Key("app", "group", "b", "group", "by shape", "b",
@@ -81,8 +83,11 @@ KEYMAP: tuple[Key, ...] = (
     Key("steps", "steps.first", "g,home", "jump(0)", "first"),
     Key("steps", "steps.last", "G,end", "jump(-1)", "last"),
     Key("steps", "steps.choose", "enter", "choose", "this step", "Steps: Enter / a",
-        "narrow Kernels and Operators to the highlighted step / all steps", show=True),
+        "narrow every view (Overview, tables, drill-downs) to the highlighted step / all steps", show=True),
     Key("steps", "steps.all", "a", "all", "all steps", show=True),
+    # issue 13: sort the steps; "!" marks outliers (median + 3×1.4826×MAD)
+    Key("steps", "steps.sort", "s", "sort", "sort", "Steps: s",
+        "sort: duration ↓, then each category ↓, then step order again; ! marks outliers", show=True),
     # -- the GPU timeline (bound on the step list, which keeps focus, and on the timeline) ------
     Key("timeline", "timeline.left", "left,h", "timeline('move', -1)", "◀", "Steps timeline: ← → H L < > + - [ ] 0",
         "cursor (H/L ×10), lane, zoom in/out, pan, fit"),

@@ -18,7 +18,7 @@ from .message_line import MessageLine
 from .messages import StepChosen
 from .modules_view import ModulesView, modules_pane
 from .overview import OverviewView
-from .steps_view import StepsView
+from .steps_view import StepList, StepsView
 from .table_view import FrameView
 from .trace_timeline import TimelinePane
 
@@ -118,7 +118,7 @@ class MainScreen(Screen):
         self.query_one("#tabs", Static).update(tabs)
         context = []
         if self.step is not None:
-            context.append(f"step {self.step} only (Steps: a = all steps)")
+            context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
         if self.by_shape["kernels"]:
             context.append("kernels by launch shape")
         if self.by_shape["ops"]:
@@ -179,5 +179,17 @@ class MainScreen(Screen):
     def on_step_chosen(self, message: StepChosen) -> None:
         self.step = message.step
         self.refresh_tables()
-        label = "all steps" if message.step is None else f"step {message.step}"
-        self.notify(f"Kernels and Operators now show {label}")
+        # Issue 13: the Overview follows the step too (drill-downs read self.step when opened).
+        overview = self.query("#overview")
+        if overview and isinstance(overview.first(), OverviewView):
+            overview.first(OverviewView).set_step(message.step)
+        label = "all steps" if message.step is None else f"step {message.step} only"
+        self.notify(f"Overview, Kernels, Operators and drill-downs now show {label}")
+
+    def sort_steps(self) -> bool:
+        """s in Steps (issue 13): the next sort of the step list; False where there is none."""
+        steps = self.query("#steps")
+        if not steps or not isinstance(steps.first(), StepsView):
+            return False
+        steps.first(StepsView).query_one(StepList).action_sort()
+        return True

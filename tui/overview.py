@@ -40,8 +40,10 @@ def kernel_figures(row: dict) -> tuple[str, str]:
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
-def overview_renderable(profile: Profile, width: int) -> RenderableType:
-    """Everything the Overview shows, as inert Rich renderables."""
+def overview_renderable(profile: Profile, width: int, step: int | None = None) -> RenderableType:
+    """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
+    and its top kernels and operators; issue 13)."""
+    chosen = step if profile.is_trace else None  # a text format's tables are not per step
     parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
     for warning in profile.warnings:
         parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
@@ -71,6 +73,8 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
         parts.append(Text(f"\n{heading}", style="bold"))
         parts.append(stacked_bar(step, total, max(width - 2, 10)))
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        if chosen is not None:
+            parts.extend(step_section(profile, chosen, width))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
@@ -88,17 +92,17 @@ def overview_renderable(profile: Profile, width: int) -> RenderableType:
     for name, reason in profile.missing.items():
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
-        kernels = profile.kernels().head(TOP)
+        kernels = profile.kernels(step=chosen).head(TOP)
         rows = [(r["name"], *kernel_figures(r)) for r in kernels.iter_rows(named=True)]
         parts.append(Text(""))
-        parts.append(_top_table("Top kernels", rows, ("kernel", "total", "share")))
+        parts.append(_top_table(f"Top kernels{only(chosen)}", rows, ("kernel", "total", "share")))
     if profile.available("ops"):
-        ops = profile.ops().head(TOP)
+        ops = profile.ops(step=chosen).head(TOP)
         rows = [
             (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
         ]
         parts.append(Text(""))
-        parts.append(_top_table("Top operators", rows, ("operator", "device total", "host total")))
+        parts.append(_top_table(f"Top operators{only(chosen)}", rows, ("operator", "device total", "host total")))
     return Group(*parts)
 
 
@@ -122,8 +126,23 @@ def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
     return Group(*parts)
 
 
+def only(step: int | None) -> str:
+    return "" if step is None else f" · step {step} only"
+
+
+def step_section(profile: Profile, step: int, width: int) -> list[RenderableType]:
+    """Step ``step``: duration, GPU busy inside it, its breakdown bar and legend (its steps-table row)."""
+    row = profile.step_overview(step)
+    total = row["duration_us"]
+    heading = Text(f"\nstep {step} only: {fmt_us(total)} · GPU busy {row['gpu_busy_pct']:.1f}%", style="bold")
+    heading.append(f" ({fmt_us(row['gpu_busy_us'])}) · Steps: a = all steps", style="dim")
+    values = {c: row[f"{c}_us"] or 0.0 for c in CATEGORIES}
+    return [heading, stacked_bar(values, total, max(width - 2, 10)), legend(values, total)]
+
+
 class OverviewView(VerticalScroll):
-    """The Overview pane (``early``: the kernel-only Overview shown while a large trace links)."""
+    """The Overview pane (``step``: narrowed to one step; ``early``: the kernel-only Overview shown while a
+    large trace links; issue 13)."""
 
     can_focus = True
 
@@ -131,6 +150,7 @@ class OverviewView(VerticalScroll):
         super().__init__(id=id)
         self.profile = profile
         self.early = early
+        self.step: int | None = None
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="overview-body")
@@ -141,6 +161,13 @@ class OverviewView(VerticalScroll):
         if self.is_attached:
             self.on_resize()
 
+    def set_step(self, step: int | None) -> None:
+        self.step = step
+        self.on_resize()
+
     def on_resize(self) -> None:
-        render = early_overview_renderable if self.early else overview_renderable
-        self.query_one("#overview-body", Static).update(render(self.profile, self.size.width))
+        if self.early:
+            body = early_overview_renderable(self.profile, self.size.width)
+        else:
+            body = overview_renderable(self.profile, self.size.width, self.step)
+        self.query_one("#overview-body", Static).update(body)

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ..analysis.step_outliers import outlier_threshold, step_outliers
 from ..frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE, fmt_us
 from ..sanitize import clean
 from ..trace_profile import Profile
@@ -19,6 +20,8 @@ from .messages import StepChosen
 from .timeline import Timeline
 
 STEP_LABEL = 22
+#: The glyph of an outlier step (it reads under NO_COLOR too).
+OUTLIER = "!"
 
 
 class StepList(Widget, can_focus=True):
@@ -29,7 +32,9 @@ class StepList(Widget, can_focus=True):
 
     def __init__(self, steps: pl.DataFrame, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.steps = steps
+        self.order = steps  # step order, as the trace has them
+        self.sort_key: str | None = None  # None: step order; "duration" or a category: that ↓
+        self.steps = step_outliers(steps, "duration_us")
         self.cursor = 0
         self.top = 0  # the first step row on screen
         self.chosen: int | None = None
@@ -49,15 +54,58 @@ class StepList(Widget, can_focus=True):
         for offset, row in enumerate(self.steps.slice(self.top, shown).iter_rows(named=True)):
             index = self.top + offset
             mark = "▶" if row["step"] == self.chosen else " "
-            name = clean(row["name"]).replace("ProfilerStep#", "step ").replace("(whole trace)", "whole")  # nav
-            label = f"{mark} {name[:10]:<10} {fmt_us(row['duration_us']):>10} "
+            name = clean(row["name"]).replace("ProfilerStep#", "step ").replace("(whole trace)", "whole")
+            flag = OUTLIER if row["outlier"] else " "
+            label = f"{mark}{flag}{name[:10]:<10} {fmt_us(row[self.column()] or 0.0):>10} "
             out.append(label, style="reverse" if index == self.cursor else "")
+            if row["outlier"]:
+                out.stylize("bold red", len(out) - len(label) + 1, len(out) - len(label) + 2)
             bar_width = round(width * row["duration_us"] / longest) if longest else 0
             values = {c: row[f"{c}_us"] for c in CATEGORIES}
             out.append(stacked_bar(values, row["duration_us"], bar_width))
             if offset < shown - 1:
                 out.append("\n")
         return out
+
+    # -- sorting and outliers (issue 13) -----------------------------------------------------------
+    def column(self) -> str:
+        """The column the rows show, sort by and mark outliers on."""
+        return f"{self.sort_key or 'duration'}_us"
+
+    def sort_keys(self) -> list[str | None]:
+        """What s cycles through: duration, each category some step has time in, step order."""
+        used = [c for c in CATEGORIES if f"{c}_us" in self.order.columns and (self.order[f"{c}_us"].sum() or 0) > 0]
+        return ["duration", *used, None]
+
+    def sort_label(self) -> str:
+        """'duration ↓', 'Kernel ↓' or 'step order'."""
+        if self.sort_key is None:
+            return "step order"
+        return f"{CATEGORY_LABELS.get(self.sort_key, self.sort_key)} ↓"
+
+    def threshold(self) -> float | None:
+        """The outlier threshold of the shown column (median + 3 × 1.4826 × MAD), or None."""
+        real = self.order.filter(pl.col("step") >= 0) if "step" in self.order.columns else self.order
+        return outlier_threshold(real[self.column()])
+
+    def action_sort(self) -> None:
+        """s: the next sort (duration ↓, each category ↓, step order)."""
+        keys = self.sort_keys()
+        self.set_sort(keys[(keys.index(self.sort_key) + 1) % len(keys)] if self.sort_key in keys else keys[0])
+
+    def set_sort(self, key: str | None) -> None:
+        """Sort by ``key`` ↓ (None: step order); the cursor goes to the first row (the slowest step)."""
+        self.sort_key = key
+        frame = self.order
+        if key is not None:
+            frame = frame.sort(self.column(), descending=True, nulls_last=True, maintain_order=True)
+        self.steps = step_outliers(frame, self.column())
+        self.cursor = self.top = 0
+        self.refresh()
+        view = self.parent_view()
+        view.show_sort()
+        if self.steps.height:
+            view.show_step(self.highlighted())
 
     def on_click(self, event: events.Click) -> None:
         """A click highlights a step (Enter then narrows the tables to it)."""
@@ -105,6 +153,7 @@ class StepsView(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(legend(), id="steps-legend")
+        yield Static(id="steps-sort")
         yield StepList(self.profile.steps(), id="step-list")
         yield Static(id="step-totals")
         if self.profile.is_trace:
@@ -113,8 +162,22 @@ class StepsView(VerticalScroll):
 
     def on_mount(self) -> None:
         step_list = self.query_one(StepList)
+        self.show_sort()
         if step_list.steps.height:
             self.show_step(step_list.highlighted())
+
+    def show_sort(self) -> None:
+        """The step list's title: the sort in force, what s does next, the outlier rule."""
+        steps = self.query_one(StepList)
+        keys = steps.sort_keys()
+        following = keys[(keys.index(steps.sort_key) + 1) % len(keys)] if steps.sort_key in keys else keys[0]
+        upcoming = "step order" if following is None else f"{CATEGORY_LABELS.get(following, following)} ↓"
+        title = Text(f"Steps · sorted by {steps.sort_label()}", style="bold")
+        title.append(f" · s: {upcoming}", style="dim")
+        threshold = steps.threshold()
+        if threshold is not None:
+            title.append(f" · {OUTLIER} outlier: > {fmt_us(threshold)}", style="dim")
+        self.query_one("#steps-sort", Static).update(title)
 
     def show_step(self, row: dict) -> None:
         """Totals of a step and its timeline."""
@@ -133,6 +196,7 @@ class StepsView(VerticalScroll):
             totals.append(f"{CATEGORY_CHAR[category]} ", style=CATEGORY_STYLE[category])
             totals.append(f"{CATEGORY_LABELS[category]} {fmt_us(value)} ({share:.1f}%)")
             parts += 1
+        totals.append(self.outlier_note(steps))
         self.query_one("#step-totals", Static).update(totals)
         if self.profile.is_trace:
             title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
@@ -140,6 +204,21 @@ class StepsView(VerticalScroll):
             self.query_one("#timeline-title", Static).update(title)
             start = self.profile.span_start + row["start_us"]
             self.query_one(Timeline).show(self.profile.gpu, start, start + row["duration_us"])
+
+    @staticmethod
+    def outlier_note(steps: StepList) -> Text:
+        """' · 1 outlier of 40 (duration > 116.306 ms)' — also when there is none."""
+        threshold = steps.threshold()
+        measure = CATEGORY_LABELS.get(steps.sort_key or "", "duration")
+        if threshold is None:
+            return Text(f" · outliers: none ({measure}: too few steps or no spread)", style="dim")
+        count = int(steps.steps["outlier"].sum())
+        real = int((steps.steps["step"] >= 0).sum()) if "step" in steps.steps.columns else steps.steps.height
+        note = Text(" · ")
+        plural = "outlier" if count == 1 else "outliers"
+        note.append(f"{count} {OUTLIER} {plural} of {real}", style="bold red" if count else "")
+        note.append(f" ({measure} > {fmt_us(threshold)} = median + 3×1.4826×MAD, at least +5%)")
+        return note
 
     def focus_main(self) -> None:
         self.query_one(StepList).focus()
