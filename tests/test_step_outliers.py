@@ -223,7 +223,7 @@ async def test_s_on_the_overview_says_there_is_nothing_to_sort() -> None:
         await wait_loaded(pilot, app)
         await pilot.press("s")
         await pilot.pause()
-        assert any("Overview: nothing to sort here" in n.message for n in app._notifications)
+        assert any("Overview: nothing to sort here" in note for note in app.notices)
 
 
 @pytest.mark.asyncio
