@@ -16,6 +16,13 @@ from profview.loading import load
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
 
 
+@pytest.fixture(autouse=True)
+def no_reads_left() -> None:
+    """Reads started by other tests' CLI runs that stopped before loading (a refused option) are
+    not this test's."""
+    prefetch._reads.clear()
+
+
 @pytest.fixture
 def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
