@@ -183,8 +183,8 @@ class MainScreen(Screen):
         overview = self.query("#overview")
         if overview and isinstance(overview.first(), OverviewView):
             overview.first(OverviewView).set_step(message.step)
-        label = "all steps" if message.step is None else f"step {message.step} only"
-        self.notify(f"Overview, Kernels, Operators and drill-downs now show {label}")
+        # Short: it shows beside the header's context line, which names the views a step narrows.
+        self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
 
     def sort_steps(self) -> bool:
         """s in Steps (issue 13): the next sort of the step list; False where there is none."""
