@@ -108,47 +108,27 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
 def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:
     """(op, op chain, python stack) for each launching operator row (None: unattributed).
 
-    A decode loop launches from thousands of rows that repeat a few paths, so each row's chain
-    of operators and of Python frames is first reduced to a path number (a trie of (name,
-    parent path)), and text is made once per distinct path.  Only the rows on these paths are
-    read from the host frame (issue 13: the drill-down within 2x of the kernel listing).
+    A decode loop launches from thousands of rows that repeat a few paths, so every row on a
+    launching path (operators and Python frames) first gets a path number: equal numbers for equal
+    names all the way up to the root (a trie of (name, parent path), built one tree level at a time
+    with NumPy).  Text is joined once per distinct path, and only the rows on these paths are read
+    from the host frame (issue 13: the drill-down within 2x of the kernel listing).
     """
     parent = model.tree.parent
     known = sorted({row for row in op_rows if row is not None})
     innermost = dict(zip(known, innermost_frames(model, known), strict=True))
-    up: dict[int, int] = {}  # every row on a path -> its parent
-    for start in [*known, *innermost.values()]:
-        node = start
-        while node >= 0 and node not in up:
-            up[node] = node = int(parent[node])
-    rows = list(up)
-    on_paths = model.host.select(pl.col("name").gather(rows), pl.col("call_stack").gather(rows))
-    shown = on_paths.select(display_name(pl.col("name")).alias("name"))["name"]
+    frames_of = np.array([innermost[row] for row in known], dtype=np.int64)
+    rows = _rows_on_paths(parent, np.concatenate([np.array(known, dtype=np.int64), frames_of]))
+    shown = model.host.select(display_name(pl.col("name").gather(rows)).alias("name"))["name"]
     names = shown.unique().sort().to_list()  # the dense ranks below number these
-    name_code = dict(zip(rows, (shown.rank("dense") - 1).to_list(), strict=True))
-    legacy = dict(zip(rows, on_paths["call_stack"].to_list(), strict=True))
-    trie: dict[tuple[int, int], int] = {}  # (name code, parent path) -> path
-    trie_name: list[int] = []
-    trie_parent: list[int] = []
-    path_of: dict[int, int] = {-1: -1}
-
-    def path(row: int) -> int:
-        """The path number of ``row``: equal for rows whose names down from the root are equal."""
-        pending = []
-        node = row
-        while node not in path_of:
-            pending.append(node)
-            node = up[node]
-        number = path_of[node]
-        for item in reversed(pending):
-            key = (name_code[item], number)
-            number = trie.get(key, -1)
-            if number < 0:
-                number = trie[key] = len(trie_name)
-                trie_name.append(key[0])
-                trie_parent.append(key[1])
-            path_of[item] = number
-        return number
+    codes = (shown.rank("dense") - 1).cast(pl.Int64).to_numpy()
+    numbers, trie_name, trie_parent = _path_numbers(parent, rows, codes)
+    at = np.searchsorted(rows, known)  # the known rows' places in ``rows`` (which holds them)
+    frame_numbers = np.where(frames_of >= 0, numbers[np.searchsorted(rows, np.maximum(frames_of, 0))], -1)
+    number_of = dict(zip(known, numbers[at].tolist(), strict=True))
+    frame_number_of = dict(zip(known, frame_numbers.tolist(), strict=True))
+    code_of = dict(zip(known, codes[at].tolist(), strict=True))
+    legacy = dict(zip(known, model.host["call_stack"].gather(known).to_list(), strict=True))
 
     def names_up(number: int) -> list[str]:
         """Names from path ``number`` up to the root (innermost first)."""
@@ -165,14 +145,52 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
         if row is None:
             paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
             continue
-        chain = path(row)
+        chain = number_of[row]
         if chain not in op_chains:
             op_chains[chain] = CHAIN_SEPARATOR.join(reversed(names_up(chain)))  # outermost first
-        frames = path(innermost[row])
+        frames = frame_number_of[row]
         if frames not in frame_stacks:
             frame_stacks[frames] = CHAIN_SEPARATOR.join(names_up(frames))  # innermost first
         stack = frame_stacks[frames]
         if not stack:  # the legacy ``Call stack`` argument, already innermost first
             stack = CHAIN_SEPARATOR.join(frame for frame in (legacy[row] or "").split(";") if frame)
-        paths.append((names[name_code[row]], op_chains[chain], stack))
+        paths.append((names[code_of[row]], op_chains[chain], stack))
     return paths
+
+
+def _rows_on_paths(parent: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The sorted host rows ``starts`` and all their ancestors (-1 starts are ignored)."""
+    seen = np.zeros(len(parent), dtype=bool)
+    frontier = np.unique(starts[starts >= 0])
+    while frontier.size:
+        seen[frontier] = True
+        up = parent[frontier]
+        up = up[up >= 0]
+        frontier = np.unique(up[~seen[up]])
+    return np.flatnonzero(seen)
+
+
+def _path_numbers(parent: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+    """Per row of ``rows`` (closed under parents), its path number, and the trie: per number, its
+    name code and parent number (-1: a root).  Built level by level from the roots down."""
+    index = np.full(len(parent), -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    up = parent[rows]
+    up_index = np.where(up >= 0, index[np.maximum(up, 0)], -1)  # each row's parent, as an index into rows
+    depth = np.zeros(len(rows), dtype=np.int64)
+    above = up_index.copy()
+    while (more := above >= 0).any():  # depth = how many ancestors
+        depth += more
+        above = np.where(more, up_index[np.maximum(above, 0)], -1)
+    numbers = np.full(len(rows), -1, dtype=np.int64)
+    trie_name: list[int] = []
+    trie_parent: list[int] = []
+    for level in range(int(depth.max()) + 1 if len(rows) else 0):
+        at = np.flatnonzero(depth == level)
+        parent_numbers = np.where(up_index[at] >= 0, numbers[np.maximum(up_index[at], 0)], -1)
+        base = len(trie_name) + 1  # above every parent number + 1 so far
+        unique, inverse = np.unique(codes[at] * base + (parent_numbers + 1), return_inverse=True)
+        numbers[at] = len(trie_name) + inverse
+        trie_name += (unique // base).tolist()
+        trie_parent += (unique % base - 1).tolist()
+    return numbers, trie_name, trie_parent
