@@ -77,3 +77,14 @@ def shared_dir() -> Path:
         print(f"skipping: {SHARED} is absent (corpus tests need ../shared beside the checkout)")
         pytest.skip(f"{SHARED} is absent")
     return SHARED
+
+
+@pytest.fixture
+def ddp_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the DDP sample trace, with a cache folder of its own (cache and prefetch tests)."""
+    import shutil
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "t.json.gz"
+    shutil.copy(sample("ddp_nccl_streams.pt.trace.json.gz"), target)
+    return target

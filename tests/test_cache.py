@@ -19,11 +19,8 @@ DDP = "ddp_nccl_streams.pt.trace.json.gz"
 
 
 @pytest.fixture
-def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
-    target = tmp_path / "t.json.gz"
-    shutil.copy(sample(DDP), target)
-    return target
+def trace(ddp_copy: Path) -> Path:
+    return ddp_copy
 
 
 def test_reopen_serves_identical_frames_from_the_cache(trace: Path) -> None:

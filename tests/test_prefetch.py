@@ -23,42 +23,34 @@ def no_reads_left() -> None:
     prefetch._reads.clear()
 
 
-@pytest.fixture
-def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
-    target = tmp_path / "t.json.gz"
-    shutil.copy(sample(DDP), target)
-    return target
-
-
-def test_a_prefetched_read_is_the_read(trace: Path) -> None:
+def test_a_prefetched_read_is_the_read(ddp_copy: Path) -> None:
     """The bytes taken are the file's, decompressed (gzip.decompress is the witness), and the load
     from them counts the kernels the raw events hold."""
-    prefetch.start(str(trace))
-    source = prefetch.take(str(trace))
-    assert source is not None and bytes(source.data) == gzip.decompress(trace.read_bytes())
-    assert source.path == str(trace)
-    assert prefetch.take(str(trace)) is None  # taken once
-    prefetch.start(str(trace))
-    kernels = load(trace).kernels()
+    prefetch.start(str(ddp_copy))
+    source = prefetch.take(str(ddp_copy))
+    assert source is not None and bytes(source.data) == gzip.decompress(ddp_copy.read_bytes())
+    assert source.path == str(ddp_copy)
+    assert prefetch.take(str(ddp_copy)) is None  # taken once
+    prefetch.start(str(ddp_copy))
+    kernels = load(ddp_copy).kernels()
     assert kernels["calls"].sum() == sum(1 for e in raw_events(DDP) if e.get("cat") == "kernel")
     assert prefetch._reads == {}  # the load took it
 
 
-def test_a_cached_trace_is_not_read(trace: Path) -> None:
-    load(trace).kernels()  # fills the cache
-    prefetch.start(str(trace))
+def test_a_cached_trace_is_not_read(ddp_copy: Path) -> None:
+    load(ddp_copy).kernels()  # fills the cache
+    prefetch.start(str(ddp_copy))
     assert prefetch._reads == {}
-    prefetch.start(str(trace), use_cache=False)  # --no-cache: it will be parsed
-    assert prefetch.take(str(trace)) is not None
+    prefetch.start(str(ddp_copy), use_cache=False)  # --no-cache: it will be parsed
+    assert prefetch.take(str(ddp_copy)) is not None
 
 
-def test_a_file_changed_after_the_read_is_read_again(trace: Path) -> None:
-    prefetch.start(str(trace), use_cache=False)
-    prefetch._reads[str(trace.resolve())].thread.join()
-    shutil.copy(sample("hta_mi250_rocm_minitoy.json.gz"), trace)
-    assert prefetch.take(str(trace)) is None
-    assert load(trace, use_cache=False).kernels()["calls"].sum() == 14  # the ROCm trace's kernels
+def test_a_file_changed_after_the_read_is_read_again(ddp_copy: Path) -> None:
+    prefetch.start(str(ddp_copy), use_cache=False)
+    prefetch._reads[str(ddp_copy.resolve())].thread.join()
+    shutil.copy(sample("hta_mi250_rocm_minitoy.json.gz"), ddp_copy)
+    assert prefetch.take(str(ddp_copy)) is None
+    assert load(ddp_copy, use_cache=False).kernels()["calls"].sum() == 14  # the ROCm ddp_copy's kernels
 
 
 def test_a_bad_file_fails_with_the_same_one_line_error(tmp_path: Path) -> None:
