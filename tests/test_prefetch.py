@@ -50,7 +50,7 @@ def test_a_file_changed_after_the_read_is_read_again(ddp_copy: Path) -> None:
     prefetch._reads[str(ddp_copy.resolve())].thread.join()
     shutil.copy(sample("hta_mi250_rocm_minitoy.json.gz"), ddp_copy)
     assert prefetch.take(str(ddp_copy)) is None
-    assert load(ddp_copy, use_cache=False).kernels()["calls"].sum() == 14  # the ROCm ddp_copy's kernels
+    assert load(ddp_copy, use_cache=False).kernels()["calls"].sum() == 14  # the ROCm trace's kernels
 
 
 def test_a_bad_file_fails_with_the_same_one_line_error(tmp_path: Path) -> None:
