@@ -329,6 +329,7 @@ async def test_the_viewer_takes_the_comm_pattern() -> None:
                 break
             await pilot.pause(0.05)
         assert isinstance(app.screen, MainScreen)
+        await pilot.pause()  # let the screen mount before the test blocks the loop below
         profile = app.profile
         assert profile is not None and profile.comm_pattern == "unrolled_elementwise_kernel"
         reference = profview.load(sample(name), use_cache=False, comm_pattern="unrolled_elementwise_kernel")

@@ -94,7 +94,10 @@ class MainScreen(Screen):
             self.show(self.pane)  # focus the new view if it is the one on screen
 
     def on_mount(self) -> None:
-        self.update_header()
+        try:
+            self.update_header()
+        except NoMatches:  # the viewer closed before this screen was laid out
+            return
 
     def missing_text(self, view: str) -> Text:
         reason = self.profile.missing.get(view, f"a {self.profile.format} has no {TITLES[view].lower()} view")
