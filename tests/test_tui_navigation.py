@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import time
+import threading
 from collections import defaultdict
 
 import pytest
@@ -161,10 +161,13 @@ async def test_backspace_goes_back_through_drill_downs_keeping_the_cursor() -> N
 
 @pytest.mark.asyncio
 async def test_slow_drill_down_shows_progress_and_esc_cancels_without_replaying_keys(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The route is held until the test releases it (an event, not a sleep: a loaded machine
+    cannot make the drill-down finish before the test looks)."""
     real = drill_routes.ROUTES["kernels"]
+    release = threading.Event()
 
     def slow(profile, row, path):  # type: ignore[no-untyped-def]
-        time.sleep(1.0)
+        release.wait(20)
         return real(profile, row, path)
 
     monkeypatch.setitem(drill_routes.ROUTES, "kernels", slow)
@@ -172,21 +175,24 @@ async def test_slow_drill_down_shows_progress_and_esc_cancels_without_replaying_
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("2", "enter")
-        await pilot.pause(0.1)
+        await pilot.pause(0.4)  # past the grace period
         assert isinstance(app.screen, DrillProgress)
         assert "computing the drill-down of" in screen_text(app)
         await pilot.press("e", "j", "escape")  # e would open the export dialog, j move down
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
-        await pilot.pause(1.3)  # the thread ends: its result is dropped
+        release.set()  # the thread ends: its result is dropped
+        await pilot.pause(0.5)
         assert isinstance(app.screen, MainScreen)
         assert not any(isinstance(s, (DrillScreen, ExportDialog)) for s in app.screen_stack)
         assert app.screen.query_one("#kernels").table.cursor_row == 0
         # let it finish: the drill-down then replaces the progress screen
+        release.clear()
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await pilot.pause(0.4)
         assert isinstance(app.screen, DrillProgress)
-        for _ in range(40):
+        release.set()
+        for _ in range(100):
             await pilot.pause(0.05)
             if isinstance(app.screen, DrillScreen):
                 break
