@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-try:
-    from .. import _calltree
-except ImportError:  # built without a C compiler
-    _calltree = None
-if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths
-    _calltree = None
+from ..compiled import compiled_module
+
+_calltree = compiled_module("_calltree")  # None: the nesting pass runs in Python
 
 #: Float rounding of µs timestamps: a child may appear to end this much after its parent.
 CONTAINMENT_TOLERANCE_US = 0.002

@@ -26,14 +26,10 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from ..compiled import compiled_module
 from .schema import EVENT_SCHEMA, kind_expr
 
-try:
-    from .. import _fastscan
-except ImportError:  # built without a C compiler: the general reader does the work
-    _fastscan = None
-if os.environ.get("PROFVIEW_PURE_PYTHON"):  # benchmarks and tests of the pure-Python paths
-    _fastscan = None
+_fastscan = compiled_module("_fastscan")  # None: the general reader does the work
 
 #: Largest and smallest bytes per scanned range: about four ranges per thread in between, so
 #: that many cores share even a mid-sized trace; ranges run on :func:`scan_threads` threads.

@@ -178,10 +178,9 @@ def memory_factor() -> float:
     Asked without importing the scanner (which brings NumPy and Polars): the file may be read
     while they import (see :mod:`profview.prefetch`).
     """
-    from importlib.util import find_spec
+    from ..compiled import compiled_module
 
-    compiled = not os.environ.get("PROFVIEW_PURE_PYTHON") and find_spec("profview._fastscan") is not None
-    return MEMORY_FACTOR if compiled else MEMORY_FACTOR_GENERAL_READER
+    return MEMORY_FACTOR if compiled_module("_fastscan") is not None else MEMORY_FACTOR_GENERAL_READER
 
 
 def available_memory() -> int | None:
