@@ -115,9 +115,8 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
     from the host frame (issue 13: the drill-down within 2x of the kernel listing).
     """
     parent = model.tree.parent
-    known = sorted({row for row in op_rows if row is not None})
-    innermost = dict(zip(known, innermost_frames(model, known), strict=True))
-    frames_of = np.array([innermost[row] for row in known], dtype=np.int64)
+    known = [row for row in op_rows if row is not None]
+    frames_of = np.array(innermost_frames(model, known), dtype=np.int64)
     rows = _rows_on_paths(parent, np.concatenate([np.array(known, dtype=np.int64), frames_of]))
     shown = model.host.select(display_name(pl.col("name").gather(rows)).alias("name"))["name"]
     names = shown.unique().sort().to_list()  # the dense ranks below number these
@@ -125,10 +124,7 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
     numbers, trie_name, trie_parent = _path_numbers(parent, rows, codes)
     at = np.searchsorted(rows, known)  # the known rows' places in ``rows`` (which holds them)
     frame_numbers = np.where(frames_of >= 0, numbers[np.searchsorted(rows, np.maximum(frames_of, 0))], -1)
-    number_of = dict(zip(known, numbers[at].tolist(), strict=True))
-    frame_number_of = dict(zip(known, frame_numbers.tolist(), strict=True))
-    code_of = dict(zip(known, codes[at].tolist(), strict=True))
-    legacy = dict(zip(known, model.host["call_stack"].gather(known).to_list(), strict=True))
+    legacy = model.host["call_stack"].gather(known).to_list()
 
     def names_up(number: int) -> list[str]:
         """Names from path ``number`` up to the root (innermost first)."""
@@ -140,22 +136,20 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
 
     op_chains: dict[int, str] = {}
     frame_stacks: dict[int, str] = {-1: ""}
-    paths = []
-    for row in op_rows:
-        if row is None:
-            paths.append((UNATTRIBUTED, UNATTRIBUTED, ""))
-            continue
-        chain = number_of[row]
+    found = []
+    for chain, frames, code, call_stack in zip(
+        numbers[at].tolist(), frame_numbers.tolist(), codes[at].tolist(), legacy, strict=True
+    ):
         if chain not in op_chains:
             op_chains[chain] = CHAIN_SEPARATOR.join(reversed(names_up(chain)))  # outermost first
-        frames = frame_number_of[row]
         if frames not in frame_stacks:
             frame_stacks[frames] = CHAIN_SEPARATOR.join(names_up(frames))  # innermost first
         stack = frame_stacks[frames]
         if not stack:  # the legacy ``Call stack`` argument, already innermost first
-            stack = CHAIN_SEPARATOR.join(frame for frame in (legacy[row] or "").split(";") if frame)
-        paths.append((names[code_of[row]], op_chains[chain], stack))
-    return paths
+            stack = CHAIN_SEPARATOR.join(frame for frame in (call_stack or "").split(";") if frame)
+        found.append((names[code], op_chains[chain], stack))
+    paths = iter(found)  # in the order of ``known``: the unattributed rows go between
+    return [(UNATTRIBUTED, UNATTRIBUTED, "") if row is None else next(paths) for row in op_rows]
 
 
 def _rows_on_paths(parent: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -208,11 +208,8 @@ def python_stack_at(model: TraceModel, row: int) -> list[int]:
 
 
 def python_stacks_at(model: TraceModel, rows: list[int]) -> list[list[int]]:
-    """:func:`python_stack_at` for many host rows at once: one as-of join, not a filter per row.
-
-    The innermost frame of a row is the latest-starting frame of its thread that started at or
-    before it (the shortest of equal starts); frames that ended before it are climbed past.
-    """
+    """:func:`python_stack_at` for many host rows at once: one as-of join (:func:`innermost_frames`),
+    not a filter per row."""
     parent = model.tree.parent
     chains: dict[int, list[int]] = {-1: []}
 
