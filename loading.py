@@ -102,11 +102,11 @@ def remember_views(profile: Profile, *, model: bool = False) -> None:
         cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
         profile.fresh.clear()
         profile.fresh_facts.clear()
-    if model and profile.cacheable and "model" in vars(profile) and not profile._facts.get("model_stored"):
+    if model and profile.cacheable and "model" in vars(profile) and not profile.model_stored:
         from .analysis.model import model_frames
 
         cache.store_model(profile.path, *model_frames(profile.model))
-        profile._facts["model_stored"] = True
+        profile.model_stored = True
 
 
 #: Peak memory of the tables per byte of the events frame (measured: 808 MB for a 223 MB frame of

@@ -62,6 +62,9 @@ class Profile:
     #: Reads the linked model stored by an earlier run (None: none stored, build it from the events);
     #: given (host columns, GPU columns), only those (and the call tree).
     saved_model: Callable[..., TraceModel | None] | None = field(default=None, repr=False)
+    #: Whether the cache holds this profile's linked model (read from it, or written by
+    #: :func:`profview.loading.remember_views`): then it is not written again.
+    model_stored: bool = field(default=False, repr=False)
     cacheable: bool = False
     #: Views computed in this process (not read from ``saved``), and facts about them.
     fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
@@ -89,7 +92,7 @@ class Profile:
         if self.saved_model is not None:
             model = self.saved_model()
             if model is not None:
-                self._facts["model_stored"] = True
+                self.model_stored = True
                 return model
         if self.events is None:
             raise ProfviewError(self.path, f"{self.format} has no trace events")
