@@ -40,13 +40,24 @@ def kernel_figures(row: dict) -> tuple[str, str]:
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
+def title_lines(profile: Profile) -> list[RenderableType]:
+    """The first lines of either Overview: the file, its format, its warnings."""
+    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+    parts += [Text(f"warning: {clean(warning)}", style="yellow") for warning in profile.warnings]
+    return parts
+
+
+def top_kernels(kernels: pl.DataFrame, title: str) -> list[RenderableType]:
+    """A blank line and the table of the first :data:`TOP` rows of a kernel table."""
+    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(TOP).iter_rows(named=True)]
+    return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
+
+
 def overview_renderable(profile: Profile, width: int, step: int | None = None) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
     and its top kernels and operators; issue 13)."""
     chosen = step if profile.is_trace else None  # a text format's tables are not per step
-    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
-    for warning in profile.warnings:
-        parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
+    parts = title_lines(profile)
     if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
@@ -92,10 +103,7 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
     for name, reason in profile.missing.items():
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
-        kernels = profile.kernels(step=chosen).head(TOP)
-        rows = [(r["name"], *kernel_figures(r)) for r in kernels.iter_rows(named=True)]
-        parts.append(Text(""))
-        parts.append(_top_table(f"Top kernels{only(chosen)}", rows, ("kernel", "total", "share")))
+        parts += top_kernels(profile.kernels(step=chosen), f"Top kernels{only(chosen)}")
     if profile.available("ops"):
         ops = profile.ops(step=chosen).head(TOP)
         rows = [
@@ -112,17 +120,13 @@ def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
     devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
     """
-    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
-    for warning in profile.warnings:
-        parts.append(Text(f"warning: {clean(warning)}", style="yellow"))
+    parts = title_lines(profile)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
     parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
                       f"kernel time {fmt_us(totals[1] or 0.0)}"))
     parts.append(Text("linking GPU work to operators and steps… (Kernels is ready: 2)", style="italic"))
-    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(TOP).iter_rows(named=True)]
-    parts.append(Text(""))
-    parts.append(_top_table("Top kernels", rows, ("kernel", "total", "share")))
+    parts += top_kernels(kernels, "Top kernels")
     return Group(*parts)
 
 
