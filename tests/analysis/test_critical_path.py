@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import loaded, raw_events
+from support import loaded, raw_events
 
 import profview
 from profview.analysis.critical_path import HTA_RULES, PROFVIEW_RULES, PathRules
