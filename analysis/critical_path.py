@@ -14,7 +14,8 @@ nodes (its start and its end) and the edges are:
   thread, weightless (host idle time is never on the path);
 * **kernel**: from a GPU event's start to its end, weighted by its duration;
 * **launch delay**: from a launching runtime call's start to its GPU work's start, when the
-  stream was idle at launch (HTA's queue-length rule, :func:`_queue_lengths`);
+  stream was idle at launch (HTA's queue-length rule, :func:`_queue_lengths`; by default, when
+  the launch came after the previous work on the stream ended);
 * **kernel-kernel delay**: otherwise, from the previous GPU event on the same stream to this one;
 * **sync**: from the GPU work a host call waited for to the call's end, and from GPU work on one
   stream to the next GPU work of another stream that waited for it (``cudaStreamWaitEvent``);
@@ -104,18 +105,26 @@ class PathRules:
     ``blocking``: the calls whose own time weighs nothing — HTA's fixed list, or (None) only a
     call during which some GPU work ended; ``infer_sync``: sync edges from runtime calls (HTA
     only reads Kineto's ``cuda_sync`` events, which traces rarely hold); ``data_loading``: host time
-    under ``enumerate(DataLoader)`` is ``data_loading``, not ``cpu_bound`` (HTA 0.5 has no such kind).
+    under ``enumerate(DataLoader)`` is ``data_loading``, not ``cpu_bound`` (HTA 0.5 has no such kind);
+    ``last_arrival``: GPU work depends on whichever of its launch, the previous work on its stream
+    and the work it waited for was ready last (HTA: a launch delay only when the stream's queue
+    was empty at the launch and stayed so until the work started, else the previous work).
     """
 
     whole_us: bool
     blocking: tuple[str, ...] | None
     infer_sync: bool
     data_loading: bool
+    last_arrival: bool
     name: str
 
 
-HTA_RULES = PathRules(whole_us=True, blocking=HTA_BLOCKING, infer_sync=False, data_loading=False, name="hta")
-PROFVIEW_RULES = PathRules(whole_us=False, blocking=None, infer_sync=True, data_loading=True, name="profview")
+HTA_RULES = PathRules(
+    whole_us=True, blocking=HTA_BLOCKING, infer_sync=False, data_loading=False, last_arrival=False, name="hta"
+)
+PROFVIEW_RULES = PathRules(
+    whole_us=False, blocking=None, infer_sync=True, data_loading=True, last_arrival=True, name="profview"
+)
 RULES = {rules.name: rules for rules in (PROFVIEW_RULES, HTA_RULES)}
 
 
@@ -390,9 +399,14 @@ def _gpu_edges(
     prev_end = np.where(prev >= 0, g_e[np.clip(prev, 0, None)], -np.inf)
 
     wait_end = np.where(waited >= 0, g_e[np.clip(waited, 0, None)], -np.inf)
-    idle = (q_launch[g_sel] == 1) & (q_start[g_sel] == 0)
-    launch_edge = idle & (prev_end < launch_start) & (wait_end < launch_start)
-    gap_edge = ~launch_edge & (prev >= 0) & (wait_end < prev_end)
+    if rules.last_arrival:  # the one predecessor that was ready last
+        launch_edge = (launch_start >= prev_end) & (launch_start >= wait_end)
+        gap_edge = ~launch_edge & (prev >= 0) & (prev_end >= wait_end)
+        waited = np.where(launch_edge | gap_edge, -1, waited)
+    else:  # HTA: the queue-length rule, and every wait
+        idle = (q_launch[g_sel] == 1) & (q_start[g_sel] == 0)
+        launch_edge = idle & (prev_end < launch_start) & (wait_end < launch_start)
+        gap_edge = ~launch_edge & (prev >= 0) & (wait_end < prev_end)
     launch_events = host_event[launch[g_sel]]
     parts = [kernel]
     li = np.flatnonzero(launch_edge)

@@ -177,13 +177,18 @@ def test_launch_delay_and_kernel(tmp_path: Path) -> None:
 
 
 def test_kernel_kernel_gap_when_the_stream_is_busy(tmp_path: Path) -> None:
-    """Two kernels queued together: 30 µs, a 5 µs gap, 15 µs (the host's 10 µs is shorter)."""
+    """Two kernels queued together: host 2, launch 47, 30 µs, a 5 µs gap, 15 µs."""
     events = [
         _op("a", 1, 10), _call("cudaLaunchKernel", 3, 2, 1), _call("cudaLaunchKernel", 6, 2, 2),
         _kernel("k1", 50, 30, 1), _kernel("k2", 85, 15, 2),
     ]
+    profile = _trace(tmp_path, _step(events))
+    assert _path(profile) == {
+        "cpu_bound": 2.0, "gpu_kernel_launch_overhead": 47.0, "gpu_compute_bound": 45.0,
+        "gpu_kernel_kernel_overhead": 5.0,
+    }
     # HTA's rule: k1's launch is no delay on the path, as k2 was queued before k1 started.
-    assert _path(_trace(tmp_path, _step(events))) == {"gpu_compute_bound": 45.0, "gpu_kernel_kernel_overhead": 5.0}
+    assert _path(profile, HTA_RULES) == {"gpu_compute_bound": 45.0, "gpu_kernel_kernel_overhead": 5.0}
 
 
 def test_synchronize_brings_the_path_back_to_the_host(tmp_path: Path) -> None:
