@@ -262,3 +262,26 @@ def test_no_step_trace_is_one_window(tmp_path: Path) -> None:
     paths = step_paths(_trace(tmp_path, events).model)
     assert paths.steps["step"].to_list() == [-1]
     assert float(np.sum(paths.result.length)) == 79.0
+
+
+def test_each_ranks_critical_path_in_the_ranks_view() -> None:
+    """The ranks view of a job carries each rank's critical path: the mean path per step and its
+    shares, as the single trace's critical_path view gives them (the job's worker computes them)."""
+    from support import SAMPLES
+
+    from profview.analysis.critical_path import BOUNDS
+    from profview.analysis.ranks import PATH_BOUNDS
+    from profview.jobs.job import open_job
+
+    assert PATH_BOUNDS == BOUNDS
+    with open_job([str(SAMPLES / "gloo_2rank")], workers=1, use_cache=False) as job:
+        ranks = job.ranks_view()
+    for row in ranks.iter_rows(named=True):
+        single = profview.load(SAMPLES / "gloo_2rank" / f"rank{row['rank']}.pt.trace.json.gz", use_cache=False)
+        frame = single.critical_path()
+        paths = frame.unique("step")["path_us"]
+        assert row["critical_path_us"] == pytest.approx(paths.mean(), abs=0.01)
+        shares = [row[f"path_{bound}_pct"] for bound in BOUNDS]
+        assert sum(shares) == pytest.approx(100.0, abs=0.05)
+        cpu = frame.filter(pl.col("bound_by") == "cpu_bound")["duration_us"].sum()
+        assert row["path_cpu_bound_pct"] == pytest.approx(100 * cpu / paths.sum(), abs=0.01)
