@@ -131,13 +131,15 @@ def path_frame(paths: StepPaths, weight: np.ndarray | None = None) -> pl.DataFra
 
 def bound_line(frame: pl.DataFrame, step: int | None = None) -> str:
     """``critical path: 64% GPU compute, 33% CPU, 3% launch overhead`` for one step of a
-    ``critical_path`` frame (``step`` None: the first step), the kinds over 0.5% by share."""
+    ``critical_path`` frame (``step`` None: all its steps together), the kinds of at least 0.5%,
+    largest first."""
     rows = frame if step is None else frame.filter(pl.col("step") == step)
     if rows.height == 0:
         return "critical path: no step"
-    first = rows["step"][0]
-    rows = rows.filter((pl.col("step") == first) & (pl.col("pct") >= 0.5)).sort("pct", descending=True)
-    parts = [f"{row['pct']:.0f}% {BOUND_LABELS[row['bound_by']]}" for row in rows.iter_rows(named=True)]
+    length = float(rows.unique("step")["path_us"].sum())
+    shares = rows.group_by("bound_by").agg((pl.col("duration_us").sum() / (length or 1.0) * 100).alias("pct"))
+    shares = shares.filter(pl.col("pct") >= 0.5).sort(["pct", "bound_by"], descending=[True, False])
+    parts = [f"{pct:.0f}% {BOUND_LABELS[bound]}" for bound, pct in shares.iter_rows()]
     return "critical path: " + (", ".join(parts) if parts else "empty")
 
 
@@ -275,3 +277,16 @@ def names_frame(paths: StepPaths) -> pl.DataFrame:
         .sort(["on_path_us", "total_us"], descending=True)
         .select(NAME_COLUMNS)
     )
+
+
+def path_event_rows(paths: StepPaths) -> pl.DataFrame:
+    """The events on the paths, for a timeline to mark: ``gpu`` (a ``model.gpu`` row, else a
+    ``model.host`` row), ``row``, ``start`` in µs, sorted by start (each event once)."""
+    graph = paths.result.graph
+    events = on_path_by_event(paths)["event"].unique().to_numpy()
+    n_host = graph.n_host
+    gpu = events >= n_host
+    rows = np.zeros(len(events), dtype=np.int64)
+    rows[gpu] = graph.gpu_rows[events[gpu] - n_host]
+    rows[~gpu] = graph.host_rows[events[~gpu]]
+    return pl.DataFrame({"gpu": gpu, "row": rows.astype(np.int64), "start": graph.start[events]}).sort("start", "gpu")
