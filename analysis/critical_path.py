@@ -159,10 +159,6 @@ class PathGraph:
     def n_host(self) -> int:
         return len(self.host_rows)
 
-    def node_time(self, node: np.ndarray) -> np.ndarray:
-        """The time in µs of nodes."""
-        return np.where(node % 2 == 0, self.start[node // 2], self.end[node // 2])
-
 
 @dataclass
 class PathResult:
@@ -408,7 +404,7 @@ def _gpu_edges(
         launch_edge = idle & (prev_end < launch_start) & (wait_end < launch_start)
         gap_edge = ~launch_edge & (prev >= 0) & (wait_end < prev_end)
     launch_events = host_event[launch[g_sel]]
-    parts = [kernel]
+    parts: list[tuple[np.ndarray, ...]] = [kernel]
     li = np.flatnonzero(launch_edge)
     parts.append(
         (
@@ -454,15 +450,6 @@ def _filled(n: int, kind: int) -> np.ndarray:
 
 def _no_edges() -> tuple[np.ndarray, ...]:
     return (_none(), _none(), np.zeros(0), _filled(0, OPERATOR), _none())
-
-
-def _sorted_key(group: np.ndarray, time: np.ndarray) -> np.ndarray:
-    """One float per item that sorts by (group, time): groups laid end to end on the time axis."""
-    if len(time) == 0:
-        return time.copy()
-    lo = float(np.min(time))
-    scale = float(np.max(time)) - lo + 1.0
-    return group.astype(np.float64) * scale + (time - lo)
 
 
 def _host_waits(
@@ -518,7 +505,8 @@ def _stream_waits(
     lo, scale = float(times.min()), float(times.max() - times.min()) + 1.0
 
     def key(items: np.ndarray, time: np.ndarray) -> np.ndarray:
-        return group[items] * scale + (time - lo)
+        keys: np.ndarray = group[items] * scale + (time - lo)
+        return keys
 
     l_order = np.argsort(key(launchers, start[launchers]), kind="stable")
     l_key = key(launchers, start[launchers])[l_order]

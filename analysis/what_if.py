@@ -62,7 +62,7 @@ def scaled_weights(paths: StepPaths, scalings: list[Scaling]) -> np.ndarray:
     for scaling in scalings:
         matches = names.str.contains(scaling.pattern).fill_null(False).to_numpy()
         factor[matches] *= scaling.factor
-    weight = graph.reported.copy()
+    weight: np.ndarray = graph.reported.copy()
     own = (graph.kind == OPERATOR) & (graph.event >= 0)
     weight[own] *= factor[graph.event[own]]
     return weight
