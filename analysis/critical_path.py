@@ -523,8 +523,11 @@ def _stream_waits(
     ok = (r_at >= 0) & (group[record] == same) & (s_at >= 0) & (d_at <= last)
     ok &= (group[launchers[src_pos]] == same) & (group[launchers[dst_pos]] == same)
     src_gpu, dst_gpu = first_gpu[src_pos[ok]], first_gpu[dst_pos[ok]]
-    other_stream = g_stream[src_gpu] != g_stream[dst_gpu]
-    src_gpu, dst_gpu = src_gpu[other_stream], dst_gpu[other_stream]
+    # A wait between streams, and one the trace does not contradict (the waiting work started
+    # after the work it waited for ended: else the guess named the wrong work).
+    g_start, g_end = start[n_host:], end[n_host:]
+    plausible = (g_stream[src_gpu] != g_stream[dst_gpu]) & (g_end[src_gpu] <= g_start[dst_gpu])
+    src_gpu, dst_gpu = src_gpu[plausible], dst_gpu[plausible]
     return _apply_waits(waited, src_gpu, dst_gpu, end[n_host:])
 
 

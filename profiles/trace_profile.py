@@ -424,7 +424,10 @@ class Profile:
             if step is not None and step not in step_ranges(self.model)["step"].to_list():
                 raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
             comm = self.model_communication().is_not_null().to_numpy()
-            self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
+            try:
+                self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
+            except ValueError as exc:  # a dependency cycle: events out of order in the trace
+                raise ProfviewError(self.path, f"no critical path: {exc}") from None
         paths: StepPaths = self._facts[key]
         return paths
 
