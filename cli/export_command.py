@@ -35,7 +35,8 @@ def export(
             "--view",
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
-            "gaps; a job: ranks, collectives, steps, kernels.",
+            "gaps, critical_path, critical_path_events, critical_path_names; a job: ranks, collectives, steps, "
+            "kernels.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -50,6 +51,18 @@ def export(
         bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
     ] = False,
     step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
+    what_if: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--what-if",
+            help="critical_path: scale the kernels and operators matching REGEX by FACTOR ('REGEX=FACTOR', "
+            "repeatable) and show the path before and after (a model).",
+        ),
+    ] = None,
+    rules: Annotated[
+        str,
+        typer.Option("--rules", help="Critical path: profview (exact times, inferred waits) or hta (HTA 0.5's rules)."),
+    ] = "profview",
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -71,7 +84,8 @@ def export(
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
         given_options = (
-            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source)
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
+            ("--what-if", what_if or None),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -86,7 +100,16 @@ def export(
         say_written(written, frame.height, frame.width)
         return
     profile = target.load(no_cache, run, comm_pattern)
-    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
+    frame = view_frame(
+        profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
+        what_if=what_if, rules=rules,
+    )
+    if what_if:
+        typer.echo(
+            "profview: note: what-if is a model: the same dependencies with the chosen events' own time scaled, "
+            "not a measurement (docs/critical_path.md)",
+            err=True,
+        )
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
