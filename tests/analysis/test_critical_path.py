@@ -46,6 +46,23 @@ HTA_FIGURES = {
         },
     ),
     ("resnet50_train_amp.pt.trace.json.gz", 3): (45_664, {"cpu_bound": 45_664}),
+    # Instance 0 of three more traces (DDP with NCCL, TraceLens' Qwen on H100, one rank of HTA's
+    # 128-rank NCCL job).
+    ("ddp_nccl_streams.pt.trace.json.gz", 2): (
+        6_504,
+        {"cpu_bound": 238, "gpu_compute_bound": 6_026, "gpu_kernel_kernel_overhead": 223,
+         "gpu_kernel_launch_overhead": 17},
+    ),
+    ("tracelens_h100_qwen1.5-0.5b.json.gz", 6): (
+        33_613,
+        {"cpu_bound": 1_675, "gpu_compute_bound": 29_151, "gpu_kernel_kernel_overhead": 2_781,
+         "gpu_kernel_launch_overhead": 6},
+    ),
+    ("hta_sampled_rank-0.json.gz", 551): (
+        267_581,
+        {"cpu_bound": 266_597, "gpu_compute_bound": 948, "gpu_kernel_kernel_overhead": 30,
+         "gpu_kernel_launch_overhead": 6},
+    ),
     ("resnet50_train_amp.pt.trace.json.gz", 2): (
         25_268,
         {
