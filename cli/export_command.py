@@ -36,7 +36,7 @@ def export(
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names; a job: ranks, collectives, steps, "
-            "kernels.",
+            "kernels, straggler_path.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045

@@ -352,3 +352,25 @@ def test_htas_alexnet_trace_with_sync_events() -> None:
     path, kinds = _annotation_breakdown("hta_critical_path_alexnet.json.gz", HTA_RULES)
     assert abs(path - 35_834) <= 1
     assert kinds["gpu_kernel_kernel_overhead"] == 552
+
+
+def test_straggler_collectives_on_its_critical_path() -> None:
+    """DLRM on 8 V100s (param's test traces): rank 7 waits least (the straggler).  On its own
+    critical path lies one collective kernel, the job's AllReduce #7; six other ranks waited for it
+    there, 4,268 µs in all (their waits in the collectives view)."""
+    from support import SAMPLES
+
+    from profview.jobs.job import open_job
+
+    with open_job([str(SAMPLES / "param_dlrm_8rank_v100.tar.gz")], workers=2, use_cache=False) as job:
+        assert job.stragglers() == [7]
+        frame = job.straggler_path()
+        collectives = job.collectives()
+        rank7 = profview.load(job.summary(7).path, use_cache=False)
+        names = rank7.critical_path_names()
+    assert frame.select("collective", "name", "rank").rows() == [(7, "AllReduce", 7)]
+    others = collectives.filter((pl.col("collective") == 7) & (pl.col("rank") != 7))
+    assert frame["waiting_ranks"][0] == int((others["wait_us"] > 0).sum()) == 6
+    assert frame["others_wait_us"][0] == pytest.approx(float(others["wait_us"].sum())) == 4_268
+    on_path = names.filter(pl.col("name").str.contains("(?i)nccl") & (pl.col("on_path_us") > 0))
+    assert on_path.height == 1 and "AllReduce" in on_path["name"][0]
