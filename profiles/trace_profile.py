@@ -409,27 +409,42 @@ class Profile:
     # -- the critical path (issue 26) ----------------------------------------------------------------
     def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
         """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
-        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each."""
+        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each (and so is the
+        reason a trace has none)."""
         key = f"critical_path:{rules}:{step}"
         if key not in self._facts:
-            from ..analysis.critical_path import RULES
-            from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
-
-            if not self.is_trace:
-                raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
-            if rules not in RULES:
-                raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
-            if self.model.gpu.height and not has_runtime(self.model):
-                raise ProfviewError(self.path, NO_RUNTIME)
-            if step is not None and step not in step_ranges(self.model)["step"].to_list():
-                raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
-            comm = self.model_communication().is_not_null().to_numpy()
             try:
-                self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
-            except ValueError as exc:  # a dependency cycle: events out of order in the trace
-                raise ProfviewError(self.path, f"no critical path: {exc}") from None
-        paths: StepPaths = self._facts[key]
+                self._facts[key] = self._compute_step_paths(step, rules)
+            except ProfviewError as exc:
+                self._facts[key] = exc
+        found = self._facts[key]
+        if isinstance(found, ProfviewError):
+            raise found
+        paths: StepPaths = found
         return paths
+
+    def _compute_step_paths(self, step: int | None, rules: str) -> StepPaths:
+        from ..analysis.critical_path import RULES
+        from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
+        if rules not in RULES:
+            raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+        if self.model.gpu.height and not has_runtime(self.model):
+            raise ProfviewError(self.path, NO_RUNTIME)
+        if step is not None and step not in step_ranges(self.model)["step"].to_list():
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        comm = self.model_communication().is_not_null().to_numpy()
+        try:
+            return step_paths(self.model, RULES[rules], comm, step=step)
+        except ValueError as exc:  # a dependency cycle: events out of order in the trace
+            raise ProfviewError(self.path, f"no critical path: {exc}") from None
+
+    def has_step_paths(self, step: int | None = None, rules: str = "profview") -> bool:
+        """Whether :meth:`step_paths` has been computed, or found there is none (a viewer shows
+        either without waiting)."""
+        return f"critical_path:{rules}:{step}" in self._facts
 
     def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per step and bound kind, its µs on the critical path (see
