@@ -474,7 +474,9 @@ class Profile:
             parsed = [parse_scaling(text) for text in scalings]
         except ValueError as exc:
             raise ProfviewError(None, str(exc)) from None
-        return what_if(self.step_paths(step, rules), parsed)[0]
+        steps = self.steps()
+        durations = dict(zip(steps["step"].to_list(), steps["duration_us"].to_list(), strict=True))
+        return what_if(self.step_paths(step, rules), parsed, durations)[0]
 
     def timeline_lanes(self) -> Any:
         """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
