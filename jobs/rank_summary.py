@@ -35,6 +35,27 @@ class RankSummary:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class RankFailure:
+    """A trace that could not be summarised: the job opens without it (unless ``--strict``)."""
+
+    path: str
+    problem: str
+
+
+def summarise_or_fail(
+    path: str, comm_pattern: str | None = None, use_cache: bool = True
+) -> RankSummary | RankFailure:
+    """:func:`summarise_rank`, with a bad trace's one-line error returned instead of raised, so
+    that one unreadable rank does not stop the others (runs in a worker process)."""
+    try:
+        return summarise_rank(path, comm_pattern, use_cache)
+    except ProfviewError as exc:
+        return RankFailure(path, exc.problem)
+    except MemoryError:
+        return RankFailure(path, "out of memory while reading it")
+
+
 def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankSummary:
     """Load ``path`` and summarise it (runs in a worker process; see the module doc).
 
@@ -85,6 +106,9 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
         return None
     frames, info = found
     facts = info.get("facts")
+    if not rank_store.valid_info(info):  # damaged or forged: replaced by the next open
+        rank_store.discard(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+        return None
     return RankSummary(
         path=path,
         rank=_int(info.get("rank")),
