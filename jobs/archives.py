@@ -189,38 +189,37 @@ def _from_zip(archive: str, label: str, into: str, limit: int, out: Extracted) -
 
 def _from_tar(archive: str, label: str, into: str, limit: int, out: Extracted) -> None:
     budget = _Budget(limit, into)
-    current = ""
+    members: list[tarfile.TarInfo] = []
+    damage: BaseException | None = None
     with tarfile.open(archive) as t:
-        try:
-            for member in _members(t):
-                if not TRACE_NAME.search(member.name) or not (member.isfile() or member.islnk() or member.issym()):
-                    continue
-                current = name = f"{label}:{member.name}"
-                try:
-                    data = t.extractfile(member)  # a link: the member it names, inside the archive
-                except KeyError:
-                    out.unreadable.append((name, f"a link to {member.linkname!r}, which is not in the archive"))
-                    continue
-                if data is None:
-                    continue
-                try:
-                    _keep(into, out, name, member.name, data, budget)
-                except MemberUnreadable as exc:
-                    out.unreadable.append((name, str(exc)))
-            current = ""
+        try:  # the headers first, to the end: damage is found here, not taken for the end
+            members.extend(_members(t))
             _check_end(t)
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-            if not out.paths and not out.unreadable and not current:
+            if not members:
                 raise
-            if current and out.paths and out.labels.get(out.paths[-1]) == current:
-                os.unlink(out.paths.pop())  # its data ends in the damage: not a whole trace
-                out.labels = {p: out.labels[p] for p in out.paths}
-            where = f" in {current.split(':', 1)[1]}" if current else ""
-            out.notes.append(
-                f"{label}: damaged{where} ({_first_line(exc)}): the members after the damage are lost"
-            )
-            if current:
-                out.unreadable.append((current, f"damaged ({_first_line(exc)})"))
+            damage = exc
+        for member in members:
+            if not TRACE_NAME.search(member.name) or not (member.isfile() or member.islnk() or member.issym()):
+                continue
+            name = f"{label}:{member.name}"
+            try:
+                data = t.extractfile(member)  # a link: the member it names, inside the archive
+            except KeyError:
+                out.unreadable.append((name, f"a link to {member.linkname!r}, which is not in the archive"))
+                continue
+            if data is None:
+                continue
+            try:
+                _keep(into, out, name, member.name, data, budget)
+            except MemberUnreadable as exc:
+                out.unreadable.append((name, str(exc)))
+            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                out.unreadable.append((name, f"damaged ({_first_line(exc)})"))
+    if damage is not None:
+        out.notes.append(
+            f"{label}: damaged after {members[-1].name} ({_first_line(damage)}): the members after the damage are lost"
+        )
 
 
 def _members(t: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

@@ -122,8 +122,13 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
     )
 
 
+#: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
+_INT64_MAX = 2**63 - 1
+
+
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
+    return value if ok else None
 
 
 def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
