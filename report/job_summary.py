@@ -58,7 +58,7 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     """The job's ranks, its straggler, the longest-waiting collectives and the top kernels."""
     console = console or Console(highlight=False, markup=False, emoji=False)
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
-    backends = sorted({s.backend for s in job.summaries if s.backend})
+    backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
     for line in job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]:
         console.print(Text(f"  {clean(line)}{backend}"))
