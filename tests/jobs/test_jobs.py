@@ -362,14 +362,14 @@ def test_an_unreadable_rank_is_left_out_loudly_and_strict_refuses_it(tmp_path: P
         assert job.ranks == [0, 1] and job.world_size == 2  # gloo's distributedInfo says 2
         assert [name for name, _ in job.failures] == [str(tmp_path / "rank2.json")]
         assert any(n.startswith("rank 2 unreadable: rank2.json: a ") and "not a rank trace" in n for n in job.notes)
-    with pytest.raises(ProfviewError, match="rank2.json: .*not a rank trace.*--strict"):
+    with pytest.raises(ProfviewError, match=r"rank2\.json: .*not a rank trace.*--strict"):
         open_job(tmp_path, workers=2, use_cache=False, strict=True)
     (tmp_path / "rank2.json").write_text('{"traceEvents": [')  # cut short before any event
     with open_job(tmp_path, workers=1, use_cache=False) as job:
         assert job.ranks == [0, 1] and any("rank 2 unreadable: rank2.json: the trace is cut" in n for n in job.notes)
     for rank in (0, 1):
         (tmp_path / f"rank{rank}.json.gz").unlink()
-    with pytest.raises(ProfviewError, match="rank2.json: the trace is cut"):  # nothing readable: an error
+    with pytest.raises(ProfviewError, match=r"rank2\.json: the trace is cut"):  # nothing readable: an error
         open_job(tmp_path, workers=1, use_cache=False)
 
 

@@ -107,7 +107,7 @@ def test_3_a_billion_in_a_file_name_or_world_size_is_refused_at_once_in_little_m
     """Before: ``set(range(10**9))`` (gigabytes, then the OOM killer); here under a 1.5 GB cap."""
     (tmp_path / "rank1000000000.json").write_bytes(rank_bytes(0, info=False))
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29)); "
-    code = limit + f"from profview.cli.app import main; main(['summary', {str(tmp_path)!r}, '-j', '1'])"
+    code = limit + f"from profview.cli import main; main(['summary', {str(tmp_path)!r}, '-j', '1'])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     line = one_line_error(proc.stderr)
     assert proc.returncode == 2 and "rank1000000000.json: rank 1,000,000,000 is implausible" in line
@@ -130,7 +130,7 @@ def test_3_missing_ranks_are_counted_without_the_range() -> None:
 def test_low_a_rank_outside_the_world_size_is_refused(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_bytes(rank_bytes(0, world=2))
     (tmp_path / "s.json").write_bytes(rank_bytes(9, world=2))
-    with pytest.raises(ProfviewError, match="s.json: rank 9 is outside the job's world size 2"):
+    with pytest.raises(ProfviewError, match=r"s\.json: rank 9 is outside the job's world size 2"):
         open_job(tmp_path, workers=1)
 
 
@@ -243,7 +243,7 @@ def test_6_a_scheduler_without_workers_is_said_within_the_limit(tmp_path: Path, 
         n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
     ) as cluster:
         started = time.monotonic()
-        with pytest.raises(ProfviewError, match="no Dask worker took the tasks at .* within 2 s"):
+        with pytest.raises(ProfviewError, match=r"no Dask worker took the tasks at .* within 2 s"):
             open_job(_job_dir(tmp_path), dask=cluster.scheduler_address, use_cache=False)
         assert time.monotonic() - started < 20
 
@@ -317,7 +317,11 @@ def test_7_a_zip_listing_one_entry_many_times_is_extracted_once(tmp_path: Path) 
 def test_7_members_checked_while_streaming_sniff_and_memory(tmp_path: Path, monkeypatch) -> None:
     archive = make_tar(
         tmp_path / "job.tar.gz",
-        {"rank0.json": rank_bytes(0), "rank1.json": b"\x00" * 100_000, "rank2.json": b'{"traceEvents":[' + b" " * 3_000_000},
+        {
+            "rank0.json": rank_bytes(0),
+            "rank1.json": b"\x00" * 100_000,
+            "rank2.json": b'{"traceEvents":[' + b" " * 3_000_000,
+        },
     )
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(archives_budget_for(1_000_000)))
     with open_job(archive, workers=1, use_cache=False) as job:
@@ -353,7 +357,8 @@ def _bad_zip(path: Path) -> None:
         central[bytes(raw[at + 46 : at + 46 + size]).decode()] = at
         at = raw.find(b"PK\x01\x02", at + 46 + size)
     for name, (local_field, central_field, value) in {"rank2.json": (8, 10, 99), "rank3.json": (6, 8, 0x1)}.items():
-        raw[infos[name].header_offset + local_field : infos[name].header_offset + local_field + 2] = struct.pack("<H", value)
+        local = infos[name].header_offset + local_field
+        raw[local : local + 2] = struct.pack("<H", value)
         raw[central[name] + central_field : central[name] + central_field + 2] = struct.pack("<H", value)
     path.write_bytes(bytes(raw))
 
@@ -523,7 +528,8 @@ def test_a_job_reopens_from_one_saved_summary_and_an_archive_without_extracting(
             for a, b in zip(again.summaries, before.summaries, strict=True):
                 assert a.path == b.path and a.facts == b.facts
                 for name in ("steps", "kernels", "calls"):
-                    assert getattr(a, name).equals(getattr(b, name)) and getattr(a, name).schema == getattr(b, name).schema
+                    mine, theirs = getattr(a, name), getattr(b, name)
+                    assert mine.equals(theirs) and mine.schema == theirs.schema
             assert again.collectives().equals(before.collectives())
     monkeypatch.undo()
     os.utime(archive, None)  # a changed archive is summarised again
@@ -543,9 +549,154 @@ def test_low_files_in_a_job_folder_that_are_not_traces_are_skipped_with_a_note(t
 def test_low_a_fifo_job_member_is_named_as_such(tmp_path: Path) -> None:
     fifo = tmp_path / "rank1.json"
     os.mkfifo(fifo)
-    with pytest.raises(ProfviewError, match="rank1.json: is a FIFO \\(named pipe\\), not a trace file"):
+    with pytest.raises(ProfviewError, match=r"rank1\.json: is a FIFO \(named pipe\), not a trace file"):
         open_job([str(_job_dir(tmp_path) / "rank0.json"), str(fifo)], workers=1)
 
 
 def test_cli_quick_runs_leave_nothing(tmp_path: Path) -> None:
     assert run_cli(["summary", str(_job_dir(tmp_path)), "-j", "1"]) == 0
+
+
+# -- 1, Low: outputs: never an input, checked before the work, FIFOs written into --------------------
+
+
+def test_1_export_and_diff_never_overwrite_a_job_s_own_traces(tmp_path: Path) -> None:
+    job = _job_dir(tmp_path)
+    rank0 = (job / "rank0.json").read_bytes()
+    os.link(job / "rank1.json", tmp_path / "hard.json")
+    (tmp_path / "soft.json").symlink_to(job / "rank1.json")
+    for target in (job / "rank0.json", tmp_path / "hard.json", tmp_path / "soft.json"):
+        code, err, _s = run(["export", str(job), "-v", "ranks", "-o", str(target), "--force", "-j", "1"])
+        assert code == 2 and "refusing to overwrite the input profile" in one_line_error(err)
+    other = tmp_path / "other"
+    other.mkdir()
+    for rank in (0, 1):
+        (other / f"rank{rank}.json").write_bytes(rank_bytes(rank))
+    code, err, _s = run(["diff", str(job), str(other), "-v", "ranks", "-o", str(job / "rank0.json"), "--force"])
+    assert code == 2 and "refusing to overwrite the input profile" in one_line_error(err)
+    assert (job / "rank0.json").read_bytes() == rank0 and (job / "rank1.json").read_bytes() == rank_bytes(1)
+
+
+def test_low_an_existing_output_is_refused_before_any_rank_is_read(tmp_path: Path, monkeypatch, capsys) -> None:
+    from profview.jobs import job as job_module
+
+    monkeypatch.setattr(job_module, "open_job", lambda *_a, **_k: pytest.fail("the job was opened"))
+    existing = tmp_path / "out.csv"
+    existing.write_text("keep")
+    assert run_cli(["export", str(_job_dir(tmp_path)), "-v", "ranks", "-o", str(existing)]) == 2
+    assert "out.csv: already exists (use --force to overwrite)" in capsys.readouterr().err
+    assert existing.read_text() == "keep"
+
+
+def test_low_an_export_into_a_fifo_streams_into_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, err, _s = run(["export", str(SAMPLES / "gpt2_train_bf16.pt.trace.json.gz"), "-o", str(fifo), "--force"])
+    reader.join(10)
+    assert code == 0 and fifo.is_fifo(), err
+    lines = got[0].decode().splitlines()
+    assert lines[0].startswith("name,") and len(lines) == 1 + 69  # the trace's 69 kernel names, as exported
+
+
+_DYING_WRITE = """
+import os, signal, sys
+import polars as pl
+from profview.report.export import write_table
+
+def dying(self, fh, **_kw):
+    fh.write(b"name,calls\\n" + b"k,1\\n" * 200_000)
+    fh.flush()
+    os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+
+pl.DataFrame.write_csv = dying
+pl.DataFrame.write_parquet = dying
+write_table(pl.DataFrame({"name": ["k"], "calls": [1]}), sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize(("suffix", "how"), [(".csv", "SIGKILL"), (".parquet", "SIGKILL"), (".csv", "SIGINT")])
+def test_10_an_export_killed_mid_write_leaves_no_partial_file(tmp_path: Path, suffix: str, how: str) -> None:
+    target = tmp_path / f"out{suffix}"
+    target.write_text("the old file")
+    proc = subprocess.run([sys.executable, "-c", _DYING_WRITE, str(target), how], capture_output=True, timeout=60)
+    assert proc.returncode != 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no hidden .out.csv.XXXX.tmp
+    assert target.read_text() == "the old file"
+
+
+# -- 2: trace text is inert in a job's summary -------------------------------------------------------
+
+
+def test_2_a_backend_with_escape_sequences_is_printed_inert(tmp_path: Path, capsys) -> None:
+    hostile = "nccl\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;owned\x07\x1b[31m\u202eevil"
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for rank in (0, 1):
+        doc = json.loads(rank_bytes(rank))
+        doc["distributedInfo"]["backend"] = hostile
+        (folder / f"rank{rank}.json").write_text(json.dumps(doc))
+    assert run_cli(["summary", str(folder), "-j", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "nccl␛]52;c;cm0gLXJmIH4=\\x07␛]0;owned\\x07␛[31m\\u202eevil" in out
+    assert not any(c in out for c in ("\x1b", "\x07", "\u202e"))
+
+
+def test_low_summary_into_a_closed_pipe_exits_141(tmp_path: Path) -> None:
+    job = _job_dir(tmp_path)
+    for args in (["summary", str(job), "-j", "1"], ["summary", str(SAMPLES / "gpt2_train_bf16.pt.trace.json.gz")]):
+        proc = subprocess.Popen(PROFVIEW + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # | head -1
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 141 and err == b""
+
+
+def test_low_diff_of_a_job_and_a_missing_path_says_it_is_missing(tmp_path: Path, capsys) -> None:
+    assert run_cli(["diff", str(_job_dir(tmp_path)), str(tmp_path / "nonexistent"), "--summary"]) == 2
+    assert capsys.readouterr().err == f"profview: error: {tmp_path / 'nonexistent'}: no such file or directory\n"
+
+
+def test_strict_and_unreadable_ranks_on_the_command_line(tmp_path: Path) -> None:
+    job = _job_dir(tmp_path)
+    (job / "rank2.json").write_text('{"traceEvents": [')
+    code, err, _s = run(["summary", str(job), "-j", "1", "--no-cache"])
+    assert code == 0 and "rank2.json: the trace is cut" in err and "left out of the job; --strict fails" in err
+    code, err, _s = run(["summary", str(job), "-j", "1", "--strict"])
+    assert code == 2 and "rank2.json: the trace is cut" in one_line_error(err)
+
+
+# -- 16: a table's cut names pair with the trace's whole names --------------------------------------
+
+
+def _table_name_of(line: str, name: str) -> bool:
+    """Whether a table line's Name column is ``name``, whole or cut short with ``...``."""
+    shown = line.strip().split("  ")[0]
+    return shown == name or (shown.endswith("...") and len(shown) > 20 and name.startswith(shown[:-3]))
+
+
+def test_16_diff_of_a_trace_and_its_table_pairs_cut_names(tmp_path: Path) -> None:
+    from profview.analysis.diff import pair_names
+
+    table_text = (SAMPLES / "gpt2_train_bf16.tables.txt").read_text()
+    out = tmp_path / "d.csv"
+    trace, table = SAMPLES / "gpt2_train_bf16.pt.trace.json.gz", SAMPLES / "gpt2_train_bf16.tables.txt"
+    assert run_cli(["diff", str(trace), str(table), "-v", "kernels", "-o", str(out)]) == 0
+    import polars as pl
+
+    diff = pl.read_csv(out)
+    paired = diff.filter(pl.col("calls_before").gt(0) & pl.col("calls_after").gt(0))
+    assert paired.height == 3  # before: 1 (only the one name the table printed whole)
+    for row in paired.iter_rows(named=True):
+        cut = next(line for line in table_text.splitlines() if _table_name_of(line, row["name"]))
+        assert row["calls_before"] == row["calls_after"] == int(cut.split()[-2])  # the table's own # of Calls
+        assert abs(row["total_us_before"] - row["total_us_after"]) < 1.0  # the table prints whole µs
+    # One cut name, several whole names it starts: left unpaired, never guessed.
+    pairs = pair_names(["void f<1>(int)", "void f<2>(int)", "void g<1>()"], ["void f<...", "void g<..."])
+    assert pairs.rows() == [
+        ("void g<1>()", "void g<...", "prefix"), ("void f<1>(int)", None, "unmatched"),
+        ("void f<2>(int)", None, "unmatched"), (None, "void f<...", "unmatched"),
+    ]
