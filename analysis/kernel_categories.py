@@ -104,8 +104,14 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
         "gemm",
         r"(?i)gemm|^nvjet_|cublas|cutlass|^Cijk_|hipblaslt|_scaled_mm|splitKreduce|gemv|xmma_|wmma|matmul",
     ),
-    ("normalization", r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm"),
-    ("reduction", r"(?i)pool|reduce|reduction|softmax|argmax|argmin|cub::|scan|sort|topk|welford|nll_loss|cross_entropy"),
+    (
+        "normalization",
+        r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm",
+    ),
+    (
+        "reduction",
+        r"(?i)pool|reduce|reduction|softmax|argmax|argmin|cub::|scan|sort|topk|welford|nll_loss|cross_entropy",
+    ),
     (
         "elementwise",
         r"(?i)elementwise|pointwise|vectorized|unrolled|CatArrayBatchedCopy|fill_kernel|copy_kernel|"
