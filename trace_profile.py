@@ -31,6 +31,12 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 NO_MEMORY = "no memory events in this trace (record with torch.profiler.profile(profile_memory=True))"
 NO_MODULES = "no nn.Module frames in this trace (record with with_stack=True or with_modules=True)"
 NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
+#: Why a trace has no perf model (issue 24).
+NO_SHAPES = (
+    "no input shapes in this trace, so no FLOPs or bytes per operator "
+    "(record with torch.profiler.profile(record_shapes=True))"
+)
+NO_MODELLED = "no operator in this trace that the perf model sizes (GEMM, attention, convolution, pointwise)"
 
 
 @dataclass
@@ -447,3 +453,132 @@ class Profile:
         row["gpu_busy_us"] = busy
         row["gpu_busy_pct"] = busy / row["duration_us"] * 100 if row["duration_us"] else 0.0
         return row
+
+    # -- efficiency (issue 24): kernel categories, the perf model, per-step model FLOPs ------------
+    @cached_property
+    def _categorized(self) -> pl.DataFrame:
+        """``model.gpu`` with ``backend``, ``op_name`` and ``category`` per GPU event
+        (:mod:`.analysis.kernel_categories`)."""
+        from .analysis.communication import classify_communication
+        from .analysis.kernel_categories import categorize, operator_names
+
+        backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+        gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
+        return categorize(gpu, operator_names(self.model.host, self.model.gpu["op_row"]))
+
+    def categories(self, step: int | None = None) -> pl.DataFrame:
+        """GPU time by kernel category (see :func:`profview.analysis.kernel_categories.category_table`)."""
+        from .analysis.kernel_categories import category_table
+
+        if step is not None:
+            self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
+            return category_table(self._categorized.filter(self._step_mask(step)))
+        return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
+
+    def kernel_categories(self) -> pl.DataFrame:
+        """Per kernel name, its category (the one holding most of its time when operators of
+        several categories launch it): ``name``, ``category``."""
+
+        def compute() -> pl.DataFrame:
+            return (
+                self._categorized.filter(pl.col("kind") == "kernel")
+                .group_by("name", "category")
+                .agg(pl.col("dur").sum())
+                .sort(["name", "dur", "category"], descending=[False, True, False])
+                .group_by("name", maintain_order=True)
+                .first()
+                .select("name", "category")
+            )
+
+        return self._trace_only("kernel_categories", "no kernels in this trace", compute)
+
+    def device_peak(self) -> tuple[str | None, Any]:
+        """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
+        from .analysis.device_peaks import trace_device
+
+        devices = self.gpu["device"].drop_nulls() if self.is_trace else None
+        device = int(devices.mode().sort()[0]) if devices is not None and devices.len() else None
+        return trace_device(self.metadata, device)
+
+    @cached_property
+    def _call_work(self) -> pl.DataFrame:
+        """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores) and ``outermost``."""
+        from .analysis.perf_model import call_work, outermost_calls
+
+        calls = call_work(self._operator_rows)
+        tf32_ops = (
+            self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
+                "op_row"
+            ]
+            .unique()
+            .implode()
+        )
+        outermost = outermost_calls(calls["row"].to_list(), self.model.tree.parent)
+        return calls.with_columns(
+            pl.col("row").is_in(tf32_ops).alias("tf32"), pl.Series("outermost", outermost, dtype=pl.Boolean)
+        )
+
+    def _shapes_check(self, calls: pl.DataFrame) -> None:
+        """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
+        if calls.height:
+            return
+        if self.model.host["input_dims"].drop_nulls().len() == 0:
+            raise ProfviewError(self.path, NO_SHAPES)
+        raise ProfviewError(self.path, NO_MODELLED)
+
+    def efficiency(self, peak_tflops: float | None = None, peak_tb_s: float | None = None) -> pl.DataFrame:
+        """The perf model per (operator, input dims, input types) (see
+        :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
+        replace the device's peaks from the table."""
+        from .analysis.perf_model import efficiency_table
+
+        self._require("efficiency")
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no efficiency view (it needs a trace's shapes)")
+
+        def compute() -> pl.DataFrame:
+            self._shapes_check(self._call_work)
+            return efficiency_table(self._call_work, self.device_peak()[1])
+
+        if peak_tflops is None and peak_tb_s is None:
+            return self._default_view("efficiency", compute)
+        self._shapes_check(self._call_work)
+        return efficiency_table(self._call_work, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+
+    def step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
+        """Per step: ``gpu_busy_us`` (the one GPU-busy rule: all GPU work in the step's window,
+        work launched before the profiling window included; docs/efficiency.md), ``model_tflop``
+        (FLOPs of the modelled operators the step ran, in 10^12), ``tflops_s`` (÷ the step's
+        duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs)."""
+        from .analysis.perf_model import dominant_precision, step_flops
+        from .analysis.step_scope import step_host_range
+
+        steps = self.steps()
+        ranges = []
+        for step in steps["step"].to_list():
+            found = step_host_range(self.model, step) if step is not None and step >= 0 else None
+            start, end = found or (self.model.span_start, self.model.span_end)
+            ranges.append((step, start, end))
+        frame = pl.DataFrame(ranges, schema={"step": pl.Int64, "start": pl.Float64, "end": pl.Float64}, orient="row")
+        flops = step_flops(self._call_work, frame)
+        peak_entry = self.device_peak()[1]
+        precision = dominant_precision(self._call_work)
+        peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
+        busy = self.gpu_idle().select("step", pl.col("gpu_busy_us").round(3))
+        table = steps.select("step", "duration_us").join(flops, on="step", how="left").join(busy, on="step", how="left")
+        return table.select(
+            "step",
+            "gpu_busy_us",
+            (pl.col("model_flops") / 1e12).alias("model_tflop"),
+            pl.when(pl.col("duration_us") > 0)
+            .then(pl.col("model_flops") / pl.col("duration_us") / 1e6)
+            .alias("tflops_s"),
+            (
+                pl.when(pl.col("duration_us") > 0).then(
+                    pl.col("model_flops") / pl.col("duration_us") / 1e6 / peak * 100
+                )
+                if peak
+                else pl.lit(None, dtype=pl.Float64)
+            ).alias("mfu_pct"),
+        )
