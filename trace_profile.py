@@ -503,8 +503,8 @@ class Profile:
     @cached_property
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
-        ``tf32`` (an fp32 call whose kernels ran on tensor cores) and ``outermost``."""
-        from .analysis.perf_model import call_work, outermost_calls
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
+        from .analysis.perf_model import call_work, wrapper_calls
 
         calls = call_work(self._operator_rows)
         tf32_ops = (
@@ -514,10 +514,8 @@ class Profile:
             .unique()
             .implode()
         )
-        outermost = outermost_calls(calls["row"].to_list(), self.model.tree.parent)
-        return calls.with_columns(
-            pl.col("row").is_in(tf32_ops).alias("tf32"), pl.Series("outermost", outermost, dtype=pl.Boolean)
-        )
+        wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
+        return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
         """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""

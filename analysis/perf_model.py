@@ -5,6 +5,9 @@ TraceLens' conventions, so that its reports check these figures (docs/efficiency
 * GEMM (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``_scaled_mm``): FLOPs = 2·B·M·N·K, plus M·N
   (B·M·N) for a bias; bytes = the elements of A, B, the output and the bias × element size.
   ``linear`` and ``matmul`` are not rows of their own: they run one of these, which is.
+  Likewise a modelled call that encloses another (autocast's outer ``addmm`` around the cast and
+  the bf16 ``addmm``; math SDPA around its ``bmm``) is a wrapper: its enclosed calls are the rows
+  (:func:`wrapper_calls`).
 * SDPA forward (flash, efficient, cuDNN, math): FLOPs = 2·B·H·Nq·Nkv·(d_qk + d_v), which is
   4·B·H·Nq·Nkv·d, halved when causal; bytes = Q, K, V and the output.  Backward: 2.5× the
   forward FLOPs; bytes = Q, K, V, the output and its gradient read, the three gradients written.
@@ -396,26 +399,30 @@ def efficiency_table(
     return table.select(EFFICIENCY_COLUMNS).sort(["kernel_us", "name"], descending=[True, False])
 
 
-def outermost_calls(rows: list[int], parent: Any) -> list[bool]:
-    """Per modelled call (its host ``row``), whether no other modelled call encloses it: only those
-    count in a total (math SDPA's own ``bmm`` calls are inside it; ``parent`` is the call tree's)."""
+def wrapper_calls(rows: list[int], parent: Any) -> list[bool]:
+    """Per modelled call (its host ``row``), whether it encloses another modelled call: a wrapper
+    (autocast's outer ``aten::addmm`` around the cast and the bf16 ``aten::addmm``, math SDPA
+    around its ``bmm``/``softmax``), whose work is its enclosed calls' (``parent``: the call tree's).
+    Wrappers are no rows of the view and count in no total, so nothing is counted twice."""
     modelled = set(rows)
-    flags = []
+    wrappers: set[int] = set()
     for row in rows:
         node = int(parent[row])
-        while node >= 0 and node not in modelled:
+        while node >= 0:
+            if node in modelled:
+                if node in wrappers:
+                    break  # its own ancestors were marked when it was
+                wrappers.add(node)
             node = int(parent[node])
-        flags.append(node < 0)
-    return flags
+    return [row in wrappers for row in rows]
 
 
 def step_flops(calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Model FLOPs per step: ``step`` and ``model_flops``, the FLOPs of the outermost modelled
-    calls (an ``outermost`` column) that started in the step's host range (``ranges``: ``step``,
+    """Model FLOPs per step: ``step`` and ``model_flops``, the FLOPs of the modelled calls (no
+    wrappers, :func:`wrapper_calls`) that started in the step's host range (``ranges``: ``step``,
     ``start``, ``end`` in the trace's µs), as the operator table under a step takes its calls."""
-    counted = calls.filter(pl.col("outermost")) if "outermost" in calls.columns else calls
-    ts = counted["ts"].to_numpy()
-    flops = counted["model_flops"].to_numpy()
+    ts = calls["ts"].to_numpy()
+    flops = calls["model_flops"].to_numpy()
     totals = [
         float(flops[(ts >= start) & (ts <= end)].sum())
         for start, end in zip(ranges["start"], ranges["end"], strict=True)
