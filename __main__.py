@@ -1,5 +1,5 @@
 """``python -m profview``: the profview command."""
 
-from .cli import main
+from .cli.app import main
 
 main()

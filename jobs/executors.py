@@ -1,0 +1,132 @@
+"""Run one function over many rank traces: serially, on a local process pool, or on Dask.
+
+:func:`map_ranks` is the one entry point; every engine calls the same picklable function on each
+path and hands each result to ``progress`` as it arrives, so the local pool and a Dask cluster
+give identical results.  Local workers use the ``spawn`` start method (no fork of a parent that
+may hold threads or a terminal).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ..errors import ProfviewError
+
+T = TypeVar("T")
+#: Called after each finished rank: (done, total, seconds elapsed).
+Progress = Callable[[int, int, float], None]
+DASK_ENV = "DASK_SCHEDULER_ADDRESS"
+
+
+def default_workers() -> int:
+    """All cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def map_ranks(
+    function: Callable[..., T],
+    paths: Sequence[str],
+    *args: Any,
+    workers: int | None = None,
+    dask: str | None = None,
+    progress: Progress | None = None,
+) -> list[T]:
+    """``[function(path, *args) for path in paths]``, in the order of ``paths``.
+
+    ``dask``: a scheduler address (else ``$DASK_SCHEDULER_ADDRESS``) runs the calls on that Dask
+    cluster; else ``workers`` local processes (default: all cores; 1 runs in this process).
+    A :class:`ProfviewError` raised for one path is raised here unchanged.
+    """
+    address = dask or os.environ.get(DASK_ENV) or None
+    started = time.monotonic()
+    results: dict[int, T] = {}
+
+    def finished(index: int, value: T) -> None:
+        results[index] = value
+        if progress:
+            progress(len(results), len(paths), time.monotonic() - started)
+
+    if address:
+        _on_dask(address, function, paths, args, finished)
+    else:
+        count = min(workers or default_workers(), len(paths))
+        if count <= 1:
+            for index, path in enumerate(paths):
+                finished(index, function(path, *args))
+        else:
+            _on_pool(count, function, paths, args, finished)
+    return [results[i] for i in range(len(paths))]
+
+
+#: Thread settings each worker starts with: its share of the cores, so that N workers with their
+#: own Polars and scanner threads do not oversubscribe them (a user's own setting is kept).
+THREAD_VARIABLES = ("POLARS_MAX_THREADS", "PROFVIEW_THREADS")
+
+
+#: Pools running now (so that a viewer quitting mid-job can stop their workers).
+_ACTIVE: set[Any] = set()
+
+
+def stop_workers() -> None:
+    """Terminate the worker processes of every pool running in this process (a quit mid-job)."""
+    for pool in list(_ACTIVE):
+        for process in list(getattr(pool, "_processes", {}).values()):  # no public way before 3.14
+            process.terminate()
+
+
+def _worker_threads(count: int) -> dict[str, str]:
+    share = str(max(1, default_workers() // count))
+    return {name: os.environ.get(name) or share for name in THREAD_VARIABLES}
+
+
+def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update(_worker_threads(count))  # spawned workers read these when they start
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(function, path, *args): i for i, path in enumerate(paths)}  # starts the workers
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    _ACTIVE.add(pool)
+    with pool:
+        try:
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            _ACTIVE.discard(pool)
+
+
+def _on_dask(address: str, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ProfviewError(None, "--dask needs Dask: pip install 'profview[dask]'") from None
+    try:
+        client = Client(address, timeout=30, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc})") from None
+    try:
+        futures = client.map(function, list(paths), *[[a] * len(paths) for a in args], pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        with client.as_current():
+            for future in as_completed(futures):
+                finished(index[future.key], future.result())
+    finally:
+        client.close()

@@ -1,0 +1,129 @@
+"""Select, filter and sort a view of a profile: shared by the CLI, the viewer and exports."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from ..errors import ProfviewError
+from .trace_profile import Profile
+
+VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+#: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
+VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
+#: Views that walk the linked model (drill-downs): their export stores the model in the cache.
+DRILL_VIEWS = ("launches",)
+
+
+def view_frame(
+    profile: Profile,
+    view: str,
+    *,
+    op: str | None = None,
+    kernel: str | None = None,
+    by_shape: bool = False,
+    step: int | None = None,
+    module: str | None = None,
+    source: str | None = None,
+) -> pl.DataFrame:
+    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
+
+    ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
+    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step."""
+    if view == "kernels":
+        return profile.kernels(by_shape=by_shape, step=step)
+    if view == "ops":
+        return profile.ops(by_shapes=by_shape, step=step)
+    if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
+        from ..analysis.step_outliers import step_outliers
+
+        frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
+        if step is not None:
+            frame = frame.filter(pl.col("step") == step)
+            if frame.height == 0:
+                raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
+        return frame
+    if step is not None and view != "launches":
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps and launches, not {view}")
+    if view == "launches":
+        if module:
+            return profile.module_kernels(module, step)
+        if source:
+            return profile.source_kernels(source, step)
+        if kernel:
+            frame = profile.kernel_launches(kernel, step)
+            if frame.height == 0 and profile.available("kernels"):
+                names = profile.kernels()["name"]
+                if kernel not in set(names.to_list()):  # a kernel of another step: an empty frame
+                    raise _unknown(profile, "kernel", kernel, names)
+            return frame
+        if not op:
+            need = "--op NAME, --kernel NAME, --module PATH or --source LINE"
+            raise ProfviewError(profile.path, f"--view launches needs {need}")
+        frame = profile.launches(op, step)
+        if frame.height == 0 and profile.available("ops"):
+            names = profile.ops()["name"]
+            if op not in set(names.to_list()):
+                raise _unknown(profile, "operator", op, names)
+        return frame
+    # memory and modules (issue 15)
+    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
+        return getattr(profile, view)()
+    raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
+
+
+def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:
+    """No such operator/kernel: say so, with the closest names there are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [str(n) for n in names.unique().to_list()], n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    return ProfviewError(profile.path, f"no {what} named {name!r}{hint}")
+
+
+def filter_column(frame: pl.DataFrame) -> str | None:
+    """The text column a filter matches: ``name`` where there is one, else the first text column."""
+    for preferred in ("name", "op", "path"):  # memory views name the operator, modules the path
+        if preferred in frame.columns:
+            return preferred
+    for column, dtype in frame.schema.items():
+        if dtype == pl.String:
+            return column
+    return None
+
+
+def compile_filter(pattern: str) -> str:
+    """Validate a user regex (case-insensitive); raise ProfviewError if it is not one."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {exc}") from None
+    return f"(?i){pattern}"
+
+
+def refine(
+    frame: pl.DataFrame,
+    *,
+    pattern: str | None = None,
+    sort: str | None = None,
+    ascending: bool = False,
+    top: int | None = None,
+) -> pl.DataFrame:
+    """Filter rows whose name matches ``pattern``, sort by ``sort``, keep the first ``top``."""
+    if pattern:
+        column = filter_column(frame)
+        if column is not None:
+            try:
+                frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
+            except pl.exceptions.ComputeError:  # valid for Python, too big for Polars' regex engine
+                raise ProfviewError(None, f"--filter regex {pattern[:60]!r} is too large to run") from None
+    if sort:
+        if sort not in frame.columns:
+            raise ProfviewError(None, f"no column {sort!r} to sort by (columns: {', '.join(frame.columns)})")
+        frame = frame.sort(sort, descending=not ascending, nulls_last=True, maintain_order=True)
+    if top is not None:
+        if top < 0:
+            raise ProfviewError(None, f"--top must be 0 or more, not {top}")
+        frame = frame.head(top)
+    return frame
