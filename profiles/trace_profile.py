@@ -459,8 +459,8 @@ class Profile:
     def _categorized(self) -> pl.DataFrame:
         """``model.gpu`` with ``backend``, ``op_name`` and ``category`` per GPU event
         (:mod:`.analysis.kernel_categories`)."""
-        from .analysis.communication import classify_communication
-        from .analysis.kernel_categories import categorize, operator_names
+        from ..analysis.communication import classify_communication
+        from ..analysis.kernel_categories import categorize, operator_names
 
         backend = (self.metadata.get("distributedInfo") or {}).get("backend")
         gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
@@ -468,7 +468,7 @@ class Profile:
 
     def categories(self, step: int | None = None) -> pl.DataFrame:
         """GPU time by kernel category (see :func:`profview.analysis.kernel_categories.category_table`)."""
-        from .analysis.kernel_categories import category_table
+        from ..analysis.kernel_categories import category_table
 
         if step is not None:
             self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
@@ -494,7 +494,7 @@ class Profile:
 
     def device_peak(self) -> tuple[str | None, Any]:
         """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
-        from .analysis.device_peaks import trace_device
+        from ..analysis.device_peaks import trace_device
 
         devices = self.gpu["device"].drop_nulls() if self.is_trace else None
         device = int(devices.mode().sort()[0]) if devices is not None and devices.len() else None
@@ -504,7 +504,7 @@ class Profile:
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
         ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
-        from .analysis.perf_model import call_work, wrapper_calls
+        from ..analysis.perf_model import call_work, wrapper_calls
 
         calls = call_work(self._operator_rows)
         tf32_ops = (
@@ -529,7 +529,7 @@ class Profile:
         """The perf model per (operator, input dims, input types) (see
         :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
         replace the device's peaks from the table."""
-        from .analysis.perf_model import efficiency_table
+        from ..analysis.perf_model import efficiency_table
 
         self._require("efficiency")
         if not self.is_trace:
@@ -549,8 +549,8 @@ class Profile:
         work launched before the profiling window included; docs/efficiency.md), ``model_tflop``
         (FLOPs of the modelled operators the step ran, in 10^12), ``tflops_s`` (÷ the step's
         duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs)."""
-        from .analysis.perf_model import dominant_precision, step_flops
-        from .analysis.step_scope import step_host_range
+        from ..analysis.perf_model import dominant_precision, step_flops
+        from ..analysis.step_scope import step_host_range
 
         steps = self.steps()
         ranges = []

@@ -13,7 +13,7 @@ from functools import cache
 
 import polars as pl
 import pytest
-from conftest import SHARED, loaded, raw_events, sample
+from support import SHARED, loaded, raw_events, sample
 
 import profview
 from profview.analysis.device_peaks import PEAKS, match_device

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import SHARED, loaded
+from support import SHARED, loaded
 
 import profview
 from profview.analysis.kernel_categories import (
