@@ -212,7 +212,7 @@ def export(
             "--view",
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
-            "gaps; a job: ranks, collectives, steps, kernels.",
+            "gaps, efficiency, categories; a job: ranks, collectives, steps, kernels.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -227,6 +227,18 @@ def export(
         bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
     ] = False,
     step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
+    category: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Only this kernel category (gemm, attention, elementwise ...): kernels, ops, efficiency."),
+    ] = None,
+    peak_tflops: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tflops", min=0.0, help="efficiency, steps: this compute peak instead of the device's."),
+    ] = None,
+    peak_tbs: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tbs", min=0.0, help="efficiency: this memory bandwidth (TB/s) instead of the device's."),
+    ] = None,
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -247,7 +259,8 @@ def export(
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
         given_options = (
-            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source)
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
+            ("--category", category), ("--peak-tflops", peak_tflops), ("--peak-tbs", peak_tbs),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -263,7 +276,10 @@ def export(
             typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
         return
     profile = _load(_single(path), no_cache, run, comm_pattern)
-    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
+    frame = view_frame(
+        profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
+        category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
+    )
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

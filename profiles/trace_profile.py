@@ -580,3 +580,79 @@ class Profile:
                 else pl.lit(None, dtype=pl.Float64)
             ).alias("mfu_pct"),
         )
+
+    def kernel_efficiency(self) -> pl.DataFrame:
+        """Per kernel name: ``category`` and ``tflops_s`` (model FLOPs of the calls that launched it
+        ÷ its time; null where none was modelled) — the columns the kernel view gains."""
+        from ..analysis.perf_model import kernel_flops, kernel_tflops
+
+        def compute() -> pl.DataFrame:
+            flops = kernel_flops(self._categorized, self._call_work, self.model.tree.subtree_end)
+            tflops = kernel_tflops(self._categorized.with_columns(flops))
+            return self.kernel_categories().join(tflops, on="name", how="left")
+
+        return self._trace_only("kernel_efficiency", "no kernels in this trace", compute)
+
+    def operator_efficiency(self, by_shapes: bool = False) -> pl.DataFrame:
+        """Per operator name (and input dims): ``category`` (by the operator rule of
+        :mod:`..analysis.kernel_categories`) and ``tflops_s`` of its modelled calls."""
+        from ..analysis.kernel_categories import operator_category
+        from ..analysis.perf_model import operator_tflops
+
+        def compute(by_shapes: bool) -> pl.DataFrame:
+            frame = operator_tflops(self._call_work, by_shapes)
+            names = self._operator_rows["name"].unique().to_list() if not by_shapes else frame["name"].to_list()
+            categories = pl.DataFrame(
+                {"name": names, "category": [operator_category(n) for n in names]},
+                schema={"name": pl.String, "category": pl.String},
+            ).unique("name")
+            keys = ["name", "input_dims"] if by_shapes else ["name"]
+            if by_shapes:
+                return frame.join(categories, on="name", how="left").select(*keys, "category", "tflops_s")
+            return categories.join(frame, on="name", how="left").select(*keys, "category", "tflops_s")
+
+        if by_shapes:
+            return compute(True)
+        return self._default_view("op_efficiency", lambda: compute(False))
+
+    def efficiency_lines(self, step: int | None = None) -> list[str]:
+        """The Overview's efficiency lines: GPU time by kernel category, and the average step's
+        model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
+        if not self.is_trace or self.gpu.height == 0:
+            return []
+        from ..frames import fmt_us
+
+        lines = []
+        categories = self.categories(step).filter(pl.col("total_us") > 0)
+        shares = ", ".join(f"{c} {p:.1f}%" for c, p in categories.select("category", "pct").head(6).iter_rows())
+        more = f", … {categories.height - 6} more" if categories.height > 6 else ""
+        lines.append(f"GPU time by category: {shares}{more}")
+        try:
+            per_step = self.step_efficiency()
+        except ProfviewError as exc:  # no shapes: say what is missing, in one line
+            return [*lines, f"model FLOPs: {exc.args[0] if exc.args else exc}"]
+        if self._call_work.height == 0:
+            reason = NO_SHAPES if self.model.host["input_dims"].drop_nulls().len() == 0 else NO_MODELLED
+            return [*lines, f"model FLOPs: none — {reason}"]
+        rows = per_step if step is None else per_step.filter(pl.col("step") == step)
+        if rows.height == 0:
+            return lines
+        name, peak = self.device_peak()
+        from ..analysis.perf_model import dominant_precision
+
+        precision = dominant_precision(self._call_work)
+        tflop = float(rows["model_tflop"].mean() or 0.0)
+        rate = float(rows["tflops_s"].mean() or 0.0)
+        what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
+        line = f"model FLOPs per {what} {tflop:.3f} TFLOP, {rate:.1f} TFLOP/s"
+        if peak is not None and peak.peak_tflops(precision):
+            mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
+            line += f", MFU {mfu:.1f}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
+        else:
+            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+        lines.append(line)
+        busy = float(rows["gpu_busy_us"].mean() or 0.0)
+        lines.append(
+            f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
+        )
+        return lines
