@@ -450,14 +450,16 @@ def kernel_flops(gpu: pl.DataFrame, calls: pl.DataFrame, subtree_end: Any) -> pl
     """
     import numpy as np
 
+    if calls.height == 0:
+        return pl.Series("model_flops", [None] * gpu.height, dtype=pl.Float64)
     ordered = calls.select("row", "model_flops").sort("row")
     rows = ordered["row"].to_numpy()
-    ends = np.asarray(subtree_end)[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    ends = np.asarray(subtree_end)[rows]
     op_row = gpu["op_row"].fill_null(-1).to_numpy()
     kernel = (gpu["kind"].cast(pl.String) == "kernel").to_numpy()
     at = np.searchsorted(rows, op_row, side="right") - 1
     inside = kernel & (op_row >= 0) & (at >= 0)
-    inside &= op_row < ends[np.clip(at, 0, None)] if len(rows) else False
+    inside &= op_row < ends[np.clip(at, 0, None)]
     call = np.where(inside, at, -1)
     dur = gpu["dur"].to_numpy()
     call_time = np.bincount(call[inside], weights=dur[inside], minlength=len(rows))
