@@ -245,15 +245,16 @@ class Profile:
 
         return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
-    def launches(self, op: str, step: int | None = None) -> pl.DataFrame:
-        """GPU work launched by operator ``op``, directly or through its children (``step``: in that step)."""
+    def launches(self, op: str, step: int | None = None, input_dims: str | None = None) -> pl.DataFrame:
+        """GPU work launched by operator ``op``, directly or through its children (``step``: in that
+        step; ``input_dims``: only its calls with these input shapes)."""
         given = self._require("launches")
         if given is not None:
             self._no_step(step)
             return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
         from ..analysis.launches import op_launches
 
-        return op_launches(self.step_model(step), op)
+        return op_launches(self.step_model(step), op, input_dims)
 
     def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
@@ -630,7 +631,7 @@ class Profile:
         try:
             per_step = self.step_efficiency()
         except ProfviewError as exc:  # no shapes: say what is missing, in one line
-            return [*lines, f"model FLOPs: {exc.args[0] if exc.args else exc}"]
+            return [*lines, f"model FLOPs: none — {exc.problem}"]
         if self._call_work.height == 0:
             reason = NO_SHAPES if self.model.host["input_dims"].drop_nulls().len() == 0 else NO_MODELLED
             return [*lines, f"model FLOPs: none — {reason}"]
