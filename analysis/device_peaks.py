@@ -223,6 +223,8 @@ DTYPE_BYTES: dict[str, int] = {
     "long int": 8,
     "long": 8,
     "short": 2,
+    "short int": 2,
+    "unsigned int": 4,
     "signed char": 1,
     "unsigned char": 1,
     "bool": 1,
