@@ -498,3 +498,41 @@ def operator_tflops(calls: pl.DataFrame, by_shapes: bool = False) -> pl.DataFram
         .then(pl.col("model_flops").sum() / pl.col("device_total_us").sum() / 1e6)
         .alias("tflops_s")
     )
+
+
+def diff_efficiency(before: pl.DataFrame, after: pl.DataFrame, tolerance_pct: float = 5.0) -> pl.DataFrame:
+    """Two efficiency views compared by (operator, input dims, input types): ``calls``,
+    ``kernel_us`` and ``tflops_s`` before and after, ``tflops_delta_pct`` (the change of the rate
+    of work: of TFLOP/s, and of TB/s for work of no FLOPs)
+    and ``status`` (``faster``/``slower`` beyond ``tolerance_pct``, ``unchanged``, ``added``,
+    ``removed``); largest time first."""
+    keys = ["name", "input_dims", "input_types"]
+    values = ("calls", "kernel_us", "tflops_s", "pct_of_roofline")
+    b = before.select(*keys, *(pl.col(v).alias(f"{v}_before") for v in values), pl.lit(True).alias("in_before"))
+    a = after.select(*keys, *(pl.col(v).alias(f"{v}_after") for v in values), pl.lit(True).alias("in_after"))
+    joined = b.join(a, on=keys, how="full", coalesce=True, nulls_equal=True)
+    # The same shapes do the same work per call, so the rate changes as the time per call: this
+    # is the change of TFLOP/s, and of TB/s for work of no FLOPs (a copy).
+    per_call_before = pl.col("kernel_us_before") / pl.col("calls_before")
+    per_call_after = pl.col("kernel_us_after") / pl.col("calls_after")
+    change = (per_call_before / per_call_after - 1.0) * 100.0
+    joined = joined.with_columns(pl.when(per_call_after > 0).then(change).alias("tflops_delta_pct"))
+    status = (
+        pl.when(pl.col("in_before").is_null())
+        .then(pl.lit("added"))
+        .when(pl.col("in_after").is_null())
+        .then(pl.lit("removed"))
+        .when(pl.col("tflops_delta_pct").abs() <= tolerance_pct)
+        .then(pl.lit("unchanged"))
+        .when(pl.col("tflops_delta_pct") > 0)
+        .then(pl.lit("faster"))
+        .when(pl.col("tflops_delta_pct") < 0)
+        .then(pl.lit("slower"))
+        .otherwise(pl.lit("unchanged"))
+    )
+    order = pl.max_horizontal(pl.col("kernel_us_before").fill_null(0.0), pl.col("kernel_us_after").fill_null(0.0))
+    return (
+        joined.with_columns(status.alias("status"), order.alias("_order"))
+        .sort(["_order", "name"], descending=[True, False])
+        .select(*keys, *(f"{v}_{s}" for v in values for s in ("before", "after")), "tflops_delta_pct", "status")
+    )

@@ -233,3 +233,26 @@ def test_devices_of_the_corpus(shared_dir) -> None:  # type: ignore[no-untyped-d
         "tracelens_b200_nccl_eager_no_steps.json.gz": "B200",
         "hta_diff_control_a100.json.gz": "A100 40GB",
     }
+
+
+def test_diff_compares_tflops(shared_dir) -> None:  # type: ignore[no-untyped-def]
+    """profview diff --view efficiency: the same Qwen model on H100 and MI300X, shape by shape."""
+    from profview.diff.comparison import load_comparison
+
+    public = SHARED / "traces/public"
+    comparison = load_comparison(
+        str(public / "tracelens_h100_qwen1.5-0.5b.json.gz"),
+        str(public / "tracelens_mi300_qwen1.5-0.5b.json.gz"),
+        use_cache=False,
+    )
+    frame = comparison.view("efficiency")
+    row = our_row(frame, "aten::mm", "[[8944, 1024], [1024, 2816]]")
+    h100 = our_row(loaded(QWEN).efficiency(), "aten::mm", "[[8944, 1024], [1024, 2816]]")
+    assert row["tflops_s_before"] == h100["tflops_s"]  # TraceLens' 48 calls, 4,055.25 µs
+    assert (row["calls_before"], row["calls_after"]) == (48, 48)
+    assert row["kernel_us_after"] == pytest.approx(5308.273, abs=1e-3)
+    assert row["tflops_delta_pct"] == pytest.approx((row["tflops_s_after"] / row["tflops_s_before"] - 1) * 100)
+    assert row["status"] == "slower"
+    for row in frame.filter(pl.col("status").is_in(["faster", "slower", "unchanged"])).iter_rows(named=True):
+        if row["tflops_s_before"]:
+            assert row["tflops_delta_pct"] == pytest.approx((row["tflops_s_after"] / row["tflops_s_before"] - 1) * 100)
