@@ -20,6 +20,7 @@ from ..errors import ProfviewError
 from ..frames import Overview, with_share
 
 if TYPE_CHECKING:
+    from ..analysis.critical_path_frames import StepPaths
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
 
@@ -37,6 +38,11 @@ NO_SHAPES = (
     "(record with torch.profiler.profile(record_shapes=True))"
 )
 NO_MODELLED = "no operator in this trace that the perf model sizes (GEMM, attention, convolution, pointwise)"
+#: Why a trace has no critical path (issue 26).
+NO_RUNTIME = (
+    "no runtime launch events link the GPU work to the host in this trace (the critical path needs "
+    "cuda_runtime/cuda_driver events with correlation ids: record with ProfilerActivity.CPU and CUDA)"
+)
 
 
 @dataclass
@@ -406,6 +412,61 @@ class Profile:
     def gaps(self) -> pl.DataFrame:
         """The GPU's idle gaps, one row each, with their likely cause."""
         return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
+
+    # -- the critical path (issue 26) ----------------------------------------------------------------
+    def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
+        """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
+        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each."""
+        key = f"critical_path:{rules}:{step}"
+        if key not in self._facts:
+            from ..analysis.critical_path import RULES
+            from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
+            if rules not in RULES:
+                raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+            if self.model.gpu.height and not has_runtime(self.model):
+                raise ProfviewError(self.path, NO_RUNTIME)
+            if step is not None and step not in step_ranges(self.model)["step"].to_list():
+                raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+            comm = self.model_communication().is_not_null().to_numpy()
+            try:
+                self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
+            except ValueError as exc:  # a dependency cycle: events out of order in the trace
+                raise ProfviewError(self.path, f"no critical path: {exc}") from None
+        paths: StepPaths = self._facts[key]
+        return paths
+
+    def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per step and bound kind, its µs on the critical path (see
+        :func:`profview.analysis.critical_path_frames.path_frame`)."""
+        from ..analysis.critical_path_frames import path_frame
+
+        return path_frame(self.step_paths(step, rules))
+
+    def critical_path_events(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The events on each step's critical path, in order."""
+        from ..analysis.critical_path_frames import events_frame
+
+        return events_frame(self.step_paths(step, rules))
+
+    def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per operator and kernel name, its time on the critical path beside its total."""
+        from ..analysis.critical_path_frames import names_frame
+
+        return names_frame(self.step_paths(step, rules))
+
+    def what_if(self, scalings: list[str], step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The critical path before and after scaling the events named by ``scalings``
+        (``'REGEX=FACTOR'`` each): a model (see :mod:`profview.analysis.what_if`)."""
+        from ..analysis.what_if import parse_scaling, what_if
+
+        try:
+            parsed = [parse_scaling(text) for text in scalings]
+        except ValueError as exc:
+            raise ProfviewError(None, str(exc)) from None
+        return what_if(self.step_paths(step, rules), parsed)[0]
 
     def timeline_lanes(self) -> Any:
         """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""

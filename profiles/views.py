@@ -14,6 +14,9 @@ VIEW_NAMES = ("kernels", "ops", "steps", "launches")
 VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
 #: Issue 24: the perf model per operator and shapes, GPU time by kernel category.
 VIEW_NAMES += ("efficiency", "categories")
+#: Issue 26: the critical path of each step, the events on it, and per name its time on it.
+PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
+VIEW_NAMES += PATH_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 
@@ -57,6 +60,8 @@ def view_frame(
     step: int | None = None,
     module: str | None = None,
     source: str | None = None,
+    what_if: list[str] | None = None,
+    rules: str = "profview",
     category: str | None = None,
     peak_tflops: float | None = None,
     peak_tb_s: float | None = None,
@@ -64,9 +69,17 @@ def view_frame(
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
     ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
-    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step.
+    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step.  The critical
+    path views (:data:`PATH_VIEWS`) take ``rules`` (``profview`` or ``hta``) and ``critical_path``
+    takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's."""
+    if what_if and view != "critical_path":
+        raise ProfviewError(None, f"--what-if goes with --view critical_path, not {view}")
+    if view in PATH_VIEWS:
+        if what_if:
+            return profile.what_if(what_if, step, rules)
+        return getattr(profile, view)(step, rules)
     if view in ("kernels", "ops", "efficiency", "categories"):
         return by_category(_categorised_view(profile, view, by_shape, step, peak_tflops, peak_tb_s), category)
     if category is not None:
@@ -83,7 +96,7 @@ def view_frame(
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
     if step is not None and view != "launches":
-        raise ProfviewError(None, f"--step narrows kernels, ops, steps and launches, not {view}")
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps, launches and the critical path, not {view}")
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
