@@ -19,6 +19,7 @@ from .options import (
     RawFormulas,
     RunOption,
     SortOption,
+    StrictOption,
     TopOption,
     Workers,
 )
@@ -35,8 +36,8 @@ def export(
             "--view",
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
-            "gaps, critical_path, critical_path_events, critical_path_names; a job: ranks, collectives, steps, "
-            "kernels, straggler_path.",
+            "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories; a job: ranks, "
+            "collectives, steps, kernels, straggler_path.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -63,6 +64,18 @@ def export(
         str,
         typer.Option("--rules", help="Critical path: profview (exact times, inferred waits) or hta (HTA 0.5's rules)."),
     ] = "profview",
+    category: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Only this kernel category (gemm, attention, elementwise ...): kernels, ops, efficiency."),
+    ] = None,
+    peak_tflops: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tflops", min=0.0, help="efficiency, steps: this compute peak instead of the device's."),
+    ] = None,
+    peak_tbs: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tbs", min=0.0, help="efficiency: this memory bandwidth (TB/s) instead of the device's."),
+    ] = None,
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -70,14 +83,17 @@ def export(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
     from ..profiles.views import DRILL_VIEWS, refine, view_frame
-    from ..report.export import export_format, write_table
+    from ..report.export import check_target, export_format, write_table
 
     export_format(out)
+    if out != "-":  # an output that cannot be written is said before the work, not after it
+        check_target(out, inputs=target.paths, overwrite=force)
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
@@ -85,15 +101,17 @@ def export(
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
         given_options = (
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
-            ("--what-if", what_if or None),
+            ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
+            ("--peak-tbs", peak_tbs),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
-        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
+            inputs = (*target.paths, *job.input_files())  # the job's own traces are inputs too
             try:
-                written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+                written = write_table(frame, out, inputs=inputs, overwrite=force, raw_formulas=raw_formulas)
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None
@@ -102,7 +120,7 @@ def export(
     profile = target.load(no_cache, run, comm_pattern)
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
-        what_if=what_if, rules=rules,
+        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
     )
     if what_if:
         typer.echo(

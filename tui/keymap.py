@@ -181,6 +181,10 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.path_prev", "C", "critical_path(-1)", "previous on the critical path"),
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
         "a kernel: what launched it; an operator: the GPU work under it", show=True),
+    # -- efficiency (issue 24) ------------------------------------------------------------------
+    Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
+        "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
+    Key("efficiency", "efficiency.chart", "c", "toggle_chart", "chart", show=True),
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),

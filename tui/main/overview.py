@@ -96,6 +96,8 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
         )
         for line in communication_lines(view):
             parts.append(Text(clean(line)))
+        for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
+            parts.append(Text(clean(line)))
         step = view.average_step
         total = step.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
