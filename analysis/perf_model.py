@@ -270,8 +270,8 @@ def pointwise_work(name: str, dims: list[Any], types: list[Any], concrete: list[
         axes = _int_list(concrete[1]) if len(concrete) > 1 else None
         keep = _flag(concrete, 2)
         if axes:
-            axes = {a % len(first) for a in axes}
-            out_shape = [1 if i in axes else d for i, d in enumerate(first) if keep or i not in axes]
+            reduced = {a % len(first) for a in axes}
+            out_shape = [1 if i in reduced else d for i, d in enumerate(first) if keep or i not in reduced]
         else:
             out_shape = []
     else:

@@ -703,8 +703,8 @@ class Profile:
         from ..analysis.perf_model import dominant_precision
 
         precision = dominant_precision(self._call_work)
-        tflop = float(rows["model_tflop"].mean() or 0.0)
-        rate = float(rows["tflops_s"].mean() or 0.0)
+        tflop = _mean(rows["model_tflop"])
+        rate = _mean(rows["tflops_s"])
         what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
         line = f"model FLOPs per {what} {tflop:.3f} TFLOP, {rate:.1f} TFLOP/s"
         if peak is not None and peak.peak_tflops(precision):
@@ -713,8 +713,14 @@ class Profile:
         else:
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         lines.append(line)
-        busy = float(rows["gpu_busy_us"].mean() or 0.0)
+        busy = _mean(rows["gpu_busy_us"])
         lines.append(
             f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
         )
         return lines
+
+
+def _mean(values: pl.Series) -> float:
+    """The mean of a numeric column (0 for none)."""
+    mean = values.drop_nulls().mean()
+    return float(mean) if isinstance(mean, (int, float)) else 0.0
