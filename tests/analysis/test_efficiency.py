@@ -256,3 +256,26 @@ def test_diff_compares_tflops(shared_dir) -> None:  # type: ignore[no-untyped-de
     for row in frame.filter(pl.col("status").is_in(["faster", "slower", "unchanged"])).iter_rows(named=True):
         if row["tflops_s_before"]:
             assert row["tflops_delta_pct"] == pytest.approx((row["tflops_s_after"] / row["tflops_s_before"] - 1) * 100)
+
+
+def test_kineto_flops_beside_the_model() -> None:
+    """Where calls carry Kineto's ``flops`` (with_flops in the torch versions that write it; no
+    trace in ../shared does), kineto_gflops shows it per call beside gflops. Here the Qwen calls
+    get torch's own GEMM rule (2·M·N·K, no bias): equal for mm, short of the model by the bias'
+    M·N for addmm — the one place the two conventions differ."""
+    from profview.analysis.perf_model import call_work, efficiency_table
+
+    profile = loaded(QWEN)
+    calls = call_work(profile._operator_rows).filter(pl.col("name").is_in(["aten::mm", "aten::addmm"]))
+
+    def torch_flops(dims: str) -> int:
+        shapes = [d for d in json.loads(dims) if len(d) == 2]
+        (m, k), (_k, n) = shapes[-2], shapes[-1]
+        return 2 * m * n * k
+
+    calls = calls.with_columns(pl.col("input_dims").map_elements(torch_flops, return_dtype=pl.Int64).alias("flops"))
+    frame = efficiency_table(calls, profile.device_peak()[1])
+    mm = our_row(frame, "aten::mm", "[[8944, 1024], [1024, 2816]]")
+    assert mm["kineto_gflops"] == pytest.approx(mm["gflops"], rel=1e-15)
+    addmm = our_row(frame, "aten::addmm", "[[1024], [8944, 1024], [1024, 1024], [], []]")
+    assert (addmm["gflops"] - addmm["kineto_gflops"]) * 1e9 == pytest.approx(8944 * 1024)
