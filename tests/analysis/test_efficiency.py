@@ -279,3 +279,26 @@ def test_kineto_flops_beside_the_model() -> None:
     assert mm["kineto_gflops"] == pytest.approx(mm["gflops"], rel=1e-15)
     addmm = our_row(frame, "aten::addmm", "[[1024], [8944, 1024], [1024, 1024], [], []]")
     assert (addmm["gflops"] - addmm["kineto_gflops"]) * 1e9 == pytest.approx(8944 * 1024)
+
+
+def test_a_reopened_trace_reads_the_figures_from_the_cache(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Categories, efficiency, the per-step figures and the kernel view's new columns are kept
+    with the cached views: a second open shows the same frames without linking the model."""
+    import shutil
+
+    from profview.profiles.loading import remember_views
+    from profview.profiles.views import view_frame
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = tmp_path / QWEN
+    shutil.copy(sample(QWEN), trace)
+    views = ("categories", "efficiency", "steps", "kernels", "ops")
+    first = profview.load(trace)
+    before = {view: view_frame(first, view) for view in views}
+    lines = first.efficiency_lines()
+    remember_views(first)
+    again = profview.load(trace)
+    for view in views:
+        assert view_frame(again, view).equals(before[view]), view
+    assert again.efficiency_lines() == lines
+    assert "model" not in vars(again)  # nothing above linked GPU work to operators again
