@@ -19,6 +19,7 @@ from .options import (
     RawFormulas,
     RunOption,
     SortOption,
+    StrictOption,
     TopOption,
     Workers,
 )
@@ -82,14 +83,17 @@ def export(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
     from ..profiles.views import DRILL_VIEWS, refine, view_frame
-    from ..report.export import export_format, write_table
+    from ..report.export import check_target, export_format, write_table
 
     export_format(out)
+    if out != "-":  # an output that cannot be written is said before the work, not after it
+        check_target(out, inputs=target.paths, overwrite=force)
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
@@ -103,10 +107,11 @@ def export(
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
-        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
+            inputs = (*target.paths, *job.input_files())  # the job's own traces are inputs too
             try:
-                written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+                written = write_table(frame, out, inputs=inputs, overwrite=force, raw_formulas=raw_formulas)
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None

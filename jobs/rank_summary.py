@@ -36,6 +36,27 @@ class RankSummary:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class RankFailure:
+    """A trace that could not be summarised: the job opens without it (unless ``--strict``)."""
+
+    path: str
+    problem: str
+
+
+def summarise_or_fail(
+    path: str, comm_pattern: str | None = None, use_cache: bool = True
+) -> RankSummary | RankFailure:
+    """:func:`summarise_rank`, with a bad trace's one-line error returned instead of raised, so
+    that one unreadable rank does not stop the others (runs in a worker process)."""
+    try:
+        return summarise_rank(path, comm_pattern, use_cache)
+    except ProfviewError as exc:
+        return RankFailure(path, exc.problem)
+    except MemoryError:
+        return RankFailure(path, "out of memory while reading it")
+
+
 def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankSummary:
     """Load ``path`` and summarise it (runs in a worker process; see the module doc).
 
@@ -87,6 +108,9 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
         return None
     frames, info = found
     facts = info.get("facts")
+    if not rank_store.valid_info(info):  # damaged or forged: replaced by the next open
+        rank_store.discard(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+        return None
     return RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -100,8 +124,13 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
     )
 
 
+#: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
+_INT64_MAX = 2**63 - 1
+
+
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
+    return value if ok else None
 
 
 def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
