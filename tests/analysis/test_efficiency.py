@@ -84,8 +84,8 @@ def test_kernel_us_is_the_ops_view_device_total() -> None:
 
 @cache
 def torch_table(name: str) -> dict[str, tuple[int, float]]:
-    """``# of Calls`` and ``Total GFLOPs`` per operator from torch's key_averages table beside the
-    trace (its first table)."""
+    """``# of Calls`` and the last column (``Total GFLOPs``, or ``Total FLOPs``) per operator from
+    torch's key_averages table beside the trace (its first table)."""
     text = sample(name.replace(".pt.trace.json.gz", ".tables.txt")).read_text()
     out = {}
     for line in text.split("\n\n")[0].splitlines():
@@ -302,3 +302,21 @@ def test_a_reopened_trace_reads_the_figures_from_the_cache(tmp_path, monkeypatch
         assert view_frame(again, view).equals(before[view]), view
     assert again.efficiency_lines() == lines
     assert "model" not in vars(again)  # nothing above linked GPU work to operators again
+
+
+def test_resnet_convolution_flops_match_torch_table() -> None:
+    """Convolution forward, 2·N·Cout·Hout·Wout·(Cin/groups)·kh·kw from the recorded shapes and
+    Concrete Inputs (stride, padding, dilation, groups): torch's table lists aten::conv2d with 318
+    calls and 3,138,920,644,608 FLOPs — under autocast each conv2d runs inside a conv2d wrapper and
+    torch counts both — and the model sizes the 159 aten::convolution calls at half of that; the
+    backward (aten::convolution_backward) is 2× the forward by TraceLens' convention."""
+    table = torch_table("resnet50_train_amp.pt.trace.json.gz")
+    assert table["aten::conv2d"] == (318, 3138920644608.0)
+    frame = loaded("resnet50_train_amp.pt.trace.json.gz").efficiency()
+    forward = frame.filter(pl.col("name") == "aten::convolution")
+    backward = frame.filter(pl.col("name") == "aten::convolution_backward")
+    assert int(forward["calls"].sum()) == 159 == int(backward["calls"].sum())
+    assert float((forward["calls"] * forward["gflops"]).sum()) * 1e9 * 2 == pytest.approx(3138920644608.0, rel=1e-12)
+    assert float((backward["calls"] * backward["gflops"]).sum()) == pytest.approx(
+        2 * float((forward["calls"] * forward["gflops"]).sum()), rel=1e-12
+    )
