@@ -641,7 +641,9 @@ class Profile:
         peak_entry = self.device_peak()[1]
         precision = dominant_precision(self._call_work)
         peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
-        busy = self.gpu_idle().select("step", pl.col("gpu_busy_us").round(3))
+        from ..analysis.step_scope import step_gpu_busy
+
+        busy = step_gpu_busy(self.model).select("step", pl.col("gpu_busy_us").round(3))
         table = steps.select("step", "duration_us").join(flops, on="step", how="left").join(busy, on="step", how="left")
         return table.select(
             "step",
