@@ -151,7 +151,7 @@ def open_viewer(
         from functools import partial
 
         from ..jobs.job import open_job
-        from ..tui.job.app import run_job
+        from ..tui.launch import run_job
 
         opener = partial(open_job, path, workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache)
         label = path[0] if len(path) == 1 else f"{path[0]} (+{len(path) - 1} more)"
@@ -162,7 +162,7 @@ def open_viewer(
         from ..profiles.background import BackgroundLoad
 
         pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
-    from ..tui.app import run as run_viewer
+    from ..tui.launch import run as run_viewer
 
     code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
     raise typer.Exit(code)
@@ -345,7 +345,7 @@ def diff(
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:
         check_inputs(before, after)
-        from ..tui.compare.mode import run_compare
+        from ..tui.launch import run_compare
 
         raise typer.Exit(
             run_compare(

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ EXTRA_HELP: tuple[tuple[str, str], ...] = (
 )
 
 
-def bindings(*scopes: str) -> list[Binding]:
+def bindings(*scopes: str) -> list[BindingType]:
     """The Textual bindings of ``scopes``, each with its id (so that a user keymap can remap it)."""
     return [
         Binding(

@@ -11,6 +11,7 @@ from profview.tui.job.app import JobApp
 from profview.tui.job.grid import SHADES, RankGrid, grid_text
 from profview.tui.job.screen import JobScreen
 from profview.tui.main.screen import MainScreen
+from profview.tui.messages import LoadPhase
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +75,12 @@ def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> Non
 
 async def test_the_viewer_opens_a_job_with_its_progress_on_the_loading_screen() -> None:
     phases: list[str] = []
-    app = JobApp(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
-    original = app._phase
-    app._phase = lambda text: (phases.append(text), original(text))  # type: ignore[method-assign]
+
+    class Recording(JobApp):
+        def on_load_phase(self, message: LoadPhase) -> None:  # Textual calls JobApp's own handler too
+            phases.append(message.phase)
+
+    app = Recording(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(200):
             if isinstance(app.screen, JobScreen):

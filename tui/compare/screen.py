@@ -57,7 +57,7 @@ def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
 class ChangeTable(RowCursorTable):  # issue 13: whole-row cursor (tui/row_cursor.py)
     """A DataTable whose change glyphs are coloured (▲ red, ▼ green)."""
 
-    def _get_cell_renderable(  # type: ignore[override]
+    def _get_cell_renderable(
         self, row_index: int, column_index: int, max_width: int | None = None
     ) -> RenderableType | Text:
         cell = super()._get_cell_renderable(row_index, column_index, max_width)

@@ -20,7 +20,7 @@ from ..widgets.filter_bar import FilterBar
 from ..widgets.table_view import FrameView
 
 
-class CompareTabs(Screen):
+class CompareTabs(Screen[None]):
     """A compare screen's tabs; a subclass names them and yields a widget (id: the tab) for each."""
 
     #: The tabs in order (their keys 1, 2, …) and their titles.

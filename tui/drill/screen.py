@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...frames import CHAIN_SEPARATOR
+from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.breadcrumb import Breadcrumb
@@ -18,13 +19,17 @@ from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 
 
-class DrillScreen(Screen):
+class DrillScreen(Screen[None]):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
     BINDINGS = bindings("drill")
 
-    def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
+    def __init__(
+        self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False, profile: Profile | None = None
+    ) -> None:
+        """``profile``: the one the rows come from, where Enter on a row drills further."""
         super().__init__()
+        self.profile = profile
         self.view = view
         self.frame = frame
         self.path = path

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual import events
+from textual import events, work
 
 from ...errors import ProfviewError
 from ...jobs.executors import Progress
 from ...jobs.job import Job
 from ...sanitize import clean
-from ..app import ProfviewApp, finish_run, prepare, remember
+from .. import launch
+from ..app import ProfviewApp
 from ..dialogs.loading import LoadingScreen
 from ..drill.screen import DrillScreen
 from ..keymap import user_keymap
 from ..main.screen import MainScreen
-from ..messages import DrillRequested
-from ..thread_opener import OpensOnThread
+from ..messages import DrillRequested, JobOpened, LoadPhase
 from ..widgets.table_view import FrameView
+from ..workers import Cancelled, detached, load_failed
 from .screen import JobScreen, rank_of
 
 
@@ -26,7 +27,7 @@ def _ranks_left(done: int, total: int, elapsed: float) -> str:
     return f"ranks {done}/{total} done, ~{left:.0f} s left"
 
 
-class JobApp(OpensOnThread, ProfviewApp):
+class JobApp(ProfviewApp):
     """:class:`ProfviewApp` over a :class:`Job`: q/Esc in a rank's views come back to the job."""
 
     def __init__(self, job: Job | Callable[[Progress], Job], label: str = "job") -> None:
@@ -46,9 +47,28 @@ class JobApp(OpensOnThread, ProfviewApp):
             self.push_screen(JobScreen(self.job))
             return
         self.push_screen(LoadingScreen(self.path))
-        self.open_on_thread(self.opener, "the job", _ranks_left, self._opened)
+        self.open_job()
 
-    def _opened(self, job: Job) -> None:
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def open_job(self) -> None:
+        """Summarise every rank (the loading screen shows the ranks done and the time left); post the job."""
+        opener = self.opener
+        assert opener is not None
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            self.post_message(LoadPhase(_ranks_left(done, total, elapsed)))
+
+        try:
+            job = detached(self.threads, lambda: opener(progress), "profview-open")
+        except Cancelled:
+            return
+        except Exception as exc:
+            self.post_message(load_failed(exc, self.path, "open the job", "opening the job"))
+            return
+        self.post_message(JobOpened(job))
+
+    def on_job_opened(self, message: JobOpened) -> None:
+        job = message.job
         self.job = job
         self.loaded = True
         self.comm_pattern = job.comm_pattern
@@ -77,8 +97,8 @@ class JobApp(OpensOnThread, ProfviewApp):
         use_cache = self.job.inputs is None or self.job.inputs.temp_dir is None
         try:
             profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
-            prepare(profile, lambda _phase: None)
-            remember(profile)
+            launch.prepare(profile, lambda _phase: None)
+            launch.remember(profile)
         except ProfviewError as exc:
             self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
             return
@@ -108,10 +128,10 @@ class JobApp(OpensOnThread, ProfviewApp):
         elif not self._back_to_job():
             self.exit(return_code=0 if self.loaded else 130)
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         view = self.frame_view()
         if view is not None and view.pattern:
-            super().action_back()
+            await super().action_back()
         elif isinstance(self.screen, DrillScreen):
             self.pop_screen()
         else:
@@ -121,23 +141,3 @@ class JobApp(OpensOnThread, ProfviewApp):
         if isinstance(self.screen, JobScreen) and action in ("cycle", "group", "next_run"):
             return False
         return super().check_action(action, parameters)
-
-
-def run_job(job: Job | Callable[[Progress], Job], label: str = "job") -> int:
-    """Open the viewer on ``job`` (or on what the function opens); return the exit code.
-
-    A job opened here is closed (its extracted archive removed) when the viewer ends.
-    """
-    if not isinstance(job, Job):
-        # The worker pool's resource tracker is started now, while stderr is still the terminal:
-        # started from inside the viewer (whose stderr is a capture with no file descriptor) it fails.
-        from multiprocessing import resource_tracker
-
-        resource_tracker.ensure_running()
-    app = JobApp(job, label)
-    try:
-        code = app.run()
-    finally:
-        if app.job is not None and app.job is not job:
-            app.job.close()
-    return finish_run(app, code, workers=True)  # quitting while ranks are summarised stops the workers

@@ -11,21 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import polars as pl
-from textual import events
+from textual import events, work
 from textual.widget import Widget
 
 from ...analysis.diff import GLYPHS
 from ...diff.job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ...jobs.executors import Progress
 from ...sanitize import clean
-from ..app import ProfviewApp, finish_run
+from ..app import ProfviewApp
 from ..compare.screen import CompareView
 from ..compare.tabs import CompareTabs
 from ..dialogs.loading import LoadingScreen
 from ..keymap import bindings, user_keymap
-from ..messages import DrillRequested
-from ..thread_opener import OpensOnThread
+from ..messages import DrillRequested, JobsCompared, LoadPhase
 from ..widgets.table_view import FrameView
+from ..workers import Cancelled, detached, load_failed
 
 JOB_COMPARE_TITLES = {"ranks": "Ranks (medians)", "stragglers": "Stragglers", "kernels": "Kernels"}
 #: Columns shown first, so that 80 columns show the change first.
@@ -66,7 +66,7 @@ def _ranks_done(done: int, total: int, _elapsed: float) -> str:
     return f"ranks {done}/{total} done"
 
 
-class JobCompareApp(OpensOnThread, ProfviewApp):
+class JobCompareApp(ProfviewApp):
     """The viewer on two jobs compared: the loading screen while both open, then the compare tabs."""
 
     def __init__(self, opener: Callable[[Progress], JobComparison], label: str) -> None:
@@ -78,9 +78,26 @@ class JobCompareApp(OpensOnThread, ProfviewApp):
         event.prevent_default()  # ProfviewApp.on_mount would load a file
         self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
-        self.open_on_thread(self.opener, "the jobs", _ranks_done, self._opened)
+        self.open_jobs()
 
-    def _opened(self, comparison: JobComparison) -> None:
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def open_jobs(self) -> None:
+        """Open and compare both jobs (the loading screen counts the ranks done); post the comparison."""
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            self.post_message(LoadPhase(_ranks_done(done, total, elapsed)))
+
+        try:
+            comparison = detached(self.threads, lambda: self.opener(progress), "profview-open")
+        except Cancelled:
+            return
+        except Exception as exc:
+            self.post_message(load_failed(exc, self.path, "compare the jobs", "opening the jobs"))
+            return
+        self.post_message(JobsCompared(comparison))
+
+    def on_jobs_compared(self, message: JobsCompared) -> None:
+        comparison = message.comparison
         self.job_comparison = comparison
         self.loaded = self.linked = True
         self.switch_screen(JobCompareScreen(comparison))
@@ -93,7 +110,7 @@ class JobCompareApp(OpensOnThread, ProfviewApp):
             return self.screen.active_frame_view()
         return super().frame_view()
 
-    def on_drill_requested(self, message: DrillRequested) -> None:
+    async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()
         self.notify(NO_DRILL, timeout=4)
 
@@ -101,20 +118,3 @@ class JobCompareApp(OpensOnThread, ProfviewApp):
         if action in ("cycle", "group", "next_run", "pane"):
             return False
         return super().check_action(action, parameters)
-
-
-def run_job_compare(opener: Callable[[Progress], JobComparison], label: str) -> int:
-    """Open the viewer on two jobs (``opener`` opens them, in a thread); return the exit code.
-
-    The jobs' extracted archives are removed when the viewer ends.
-    """
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # while stderr is still the terminal (see tui/job_app.py)
-    app = JobCompareApp(opener, label)
-    try:
-        code = app.run()
-    finally:
-        if app.job_comparison is not None:
-            app.job_comparison.close()
-    return finish_run(app, code, workers=True)

@@ -11,6 +11,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from ...jobs.job import Job
 from ...sanitize import clean
 from ..keymap import bindings
+from ..messages import DrillRequested
 from ..widgets.filter_bar import FilterBar
 from ..widgets.table_view import FrameView
 from .grid import SHADE_BY, RankGrid, shade_label
@@ -19,7 +20,7 @@ JOB_TABS = ("ranks", "collectives")
 JOB_TITLES = {"ranks": "Ranks", "collectives": "Collectives"}
 
 
-class JobScreen(Screen):
+class JobScreen(Screen[None]):
     """Every rank of a job; Enter (or o) on a rank opens its own views."""
 
     BINDINGS = bindings("job")
@@ -84,17 +85,15 @@ class JobScreen(Screen):
         grid.show(column)
         self.notify(f"grid shaded by {shade_label(column)}", timeout=2)
 
-    def highlighted_rank(self) -> int | None:
-        row = self.frame_view().current_row() if self.frame_view() else None
-        return int(row["rank"]) if row and row.get("rank") is not None else None
-
     def action_open_rank(self) -> None:
-        rank = self.highlighted_rank()
-        if rank is not None:
-            self.app.open_rank(rank)  # type: ignore[attr-defined]
+        """o: as Enter on the highlighted row (the app opens its rank)."""
+        view = self.frame_view()
+        row = view.current_row() if view is not None else None
+        if row is not None:
+            self.post_message(DrillRequested(view.view if view is not None else "ranks", row))
 
 
-def rank_of(row: dict) -> int | None:
+def rank_of(row: dict[str, object]) -> int | None:
     """The rank of a table row of the job screen."""
     value = row.get("rank")
     return int(value) if isinstance(value, int) else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -32,7 +34,7 @@ def steps_phrase(steps: int) -> str:
     return f"{steps:,} steps" if steps else "no ProfilerStep ranges"
 
 
-def kernel_figures(row: dict) -> tuple[str, str]:
+def kernel_figures(row: dict[str, Any]) -> tuple[str, str]:
     """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
     if row.get("total_us") is None:
         calls = row.get("calls")
@@ -78,22 +80,22 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
         )
         for line in communication_lines(view):
             parts.append(Text(clean(line)))
-        step = view.average_step
-        total = step.get("duration", 0.0)
+        average = view.average_step
+        total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
         parts.append(Text(f"\n{heading}", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        parts.append(stacked_bar(average, total, max(width - 2, 10)))
+        parts.append(legend({c: average[c] for c in CATEGORIES}, total))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
-        step = profile.metadata["average_step"]
-        total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
+        recorded = profile.metadata["average_step"]
+        total = recorded.get("duration") or sum(recorded.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step.get(c, 0.0) for c in CATEGORIES}, total))
+        parts.append(stacked_bar(recorded, total, max(width - 2, 10)))
+        parts.append(legend({c: recorded.get(c, 0.0) for c in CATEGORIES}, total))
     for key, value in (profile.metadata.get("environments") or {}).items():
         parts.append(Text(f"{clean(key)}: {clean(value)}"))
     for hint in profile.metadata.get("hints") or []:

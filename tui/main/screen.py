@@ -28,7 +28,7 @@ TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "ste
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 
 
-class MainScreen(Screen):
+class MainScreen(Screen[None]):
     """The four views of one profile."""
 
     def __init__(self, profile: Profile, *, linked: bool = True) -> None:
