@@ -40,6 +40,14 @@ class JobInputs:
     temp_dir: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def member_name(self, path: str) -> str:
+        """The name ``path`` had in the job (an extracted member: its base name, without the prefix
+        that kept it unique); what a user recognises, never the temporary path."""
+        name = os.path.basename(path)
+        if self.temp_dir and os.path.dirname(path) == self.temp_dir:
+            name = re.sub(r"^\d{5}-", "", name)
+        return name
+
     def cleanup(self) -> None:
         """Remove the extracted archive, if any."""
         if self.temp_dir:

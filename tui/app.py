@@ -384,6 +384,10 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             return listed.first(StepList).steps if listed else profile.steps()
         return None
 
+    def export_subject(self) -> str:
+        """What an export's suggested name starts with: the trace's file name (a job: the job's)."""
+        return self.path
+
     def action_export(self) -> None:
         if self._exit or not self.screen_stack:  # issue 13: "q" then "e" quickly: the viewer is closing
             return
@@ -409,7 +413,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
 
         main = self.main_screen()
-        named = name_parts(self.path, parts, main.step if main is not None else None)  # issue 13
+        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 

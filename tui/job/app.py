@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual import events, work
 
 from ...errors import ProfviewError
 from ...jobs.executors import Progress
 from ...jobs.job import Job
+from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from .. import launch
 from ..app import ProfviewApp
+from ..dialogs.export import trace_stem
 from ..dialogs.loading import LoadingScreen
 from ..drill.screen import DrillScreen
 from ..keymap import user_keymap
 from ..main.screen import MainScreen
-from ..messages import DrillRequested, JobOpened, LoadPhase
+from ..messages import DrillRequested, JobOpened, LoadPhase, RankOpened
 from ..widgets.table_view import FrameView
 from ..workers import Cancelled, detached, load_failed
 from .screen import JobScreen, rank_of
@@ -37,6 +40,7 @@ class JobApp(ProfviewApp):
         source = job.source if isinstance(job, Job) else label
         super().__init__(source, no_cache=False, comm_pattern=job.comm_pattern if isinstance(job, Job) else None)
         self.job = job if isinstance(job, Job) else None
+        self.rank: int | None = None  # the rank whose views are open
         self.linked = True
         self.loaded = self.job is not None
 
@@ -82,43 +86,79 @@ class JobApp(ProfviewApp):
             return self.screen.frame_view()
         return super().frame_view()
 
-    def open_rank(self, rank: int) -> None:
-        """Load that rank's trace (through the cache) and show its main screen."""
+    async def open_rank(self, rank: int) -> None:
+        """Load that rank's trace (through the cache) in a worker and show its main screen: a
+        progress screen if it takes a while, Esc gives up."""
         if self.job is None:
             return
         summary = self.job.summary(rank)
-        self.notify(f"opening rank {rank}…", timeout=2)
-        self._open(rank, summary.path)
+        token = self.next_token()
+        worker = self.load_rank(token, rank, summary.path)
+        await self.show_progress_unless_done(worker, token, self.rank_title(rank, summary.path), "opening")
 
-    def _open(self, rank: int, path: str) -> None:
-        from ...profiles.loading import load
+    def rank_title(self, rank: int, path: str) -> str:
+        """``job.tar.gz › rank 7 (worker7_step_12…)``: the job's name and the rank's file, not a temporary path."""
+        job = self.job
+        if job is None:
+            return f"rank {rank}"
+        member = job.inputs.member_name(path) if job.inputs is not None else Path(path).name
+        return f"{Path(job.source).name} › rank {rank} ({trace_stem(member)})"
 
-        assert self.job is not None
-        use_cache = self.job.inputs is None or self.job.inputs.temp_dir is None
-        try:
-            profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
+    def export_subject(self) -> str:
+        """Exports are named after the job (``param_dlrm_8rank_v100-rank-7-kernels``), never a temporary path."""
+        name = trace_stem(self.job.source if self.job is not None else self.path)
+        return f"{name} rank {self.rank}" if self.rank is not None else name
+
+    @work(thread=True, exclusive=True, group="slow", exit_on_error=False)
+    def load_rank(self, token: int, rank: int, path: str) -> None:
+        """Parse and prepare one rank's trace off the UI thread; post it (or why it cannot open)."""
+        from ...profiles import loading
+
+        job = self.job
+        assert job is not None
+        use_cache = job.inputs is None or job.inputs.temp_dir is None  # an extracted archive is not cached
+
+        def load() -> Profile:
+            profile = loading.load(path, use_cache=use_cache, comm_pattern=job.comm_pattern)
             launch.prepare(profile, lambda _phase: None)
             launch.remember(profile)
-        except ProfviewError as exc:
-            self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
-            return
-        self.profile = profile
-        self.path = path
-        self.push_screen(MainScreen(profile))
+            return profile
 
-    def on_drill_requested(self, message: DrillRequested) -> None:
+        outcome: Profile | str
+        try:
+            outcome = detached(self.threads, load, "profview-rank")
+        except Cancelled:
+            return
+        except ProfviewError as exc:
+            outcome = exc.problem
+        except Exception as exc:  # a bug: one line, never a silent Enter
+            outcome = f"internal error while opening it: {type(exc).__name__}: {exc}"
+        self.post_message(RankOpened(token, rank, path, outcome))
+
+    def on_rank_opened(self, message: RankOpened) -> None:
+        if not self.take_answer(message.token):
+            return
+        if isinstance(message.outcome, str):
+            self.notify(clean(message.outcome), title=f"rank {message.rank}", severity="error")
+            return
+        self.profile = message.outcome
+        self.rank = message.rank
+        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank, message.path)))
+
+    async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual
         if isinstance(self.screen, JobScreen):
             rank = rank_of(message.row)
             if rank is not None:
-                self.open_rank(rank)
+                await self.open_rank(rank)
             return
-        super().on_drill_requested(message)
+        await super().on_drill_requested(message)
 
     def _back_to_job(self) -> bool:
         if isinstance(self.screen, MainScreen):
             self.pop_screen()
             self.profile = None
+            self.rank = None
             return True
         return False
 

@@ -31,9 +31,11 @@ TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 class MainScreen(Screen[None]):
     """The four views of one profile."""
 
-    def __init__(self, profile: Profile, *, linked: bool = True) -> None:
+    def __init__(self, profile: Profile, *, linked: bool = True, title: str | None = None) -> None:
+        """``title``: what the tab line names (default: the profile's path)."""
         super().__init__()
         self.profile = profile
+        self.title_text = title or profile.path
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
@@ -117,7 +119,7 @@ class MainScreen(Screen[None]):
             style = "bold reverse" if pane == self.pane else ""
             tabs.append(f" {index} {titles[pane]} ", style=style)
             tabs.append(" ")
-        tabs.append(f"  {clean(self.profile.path)}", style="dim")
+        tabs.append(f"  {clean(self.title_text)}", style="dim")
         self.query_one("#tabs", Static).update(tabs)
         context = []
         if self.step is not None:
