@@ -353,7 +353,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             what = f"{what} (step {main.step} only)"
             if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)
                 path = [f"{path[0]} · step {main.step} only"]
-        await self.start_drill(route, profile, message.row, path, f"the drill-down of {what}")
+        row = message.row
+        await self.start_drill(lambda: route(profile, row, path), f"the drill-down of {what}")
 
     # -- issue 13: notices in the header row, not over the table ------------------------------
     def notify(

@@ -135,7 +135,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("compare", "compare.steps", "3", "show('steps')", "steps"),
     Key("compare", "compare.moved", "4", "show('moved')", "moved"),
     Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
-        "Enter drills down into AFTER; w switches to BEFORE and back", show=True),
+        "Enter drills down into both sides (before / after / delta per row); w: AFTER only, BEFORE only, "
+        "both again", show=True),
     # -- compare mode of two jobs (profview diff JOB_A JOB_B; tui/job_compare.py) ---------------
     Key("job_compare", "job_compare.ranks", "1", "show('ranks')", "ranks", "two jobs: 1 2 3, Tab",
         "two jobs compared: Ranks (medians across ranks), Stragglers (wait per rank), Kernels (all ranks)"),

@@ -13,6 +13,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
 import pytest
 from pilot import wait_loaded
 from support import SAMPLES, raw_events, viewer
@@ -148,3 +149,71 @@ async def test_text_tables_say_why_a_row_has_no_drill_down() -> None:
             assert app.notices[-1] == (
                 "no drill-down: a key_averages table does not link operators to the kernels they launched"
             )
+
+
+async def test_compare_mode_drills_into_both_sides() -> None:
+    """A kernel in both traces → its launch paths before / after / delta; a path → its operator's
+    kernels on both sides.  Every figure adds up to the raw events of each side."""
+    from witness import AFTER, BEFORE, raw_kernels
+
+    from profview.tui.app import ProfviewApp
+    from profview.tui.compare.screen import CompareScreen
+
+    name = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+    app = ProfviewApp(str(BEFORE), no_cache=True, compare={"after": str(AFTER)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        view = app.frame_view()
+        assert view is not None
+        await pilot.press(*["down"] * view.displayed["name"].to_list().index(name), "enter")
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.view == "diff_kernel_launches"
+        assert drill.path == ["Kernels · before → after", f"kernel {name}"]
+        frame = drill.frame
+        before, after = raw_kernels(BEFORE)[name], raw_kernels(AFTER)[name]
+        assert (int(frame["calls_before"].sum()), int(frame["total_us_before"].sum())) == before == (18, 32880)
+        assert (int(frame["calls_after"].sum()), int(frame["total_us_after"].sum())) == after
+        assert frame.columns[:4] == ["change", "name", "delta_us", "delta_pct"]  # the change first at 80 columns
+        assert (frame["total_us_after"] - frame["total_us_before"]).to_list() == frame["delta_us"].to_list()
+        await pilot.press("enter")  # the top path's operator: its GPU work on both sides
+        await until(pilot, lambda: len([s for s in app.screen_stack if isinstance(s, DrillScreen)]) == 2)
+        deeper = app.screen
+        assert isinstance(deeper, DrillScreen) and deeper.view == "diff_op_launches"
+        assert deeper.path[-1] == f"op {frame['op'][0]}"
+        row = deeper.frame.filter(pl.col("name") == name).row(0, named=True)
+        assert row["calls_before"] <= before[0] and row["calls_after"] <= after[0]
+
+
+async def test_two_jobs_compared_drill_rank_by_rank() -> None:
+    """Kernels of gloo vs DLRM: Enter on the top kernel → its calls and total on each rank, before
+    and after; Enter on a rank → that rank's kernels.  Witness: each rank's raw events."""
+    from support import ROOT
+
+    from profview.diff.job_comparison import load_job_comparison
+    from profview.tui.job.compare import JobCompareApp, JobCompareScreen
+
+    def opener(progress):  # type: ignore[no-untyped-def]
+        return load_job_comparison(str(ROOT / "samples/gloo_2rank"), str(SAMPLES / DLRM), workers=1,
+                                   use_cache=False, progress=progress)
+
+    app = JobCompareApp(opener, "gloo vs dlrm")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, JobCompareScreen), 60)
+        await pilot.press("3", "enter")
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.view == "jobdiff_kernel_by_rank"
+        name = drill.path[-1].removeprefix("kernel ").removesuffix(" · rank by rank")
+        frame = drill.frame
+        assert frame["rank"].to_list() == list(range(8))
+        for rank, calls, total in frame.select("rank", "calls_after", "total_us_after").iter_rows():
+            events = [e for e in rank_events(rank) if e.get("cat") == "kernel" and e.get("name") == name]
+            assert (calls, total) == (len(events), sum(e["dur"] for e in events))
+        await pilot.press("G", "enter")  # rank 7 → its kernels, before (gloo has no rank 7) and after
+        await until(pilot, lambda: len([s for s in app.screen_stack if isinstance(s, DrillScreen)]) == 2)
+        ranked = app.screen
+        assert isinstance(ranked, DrillScreen) and ranked.view == "jobdiff_rank_kernels"
+        kernels = ranked.frame
+        assert int(kernels["calls_before"].sum()) == 0
+        assert int(kernels["calls_after"].sum()) == sum(1 for e in rank_events(7) if e.get("cat") == "kernel")

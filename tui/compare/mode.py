@@ -8,6 +8,7 @@ drill-down hand over to these methods when a compare screen is on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -23,6 +24,7 @@ from ..workers import load_failed
 
 if TYPE_CHECKING:
     from ...diff.comparison import Comparison
+    from ..drill.screen import DrillScreen
     from .screen import CompareScreen
 
 
@@ -77,23 +79,77 @@ class CompareMode:
         return self.screen if isinstance(self.screen, CompareScreen) else None
 
     async def drill_compare(self: ViewerApp, message: DrillRequested) -> None:
-        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target),
-        computed in the drill worker as every drill-down (a progress screen; Esc cancels)."""
-        screen = self.compare_screen()
-        if screen is None or self.comparison is None:
+        """Enter on a compare row, or on a row of a both-sides drill-down: the drill-down of both
+        sides (before / after / delta per row), or of the one side chosen with ``w``; computed in the
+        drill worker as every drill-down (a progress screen; Esc cancels)."""
+        from ..drill.screen import DrillScreen
+
+        comparison = self.comparison
+        if comparison is None:
             return
-        target = screen.drill_target(message.row)
+        screen = self.screen
+        row = message.row
+        if isinstance(screen, DrillScreen) and screen.profile is None:  # deeper into both sides
+            path = list(screen.path)
+            if message.view == "diff_kernel_launches":
+                kind, before, after = "ops", row.get("op"), row.get("op")
+            else:
+                status = row.get("status")
+                before = None if status == "added" else row.get("name")
+                after = None if status == "removed" else row.get("name_after") or row.get("name")
+                kind = "kernels"
+            await self.start_drill(both_sides(comparison, kind, before, after, path), _what(kind, before, after))
+            return
+        compare = self.compare_screen()
+        if compare is None:
+            return
+        target = compare.drill_target(row)
         if isinstance(target, str):
             self.notify(target, severity="warning")
             return
-        side, name = target
-        profile = self.comparison.side(side)
+        side, before, after = target
         view = message.view.removeprefix("diff_")
         view = "ops" if view == "moved" else view  # a moved row: the operator's launches
-        route = ROUTES.get(view)
-        if route is None:
+        if side == "both":
+            path = [f"{TITLES.get(view, view)} · before → after"]
+            await self.start_drill(both_sides(comparison, view, before, after, path), _what(view, before, after))
             return
-
+        route = ROUTES.get(view)
+        name = before if side == "before" else after
+        if route is None or name is None:
+            return
+        profile = comparison.side(side)
         path = [f"{side.upper()} {TITLES.get(view, view)}"]
+        # its screen keeps its side's profile: further Enter stays on this side
         what = f"the drill-down of {name} in {side.upper()}"
-        await self.start_drill(route, profile, {"name": name}, path, what)  # its screen keeps its side's profile
+        await self.start_drill(lambda: route(profile, {"name": name}, path), what)
+
+
+def _what(kind: str, before: object, after: object) -> str:
+    name = after or before
+    return f"the drill-down of {name} on both sides"
+
+
+def both_sides(
+    comparison: Comparison, kind: str, before: object, after: object, path: list[str]
+) -> Callable[[], DrillScreen | str]:
+    """What Enter opens on both sides: a kernel (``kind`` kernels) → its launch paths, an operator
+    (``ops``) → the GPU work it launched; before / after / delta per row."""
+    from ..drill.screen import DrillScreen
+    from .screen import CompareView, compare_frame
+
+    def build() -> DrillScreen | str:
+        b = str(before) if before else None
+        a = str(after) if after else None
+        if kind == "kernels":
+            label = f"{b} → {a}" if a and b and a != b else (a or b)
+            frame = comparison.kernel_launches(b, a)
+            return DrillScreen("diff_kernel_launches", compare_frame("kernel_launches", frame),
+                               [*path, f"kernel {label}"], table=CompareView)
+        if kind == "ops":
+            frame = comparison.op_launches(b, a)
+            return DrillScreen("diff_op_launches", compare_frame("op_launches", frame),
+                               [*path, f"op {a or b}"], table=CompareView)
+        return f"no drill-down from the {kind} rows"
+
+    return build

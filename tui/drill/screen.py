@@ -25,11 +25,19 @@ class DrillScreen(Screen[None]):
     BINDINGS = bindings("drill")
 
     def __init__(
-        self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False, profile: Profile | None = None
+        self,
+        view: str,
+        frame: pl.DataFrame,
+        path: list[str],
+        with_stack: bool = False,
+        profile: Profile | None = None,
+        table: type[FrameView] = FrameView,
     ) -> None:
-        """``profile``: the one the rows come from, where Enter on a row drills further."""
+        """``profile``: the one the rows come from, where Enter on a row drills further (None: both
+        sides of a comparison); ``table``: the table widget (compare mode's colours its change glyphs)."""
         super().__init__()
         self.profile = profile
+        self.table_view = table
         self.view = view
         self.frame = frame
         self.path = path
@@ -39,7 +47,7 @@ class DrillScreen(Screen[None]):
         with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
             yield Breadcrumb(self.path, id="breadcrumb")
             yield MessageLine()
-        yield FrameView(self.view, self.frame, id="drill-table")
+        yield self.table_view(self.view, self.frame, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):
                 yield Static(id="launch-text")

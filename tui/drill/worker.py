@@ -19,12 +19,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 from textual.worker import Worker
 
 from ...errors import ProfviewError
-from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..host import ViewerApp
 from ..keymap import bindings
@@ -113,20 +112,18 @@ class DrillWorker:
             self.pop_screen()
         return True
 
-    async def start_drill(
-        self: ViewerApp, route: Callable[..., Any], profile: Profile, row: dict[str, Any], path: list[str], what: str
-    ) -> None:
+    async def start_drill(self: ViewerApp, build: Callable[[], Screen[Any] | str], what: str) -> None:
+        """Compute a drill-down (``build``: its screen, or why there is none) in a worker."""
         token = self.next_token()
-        worker = self.compute_drill(token, route, profile, row, path)
+        worker = self.compute_drill(token, build)
         await self.show_progress_unless_done(worker, token, what)
 
     @work(thread=True, exclusive=True, group="slow", exit_on_error=False)
-    def compute_drill(
-        self: ViewerApp, token: int, route: Callable[..., Any], profile: Profile, row: dict[str, Any], path: list[str]
-    ) -> None:
-        """The route's screen (its table computed off the UI thread) or why there is none, posted."""
+    def compute_drill(self: ViewerApp, token: int, build: Callable[[], Screen[Any] | str]) -> None:
+        """The drill-down's screen (its table computed off the UI thread) or why there is none, posted."""
+        outcome: Screen[Any] | str
         try:
-            outcome = detached(self.threads, lambda: route(profile, row, path), "profview-drill")
+            outcome = detached(self.threads, build, "profview-drill")
         except Cancelled:
             return
         except ProfviewError as exc:
