@@ -23,7 +23,9 @@ def architectures(path) -> set[str]:  # type: ignore[no-untyped-def]
 
 def test_different_gpus_suggest_normalized_matching(hta) -> None:  # type: ignore[no-untyped-def]
     assert architectures(BEFORE) == {"ampere"} and architectures(AFTER) == {"volta"}
-    expected = "different GPUs (ampere_* BEFORE, volta_* AFTER): library kernels differ by name; --match normalized pairs them"
+    expected = (
+        "different GPUs (ampere_* BEFORE, volta_* AFTER): library kernels differ by name; --match normalized pairs them"
+    )
     assert hta.explanations("kernels") == [expected]
     assert hta.explanations("ops") == [expected]
     normalized = load_comparison(str(BEFORE), after=str(AFTER), match="normalized")
