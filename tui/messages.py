@@ -46,6 +46,13 @@ class DrillRequested(Message):
 
 
 @dataclass
+class TableShown(Message):
+    """A table view shows new rows (filtered, sorted, or a new frame); ``view`` is the FrameView."""
+
+    view: Any
+
+
+@dataclass
 class StepChosen(Message):
     """A step was selected in the Steps view (None: all steps)."""
 

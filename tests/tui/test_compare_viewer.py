@@ -157,6 +157,22 @@ def test_compare_steps_layout(snap_compare, in_repo) -> None:  # type: ignore[no
     assert snap_compare(app, terminal_size=(80, 24), run_before=steps)
 
 
+def test_compare_drill_down_layout(snap_compare, in_repo) -> None:  # type: ignore[no-untyped-def]
+    """A kernel's launch paths on both sides at 80x24: the change and the delta first."""
+
+    async def drill(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_compare(pilot, pilot.app)
+        await pilot.press("down", "enter")
+        for _ in range(100):
+            if isinstance(pilot.app.screen, DrillScreen):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+
+    app = ProfviewApp(BEFORE_REL, no_cache=True, compare={"after": AFTER_REL})
+    assert snap_compare(app, terminal_size=(80, 24), run_before=drill)
+
+
 async def test_hostile_names_are_inert_in_compare_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A kernel name with escape sequences and markup, on one side only: shown as text everywhere."""
     import gzip

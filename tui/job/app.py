@@ -22,7 +22,7 @@ from ..main.screen import MainScreen
 from ..messages import DrillRequested, JobOpened, LoadPhase, RankOpened
 from ..widgets.table_view import FrameView
 from ..workers import Cancelled, detached, load_failed
-from .screen import JobScreen, rank_of
+from .screen import JobScreen, collective_ranks, rank_of
 
 
 def _ranks_left(done: int, total: int, elapsed: float) -> str:
@@ -147,7 +147,10 @@ class JobApp(ProfviewApp):
 
     async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual
-        if isinstance(self.screen, JobScreen):
+        if isinstance(self.screen, JobScreen) and message.view == "collectives" and self.job is not None:
+            self.push_screen(collective_ranks(self.job, message.row))  # a filter of a small frame: at once
+            return
+        if isinstance(self.screen, JobScreen) or message.view == "collective_ranks":
             rank = rank_of(message.row)
             if rank is not None:
                 await self.open_rank(rank)

@@ -42,9 +42,9 @@ def kernel_figures(row: dict[str, Any]) -> tuple[str, str]:
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
-def title_lines(profile: Profile) -> list[RenderableType]:
-    """The first lines of either Overview: the file, its format, its warnings."""
-    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+def title_lines(profile: Profile, title: str | None = None) -> list[RenderableType]:
+    """The first lines of either Overview: the file (or ``title``: a rank of a job), its format, its warnings."""
+    parts: list[RenderableType] = [Text(f"{clean(title or profile.path)}  ({profile.format})", style="bold")]
     parts += [Text(f"warning: {clean(warning)}", style="yellow") for warning in profile.warnings]
     return parts
 
@@ -55,11 +55,13 @@ def top_kernels(kernels: pl.DataFrame, title: str) -> list[RenderableType]:
     return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
 
 
-def overview_renderable(profile: Profile, width: int, step: int | None = None) -> RenderableType:
+def overview_renderable(
+    profile: Profile, width: int, step: int | None = None, title: str | None = None
+) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
     and its top kernels and operators; issue 13)."""
     chosen = step if profile.is_trace else None  # a text format's tables are not per step
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
@@ -116,13 +118,13 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
     return Group(*parts)
 
 
-def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
+def early_overview_renderable(profile: Profile, width: int, title: str | None = None) -> RenderableType:
     """The Overview of a large trace while its model is built: what the kernel table alone tells.
 
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
     devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
     """
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
     parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
@@ -152,9 +154,12 @@ class OverviewView(VerticalScroll):
 
     can_focus = True
 
-    def __init__(self, profile: Profile, *, id: str | None = None, early: bool = False) -> None:
+    def __init__(
+        self, profile: Profile, *, id: str | None = None, early: bool = False, title: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.profile = profile
+        self.title_text = title
         self.early = early
         self.step: int | None = None
 
@@ -173,7 +178,7 @@ class OverviewView(VerticalScroll):
 
     def on_resize(self) -> None:
         if self.early:
-            body = early_overview_renderable(self.profile, self.size.width)
+            body = early_overview_renderable(self.profile, self.size.width, self.title_text)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step)
+            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text)
         self.query_one("#overview-body", Static).update(body)

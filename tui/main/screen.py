@@ -51,7 +51,7 @@ class MainScreen(Screen[None]):
                 if self.linked or pane == "kernels":
                     yield self.pane_widget(pane)
                 elif pane == "overview":
-                    yield OverviewView(self.profile, id="overview", early=True)
+                    yield OverviewView(self.profile, id="overview", early=True, title=self.title_text)
                 else:
                     yield self.waiting(pane)
         yield FilterBar()
@@ -60,7 +60,7 @@ class MainScreen(Screen[None]):
     def pane_widget(self, pane: str) -> Widget:
         """The widget of one pane (the model must be built for all but Kernels)."""
         if pane == "overview":
-            return OverviewView(self.profile, id="overview")
+            return OverviewView(self.profile, id="overview", title=self.title_text)
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
         if pane == "memory":

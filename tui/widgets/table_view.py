@@ -18,7 +18,7 @@ from textual_fastdatatable import ArrowBackend, DataTable
 from ...errors import ProfviewError
 from ...profiles.views import filter_column, refine
 from ...sanitize import clean, clean_column
-from ..messages import DrillRequested
+from ..messages import DrillRequested, TableShown
 from .row_cursor import RowCursorTable
 from .row_details import details_text
 
@@ -196,6 +196,7 @@ class FrameView(Vertical):
             self.call_after_refresh(self._reveal_cursor, table, place)
         self.query_one(".status", Static).update(self.status_text())
         self.update_details()
+        self.post_message(TableShown(self))
 
     def _reveal_cursor(self, table: DataTable, place: dict[str, int]) -> None:
         if table is self._table and table.is_attached:
