@@ -31,6 +31,7 @@ _LAUNCH_SCHEMA: dict[str, Any] = {"op": pl.String, "op_chain": pl.String, "calls
 _KERNEL_SCHEMA: dict[str, Any] = {"name": pl.String, "calls": pl.Int64, "total_us": pl.Float64}
 #: Views of one representative step aligned operator by operator (traces only).
 EXTRA_VIEWS = ("align", "moved")
+EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
 SIDES = ("before", "after")
 
 
@@ -91,6 +92,12 @@ class Comparison:
         return diff_ops(
             self.before.ops(), self.after.ops(), tolerance_pct=self.tolerance_pct, match=self.match, steps=self._steps()
         )
+
+    def efficiency(self) -> pl.DataFrame:
+        """Issue 24: the perf model compared (:func:`profview.analysis.perf_model.diff_efficiency`)."""
+        from ..analysis.perf_model import diff_efficiency
+
+        return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
 
     def steps(self) -> pl.DataFrame:
         """The mean step compared (:func:`profview.analysis.diff.diff_steps`)."""

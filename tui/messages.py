@@ -81,7 +81,6 @@ class RankOpened(Message):
 
     token: int
     rank: int
-    path: str
     outcome: Profile | str
 
 

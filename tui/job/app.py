@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,18 +92,18 @@ class JobApp(ProfviewApp):
         progress screen if it takes a while, Esc gives up."""
         if self.job is None:
             return
-        summary = self.job.summary(rank)
         token = self.next_token()
-        worker = self.load_rank(token, rank, summary.path)
-        await self.show_progress_unless_done(worker, token, self.rank_title(rank, summary.path), "opening")
+        worker = self.load_rank(token, rank)
+        await self.show_progress_unless_done(worker, token, self.rank_title(rank), "opening")
 
-    def rank_title(self, rank: int, path: str) -> str:
-        """``job.tar.gz › rank 7 (worker7_step_12…)``: the job's name and the rank's file, not a temporary path."""
+    def rank_title(self, rank: int) -> str:
+        """``job.tar.gz › rank 7 (worker7_step_12…)``: the job's name and the rank's file (its
+        archive member), never a temporary path."""
         job = self.job
         if job is None:
             return f"rank {rank}"
-        member = job.inputs.member_name(path) if job.inputs is not None else Path(path).name
-        return f"{Path(job.source).name} › rank {rank} ({trace_stem(member)})"
+        member = os.path.basename(job.summary(rank).path.rsplit(":", 1)[-1])
+        return f"{Path(job.source.rstrip('/')).name} › rank {rank} ({trace_stem(member)})"
 
     def export_subject(self) -> str:
         """Exports are named after the job (``param_dlrm_8rank_v100-rank-7-kernels``), never a temporary path."""
@@ -110,15 +111,17 @@ class JobApp(ProfviewApp):
         return f"{name} rank {self.rank}" if self.rank is not None else name
 
     @work(thread=True, exclusive=True, group="slow", exit_on_error=False)
-    def load_rank(self, token: int, rank: int, path: str) -> None:
-        """Parse and prepare one rank's trace off the UI thread; post it (or why it cannot open)."""
+    def load_rank(self, token: int, rank: int) -> None:
+        """Parse and prepare one rank's trace off the UI thread (a rank of an archive re-opened from
+        the cache is extracted again first); post it, or why it cannot open."""
         from ...profiles import loading
 
         job = self.job
         assert job is not None
-        use_cache = job.inputs is None or job.inputs.temp_dir is None  # an extracted archive is not cached
 
         def load() -> Profile:
+            path = job.trace_path(rank)
+            use_cache = os.path.realpath(path) == os.path.realpath(job.summary(rank).path)  # not an extracted copy
             profile = loading.load(path, use_cache=use_cache, comm_pattern=job.comm_pattern)
             launch.prepare(profile, lambda _phase: None)
             launch.remember(profile)
@@ -133,7 +136,7 @@ class JobApp(ProfviewApp):
             outcome = exc.problem
         except Exception as exc:  # a bug: one line, never a silent Enter
             outcome = f"internal error while opening it: {type(exc).__name__}: {exc}"
-        self.post_message(RankOpened(token, rank, path, outcome))
+        self.post_message(RankOpened(token, rank, outcome))
 
     def on_rank_opened(self, message: RankOpened) -> None:
         if not self.take_answer(message.token):
@@ -143,7 +146,7 @@ class JobApp(ProfviewApp):
             return
         self.profile = message.outcome
         self.rank = message.rank
-        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank, message.path)))
+        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank)))
 
     async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual
