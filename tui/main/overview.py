@@ -168,7 +168,7 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     line = bound_line(frame, step)
     if short:
         return Text(line)
-    whole = frame["step"].max() < 0  # no ProfilerStep: one window, the whole trace
+    whole = bool((frame["step"] < 0).all())  # no ProfilerStep: one window, the whole trace
     where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
     return Text(line.replace("critical path:", f"critical path ({where}):", 1))
 
