@@ -114,6 +114,9 @@ def diff(
     noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
     for note in (line for v in noted for line in comparison.notes(v)):
         typer.echo(f"profview: note: {clean(note)}", err=True)
+    explained = [view or "kernels"] if out is not None else ["kernels", "steps"]  # as the viewer's note line
+    for note in dict.fromkeys(line for v in explained for line in comparison.explanations(v)):
+        typer.echo(f"profview: note: {clean(note)}", err=True)
     try:
         if summary_:
             from ..report.diff_summary import print_diff_summary

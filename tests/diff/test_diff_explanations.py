@@ -49,3 +49,12 @@ def test_a_kernels_launch_paths_on_both_sides_add_up_to_the_raw_events(hta) -> N
         assert int(frame[f"calls_{side}"].sum()) == calls and int(frame[f"total_us_{side}"].sum()) == total
     gone = hta.kernel_launches(name, None)  # a kernel AFTER lacks: every path removed
     assert set(gone["status"]) == {"removed"} and int(gone["calls_after"].sum()) == 0
+
+
+def test_diff_summary_prints_the_same_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    from support import run_cli
+
+    assert run_cli(["diff", str(BEFORE), str(AFTER), "--summary", "--no-cache"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("profview: note:")]
+    hta = load_comparison(str(BEFORE), after=str(AFTER))
+    assert notes == [f"profview: note: {n}" for n in (*hta.explanations("kernels"), *hta.explanations("steps"))]

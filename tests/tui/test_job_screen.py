@@ -78,7 +78,7 @@ async def test_the_header_says_why_and_collectives_are_one_row_each(job) -> None
         drill = app.screen
         assert isinstance(drill, DrillScreen) and drill.view == "collective_ranks"
         assert drill.frame["rank"].to_list() == sorted(corrected, key=lambda r: (corrected[r], r))
-        assert drill.frame.filter(pl.col("last"))["rank"].to_list() == [7]
+        assert drill.frame.filter(pl.col("arrival") == "◀ last")["rank"].to_list() == [7]
 
 
 async def test_the_grid_is_shaded_by_wait_and_follows_the_ranks_table(job) -> None:  # type: ignore[no-untyped-def]

@@ -120,8 +120,13 @@ def collective_ranks(job: Job, row: dict[str, object]) -> DrillScreen:
         job.collectives()
         .filter(pl.col("collective") == collective)
         .sort(["wait_us", "rank"], descending=[True, False])
-        .select("rank", "wait_us", "start_us", "duration_us", "last", "busbw_gbps", "algbw_gbps", "bytes",
-                "dtype", "mismatch", "name", "process_group", "match")
+        .select(
+            "rank", "wait_us", "start_us", "duration_us",
+            pl.when(pl.col("last")).then(pl.lit("◀ last")).otherwise(pl.lit("")).alias("arrival"),
+            "busbw_gbps", "algbw_gbps", "bytes", "dtype",
+            pl.when(pl.col("mismatch")).then(pl.lit("differs")).otherwise(pl.lit("")).alias("signature"),
+            "name", "process_group", "match",
+        )
     )
     return DrillScreen("collective_ranks", frame, ["Collectives", f"collective {collective} {row.get('name')}"])
 
