@@ -133,10 +133,11 @@ def collective_ranks(job: Job, row: dict[str, object]) -> DrillScreen:
 
 def ranks_table(job: Job) -> pl.DataFrame:
     """The ranks view as the Ranks tab lists it: led by a ``name`` (``rank 7``) that ``/`` filters
-    and the details line names; the rank's number last."""
+    and the details line names, ``straggler`` in words (not a boolean), the rank's number last."""
     view = job.ranks_view()
     name = pl.format("rank {}", pl.col("rank")).alias("name")
-    return view.select(name, pl.exclude("rank"), pl.col("rank"))
+    marked = pl.when(pl.col("straggler")).then(pl.lit("◀ straggler")).otherwise(pl.lit("")).alias("straggler")
+    return view.select(name, pl.exclude("rank", "straggler"), marked, pl.col("rank"))
 
 
 def grid_steps(job: Job) -> pl.DataFrame:
