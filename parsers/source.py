@@ -12,6 +12,7 @@ import mmap
 import os
 import stat
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -116,24 +117,12 @@ def _gunzip_partial(raw: bytes | bytearray, path: str) -> tuple[bytearray, str |
     is kept.
     """
     out = bytearray()
-    rest = bytes(raw)
     problem: str | None = None
-    while rest[:2] == GZIP_MAGIC:
-        dec = zlib.decompressobj(wbits=31)
-        offset = 0
-        try:
-            while offset < len(rest) and not dec.eof:
-                out += dec.decompress(rest[offset : offset + SALVAGE_PIECE])
-                if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
-                    check_memory(path, _needed(len(out), raw))
-                offset += SALVAGE_PIECE
-        except zlib.error as exc:
-            problem = f"corrupt gzip data after {len(out):,} bytes ({exc})"
-            break
-        if not dec.eof:
-            problem = "the gzip stream ends early (truncated file)"
-            break
-        rest = dec.unused_data
+    for piece, said in _inflate_pieces(bytes(raw)):
+        out += piece
+        problem = said
+        if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
+            check_memory(path, _needed(len(out), raw))
     return out, problem
 
 
@@ -316,6 +305,147 @@ def _read_stream(fh: BinaryIO, name: str) -> bytearray:
         if len(raw) % (256 << 20) < len(piece):
             check_memory(name, _needed(len(raw), b""))
     return raw
+
+
+#: Decompressed bytes per chunk when a trace is read in chunks (see :class:`SourceStream`).
+STREAM_CHUNK_BYTES = 8 * 2**20
+
+
+class SourceStream:
+    """The decompressed content of one input file, as a sequence of bounded chunks.
+
+    A regular file is read (and inflated, ISA-L without the GIL) a chunk at a time: the whole
+    document is never in memory.  A gzip stream that ends early or is corrupt goes on as far as
+    zlib can read it (the same bytes as :func:`read_source`), with the problem in ``warnings``
+    once the chunks are exhausted.  Pipes and devices are read whole first (they cannot be read
+    twice), then handed out in chunks.  ``decompressed`` counts the bytes handed out so far.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], chunk_bytes: int = STREAM_CHUNK_BYTES) -> None:
+        self.path = os.fspath(path)
+        self.chunk_bytes = max(1, chunk_bytes)
+        self.warnings: list[str] = []
+        self.decompressed = 0
+        self.whole: SourceBytes | None = None
+        name = self.path
+        if not os.path.exists(name):
+            raise ProfviewError(name, "no such file")
+        if os.path.isdir(name):
+            raise ProfviewError(name, "is a directory, not a trace file")
+        try:
+            mode = os.stat(name).st_mode
+            self.size = os.stat(name).st_size
+            if not stat.S_ISREG(mode) or self.size == 0:  # a pipe, /proc, a device: read_source decides
+                self.whole = read_source(name)
+                self.compressed = self.whole.compressed
+                self.warnings = list(self.whole.warnings)
+                return
+            with open(name, "rb") as fh:
+                self.compressed = fh.read(2) == GZIP_MAGIC
+        except PermissionError:
+            raise ProfviewError(name, "permission denied") from None
+        except OSError as exc:
+            raise ProfviewError(name, f"cannot read ({exc.strerror or exc})") from None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The decompressed content, ``chunk_bytes`` at a time (the last chunk may be shorter)."""
+        if self.whole is not None:
+            data = self.whole.data
+            for start in range(0, len(data), self.chunk_bytes):
+                piece = bytes(data[start : start + self.chunk_bytes])
+                self.decompressed += len(piece)
+                yield piece
+            return
+        pieces = self._gunzip_chunks() if self.compressed else self._plain_chunks()
+        head = b""
+        for piece in pieces:
+            if self.compressed and len(head) < SNIFF_BYTES:  # as read_source: a gzip bomb is refused early
+                head += piece[: SNIFF_BYTES - len(head)]
+                _sniff(head, self.path)
+            self.decompressed += len(piece)
+            if self.decompressed % CHECK_EVERY < len(piece):  # a gzip bomb stops here, early
+                check_memory(self.path, _needed(self.decompressed, b""))
+            yield piece
+        if self.decompressed == 0 and not self.compressed:
+            raise ProfviewError(self.path, "the file is empty")
+
+    def _plain_chunks(self) -> Iterator[bytes]:
+        try:
+            with open(self.path, "rb") as fh:
+                while piece := fh.read(self.chunk_bytes):
+                    yield piece
+        except OSError as exc:
+            raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+
+    def _gunzip_chunks(self) -> Iterator[bytes]:
+        """ISA-L's reader while the stream is sound; zlib, from where it stopped, when it is not."""
+        try:
+            from isal.igzip import IGzipFile as GzipFile  # ISA-L: about 3x faster than zlib
+        except ImportError:  # pragma: no cover - isal is a declared dependency
+            from gzip import GzipFile  # type: ignore[assignment]
+
+        delivered = 0
+        try:
+            with open(self.path, "rb") as raw, GzipFile(fileobj=raw) as stream:
+                while piece := stream.read(self.chunk_bytes):
+                    delivered += len(piece)
+                    yield piece
+            return
+        except ProfviewError:
+            raise
+        except Exception as exc:  # a damaged stream (isal, zlib and gzip each raise their own)
+            if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the data
+                raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+        yield from self._salvage(delivered)
+
+    def _salvage(self, skip: int) -> Iterator[bytes]:
+        """What zlib can read of a damaged gzip file, from byte ``skip`` of its decompressed content."""
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+        total, problem = 0, None
+        for piece, said in _inflate_pieces(raw):
+            problem = said
+            if piece:
+                total += len(piece)
+                if total > skip:
+                    fresh = piece[max(0, len(piece) - (total - skip)) :]
+                    for start in range(0, len(fresh), self.chunk_bytes):
+                        yield fresh[start : start + self.chunk_bytes]
+        if total == 0:
+            raise ProfviewError(self.path, problem or "not a readable gzip file")
+        self.warnings.append(f"{problem}; read {total:,} decompressed bytes")
+
+
+#: How often (in decompressed bytes) a chunked read checks the memory it will need.
+CHECK_EVERY = 256 * 2**20
+
+
+def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
+    """(decompressed piece, problem so far) of every gzip member of ``raw``, as far as zlib can go.
+
+    The same pieces as :func:`_gunzip_partial`: everything before a corrupt block or a cut is kept.
+    """
+    rest = raw
+    count = 0
+    while rest[:2] == GZIP_MAGIC:
+        dec = zlib.decompressobj(wbits=31)
+        offset = 0
+        try:
+            while offset < len(rest) and not dec.eof:
+                piece = dec.decompress(rest[offset : offset + SALVAGE_PIECE])
+                count += len(piece)
+                yield piece, None
+                offset += SALVAGE_PIECE
+        except zlib.error as exc:
+            yield b"", f"corrupt gzip data after {count:,} bytes ({exc})"
+            return
+        if not dec.eof:
+            yield b"", "the gzip stream ends early (truncated file)"
+            return
+        rest = dec.unused_data
 
 
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
