@@ -1094,16 +1094,17 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     const char *p = base + (ok ? start : 0);
     const char *event = p;
     int ended = 0, cut = 0;
+    size_t rows_before = 0; /* rows before ``event``: a chunk's last event is read again in the next */
     if (ok) {
         Py_BEGIN_ALLOW_THREADS;
         for (;;) {
             event = p;
+            rows_before = st.rows;
             p = read_event(&st, p);
             if (p == NULL) break;
             p = skip_ws(p, st.end);
             if (p < st.end && *p == ']') {
                 if (!final) { /* the array's last event goes with the document's end, not this chunk */
-                    st.rows--;
                     st.starved = 1;
                     p = NULL;
                     break;
@@ -1131,6 +1132,7 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     if (p == NULL && (st.cut || st.fail.where >= st.end || (!final && st.starved))) {
         cut = 1; /* everything before ``event`` was read and is valid JSON: keep it */
         p = event;
+        if (!final) st.rows = rows_before; /* complete or not, ``event`` is read again with more data */
     }
     if (p == NULL) {
         raise_failure(&st, base);

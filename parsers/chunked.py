@@ -95,11 +95,13 @@ def read_chunked(chunks: Iterable[bytes], read_window: WindowReader, window_byte
         if used > start:
             windows += 1
             del pending[:used]
-            wanted = window_bytes
-        else:
-            wanted = max(window_bytes, 2 * len(pending))
-    if head is None:
-        raise NotChunkable("no traceEvents array found in chunks")
+        wanted = max(window_bytes, 2 * len(pending))  # an unfinished event: try again once it may be whole
+    if head is None:  # a document shorter than a window: all of it is its end
+        at = _events_start(pending)
+        if at is None:
+            raise NotChunkable("no traceEvents array found")
+        head = bytes(pending[:at])
+        del pending[:at]
     return Chunked(head, pending, windows)
 
 

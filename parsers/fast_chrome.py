@@ -149,7 +149,10 @@ class ChunkedScan:
     def finish(self, chunked: Chunked, metadata_keys: Sequence[str]) -> FastScan | None:
         """The whole trace: the windows' events, then the document's end read as a document."""
         self.close()
-        end = _parse(chunked.rest_document(), metadata_keys, cut_may_be_empty=any(p.rows for p in self.parts))
+        try:
+            end = _parse(chunked.rest_document(), metadata_keys, cut_may_be_empty=any(p.rows for p in self.parts))
+        except (ValueError, UnicodeDecodeError, msgspec.MsgspecError):
+            return None  # as scan_fast: the general reader answers for the whole document
         if end is None:
             return None
         parts, self.parts = [*self.parts, *end.parts], []
