@@ -12,19 +12,26 @@ import mmap
 import os
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import BinaryIO
 
 from ..errors import ProfviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
-#: Peak memory of a load, and of the viewer's model, is at most about this many times the
-#: decompressed JSON with the compiled scanner (measured 1.5-2.5x from 172 MB to 1 GB), plus the
-#: interpreter and libraries; the general reader alone (no C compiler at install) needs up to 3.4x.
+#: Peak memory of a load read whole (a pipe, or a document only the whole-document code can
+#: answer for), and of the viewer's model, is at most about this many times the decompressed JSON
+#: with the compiled scanner (measured 1.5-2.5x from 172 MB to 1 GB), plus the interpreter and
+#: libraries; the general reader alone (no C compiler at install) needs up to 3.4x.
 MEMORY_FACTOR = 2.6
 MEMORY_FACTOR_GENERAL_READER = 3.5
+#: The same for a Chrome trace read in chunks (issue 25), beyond the libraries: the events frame
+#: and the tables of an export (measured 0.96x on a 1.0 GB Kineto-layout trace, 1.15x on an
+#: 855 MB one-event-per-line trace; the general reader 2.2x on 173 MB).
+CHUNKED_MEMORY_FACTOR = 1.2
+CHUNKED_MEMORY_FACTOR_GENERAL_READER = 2.4
 #: Plain files from this size on are memory-mapped rather than read into memory.
 MAP_BYTES = 32 * 2**20
 BASE_MEMORY = 200 * 2**20
@@ -139,16 +146,45 @@ def economise_address_space() -> None:
 
         if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
             return
+        # Polars' allocator (jemalloc) otherwise keeps the address space of memory it freed, for a
+        # while or for good (0.7 GiB after reading a 1 GB trace): a 1 GB trace then opens within
+        # 3 GiB.  Read when Polars loads, so only before it is imported.
+        os.environ.setdefault("_RJEM_MALLOC_CONF", "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0")
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
     except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
         return
 
 
-def check_memory(path: str, needed: int) -> None:
-    """Fail early, with a clear message, when a trace needs more memory than is available."""
+def give_back_freed_memory() -> None:
+    """Return the C heap's free pages to the system (glibc ``malloc_trim``; elsewhere nothing).
+
+    The scanner's column buffers and the chunked read's windows are freed to glibc's heap, while
+    Polars allocates from its own: without this the freed pages would stay in the peak RSS.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (ImportError, OSError, AttributeError):  # not glibc
+        return None
+
+
+def check_memory(path: str, needed: int, in_use: int = 0) -> None:
+    """Fail early, with a clear message, when a trace needs more memory than is available.
+
+    ``in_use``: the part of ``needed`` this process already holds (the events frame, the
+    libraries), which the room left under a limit already leaves out.
+    """
     budget = memory_budget()
-    if budget is not None and needed > budget[0]:
-        available, source = budget
+    if budget is not None and needed - in_use > budget[0]:
+        available, source = budget[0] + in_use, budget[1]
         raise ProfviewError(
             path,
             f"needs about {_size(needed)} of memory to load, but only {_size(available)} "
@@ -161,15 +197,18 @@ def _size(count: int) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:,.0f} MiB"
 
 
-def memory_factor() -> float:
-    """Memory needed per byte of JSON: less where the compiled scanner is there to read it.
+def memory_factor(chunked: bool = False) -> float:
+    """Memory needed per byte of JSON: less where the compiled scanner reads it, less in chunks.
 
     Asked without importing the scanner (which brings NumPy and Polars): the file may be read
     while they import (see :mod:`profview.prefetch`).
     """
     from ..compiled import compiled_module
 
-    return MEMORY_FACTOR if compiled_module("_fastscan") is not None else MEMORY_FACTOR_GENERAL_READER
+    compiled = compiled_module("_fastscan") is not None
+    if chunked:
+        return CHUNKED_MEMORY_FACTOR if compiled else CHUNKED_MEMORY_FACTOR_GENERAL_READER
+    return MEMORY_FACTOR if compiled else MEMORY_FACTOR_GENERAL_READER
 
 
 def available_memory() -> int | None:
@@ -342,6 +381,10 @@ class SourceStream:
                 return
             with open(name, "rb") as fh:
                 self.compressed = fh.read(2) == GZIP_MAGIC
+            # Refused now rather than part-way: a plain file's size is known; a gzip file's is taken
+            # as a typical 4x (as read_source does), and checked as it decompresses.
+            expected = self.size * 4 if self.compressed else self.size
+            check_memory(name, int(expected * memory_factor(chunked=True)) + BASE_MEMORY)
         except PermissionError:
             raise ProfviewError(name, "permission denied") from None
         except OSError as exc:
@@ -364,7 +407,7 @@ class SourceStream:
                 _sniff(head, self.path)
             self.decompressed += len(piece)
             if self.decompressed % CHECK_EVERY < len(piece):  # a gzip bomb stops here, early
-                check_memory(self.path, _needed(self.decompressed, b""))
+                check_memory(self.path, int(self.decompressed * memory_factor(chunked=True)) + BASE_MEMORY)
             yield piece
         if self.decompressed == 0 and not self.compressed:
             raise ProfviewError(self.path, "the file is empty")
