@@ -11,8 +11,9 @@ from typing import Any
 #: Names served on first use (module ``__getattr__``): a CLI run that opens one trace does not
 #: pay for importing the job and diff machinery (the cached re-open is measured against
 #: ``import polars``), and the CLI starts reading a trace before Polars is imported at all.
-_LAZY = {"Comparison": "profview.comparison", "load_comparison": "profview.comparison", "Job": "profview.job"}
-_LAZY |= {"Profile": "profview.trace_profile"}
+_LAZY = {"Comparison": "profview.diff.comparison", "load_comparison": "profview.diff.comparison"}
+_LAZY |= {"Job": "profview.jobs.job"}
+_LAZY |= {"Profile": "profview.profiles.trace_profile"}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,14 +28,14 @@ def load(path, **options):  # type: ignore[no-untyped-def]
     """A :class:`Profile` of one trace or table, or a :class:`Job` when ``path`` names a job.
 
     A job is a directory, a glob, a list of paths or an archive of rank traces (see
-    :func:`profview.job.open_job`, whose options it takes); anything else goes to
-    :func:`profview.loading.load` with ``options``.
+    :func:`profview.jobs.job.open_job`, whose options it takes); anything else goes to
+    :func:`profview.profiles.loading.load` with ``options``.
     """
     from os import fspath
 
-    from profview.job import open_job
-    from profview.job_inputs import is_job
-    from profview.loading import load as _load_one
+    from profview.jobs.inputs import is_job
+    from profview.jobs.job import open_job
+    from profview.profiles.loading import load as _load_one
 
     names = [fspath(p) for p in path] if isinstance(path, (list, tuple)) else [fspath(path)]
     if is_job(names):

@@ -5,7 +5,7 @@
 
 Each rank is samples/gpt2_train_bf16.pt.trace.json.gz with ``distributedInfo.rank`` rewritten
 (plain JSON, written once into a temporary folder).  Every measurement runs in a fresh Python
-process: wall time of :func:`profview.job.open_job` plus building the ranks and collectives
+process: wall time of :func:`profview.jobs.job.open_job` plus building the ranks and collectives
 views, the parent's peak RSS, and the largest worker's peak RSS (``RUSAGE_CHILDREN``; in the
 serial run the parent does the work).  ``one rank`` is the peak RSS of a process that summarises
 one trace: the bound the issue sets is 2× that for every process.  The cache is off, except for
@@ -55,8 +55,8 @@ def measure(folder: Path, workers: int, cache: bool = False, one: bool = False) 
 def child(folder: str, workers: int, cache: bool, one: bool) -> None:
     import resource
 
-    from profview.job import open_job
-    from profview.job_summary import summarise_rank
+    from profview.jobs.job import open_job
+    from profview.jobs.rank_summary import summarise_rank
 
     started = time.perf_counter()
     if one:
@@ -85,7 +85,7 @@ def main() -> None:
         folder, workers, cache, one = args.child
         child(folder, int(workers), cache == "1", one == "1")
         return
-    from profview.executors import default_workers
+    from profview.jobs.executors import default_workers
 
     workers = args.workers or default_workers()
     sizes = [16, 32, 64] + ([128, 256] if args.big else [])

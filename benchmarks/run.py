@@ -198,10 +198,10 @@ def bench_scaled(out: Path, sizes: list[int], styles: list[str], folder: Path) -
 VIEWER_PROBE = """
 import asyncio, sys, time
 start = time.perf_counter()
-from profview.background_load import BackgroundLoad
+from profview.profiles.background import BackgroundLoad
 pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does: the parse overlaps the imports
 from profview.tui.app import ProfviewApp
-from profview.tui.main_screen import MainScreen
+from profview.tui.main.screen import MainScreen
 
 async def main():
     app = ProfviewApp(sys.argv[1], pending=pending)
@@ -256,7 +256,7 @@ def bench_interactive(folder: Path, mb: int) -> None:
     import polars as pl
 
     import profview
-    from profview.views import refine
+    from profview.profiles.views import refine
 
     gpu = profview.load(scaled_trace(folder, mb, "compact"), use_cache=False).gpu
     copies = -(-1_000_000 // gpu.height)

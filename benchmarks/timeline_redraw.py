@@ -8,7 +8,7 @@ import statistics
 import time
 
 import profview
-from profview.tui.trace_timeline import draw_lane
+from profview.tui.main.timeline import draw_lane
 
 
 def main() -> None:

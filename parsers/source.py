@@ -65,7 +65,7 @@ def _gunzip_fast(raw: bytes | bytearray, path: str) -> bytearray:
 
     ISA-L's reader decompresses into the buffer without holding the GIL (measured: a Python loop
     on another thread runs at full speed beside it; a decompressobj loop here halved it), so the
-    CLI can read a trace while Polars imports (:mod:`profview.prefetch`).
+    CLI can read a trace while Polars imports (:mod:`profview.profiles.prefetch`).
     """
     import io
 
@@ -201,7 +201,7 @@ def memory_factor(chunked: bool = False) -> float:
     """Memory needed per byte of JSON: less where the compiled scanner reads it, less in chunks.
 
     Asked without importing the scanner (which brings NumPy and Polars): the file may be read
-    while they import (see :mod:`profview.prefetch`).
+    while they import (see :mod:`profview.profiles.prefetch`).
     """
     from ..compiled import compiled_module
 

@@ -67,7 +67,7 @@ def read_trace_file(
     scanner = ChunkedScan()
     try:
         scan = scanner.finish(read_chunked(chain([bytes(head)], chunks), scanner, window_bytes), METADATA_KEYS)
-    except NotChunkable:
+    except (NotChunkable, RecursionError):  # deep nesting: the whole-document reader refuses it in one line
         scan = None
     finally:
         scanner.close()

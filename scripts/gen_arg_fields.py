@@ -2,7 +2,7 @@
 
 The compiled scanner reads the same ``args`` keys into the same columns as the general reader;
 both take them from ``ARG_COLUMNS`` (this header is generated, never edited by hand).
-``tests/test_fast_scanner.py`` fails when the header is out of date.
+``tests/parsers/test_fast_scanner.py`` fails when the header is out of date.
 
 Usage: python scripts/gen_arg_fields.py [--check]
 """

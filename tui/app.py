@@ -1,7 +1,7 @@
 """The profview viewer: a Textual app over the frames of one profile.
 
 Loading runs in a thread worker that posts :class:`ProfileLoaded` or :class:`LoadFailed`; the
-UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.help`.
+UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.dialogs.help`.
 """
 
 from __future__ import annotations
@@ -20,34 +20,34 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..errors import ProfviewError
-from ..export import write_table
+from ..profiles.trace_profile import Profile
+from ..report.export import write_table
 from ..sanitize import clean
-from ..trace_profile import Profile
-from .compare_mode import CompareMode
-from .drill_routes import ROUTES
-from .drill_worker import DrillWorker
-from .drilldown import DrillScreen
-from .export_dialog import ExportDialog, name_parts, suggest_name
-from .filter_bar import FilterBar
-from .help import HelpScreen
+from .compare.mode import CompareMode
+from .dialogs.export import ExportDialog, name_parts, suggest_name
+from .dialogs.help import HelpScreen
+from .dialogs.loading import LoadingScreen
+from .drill.routes import ROUTES
+from .drill.screen import DrillScreen
+from .drill.worker import DrillWorker
 from .keymap import bindings, user_keymap
-from .loading_screen import LoadingScreen
-from .main_screen import PANES, TITLES, MainScreen
-from .message_line import MessageLine
+from .main.screen import PANES, TITLES, MainScreen
+from .main.steps import StepList
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
-from .steps_view import StepList
-from .table_view import FrameView
+from .widgets.filter_bar import FilterBar
+from .widgets.message_line import MessageLine
+from .widgets.table_view import FrameView
 
 if TYPE_CHECKING:
-    from ..background_load import BackgroundLoad
-    from ..comparison import Comparison
+    from ..diff.comparison import Comparison
+    from ..profiles.background import BackgroundLoad
 
 
 class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     """Kernel, operator and step views of one trace (or two compared: see compare_mode), by keyboard."""
 
-    CSS_PATH = "profview.tcss"
+    CSS_PATH = str(Path(__file__).with_name("profview.tcss"))  # absolute: subclasses live in other folders
     TITLE = "profview"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = bindings("app")
@@ -65,7 +65,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     ) -> None:
         """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
         ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
-        is BEFORE and this holds ``after`` and the :func:`profview.comparison.load_comparison` options;
+        is BEFORE and this holds ``after`` and the :func:`profview.diff.comparison.load_comparison` options;
         ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
         super().__init__()
         self.pending = pending
@@ -112,7 +112,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             self.post_message(outcome[0])
 
     def _load(self, outcome: list[ProfileLoaded | LoadFailed | ProfileLinked]) -> None:
-        from ..loading import load
+        from ..profiles.loading import load
 
         try:
             self.post_message(LoadPhase("reading and parsing"))
@@ -439,7 +439,7 @@ def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
 
 def remember(profile: Profile) -> None:
     """Save the views and the linked model: the next open reads them instead of linking again."""
-    from ..loading import remember_views
+    from ..profiles.loading import remember_views
 
     remember_views(profile, model=True)
 
@@ -455,7 +455,7 @@ def run(
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input).
 
     ``pending``: the load of ``path`` with these options, already started (see
-    :mod:`profview.background_load`)."""
+    :mod:`profview.profiles.background`)."""
     if not Path(path).exists():
         print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
         return 2
@@ -474,7 +474,7 @@ def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> 
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
     if app.load_thread is not None and app.load_thread.is_alive():
         if workers:
-            from ..executors import stop_workers
+            from ..jobs.executors import stop_workers
 
             stop_workers()
         if workers or not app.loaded:

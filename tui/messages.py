@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from ..trace_profile import Profile
+from ..profiles.trace_profile import Profile
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..diff.comparison import Comparison
 
 
 @dataclass

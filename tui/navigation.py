@@ -16,11 +16,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from ..profiles.views import filter_column
 from ..sanitize import clean
-from ..views import filter_column
-from .drilldown import DrillScreen
+from .drill.screen import DrillScreen
 from .keymap import bindings
-from .table_view import FrameView
+from .widgets.table_view import FrameView
 
 
 def matching_rows(frame: pl.DataFrame, pattern: str) -> list[int]:
@@ -148,7 +148,7 @@ class Navigation:
 
     def filter_text(self) -> str:
         """What the filter bar of the screen holds (typed, kept or not)."""
-        from .filter_bar import FilterBar
+        from .widgets.filter_bar import FilterBar
 
         bars = self.screen.query(FilterBar)  # type: ignore[attr-defined]
         return bars.first().value if bars else ""

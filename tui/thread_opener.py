@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ProfviewError
-from .loading_screen import LoadingScreen
+from .dialogs.loading import LoadingScreen
 
 
 class OpensOnThread:

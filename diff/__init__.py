@@ -1,0 +1,1 @@
+"""Two profiles or two jobs compared."""

@@ -1,0 +1,232 @@
+"""Two profiles compared: BEFORE and AFTER loaded, their diff views and the facts of each side.
+
+The CLI (``profview diff``), the viewer's compare mode and notebooks use :func:`load_comparison`;
+the figures come from :mod:`profview.analysis.diff` over each profile's own views.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..analysis.diff import DEFAULT_TOLERANCE_PCT, MATCH_MODES, diff_kernels, diff_ops, diff_steps
+from ..errors import ProfviewError
+from ..frames import fmt_us
+from ..profiles.trace_profile import Profile
+
+DIFF_VIEWS = ("kernels", "ops", "steps")
+#: Views of one representative step aligned operator by operator (traces only).
+EXTRA_VIEWS = ("align", "moved")
+EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
+SIDES = ("before", "after")
+
+
+@dataclass
+class Comparison:
+    """BEFORE and AFTER, and how to compare them.
+
+    ``per_step``: kernels and operators are divided by each side's own step count;
+    ``match``: ``exact`` or ``normalized`` (see :func:`profview.analysis.diff.pair_names`);
+    ``tolerance_pct``: a change within this share of the before figure is ``unchanged``;
+    ``step``: the step :meth:`align` aligns on both sides (None: each side's median step).
+    """
+
+    before: Profile
+    after: Profile
+    per_step: bool = False
+    match: str = "exact"
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT
+    step: int | None = None
+
+    def side(self, which: str) -> Profile:
+        """``before`` or ``after``."""
+        return self.before if which == "before" else self.after
+
+    def step_count(self, which: str) -> int | None:
+        """Rows of the side's steps view (a trace without steps: 1, the whole trace); None without steps."""
+        profile = self.side(which)
+        return profile.steps().height if profile.available("steps") else None
+
+    def span_us(self, which: str) -> float | None:
+        """The side's span (first to last event), for traces."""
+        profile = self.side(which)
+        return profile.overview().span_us if profile.is_trace else None
+
+    def _steps(self) -> tuple[int, int] | None:
+        if not self.per_step:
+            return None
+        counts = []
+        for which in SIDES:
+            count = self.step_count(which)
+            if not count:
+                raise ProfviewError(self.side(which).path, "--per-step needs steps, and this profile has none")
+            counts.append(count)
+        return counts[0], counts[1]
+
+    def kernels(self) -> pl.DataFrame:
+        """Kernel tables compared (:func:`profview.analysis.diff.diff_kernels`)."""
+        return diff_kernels(
+            self.before.kernels(),
+            self.after.kernels(),
+            tolerance_pct=self.tolerance_pct,
+            match=self.match,
+            steps=self._steps(),
+        )
+
+    def ops(self) -> pl.DataFrame:
+        """Operator tables compared (:func:`profview.analysis.diff.diff_ops`)."""
+        return diff_ops(
+            self.before.ops(), self.after.ops(), tolerance_pct=self.tolerance_pct, match=self.match, steps=self._steps()
+        )
+
+    def efficiency(self) -> pl.DataFrame:
+        """Issue 24: the perf model compared (:func:`profview.analysis.perf_model.diff_efficiency`)."""
+        from ..analysis.perf_model import diff_efficiency
+
+        return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
+
+    def steps(self) -> pl.DataFrame:
+        """The mean step compared (:func:`profview.analysis.diff.diff_steps`)."""
+        return diff_steps(self.before.steps(), self.after.steps(), tolerance_pct=self.tolerance_pct)
+
+    def view(self, name: str) -> pl.DataFrame:
+        """One of :data:`DIFF_VIEWS` or :data:`EXTRA_VIEWS`."""
+        if name not in DIFF_VIEWS + EXTRA_VIEWS:
+            raise ProfviewError(
+                None, f"unknown diff view {name!r}: choose one of {', '.join(DIFF_VIEWS + EXTRA_VIEWS)}"
+            )
+        return getattr(self, name)()
+
+    # -- one step aligned operator by operator (analysis/align.py) ---------------------------
+    def representative_step(self, which: str) -> int:
+        """``step`` if given and present, else the side's step of median duration (the lower middle one)."""
+        profile = self.side(which)
+        if not profile.is_trace:
+            raise ProfviewError(profile.path, f"a {profile.format} has no operator sequence to align")
+        steps = profile.steps()
+        if self.step is not None:
+            if self.step not in steps["step"].to_list():
+                raise ProfviewError(profile.path, f"no step {self.step} (steps: {profile.step_numbers()})")
+            return self.step
+        ordered = steps.sort(["duration_us", "step"])
+        return int(ordered["step"][(ordered.height - 1) // 2])
+
+    def launch_sequence(self, which: str) -> pl.DataFrame:
+        """The launching operator calls of the side's representative step, in order."""
+        from ..analysis.align import launch_sequence
+
+        profile = self.side(which)
+        step = self.representative_step(which)
+        row = profile.steps().filter(pl.col("step") == step).row(0, named=True)
+        start = float(row["start_us"]) + profile.span_start
+        return launch_sequence(profile.model, start, start + float(row["duration_us"]))
+
+    def align(self) -> pl.DataFrame:
+        """One step of each side aligned by operator (:func:`profview.analysis.align.align_steps`)."""
+        from ..analysis.align import align_steps
+
+        return align_steps(self.launch_sequence("before"), self.launch_sequence("after"))
+
+    def moved(self) -> pl.DataFrame:
+        """Kernels that changed under the same operator in the aligned step (:func:`moved_kernels`)."""
+        from ..analysis.align import moved_kernels
+
+        return moved_kernels(self.align())
+
+    def notes(self, view: str) -> list[str]:
+        """``PATH: N names ... summed`` for each side whose ``view`` repeats names (text tables)."""
+        from ..analysis.diff import repeated_names
+
+        if view not in ("kernels", "ops"):
+            return []
+        lines = []
+        for which in SIDES:
+            profile = self.side(which)
+            if not profile.available(view):
+                continue
+            count = repeated_names(getattr(profile, view)())
+            if count:
+                lines.append(
+                    f"{profile.path}: {count} {'kernel' if view == 'kernels' else 'operator'} name(s) appear in "
+                    "more than one row (names cut short by the table, or one name under several kinds); "
+                    "each is one row of the diff, its figures summed"
+                )
+        return lines
+
+    def repeated(self) -> str:
+        """``BEFORE 7 operator, AFTER 3 kernel names`` repeated in a table (empty: none), for a short note."""
+        from ..analysis.diff import repeated_names
+
+        parts = []
+        for which in SIDES:
+            profile = self.side(which)
+            counts = [
+                f"{repeated_names(getattr(profile, view)())} {label}"
+                for view, label in (("kernels", "kernel"), ("ops", "operator"))
+                if profile.available(view) and repeated_names(getattr(profile, view)())
+            ]
+            if counts:
+                parts.append(f"{which.upper()} {', '.join(counts)} names")
+        return "; ".join(parts)
+
+    def header(self, which: str) -> str:
+        """``BEFORE  path · N steps · span x ms`` (the facts a compare screen names each side by)."""
+        profile = self.side(which)
+        parts = [profile.path]
+        count = self.step_count(which)
+        if count is not None:
+            parts.append(f"{count} step{'s' if count != 1 else ''}")
+        span = self.span_us(which)
+        if span is not None:
+            parts.append(f"span {fmt_us(span)}")
+        else:
+            parts.append(profile.format)
+        return f"{which.upper():<6}  " + " · ".join(parts)
+
+    def settings_line(self) -> str:
+        """How the two were compared: totals or per step, the matching, the tolerance."""
+        scale = "per step (each side ÷ its own step count)" if self.per_step else "totals"
+        return f"{scale} · match {self.match} · unchanged within {self.tolerance_pct:g}%"
+
+
+def check_inputs(before: str, after: str) -> None:
+    """Raise :class:`ProfviewError` for an input that cannot be compared yet (a job directory)."""
+    for path in (before, after):
+        if os.path.isdir(path):
+            raise ProfviewError(path, "is a directory: diff compares two traces or tables (jobs are not supported yet)")
+
+
+def load_comparison(
+    before: str,
+    after: str,
+    *,
+    use_cache: bool = True,
+    comm_pattern: str | None = None,
+    per_step: bool = False,
+    match: str = "exact",
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+) -> Comparison:
+    """Load BEFORE and AFTER (in two threads: parsing releases the GIL) as a :class:`Comparison`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..profiles.loading import load
+
+    check_inputs(before, after)
+    if match not in MATCH_MODES:
+        raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
+    if not tolerance_pct >= 0:
+        raise ProfviewError(None, f"--tolerance must be 0 or more, not {tolerance_pct}")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in (before, after)]
+        profiles = [f.result() for f in futures]
+    return Comparison(profiles[0], profiles[1], per_step=per_step, match=match, tolerance_pct=tolerance_pct)
+
+
+def remember(comparison: Comparison) -> None:
+    """Save the views each side computed in this process (see :func:`profview.profiles.loading.remember_views`)."""
+    from ..profiles.loading import remember_views
+
+    for which in SIDES:
+        remember_views(comparison.side(which))

@@ -1,0 +1,147 @@
+"""Two distributed jobs compared (``profview diff JOB_A JOB_B``): BEFORE and AFTER opened as
+:class:`~profview.jobs.job.Job`, and their diff views (:mod:`profview.analysis.job_diff`).
+
+:func:`diff_kind` tells two jobs, two single profiles and a mix (a one-line error) apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..analysis.diff import DEFAULT_TOLERANCE_PCT, MATCH_MODES
+from ..errors import ProfviewError
+
+if TYPE_CHECKING:
+    from ..jobs.executors import Progress
+    from ..jobs.job import Job
+
+JOB_DIFF_VIEWS = ("ranks", "stragglers", "kernels")
+SIDES = ("before", "after")
+
+
+def diff_kind(before: str, after: str) -> str:
+    """``jobs`` when both name a job, ``profiles`` when neither does; a mix raises a one-line error."""
+    from ..jobs.inputs import is_job
+
+    jobs = [is_job([before]), is_job([after])]
+    if all(jobs):
+        return "jobs"
+    if not any(jobs):
+        return "profiles"
+    job, single = (before, after) if jobs[0] else (after, before)
+    if not os.path.exists(single):  # a typo is no single profile
+        raise ProfviewError(single, "no such file or directory")
+    raise ProfviewError(
+        None, f"cannot compare a job ({job}) with a single profile ({single}): give two jobs or two traces"
+    )
+
+
+@dataclass
+class JobComparison:
+    """Two jobs and how to compare them (``tolerance_pct``, ``match`` as for two traces)."""
+
+    before: Job
+    after: Job
+    match: str = "exact"
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT
+
+    def __enter__(self) -> JobComparison:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove both jobs' extracted archives."""
+        self.before.close()
+        self.after.close()
+
+    def side(self, which: str) -> Job:
+        """``before`` or ``after``."""
+        return self.before if which == "before" else self.after
+
+    def ranks(self) -> pl.DataFrame:
+        """Per-rank medians compared (:func:`profview.analysis.job_diff.diff_rank_medians`)."""
+        from ..analysis.job_diff import diff_rank_medians
+
+        return diff_rank_medians(
+            self.before.ranks_view(), self.after.ranks_view(), tolerance_pct=self.tolerance_pct
+        )
+
+    def stragglers(self) -> pl.DataFrame:
+        """The straggler tables compared, rank by rank (:func:`~profview.analysis.job_diff.diff_stragglers`)."""
+        from ..analysis.job_diff import diff_stragglers
+
+        return diff_stragglers(self.before.ranks_view(), self.after.ranks_view(), tolerance_pct=self.tolerance_pct)
+
+    def kernels(self) -> pl.DataFrame:
+        """Kernels across ranks compared (:func:`~profview.analysis.job_diff.diff_job_kernels`)."""
+        from ..analysis.job_diff import diff_job_kernels
+
+        return diff_job_kernels(
+            self.before.kernels(), self.after.kernels(), tolerance_pct=self.tolerance_pct, match=self.match
+        )
+
+    def view(self, name: str) -> pl.DataFrame:
+        """One of :data:`JOB_DIFF_VIEWS`."""
+        if name not in JOB_DIFF_VIEWS:
+            raise ProfviewError(None, f"two jobs have no {name!r} diff view: choose one of {', '.join(JOB_DIFF_VIEWS)}")
+        return getattr(self, name)()
+
+    def ranks_line(self, which: str) -> str:
+        """``8 of 8 ranks`` or the job's own note (``7 of 8 ranks (missing: 3)``)."""
+        job = self.side(which)
+        return "; ".join(job.notes) if job.notes else f"{len(job.ranks)} of {job.world_size} ranks"
+
+    def straggler_names(self, which: str) -> str:
+        """``rank 7`` (or ``ranks 2, 5``), or ``none`` without matched collectives."""
+        found = self.side(which).stragglers()
+        if not found:
+            return "none"
+        return ("rank " if len(found) == 1 else "ranks ") + ", ".join(map(str, found))
+
+    def header(self, which: str) -> str:
+        """``BEFORE  path · 8 of 8 ranks · straggler rank 7``."""
+        job = self.side(which)
+        return f"{which.upper():<6}  {job.source} · {self.ranks_line(which)} · straggler {self.straggler_names(which)}"
+
+    def settings_line(self) -> str:
+        """How the two were compared."""
+        match = " · match normalized" if self.match == "normalized" else ""
+        return f"medians across ranks · kernels summed over ranks · unchanged within {self.tolerance_pct:g}%{match}"
+
+
+def load_job_comparison(
+    before: str,
+    after: str,
+    *,
+    use_cache: bool = True,
+    comm_pattern: str | None = None,
+    match: str = "exact",
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> JobComparison:
+    """Open the jobs BEFORE and AFTER (one after the other, each across worker processes).
+
+    Raises :class:`ProfviewError` (one line) when either is no job (see :func:`diff_kind`).
+    """
+    from ..jobs.job import open_job
+
+    if diff_kind(before, after) != "jobs":
+        raise ProfviewError(None, f"{before} and {after} are no jobs: compare two traces with load_comparison")
+    if match not in MATCH_MODES:
+        raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
+    if not tolerance_pct >= 0:
+        raise ProfviewError(None, f"--tolerance must be 0 or more, not {tolerance_pct}")
+    first = open_job(before, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
+    try:
+        second = open_job(after, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
+    except BaseException:
+        first.close()
+        raise
+    return JobComparison(first, second, match=match, tolerance_pct=tolerance_pct)

@@ -1,0 +1,348 @@
+"""A distributed job: every rank's summary, and the views across ranks.
+
+:func:`open_job` finds the rank traces (:mod:`profview.jobs.inputs`), summarises each in a worker
+(:mod:`profview.jobs.executors`, :func:`profview.jobs.rank_summary.summarise_rank`), checks the ranks, and
+matches collectives across ranks.  A :class:`Job` never holds any rank's events: only the
+summaries the workers returned.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import polars as pl
+
+from ..errors import ProfviewError
+from .executors import Progress, map_ranks
+from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
+from .rank_summary import RankFailure, RankSummary, cached_summary, summarise_or_fail
+
+JOB_VIEWS = ("ranks", "collectives", "steps", "kernels")
+#: The job-wide kernels view: per kernel name, totals across ranks and the spread of per-rank totals.
+JOB_KERNEL_COLUMNS = (
+    "name",
+    "calls",
+    "total_us",
+    "ranks",
+    "min_rank_us",
+    "median_rank_us",
+    "max_rank_us",
+    "max_rank",
+    "pct",
+)
+
+
+@dataclass
+class Job:
+    """The ranks of one job, by rank: ``summaries[i]`` is rank ``ranks[i]``.
+
+    ``world_size``: from ``distributedInfo`` (else the highest rank + 1); ``notes``: what the user
+    should know (missing ranks).  Call :meth:`close` (or use ``with``) to remove an extracted
+    archive.
+    """
+
+    source: str
+    ranks: list[int]
+    summaries: list[RankSummary]
+    world_size: int
+    inputs: JobInputs | None = None
+    notes: list[str] = field(default_factory=list)
+    comm_pattern: str | None = None
+    #: (trace, why) of each trace left out because it could not be read
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    _extracted: JobInputs | None = None
+
+    format = "distributed job"
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the traces extracted from an archive, if any."""
+        for inputs in (self.inputs, self._extracted):
+            if inputs is not None:
+                inputs.cleanup()
+
+    def input_files(self) -> list[str]:
+        """Every file this job was read from (traces and archives): what an export must not overwrite."""
+        if self.inputs is None:
+            return []
+        named = [*self.inputs.paths, *(name for name, _problem in self.failures)]
+        files = [p for p in named if p not in self.inputs.labels and os.path.isfile(p)]
+        return files + list(self.inputs.archives)
+
+    def trace_path(self, rank: int) -> str:
+        """A file holding ``rank``'s trace (one from an archive is extracted again if needed)."""
+        label = self.summary(rank).path
+        for inputs in (self.inputs, self._extracted):
+            if inputs is not None and inputs.temp_dir is not None:
+                for path, name in inputs.labels.items():
+                    if name == label:
+                        return path
+        if self.inputs is not None and self.inputs.archives and not os.path.isfile(label):
+            self._extracted = self._extracted or find_inputs(self.inputs.archives)
+            for path, name in self._extracted.labels.items():
+                if name == label:
+                    return path
+        return label
+
+    @property
+    def path(self) -> str:
+        return self.source
+
+    def summary(self, rank: int) -> RankSummary:
+        """The summary of ``rank``."""
+        if rank not in self.ranks:
+            raise ProfviewError(self.source, f"no rank {rank} in this job (ranks: {_span(self.ranks)})")
+        return self.summaries[self.ranks.index(rank)]
+
+    @cached_property
+    def _matched(self) -> tuple[pl.DataFrame, dict[int, float]]:
+        from ..analysis.collectives import match_collectives
+
+        per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
+        view, offsets = match_collectives(per_rank)
+        origin = min(
+            (
+                s.facts.get("span_start", 0.0) - offsets.get(r, 0.0)
+                for r, s in zip(self.ranks, self.summaries, strict=True)
+            ),
+            default=0.0,
+        )
+        return view.with_columns((pl.col("start_us") - origin).round(3)), offsets
+
+    def collectives(self) -> pl.DataFrame:
+        """The collectives view (see :mod:`profview.analysis.collectives`)."""
+        return self._matched[0]
+
+    def clock_offsets(self) -> dict[int, float]:
+        """What was subtracted from each rank's timestamps (µs)."""
+        return self._matched[1]
+
+    @cached_property
+    def _ranks_view(self) -> pl.DataFrame:
+        from ..analysis.ranks import rank_table
+
+        rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
+        return rank_table(rows, self.collectives(), self.clock_offsets())
+
+    def ranks_view(self) -> pl.DataFrame:
+        """The ranks view (see :mod:`profview.analysis.ranks`)."""
+        return self._ranks_view
+
+    def stragglers(self) -> list[int]:
+        """The rank(s) the others wait for (empty when no collective was matched)."""
+        return self.ranks_view().filter(pl.col("straggler"))["rank"].to_list()
+
+    def steps(self) -> pl.DataFrame:
+        """Every rank's steps view, with a ``rank`` column first."""
+        frames = [s.steps.select(pl.lit(r, dtype=pl.Int64).alias("rank"), pl.all()) for r, s in self._pairs()]
+        return pl.concat(frames, how="diagonal_relaxed")
+
+    def kernels(self) -> pl.DataFrame:
+        """Per kernel name: calls and total across ranks, the min/median/max of its per-rank
+        totals (a rank without it counts 0) and the rank of the max."""
+        frames = [s.kernels.select("name", "calls", "total_us").with_columns(rank=pl.lit(r)) for r, s in self._pairs()]
+        per_rank = pl.concat(frames).group_by("name", "rank").agg(pl.col("calls").sum(), pl.col("total_us").sum())
+        grid = per_rank.select("name").unique().join(pl.DataFrame({"rank": self.ranks}), how="cross")
+        full = grid.join(per_rank, on=["name", "rank"], how="left").fill_null(0)
+        table = (
+            full.sort("rank")
+            .group_by("name")
+            .agg(
+                pl.col("calls").sum(),
+                pl.col("total_us").sum(),
+                (pl.col("calls") > 0).sum().cast(pl.Int64).alias("ranks"),
+                pl.col("total_us").min().alias("min_rank_us"),
+                pl.col("total_us").median().alias("median_rank_us"),
+                pl.col("total_us").max().alias("max_rank_us"),
+                pl.col("rank").sort_by("total_us", descending=True).first().alias("max_rank"),
+            )
+            .sort(["total_us", "name"], descending=[True, False])
+        )
+        total = float(table["total_us"].sum() or 0.0)
+        pct = (100.0 * pl.col("total_us") / total).round(2) if total else pl.lit(None, dtype=pl.Float64)
+        return table.with_columns(pct.alias("pct")).select(JOB_KERNEL_COLUMNS)
+
+    def view(self, name: str) -> pl.DataFrame:
+        """A job view by name (:data:`JOB_VIEWS`)."""
+        views = {
+            "ranks": self.ranks_view,
+            "collectives": self.collectives,
+            "steps": self.steps,
+            "kernels": self.kernels,
+        }
+        if name not in views:
+            raise ProfviewError(None, f"a job has no {name!r} view: choose one of {', '.join(JOB_VIEWS)}")
+        return views[name]()
+
+    def _pairs(self) -> list[tuple[int, RankSummary]]:
+        return list(zip(self.ranks, self.summaries, strict=True))
+
+
+def open_job(
+    args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    workers: int | None = None,
+    dask: str | None = None,
+    comm_pattern: str | None = None,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    strict: bool = False,
+) -> Job:
+    """Open the job ``args`` names (a directory, a glob, several traces or an archive).
+
+    A trace that cannot be read is left out and named in :attr:`Job.notes` (``rank 3
+    unreadable: …``); with ``strict`` it is an error instead.  Raises :class:`ProfviewError`
+    (one line) for inputs that are no job: no readable trace, two traces of one rank, traces of
+    jobs of different world sizes, implausible ranks.  A job opened before is read back from
+    its saved summary (:mod:`profview.store.job_summaries`), an archive without extracting it.
+    """
+    from ..store import job_summaries as job_store
+
+    names = [os.fspath(args)] if isinstance(args, (str, os.PathLike)) else [os.fspath(a) for a in args]
+    listing = list_inputs(names)
+    if comm_pattern is not None:
+        from ..profiles.loading import check_pattern
+
+        check_pattern(listing.source, comm_pattern)
+    settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
+    files = [*listing.files, *(p for _where, found in listing.found for p in found)]
+    job_key = job_store.job_key(files, listing.archives, settings) if use_cache else None
+    saved = job_store.load(job_key) if job_key else None
+    if saved is not None:
+        docs, frames, doc = saved
+        summaries = [_from_saved(info, rank_frames) for info, rank_frames in zip(docs, frames, strict=True)]
+        failures = [(str(name), str(problem)) for name, problem in doc["failures"]]
+        inputs = JobInputs(listing.source, [s.path for s in summaries], notes=[str(n) for n in doc["notes"]])
+        inputs.archives = [os.path.abspath(a) for a in listing.archives]
+        if progress:
+            progress(len(summaries), len(summaries), 0.0)
+    else:
+        inputs = find_inputs(listing)
+    try:
+        if saved is None:
+            # Traces extracted from an archive live in a temporary folder: only the whole job is saved.
+            cache = use_cache and inputs.temp_dir is None
+            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress)
+            summaries = [r for r in results if isinstance(r, RankSummary)]
+            failures = list(inputs.unreadable)
+            failures += [(inputs.label(r.path), r.problem) for r in results if isinstance(r, RankFailure)]
+            for summary in summaries:
+                summary.path = inputs.label(summary.path)
+            if job_key and not any("memory" in problem for _name, problem in failures):
+                job_store.save(
+                    job_key, [_saved_info(s) for s in summaries], [_frames(s) for s in summaries], failures,
+                    inputs.notes,
+                )
+        if failures and (strict or not summaries):
+            name, problem = failures[0]
+            more = f" (and {len(failures) - 1} more unreadable)" if len(failures) > 1 else ""
+            raise ProfviewError(name, f"{problem}{more}" + ("; --strict stops at an unreadable rank" if strict else ""))
+        found = [(s.path, s.rank if s.rank is not None else rank_from_name(s.path), s.world_size) for s in summaries]
+        unreadable = [rank for name, _problem in failures if (rank := rank_from_name(name)) is not None]
+        ranks, world, notes = check_ranks(found, unreadable)
+    except BaseException:
+        inputs.cleanup()
+        raise
+    order = sorted(range(len(ranks)), key=ranks.__getitem__)
+    return Job(
+        source=inputs.source,
+        ranks=[ranks[i] for i in order],
+        summaries=[summaries[i] for i in order],
+        world_size=world,
+        inputs=inputs,
+        notes=notes + _failure_notes(failures) + inputs.notes,
+        comm_pattern=comm_pattern,
+        failures=failures,
+    )
+
+
+#: Unreadable traces named one by one in the notes, at most.
+SHOWN_FAILURES = 10
+
+
+def _failure_notes(failures: list[tuple[str, str]]) -> list[str]:
+    notes = []
+    for name, problem in failures[:SHOWN_FAILURES]:
+        rank = rank_from_name(name)
+        who = f"rank {rank}" if rank is not None else os.path.basename(name)
+        notes.append(f"{who} unreadable: {os.path.basename(name)}: {problem}")
+    if len(failures) > SHOWN_FAILURES:
+        notes.append(f"… and {len(failures) - SHOWN_FAILURES} more unreadable traces")
+    return notes
+
+
+def _saved_info(summary: RankSummary) -> dict[str, object]:
+    return {
+        "path": summary.path,
+        "rank": summary.rank,
+        "world_size": summary.world_size,
+        "backend": summary.backend,
+        "facts": summary.facts,
+        "warnings": summary.warnings,
+    }
+
+
+def _frames(summary: RankSummary) -> dict[str, pl.DataFrame]:
+    return {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
+
+
+def _from_saved(info: dict, frames: dict[str, pl.DataFrame]) -> RankSummary:
+    return RankSummary(
+        path=info["path"],
+        rank=info.get("rank"),
+        world_size=info.get("world_size"),
+        backend=info.get("backend"),
+        steps=frames["steps"],
+        kernels=frames["kernels"],
+        calls=frames["calls"],
+        facts=dict(info["facts"]),
+        warnings=list(info["warnings"]),
+    )
+
+
+def _summaries(
+    paths: list[str],
+    comm_pattern: str | None,
+    cache: bool,
+    workers: int | None,
+    dask: str | None,
+    progress: Progress | None,
+) -> list[RankSummary | RankFailure]:
+    """Each path's summary (or why it has none): read from the cache here when saved, else
+    computed by the workers."""
+    found: dict[int, RankSummary | RankFailure] = {}
+    if cache:
+        for index, path in enumerate(paths):
+            summary = cached_summary(path, comm_pattern)
+            if summary is not None:
+                found[index] = summary
+    todo = [i for i in range(len(paths)) if i not in found]
+    done = len(found)
+
+    def advance(finished: int, _total: int, elapsed: float) -> None:
+        if progress:
+            progress(done + finished, len(paths), elapsed)
+
+    if found and progress:
+        progress(done, len(paths), 0.0)
+    computed = map_ranks(
+        summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
+    )
+    found.update(zip(todo, computed, strict=True))
+    if cache and todo:
+        from ..store import rank_summaries as rank_store
+
+        rank_store.prune()
+    return [found[i] for i in range(len(paths))]
+
+
+def _span(ranks: list[int]) -> str:
+    return f"{ranks[0]}–{ranks[-1]}" if ranks == list(range(ranks[0], ranks[-1] + 1)) else ", ".join(map(str, ranks))

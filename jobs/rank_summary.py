@@ -1,0 +1,195 @@
+"""One rank's summary: what a worker computes from one trace and sends back (never the events).
+
+:func:`summarise_rank` loads a trace (through the cache, like a single trace), and returns its
+steps and kernel views, its collective calls (:func:`profview.analysis.collectives.rank_collectives`)
+and a few figures per step window (communication, its overlap with compute, exposed
+communication).  The whole summary is saved in :mod:`profview.store.rank_summaries`, so re-opening a job
+reads summaries only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ..errors import ProfviewError
+
+
+@dataclass
+class RankSummary:
+    """One rank's results: ``rank``/``world_size``/``backend`` from ``distributedInfo`` (None if
+    absent); ``steps``/``kernels``: the usual views; ``calls``: its collective calls (absolute µs
+    of its own clock); ``facts``: ``span_start``, ``comm_us``, ``gpu_comm_us``, ``overlap_us``,
+    ``exposed_us`` (totals over its steps), and its critical paths (``cp_*``, see
+    :func:`_critical_path_facts`)."""
+
+    path: str
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    steps: pl.DataFrame
+    kernels: pl.DataFrame
+    calls: pl.DataFrame
+    facts: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankFailure:
+    """A trace that could not be summarised: the job opens without it (unless ``--strict``)."""
+
+    path: str
+    problem: str
+
+
+def summarise_or_fail(
+    path: str, comm_pattern: str | None = None, use_cache: bool = True
+) -> RankSummary | RankFailure:
+    """:func:`summarise_rank`, with a bad trace's one-line error returned instead of raised, so
+    that one unreadable rank does not stop the others (runs in a worker process)."""
+    try:
+        return summarise_rank(path, comm_pattern, use_cache)
+    except ProfviewError as exc:
+        return RankFailure(path, exc.problem)
+    except MemoryError:
+        return RankFailure(path, "out of memory while reading it")
+
+
+def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankSummary:
+    """Load ``path`` and summarise it (runs in a worker process; see the module doc).
+
+    With ``use_cache``, a trace already in the trace cache is read from it (as a single trace
+    would be), and the summary is saved in :mod:`profview.store.rank_summaries`; a job's traces are not
+    added to the trace cache (a 1,000-rank job would flush it).
+    """
+    from ..parsers.schema import EVENT_SCHEMA
+    from ..profiles.loading import load
+    from ..store import rank_summaries as rank_store
+    from ..store import trace_cache as cache
+
+    cached = use_cache and cache.lookup(path, EVENT_SCHEMA) is not None
+    profile = load(path, use_cache=cached, comm_pattern=comm_pattern)
+    if not profile.is_trace:
+        raise ProfviewError(path, f"a {profile.format} is not a rank trace: a job needs Chrome traces")
+    info = profile.metadata.get("distributedInfo") or {}
+    info = info if isinstance(info, dict) else {}
+    steps, kernels = profile.steps(), profile.kernels()
+    calls, facts = _compute(profile, steps)
+    facts |= _critical_path_facts(profile)
+    summary = RankSummary(
+        path=path,
+        rank=_int(info.get("rank")),
+        world_size=_int(info.get("world_size")),
+        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        steps=steps,
+        kernels=kernels,
+        calls=calls,
+        facts=facts,
+        warnings=list(profile.warnings),
+    )
+    if use_cache:
+        saved = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
+        saved |= {"warnings": summary.warnings, "facts": facts}
+        rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
+    return summary
+
+
+def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | None:
+    """The summary of ``path`` saved by an earlier open (:mod:`profview.store.rank_summaries`), or None.
+
+    Cheap: the parent process reads these itself before starting any worker.
+    """
+    from ..store import rank_summaries as rank_store
+
+    found = rank_store.load(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+    if found is None:
+        return None
+    frames, info = found
+    facts = info.get("facts")
+    if not rank_store.valid_info(info):  # damaged or forged: replaced by the next open
+        rank_store.discard(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+        return None
+    return RankSummary(
+        path=path,
+        rank=_int(info.get("rank")),
+        world_size=_int(info.get("world_size")),
+        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        steps=frames["steps"],
+        kernels=frames["kernels"],
+        calls=frames["calls"],
+        facts=facts if isinstance(facts, dict) else {},
+        warnings=[str(w) for w in info.get("warnings") or []],
+    )
+
+
+#: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
+_INT64_MAX = 2**63 - 1
+
+
+def _int(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
+    return value if ok else None
+
+
+def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
+    """The collective calls and the per-step communication figures of a loaded trace."""
+    import numpy as np
+
+    from ..analysis import intervals as iv
+    from ..analysis.collectives import ARG_FIELDS, rank_collectives
+    from ..analysis.communication import classify_communication, host_collective_intervals
+    from ..analysis.events import COMPLETE, GPU_COLUMNS
+    from ..frames import GPU_KINDS, HOST_OP_KINDS
+
+    events: pl.DataFrame = profile.events
+    backend = (profile.metadata.get("distributedInfo") or {}).get("backend")
+    gpu = (
+        events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE)
+        .select(*GPU_COLUMNS, *(c for c in ARG_FIELDS if c not in GPU_COLUMNS))
+        .with_columns(pl.col("dur").clip(lower_bound=0.0))
+        .with_columns((pl.col("ts") + pl.col("dur")).alias("end"))
+    )
+    comm = classify_communication(gpu, profile.comm_pattern, backend if isinstance(backend, str) else None)
+    calls = rank_collectives(events, comm)
+    kernels = comm.filter(pl.col("kind") == "kernel")
+    is_comm = pl.col("backend").is_not_null()
+    gpu_comm = iv.union(*_pair(kernels.filter(is_comm)))
+    compute = iv.union(*_pair(kernels.filter(~is_comm)))
+    host = events.filter(pl.col("kind").is_in(HOST_OP_KINDS) & COMPLETE).select(
+        "name", "ts", (pl.col("ts") + pl.col("dur").clip(lower_bound=0.0)).alias("end"), pl.lit(True).alias("is_op")
+    )
+    host_starts, host_ends = host_collective_intervals(host)
+    all_comm = iv.union(np.concatenate([gpu_comm[0], host_starts]), np.concatenate([gpu_comm[1], host_ends]))
+    span_start = float(profile.span_start)
+    totals = {"comm_us": 0.0, "gpu_comm_us": 0.0, "overlap_us": 0.0, "exposed_us": 0.0}
+    for start, duration in zip(steps["start_us"].to_list(), steps["duration_us"].to_list(), strict=True):
+        lo = span_start + start
+        hi = lo + duration
+        step_gpu_comm = iv.clip(gpu_comm, lo, hi)
+        step_comm = iv.clip(all_comm, lo, hi)
+        step_compute = iv.clip(compute, lo, hi)
+        totals["gpu_comm_us"] += iv.length(step_gpu_comm)
+        totals["overlap_us"] += iv.length(iv.intersection(step_gpu_comm, step_compute))
+        totals["comm_us"] += iv.length(step_comm)
+        totals["exposed_us"] += iv.length(step_comm) - iv.length(iv.intersection(step_comm, step_compute))
+    facts = {k: round(v, 3) for k, v in totals.items()} | {"span_start": span_start}
+    return calls, facts
+
+
+def _critical_path_facts(profile: Any) -> dict[str, float]:
+    """Issue 26: the rank's critical paths summed over its steps: ``cp_steps``, ``cp_path_us`` and
+    ``cp_<bound>_us`` per bound kind (none when the trace has no path, e.g. no runtime events)."""
+    try:
+        frame = profile.critical_path()
+    except (ProfviewError, ValueError):
+        return {}
+    per_bound = frame.group_by("bound_by").agg(pl.col("duration_us").sum())
+    facts = {f"cp_{bound}_us": round(float(value), 3) for bound, value in per_bound.iter_rows()}
+    paths = frame.unique("step")
+    return facts | {"cp_steps": float(paths.height), "cp_path_us": round(float(paths["path_us"].sum()), 3)}
+
+
+def _pair(frame: pl.DataFrame) -> tuple[Any, Any]:
+    return frame["ts"].to_numpy(), frame["end"].to_numpy()

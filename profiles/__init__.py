@@ -1,0 +1,1 @@
+"""One profile: opened (prefetched, loaded in the background, from the cache), and its views."""

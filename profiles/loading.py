@@ -1,0 +1,174 @@
+"""Open any supported input file as a :class:`Profile`, detecting the format from content."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..errors import ProfviewError
+from ..parsers.schema import EVENT_SCHEMA
+from ..parsers.source import BASE_MEMORY, check_memory
+from ..store import trace_cache as cache
+from .trace_profile import Profile
+
+if TYPE_CHECKING:
+    from ..analysis.model import TraceModel
+
+TRACE_FORMAT = "Chrome trace"
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    run: str | None = None,
+    comm_pattern: str | None = None,
+) -> Profile:
+    """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
+
+    ``run`` picks one run of a file that holds several (TensorBoard-plugin JSON); ``use_cache``
+    allows re-opening a trace from the parsed-frame cache (see :mod:`profview.store.trace_cache`), which holds
+    parsed events only, so ``comm_pattern`` (a regex naming more kernels as communication, set
+    on the returned Profile) applies to cached and fresh loads alike.
+    """
+    name = os.fspath(path)
+    if comm_pattern is not None:
+        check_pattern(name, comm_pattern)
+    if use_cache and os.path.isfile(name):
+        hit = cache.lookup(name, EVENT_SCHEMA)
+        if hit is not None:
+            check_memory(name, BASE_MEMORY)  # even saved views need room to be read
+            settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
+            profile = Profile(
+                path=name,
+                events_source=partial(_cached_events, hit, name),
+                saved=hit.views(settings),
+                saved_model=partial(_cached_model, hit),
+                settings=settings,
+                cacheable=True,
+                **hit.fields,
+            )
+            return _single_run(profile, run)
+    profile = _single_run(_parse(name, use_cache, run), run)
+    profile.comm_pattern = comm_pattern
+    return profile
+
+
+def check_pattern(name: str, pattern: str) -> None:
+    """Raise :class:`ProfviewError` if ``pattern`` is not a valid regular expression."""
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({exc})") from None
+
+
+def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
+    """The events of a cache entry; if the entry was damaged since it was found, parse again
+    (and replace the entry)."""
+    try:
+        return hit.events()
+    except (OSError, pl.exceptions.PolarsError):
+        cache.discard(hit.entry)
+        profile = _parse(name, use_cache=True, run=None)
+        assert profile.events is not None
+        return profile.events
+
+
+def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] | None = None) -> TraceModel | None:
+    """The linked model stored in a cache entry (``columns``: only these host and GPU columns, the
+    call tree always), or None (then it is built from the events)."""
+    from ..analysis.model import TREE_COLUMNS, model_from_frames
+
+    if columns is not None:
+        columns = ([*columns[0], *TREE_COLUMNS], list(columns[1]))
+    stored = hit.model_frames(columns)
+    if stored is None:
+        return None
+    return model_from_frames(*stored)
+
+
+def remember_views(profile: Profile, *, model: bool = False) -> None:
+    """Save the views ``profile`` computed in this process beside its cached events.
+
+    ``model``: also the linked model, if it was built here (the viewer and drill-down exports ask
+    for it: a later drill-down then skips linking; a plain export does not pay for writing it).
+    """
+    if profile.cacheable and (profile.fresh or profile.fresh_facts):
+        cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
+        profile.fresh.clear()
+        profile.fresh_facts.clear()
+    if model and profile.cacheable and "model" in vars(profile) and not profile.model_stored:
+        from ..analysis.model import model_frames
+
+        cache.store_model(profile.path, *model_frames(profile.model))
+        profile.model_stored = True
+
+
+#: Peak memory of the tables per byte of the events frame (measured: 808 MB for a 223 MB frame of
+#: 300,000 distinct kernel names, from 146 MB of JSON, where the JSON-size estimate said 580 MB).
+ANALYSIS_MEMORY_FACTOR = 3.6
+
+
+def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
+    """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
+    from ..parsers.chrome_trace import read_chrome
+    from ..parsers.other_chrome import (
+        is_paddle_trace,
+        label_device_lanes,
+        needs_lane_labels,
+        normalise_paddle_names,
+    )
+    from ..parsers.trace_file import read_trace_file
+    from .prefetch import take
+
+    file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
+    if file.chrome:
+        trace = read_chrome(file)
+        events, missing, trace_format = trace.events, {}, TRACE_FORMAT
+        # What the trace holds, not its JSON size, sets what the tables need: many distinct names
+        # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
+        # The frame and the libraries are already held (the room left under a limit leaves them out).
+        frame_size = events.estimated_size()
+        check_memory(name, int(frame_size * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, in_use=frame_size + BASE_MEMORY)
+        if needs_lane_labels(events):
+            events, missing = label_device_lanes(events)
+            trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
+        elif is_paddle_trace(events):
+            events, missing = normalise_paddle_names(events)
+            trace_format = "PaddlePaddle Chrome trace"
+        fields = {
+            "format": trace_format,
+            "missing": missing,
+            "metadata": trace.metadata,
+            "warnings": file.warnings + trace.warnings,
+            "truncated": trace.truncated or bool(file.warnings),
+            "event_count": events.height,
+        }
+        if use_cache:
+            cache.store(name, events, fields)
+        return Profile(path=file.path, events_source=events, cacheable=use_cache, **fields)
+    from ..parsers.detect import read_text_views
+
+    source = file.source
+    assert source is not None  # read whole: not a Chrome trace
+
+    try:
+        views = read_text_views(source.path, source.data, source.warnings, run)
+    except ProfviewError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
+        # A text table laid out in a way no parser foresaw: one line, never a traceback.
+        raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
+    return Profile(path=source.path, **vars(views))
+
+
+def _single_run(profile: Profile, run: str | None) -> Profile:
+    """A ``run`` other than the first, asked of a file that holds one run, is an error, not ignored."""
+    if run is not None and not profile.runs and run not in ("1", "run1"):
+        raise ProfviewError(profile.path, f"no run {run!r}: a {profile.format} holds a single run")
+    return profile

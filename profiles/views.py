@@ -1,0 +1,200 @@
+"""Select, filter and sort a view of a profile: shared by the CLI, the viewer and exports."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from ..errors import ProfviewError
+from .trace_profile import Profile
+
+VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+#: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
+VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
+#: Issue 24: the perf model per operator and shapes, GPU time by kernel category.
+VIEW_NAMES += ("efficiency", "categories")
+#: Issue 26: the critical path of each step, the events on it, and per name its time on it.
+PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
+VIEW_NAMES += PATH_VIEWS
+#: Views that walk the linked model (drill-downs): their export stores the model in the cache.
+DRILL_VIEWS = ("launches",)
+
+
+def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
+    """Issue 24: a trace's kernel or operator table with ``category`` and ``tflops_s`` at the end
+    (per kernel / operator name over the whole trace; per input dims for operators by shapes);
+    a text format's table as it is."""
+    if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
+        return frame
+    if view == "kernels":
+        return frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
+    if not by_shape:
+        return frame.join(profile.operator_efficiency(), on="name", how="left", maintain_order="left")
+    categories = profile.operator_efficiency().select("name", "category")
+    rates = profile.operator_efficiency(by_shapes=True).select("name", "input_dims", "tflops_s")
+    frame = frame.join(categories, on="name", how="left", maintain_order="left")
+    return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
+
+
+def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
+    """Rows of ``category`` (a view with a ``category`` column: kernels, ops, efficiency, categories)."""
+    if category is None:
+        return frame
+    if "category" not in frame.columns:
+        raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories (of a trace)")
+    from ..analysis.kernel_categories import KERNEL_CATEGORIES
+
+    if category not in KERNEL_CATEGORIES:
+        raise ProfviewError(None, f"unknown category {category!r}: choose one of {', '.join(KERNEL_CATEGORIES)}")
+    return frame.filter(pl.col("category") == category)
+
+
+def view_frame(
+    profile: Profile,
+    view: str,
+    *,
+    op: str | None = None,
+    kernel: str | None = None,
+    by_shape: bool = False,
+    step: int | None = None,
+    module: str | None = None,
+    source: str | None = None,
+    what_if: list[str] | None = None,
+    rules: str = "profview",
+    category: str | None = None,
+    peak_tflops: float | None = None,
+    peak_tb_s: float | None = None,
+) -> pl.DataFrame:
+    """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
+
+    ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
+    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step.  The critical
+    path views (:data:`PATH_VIEWS`) take ``rules`` (``profview`` or ``hta``) and ``critical_path``
+    takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
+    ``category``: only that kernel category (kernels, ops, efficiency, categories);
+    ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's."""
+    if what_if and view != "critical_path":
+        raise ProfviewError(None, f"--what-if goes with --view critical_path, not {view}")
+    if view in PATH_VIEWS:
+        if what_if:
+            return profile.what_if(what_if, step, rules)
+        return getattr(profile, view)(step, rules)
+    if view in ("kernels", "ops", "efficiency", "categories"):
+        return by_category(_categorised_view(profile, view, by_shape, step, peak_tflops, peak_tb_s), category)
+    if category is not None:
+        raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories")
+    if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
+        from ..analysis.step_outliers import step_outliers
+
+        frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
+        if profile.is_trace:  # issue 24: GPU busy by the one rule, model FLOPs, TFLOP/s, MFU
+            frame = frame.join(profile.step_efficiency(peak_tflops), on="step", how="left", maintain_order="left")
+        if step is not None:
+            frame = frame.filter(pl.col("step") == step)
+            if frame.height == 0:
+                raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
+        return frame
+    if step is not None and view != "launches":
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps, launches and the critical path, not {view}")
+    if view == "launches":
+        if module:
+            return profile.module_kernels(module, step)
+        if source:
+            return profile.source_kernels(source, step)
+        if kernel:
+            frame = profile.kernel_launches(kernel, step)
+            if frame.height == 0 and profile.available("kernels"):
+                names = profile.kernels()["name"]
+                if kernel not in set(names.to_list()):  # a kernel of another step: an empty frame
+                    raise _unknown(profile, "kernel", kernel, names)
+            return frame
+        if not op:
+            need = "--op NAME, --kernel NAME, --module PATH or --source LINE"
+            raise ProfviewError(profile.path, f"--view launches needs {need}")
+        frame = profile.launches(op, step)
+        if frame.height == 0 and profile.available("ops"):
+            names = profile.ops()["name"]
+            if op not in set(names.to_list()):
+                raise _unknown(profile, "operator", op, names)
+        return frame
+    # memory and modules (issue 15)
+    if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
+        return getattr(profile, view)()
+    raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
+
+
+def _categorised_view(
+    profile: Profile,
+    view: str,
+    by_shape: bool,
+    step: int | None,
+    peak_tflops: float | None,
+    peak_tb_s: float | None,
+) -> pl.DataFrame:
+    """kernels, ops (with ``category`` and ``tflops_s``), efficiency and categories."""
+    if view == "kernels":
+        return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
+    if view == "ops":
+        return with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+    if view == "categories":
+        return profile.categories(step)
+    if step is not None:
+        raise ProfviewError(None, "--step narrows kernels, ops, steps, categories and launches, not efficiency")
+    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+
+
+def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:
+    """No such operator/kernel: say so, with the closest names there are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [str(n) for n in names.unique().to_list()], n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    return ProfviewError(profile.path, f"no {what} named {name!r}{hint}")
+
+
+def filter_column(frame: pl.DataFrame) -> str | None:
+    """The text column a filter matches: ``name`` where there is one, else the first text column."""
+    for preferred in ("name", "op", "path"):  # memory views name the operator, modules the path
+        if preferred in frame.columns:
+            return preferred
+    for column, dtype in frame.schema.items():
+        if dtype == pl.String:
+            return column
+    return None
+
+
+def compile_filter(pattern: str) -> str:
+    """Validate a user regex (case-insensitive); raise ProfviewError if it is not one."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {exc}") from None
+    return f"(?i){pattern}"
+
+
+def refine(
+    frame: pl.DataFrame,
+    *,
+    pattern: str | None = None,
+    sort: str | None = None,
+    ascending: bool = False,
+    top: int | None = None,
+) -> pl.DataFrame:
+    """Filter rows whose name matches ``pattern``, sort by ``sort``, keep the first ``top``."""
+    if pattern:
+        column = filter_column(frame)
+        if column is not None:
+            try:
+                frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
+            except pl.exceptions.ComputeError:  # valid for Python, too big for Polars' regex engine
+                raise ProfviewError(None, f"--filter regex {pattern[:60]!r} is too large to run") from None
+    if sort:
+        if sort not in frame.columns:
+            raise ProfviewError(None, f"no column {sort!r} to sort by (columns: {', '.join(frame.columns)})")
+        frame = frame.sort(sort, descending=not ascending, nulls_last=True, maintain_order=True)
+    if top is not None:
+        if top < 0:
+            raise ProfviewError(None, f"--top must be 0 or more, not {top}")
+        frame = frame.head(top)
+    return frame

@@ -1,0 +1,1 @@
+"""What profview prints or writes: summaries, job and diff reports, exports."""

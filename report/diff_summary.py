@@ -1,0 +1,147 @@
+"""``profview diff --summary``: each side's facts, the mean step, and the biggest regressions and
+improvements of kernels and operators, as plain terminal tables (Rich, no markup).
+
+Regressions and improvements carry ▲ and ▼ (``▲ new``, ``▼ gone`` for rows on one side only), so
+they read without colour.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.diff import GLYPHS
+from ..diff.comparison import SIDES, Comparison
+from ..frames import fmt_us
+from ..sanitize import clean
+from .console import ReportConsole
+from .profile_summary import short
+
+STYLE = {"increased": "red", "added": "red", "decreased": "green", "removed": "green", "unchanged": "dim"}
+
+
+def _signed(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return ("+" if value > 0 else "") + fmt_us(value)
+
+
+def _number(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if not value.is_integer() else f"{int(value):,}"
+    return f"{value:,}"
+
+
+def _cell(column: str, value: object, status: str) -> Text:
+    if column == "delta_us":
+        return Text(_signed(value), style=STYLE[status])  # type: ignore[arg-type]
+    if column == "delta_pct":
+        return Text("-" if value is None else f"{value:+.1f}%")
+    if "_us" in column:
+        return Text(fmt_us(value))  # type: ignore[arg-type]
+    return Text(_number(value))
+
+
+def _diff_table(title: str, frame: pl.DataFrame, columns: dict[str, str], width: int) -> Table:
+    """A borderless table of diff rows: a change glyph, the name (gives way), then the figures (full width)."""
+    rows = []
+    for row in frame.iter_rows(named=True):
+        status = row["status"]
+        cells = [Text(GLYPHS[status], style=STYLE[status])]
+        for column in columns:
+            absent = (status == "added" and column.endswith("_before")) or (
+                status == "removed" and column.endswith("_after")
+            )
+            if column == "name":
+                cells.append(Text(clean(row[column])))
+            elif column == "calls":
+                cells.append(Text(f"{_number(row['calls_before'])}→{_number(row['calls_after'])}"))
+            else:
+                cells.append(Text("-") if absent else _cell(column, row[column], status))
+        rows.append(cells)
+    headers = ["", *columns.values()]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    name_index = 1 + list(columns).index("name")
+    spare = width - sum(w for i, w in enumerate(widths) if i != name_index) - 2 * (len(widths) - 1)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
+    for index, header in enumerate(headers):
+        if index == name_index:
+            table.add_column(header, no_wrap=True, overflow="ellipsis", width=max(12, min(widths[index], spare)))
+        else:
+            table.add_column(header, justify="left" if index == 0 else "right", no_wrap=True, min_width=widths[index])
+    for cells in rows:
+        table.add_row(*cells)
+    return table
+
+
+def _moved(frame: pl.DataFrame, top: int, worse: bool) -> pl.DataFrame:
+    """The ``top`` rows that grew (``worse``) or shrank the most."""
+    rows = frame.filter(pl.col("status").is_in(["increased", "added"] if worse else ["decreased", "removed"]))
+    return rows.sort([pl.col("delta_us"), pl.col("name")], descending=[worse, False]).head(top)
+
+
+def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
+    """Kernels that changed under the same operator in one step of each side (renamed, fused, split)."""
+    steps = f"step {comparison.representative_step('before')} vs {comparison.representative_step('after')}"
+    moved = comparison.moved()
+    title = f"Kernels that changed under the same operator ({steps}, aligned by operator)"
+    if not moved.height:
+        return Text(f"{title}: none")
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
+    name_width = max(12, (width - 30) // 3)
+    for header in ("operator", "kernels before", "kernels after"):
+        table.add_column(header, no_wrap=True, overflow="ellipsis", max_width=name_width)
+    table.add_column("calls", justify="right", no_wrap=True)
+    table.add_column("delta", justify="right", no_wrap=True)
+    for row in moved.head(top).iter_rows(named=True):
+        style = "red" if row["delta_us"] > 0 else "green"
+        table.add_row(
+            Text(clean(row["op"])), Text(clean(row["kernels_before"])), Text(clean(row["kernels_after"])),
+            Text(f"{row['calls']:,}"), Text(_signed(row["delta_us"]), style=style),
+        )
+    return table
+
+
+def print_diff_summary(comparison: Comparison, top: int, console: Console | None = None) -> None:
+    """Print what changed between BEFORE and AFTER, biggest first."""
+    console = console or ReportConsole()
+    for which in SIDES:
+        console.print(Text(short(comparison.header(which), 400).plain, style="bold"))
+    console.print(Text(f"  {comparison.settings_line()}"))
+    if comparison.before.available("steps") and comparison.after.available("steps"):
+        steps = comparison.steps()
+        cols = {"name": "mean step", "mean_us_before": "before", "mean_us_after": "after", "delta_us": "delta",
+                "delta_pct": "%"}
+        console.print(_diff_table("Mean step", steps, cols, console.width))
+    scale = " per step" if comparison.per_step else ""
+    for view, label, total in (("kernels", "kernels", "total_us"), ("ops", "operators", "self_us")):
+        if not (comparison.before.available(view) and comparison.after.available(view)):
+            console.print(Text(f"  no {label} comparison: one side has no {label} view"))
+            continue
+        frame = comparison.view(view)
+        if view == "kernels":
+            cols = {"name": "kernel", "calls": "calls", "total_us_before": "before", "total_us_after": "after",
+                    "delta_us": "delta", "delta_pct": "%"}
+        else:
+            frame = frame.with_columns(
+                (pl.col("host_self_us_before") + pl.col("device_self_us_before")).alias("self_us_before"),
+                (pl.col("host_self_us_after") + pl.col("device_self_us_after")).alias("self_us_after"),
+            )
+            cols = {"name": "operator", "calls": "calls", "self_us_before": "self before",
+                    "self_us_after": "self after", "delta_us": "delta", "delta_pct": "%"}
+        for worse, word in ((True, "regressions"), (False, "improvements")):
+            moved = _moved(frame, top, worse)
+            title = f"Biggest {label} {word}{scale} ({total.removesuffix('_us')} time)"
+            if moved.height:
+                console.print(_diff_table(title, moved, cols, console.width))
+            else:
+                console.print(Text(f"{title}: none"))
+        counts = frame["status"].value_counts()
+        seen = dict(zip(counts["status"].to_list(), counts["count"].to_list(), strict=True))
+        console.print(Text("  " + ", ".join(f"{seen.get(s, 0)} {s}" for s in GLYPHS) + f" ({label})"))
+    if comparison.before.is_trace and comparison.after.is_trace:
+        console.print(_moved_table(comparison, top, console.width))

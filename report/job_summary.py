@@ -1,0 +1,149 @@
+"""``profview summary`` on a job, and the progress line of a job being opened (stderr)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..frames import fmt_us
+from ..jobs.job import Job
+from ..sanitize import clean
+from .console import ReportConsole
+
+
+class ProgressLine:
+    """``ranks 12/64 done, ~8 s left`` on one rewritten stderr line (only on a terminal)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.shown = False
+
+    def __call__(self, done: int, total: int, elapsed: float) -> None:
+        if not self.stream.isatty():
+            return
+        left = elapsed / done * (total - done) if done else 0.0
+        self.stream.write(f"\rprofview: ranks {done}/{total} done, ~{left:.0f} s left \033[K")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        """Erase the line."""
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def straggler_line(job: Job) -> str:
+    """Which rank the others wait for, in words (the line ``summary`` prints)."""
+    stragglers = job.stragglers()
+    if not stragglers:
+        return "straggler: none found (no collective matched across ranks)"
+    view = job.ranks_view()
+    row = view.filter(pl.col("rank") == stragglers[0]).row(0, named=True)
+    matched = job.collectives().filter(pl.col("ranks") > 1)["collective"].n_unique()
+    others = view.filter(~pl.col("straggler"))["wait_us"].mean()
+    names = ", ".join(map(str, stragglers))
+    waits = f"; the other ranks wait {fmt_us(others)} on average" if others is not None else ""
+    return (
+        f"straggler: rank {names} (arrives last at {row['last_arrivals']} of {matched} collectives, "
+        f"waits least: {fmt_us(row['wait_us'] or 0.0)}{waits})"
+    )
+
+
+def print_job_summary(job: Job, top: int, console: Console | None = None) -> None:
+    """The job's ranks, its straggler, the longest-waiting collectives and the top kernels."""
+    console = console or ReportConsole()
+    console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
+    backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
+    backend = f" ({', '.join(backends)})" if backends else ""
+    for line in job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]:
+        console.print(Text(f"  {clean(line)}{backend}"))
+    console.print(Text(f"  {straggler_line(job)}"))
+    ranks = job.ranks_view()
+    columns = {
+        "rank": "rank",
+        "steps": "steps",
+        "step_us": "step",
+        "kernel_us": "kernel",
+        "communication_us": "comm",
+        "exposed_communication_us": "exposed",
+        "overlap_pct": "overlap",
+        "wait_us": "wait",
+        "last_arrivals": "last",
+        "clock_offset_us": "offset µs",
+    }
+    table = Table(
+        title="Ranks (ms, mean per step; wait: total)",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+        box=None,
+        padding=(0, 1),
+    )
+    for header in columns.values():
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for row in ranks.iter_rows(named=True):
+        cells = [_cell(c, row[c]) for c in columns]
+        table.add_row(*cells, Text("◀" if row["straggler"] else ""))
+    console.print(table)
+    collectives = job.collectives()
+    if collectives.height:
+        per_instance = (
+            collectives.group_by("collective", "name")
+            .agg(
+                pl.col("ranks").first(),
+                pl.col("wait_us").max().alias("max_wait_us"),
+                pl.col("rank").filter(pl.col("last")).first().alias("last_rank"),
+                pl.col("duration_us").max().alias("max_duration_us"),
+            )
+            .sort(["max_wait_us", "collective"], descending=[True, False])
+            .head(top)
+        )
+        table = Table(title=f"Top {top} collectives by wait", title_justify="left", show_edge=False, box=None)
+        for header in ("id", "collective", "ranks", "longest wait", "last rank", "longest"):
+            table.add_column(header, justify="right", no_wrap=True)
+        for row in per_instance.iter_rows(named=True):
+            table.add_row(
+                Text(str(row["collective"])),
+                Text(clean(row["name"])),
+                Text(str(row["ranks"])),
+                Text(fmt_us(row["max_wait_us"])),
+                Text("-" if row["last_rank"] is None else str(row["last_rank"])),
+                Text(fmt_us(row["max_duration_us"])),
+            )
+        console.print(table)
+    kernels = job.kernels().head(top)
+    if kernels.height == 0:
+        return
+    table = Table(title=f"Top {top} kernels (all ranks)", title_justify="left", show_edge=False, box=None)
+    table.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=max(16, console.width - 52))
+    for header in ("calls", "total", "median/rank", "max/rank", "max rank"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in kernels.iter_rows(named=True):
+        table.add_row(
+            Text(clean(row["name"])),
+            Text(f"{row['calls']:,}"),
+            Text(fmt_us(row["total_us"])),
+            Text(fmt_us(row["median_rank_us"])),
+            Text(fmt_us(row["max_rank_us"])),
+            Text(str(row["max_rank"])),
+        )
+    console.print(table)
+
+
+def _cell(column: str, value: object) -> Text:
+    if value is None:
+        return Text("-")
+    if column == "clock_offset_us":
+        return Text(f"{value:.1f}")
+    if column.endswith("_us"):
+        return Text(f"{float(value) / 1e3:.2f}")  # type: ignore[arg-type]
+    if column == "overlap_pct":
+        return Text(f"{value:.1f}%")
+    return Text(str(value))

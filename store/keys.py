@@ -1,0 +1,70 @@
+"""Where a trace's cache entry lives: its key from the trace's identity (no Polars needed).
+
+Split from :mod:`profview.store.trace_cache` so that the CLI can ask "is this trace cached?" before it
+imports Polars (see :mod:`profview.profiles.prefetch`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .. import __version__
+
+#: Bump when the events frame or a saved view changes, to ignore entries written by older code
+#: (4: the overview's rank and communication figures, steps counting CPU collectives;
+#: 5: collective-argument columns in the events frame, per-rank job summaries;
+#: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
+#: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
+#: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model;
+#: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads).
+CACHE_FORMAT = 11
+META_FILE = "meta.json"
+
+
+def cache_root() -> Path:
+    """The folder holding cache entries."""
+    override = os.environ.get("PROFVIEW_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("profview")) / "traces"
+
+
+def identity(path: str) -> dict[str, Any]:
+    """What makes a trace version unique (raises OSError if it cannot be looked at)."""
+    stat = os.stat(path)
+    return {
+        "path": os.path.abspath(path),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        # What no copy tool or `touch -r` restores: a trace rewritten in place with its size and
+        # modification time kept still gets a new change time (and a copied one a new inode).
+        "ctime_ns": stat.st_ctime_ns,
+        "inode": stat.st_ino,
+        "version": __version__,
+        "format": CACHE_FORMAT,
+    }
+
+
+def key(fields: dict[str, Any]) -> str:
+    """A short stable hash of ``fields`` (an identity, or analysis settings)."""
+    return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+
+def entry_path(path: str) -> Path:
+    """The folder an entry for ``path`` has (whether or not it exists); raises OSError."""
+    return cache_root() / key(identity(path))
+
+
+def has_entry(path: str) -> bool:
+    """Whether ``path`` has a cache entry (a quick look: :func:`profview.store.trace_cache.lookup` validates it)."""
+    try:
+        return (entry_path(path) / META_FILE).is_file()
+    except OSError:
+        return False

@@ -1,0 +1,32 @@
+"""Helpers for driving the viewer with Textual's pilot (wait for a load, read the screen, type)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from profview.tui.app import ProfviewApp
+from profview.tui.main.screen import MainScreen
+
+
+async def wait_loaded(pilot, app: ProfviewApp) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(200):
+        if isinstance(app.screen, MainScreen):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+    assert isinstance(app.screen, MainScreen), "the trace did not load"
+
+
+def screen_text(app: ProfviewApp) -> str:
+    """Everything on screen as plain text, rendered the way export_screenshot renders it."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+async def type_text(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
+    for char in text:
+        await pilot.press(char)

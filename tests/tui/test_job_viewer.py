@@ -1,0 +1,87 @@
+"""The viewer on a job (pilot): the Ranks grid and table, Collectives by wait, a rank's own views."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from support import SAMPLES
+
+from profview.jobs.job import open_job
+from profview.tui.job.app import JobApp
+from profview.tui.job.grid import SHADES, RankGrid, grid_text
+from profview.tui.job.screen import JobScreen
+from profview.tui.main.screen import MainScreen
+
+
+@pytest.fixture(scope="module")
+def job():  # type: ignore[no-untyped-def]
+    opened = open_job(SAMPLES / "param_dlrm_8rank_v100.tar.gz", workers=1, use_cache=False)
+    yield opened
+    opened.close()
+
+
+def test_the_grid_reads_without_colour(job) -> None:  # type: ignore[no-untyped-def]
+    text = grid_text(job.steps(), job.stragglers(), "duration_us", 80).plain
+    lines = {int(line.split()[0]): line for line in text.splitlines()[1:9]}
+    # rank 1 has the longest step (19.901 ms: its ProfilerStep#10 in the raw trace), rank 7 the shortest
+    steps = job.steps().sort("duration_us")
+    assert steps["rank"][0] == 7 and steps["rank"][-1] == 1
+    assert SHADES[-1] in lines[1] and SHADES[0] in lines[7]
+    assert lines[7].rstrip().endswith("◀ straggler") and "◀" not in lines[1]
+
+
+async def test_ranks_tab_enter_opens_a_rank_and_q_comes_back(job) -> None:  # type: ignore[no-untyped-def]
+    app = JobApp(job)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, JobScreen)
+        assert screen.frame_view().displayed["rank"].to_list() == list(range(8))
+        await pilot.press("c")
+        assert screen.query_one(RankGrid).column == "kernel_us"
+        await pilot.press("G", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert (app.screen.profile.metadata["distributedInfo"] or {})["rank"] == 7
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("2")
+        await pilot.pause()
+        shown = screen.frame_view().displayed
+        assert shown["wait_us"][0] == job.collectives()["wait_us"].max()
+        assert shown.height == 64
+        # the longest wait: rank 1 at the first all-to-all (SendRecv), waiting for rank 7
+        first = job.collectives().filter(pl.col("collective") == shown["collective"][0])
+        assert first.filter(pl.col("last"))["rank"].to_list() == [7]
+
+
+def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The Ranks tab at 80x24: grid, legend, straggler marker, ranks table, footer."""
+    from support import ROOT
+
+    monkeypatch.chdir(ROOT)
+    opened = open_job("samples/param_dlrm_8rank_v100.tar.gz", workers=1, use_cache=False)
+
+    async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+
+    try:
+        assert snap_compare(JobApp(opened), terminal_size=(80, 24), run_before=settle)
+    finally:
+        opened.close()
+
+
+async def test_the_viewer_opens_a_job_with_its_progress_on_the_loading_screen() -> None:
+    phases: list[str] = []
+    app = JobApp(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
+    original = app._phase
+    app._phase = lambda text: (phases.append(text), original(text))  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, JobScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, JobScreen)
+        assert app.screen.frame_view().displayed["rank"].to_list() == [0, 1]
+    assert phases[-1].startswith("ranks 2/2 done")

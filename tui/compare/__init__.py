@@ -1,0 +1,1 @@
+"""Compare mode: two profiles side by side."""

@@ -1,0 +1,126 @@
+"""Compare mode (``profview diff BEFORE AFTER``): Kernels, Operators and Steps as before / after /
+delta tables, sorted by the size of the change; Moved: one step of each side aligned by operator
+(:meth:`profview.diff.comparison.Comparison.moved`), the kernels that changed under the same operator.
+
+Each row starts with a ``change`` cell: ▲ (grew), ▼ (shrank), ``▲ new``, ``▼ gone`` or ``=``,
+coloured red / green where colour is available, readable without (NO_COLOR).  A header names
+each side with its step count and span.  Enter drills down into one side (AFTER; ``w`` switches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import polars as pl
+from rich.console import RenderableType
+from rich.text import Text
+from textual.widget import Widget
+from textual.widgets import Static
+
+from ...analysis.diff import GLYPHS
+from ...diff.comparison import SIDES, Comparison
+from ...sanitize import clean
+from ..keymap import bindings
+from ..widgets.row_cursor import RowCursorTable
+from ..widgets.table_view import FrameView
+from .tabs import CompareTabs
+
+COMPARE_PANES = ("kernels", "ops", "steps", "moved")
+COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps", "moved": "Moved"}
+#: Glyph → colour of a change cell (red: more time, green: less).
+GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
+CHANGE_GLYPHS = frozenset(GLYPHS.values())
+#: Columns shown first (before / after / delta), so that 80 columns show the change first.
+LEADING = {
+    "kernels": ("change", "name", "total_us_before", "total_us_after", "delta_us", "delta_pct"),
+    "ops": ("change", "name", "delta_us", "delta_pct", "device_self_us_before", "device_self_us_after",
+            "host_self_us_before", "host_self_us_after"),
+    "steps": ("change", "name", "mean_us_before", "mean_us_after", "delta_us", "delta_pct"),
+    "moved": ("change", "op", "kernels_before", "kernels_after", "delta_us", "calls"),
+}
+
+
+def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """A diff frame as the viewer shows it: the ``change`` glyph, the name, before / after / delta
+    first, then the rest."""
+    if "status" not in frame.columns:  # moved: kernels changed under one operator, by the delta's sign
+        sign = pl.col("delta_us").sign()
+        status = pl.when(sign > 0).then(pl.lit("increased")).when(sign < 0).then(pl.lit("decreased"))
+        frame = frame.with_columns(status.otherwise(pl.lit("unchanged")).alias("status"))
+    glyphs = pl.col("status").replace_strict(GLYPHS, default="?").alias("change")
+    shown = frame.with_columns(glyphs)
+    leading = [c for c in LEADING[view] if c in shown.columns]
+    return shown.select(*leading, *(c for c in shown.columns if c not in leading))
+
+
+class ChangeTable(RowCursorTable):  # issue 13: whole-row cursor (tui/row_cursor.py)
+    """A DataTable whose change glyphs are coloured (▲ red, ▼ green)."""
+
+    def _get_cell_renderable(  # type: ignore[override]
+        self, row_index: int, column_index: int, max_width: int | None = None
+    ) -> RenderableType | Text:
+        cell = super()._get_cell_renderable(row_index, column_index, max_width)
+        plain = cell.plain if isinstance(cell, Text) else cell if isinstance(cell, str) else None
+        if row_index >= 0 and plain in CHANGE_GLYPHS:  # exactly a glyph: the change column
+            return Text(plain, style=GLYPH_STYLE[plain[:1]])
+        return cell
+
+
+class CompareView(FrameView):
+    """A diff table (before / after / delta) with coloured change glyphs."""
+
+    table_class = ChangeTable
+
+
+class CompareScreen(CompareTabs):
+    """The compare tabs of two profiles."""
+
+    BINDINGS = bindings("compare")
+    TABS = COMPARE_PANES
+    TAB_TITLES = COMPARE_TITLES
+
+    def __init__(self, comparison: Comparison, frames: dict[str, Any]) -> None:
+        super().__init__(comparison, "kernels")
+        self.comparison: Comparison = comparison
+        self.frames = frames
+        self.drill_side = "after"
+
+    def panes(self) -> Iterator[Widget]:
+        for pane in COMPARE_PANES:
+            frame = self.frames.get(pane)
+            if isinstance(frame, pl.DataFrame):
+                yield CompareView(f"diff_{pane}", compare_frame(pane, frame), id=pane)
+            else:
+                reason = clean(frame or "not available")
+                yield Static(Text(f"{COMPARE_TITLES[pane]}: cannot compare — {reason}", style="italic"), id=pane)
+
+    def tab_line(self) -> Text:
+        tabs = super().tab_line()
+        tabs.append(f"  Enter: drill into {self.drill_side.upper()} (w: switch)", style="dim")
+        if self.pane == "moved" and isinstance(self.frames.get("moved"), pl.DataFrame):
+            steps = (self.comparison.representative_step(w) for w in SIDES)
+            tabs.append("  · step {} vs {}, aligned by operator".format(*steps), style="dim")
+        return tabs
+
+    def action_switch_side(self) -> None:
+        self.drill_side = "before" if self.drill_side == "after" else "after"
+        self.update_tabs()
+        self.notify(f"Enter now drills down into {self.drill_side.upper()}", timeout=3)
+
+    def drill_target(self, row: dict[str, Any]) -> tuple[str, str] | str:
+        """(side, name) that Enter on ``row`` opens, or why there is none.
+
+        The chosen side (``w``) if the row is there; a row on one side only drills into that side.
+        """
+        if self.pane == "steps":
+            return "the mean-step rows have no drill-down (open a side with profview TRACE for its timeline)"
+        if self.pane == "moved":
+            return self.drill_side, str(row.get("op"))
+        names = {"before": None if row.get("status") == "added" else row.get("name"),
+                 "after": None if row.get("status") == "removed" else row.get("name_after") or row.get("name")}
+        side = self.drill_side if names[self.drill_side] else ("before" if names["before"] else "after")
+        name = names[side]
+        if not name:
+            return "this row has no name to drill into"
+        return side, str(name)

@@ -1,0 +1,1 @@
+"""Modal screens: export, help, loading."""

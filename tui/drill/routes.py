@@ -1,0 +1,78 @@
+"""Where Enter on a row leads: one route per table, as data (view name → the drill-down it opens).
+
+A route takes the profile, the row under the cursor, the breadcrumb so far and ``step`` (issue 13:
+the step chosen in Steps, or None; the app's breadcrumb says "step N only"), and returns the
+screen to push, or a one-line reason why this row has no drill-down.  No widget logic here
+beyond building the screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...profiles.trace_profile import Profile
+from .screen import DrillScreen
+
+Route = Callable[..., "DrillScreen | str"]  # (profile, row, path, step=None)
+
+
+def _kernel_origins(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """A kernel → the operator chains and Python stacks that launched it."""
+    if row.get("kind") not in (None, "kernel"):
+        return "memcpy/memset rows have no launch chain of their own"
+    name = row["name"]
+    with_stack = bool(profile.metadata.get("with_stack"))
+    frame = profile.kernel_launches(name, step)
+    return DrillScreen("kernel_launches", frame, [*path, f"kernel {name}"], with_stack)
+
+
+def _op_launches(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """An operator (or a runtime call) → the GPU work launched under it."""
+    name = row["name"]
+    if row.get("kind") == "overhead":
+        return "a profiler overhead range launches no GPU work"
+    return DrillScreen("op_launches", profile.launches(name, step), [*path, f"op {name}"])
+
+
+def _launching_op(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """A kernel's launch path → its operator's launches."""
+    return _op_launches(profile, {"name": row.get("op")}, path, step)
+
+
+def _module_kernels(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """A module (issue 15) → the GPU work launched while it was open; a source line likewise."""
+    module = row.get("path")
+    if not isinstance(module, str):  # a row of the source-line table
+        name = str(row.get("name"))
+        return DrillScreen("op_launches", profile.source_kernels(name, step), [*path, f"line {name}"])
+    frame = profile.module_kernels(module, step)
+    return DrillScreen("op_launches", frame, [*path, f"module {module}"])
+
+
+def _shape_launches(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """Issue 24: an operator and shapes of the perf model → the GPU work its calls of those shapes launched."""
+    name, dims = row["name"], row.get("input_dims")
+    frame = profile.launches(name, step, input_dims=dims)
+    return DrillScreen("op_launches", frame, [*path, f"op {name} {dims or ''}".rstrip()])
+
+
+#: The table a row is in → where Enter on it leads.
+ROUTES: dict[str, Route] = {
+    "kernels": _kernel_origins,
+    "op_launches": _kernel_origins,
+    "ops": _op_launches,
+    "kernel_launches": _launching_op,
+    "modules": _module_kernels,
+    "efficiency": _shape_launches,
+}

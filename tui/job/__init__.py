@@ -1,0 +1,1 @@
+"""The viewer on a distributed job, and on two jobs compared."""

@@ -1,0 +1,1 @@
+"""The main screen of one profile and its tabs."""

@@ -1,0 +1,202 @@
+"""The Overview: trace, devices, span, GPU busy, average step breakdown, hints, top tables."""
+
+from __future__ import annotations
+
+import polars as pl
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from ...errors import ProfviewError
+from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
+from ...profiles.trace_profile import Profile
+from ...sanitize import clean
+from ..widgets.bars import legend, stacked_bar
+
+TOP = 5
+
+
+def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str, str, str]) -> Table:
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, expand=True)
+    table.add_column(headers[0], ratio=1, no_wrap=True, overflow="ellipsis")
+    table.add_column(headers[1], justify="right", no_wrap=True)
+    table.add_column(headers[2], justify="right", no_wrap=True)
+    for name, a, b in rows:
+        table.add_row(Text(clean(name)), Text(a), Text(b))
+    return table
+
+
+def steps_phrase(steps: int) -> str:
+    """'3 steps', or why there are none (a trace recorded without ``profiler.step()``)."""
+    return f"{steps:,} steps" if steps else "no ProfilerStep ranges"
+
+
+def kernel_figures(row: dict) -> tuple[str, str]:
+    """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
+    if row.get("total_us") is None:
+        calls = row.get("calls")
+        return (f"{calls:,} calls" if isinstance(calls, int) else "-", "no time")
+    return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
+
+
+def title_lines(profile: Profile) -> list[RenderableType]:
+    """The first lines of either Overview: the file, its format, its warnings."""
+    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+    parts += [Text(f"warning: {clean(warning)}", style="yellow") for warning in profile.warnings]
+    return parts
+
+
+def top_kernels(kernels: pl.DataFrame, title: str) -> list[RenderableType]:
+    """A blank line and the table of the first :data:`TOP` rows of a kernel table."""
+    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(TOP).iter_rows(named=True)]
+    return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
+
+
+def overview_renderable(profile: Profile, width: int, step: int | None = None) -> RenderableType:
+    """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
+    and its top kernels and operators; issue 13)."""
+    chosen = step if profile.is_trace else None  # a text format's tables are not per step
+    parts = title_lines(profile)
+    if profile.is_trace:
+        view = profile.overview()
+        rank = rank_line(view)
+        if rank:
+            parts.append(Text(clean(rank), style="bold"))
+        for device in view.devices:
+            parts.append(Text(f"device {clean(device)}"))
+        if not view.devices:
+            parts.append(Text("device: not recorded in this trace"))
+        note = device_note(view)
+        if note:
+            parts.append(Text(note, style="dim"))
+        parts.append(
+            Text(
+                f"span {fmt_us(view.span_us)} · {steps_phrase(view.steps)} · GPU busy {view.gpu_busy_pct:.1f}% · "
+                f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
+            )
+        )
+        for line in communication_lines(view):
+            parts.append(Text(clean(line)))
+        for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
+            parts.append(Text(clean(line)))
+        step = view.average_step
+        total = step.get("duration", 0.0)
+        heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
+        parts.append(Text(f"\n{heading}", style="bold"))
+        parts.append(stacked_bar(step, total, max(width - 2, 10)))
+        parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        parts.append(path_line(profile))
+        if chosen is not None:
+            parts.extend(step_section(profile, chosen, width))
+        for hint in view.hints:
+            parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    if not profile.is_trace and profile.metadata.get("average_step"):
+        step = profile.metadata["average_step"]
+        total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
+        parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
+        parts.append(stacked_bar(step, total, max(width - 2, 10)))
+        parts.append(legend({c: step.get(c, 0.0) for c in CATEGORIES}, total))
+    for key, value in (profile.metadata.get("environments") or {}).items():
+        parts.append(Text(f"{clean(key)}: {clean(value)}"))
+    for hint in profile.metadata.get("hints") or []:
+        parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    if len(profile.runs) > 1:
+        parts.append(Text(f"runs: {', '.join(profile.runs)} (r: next run)", style="dim"))
+    for name, reason in profile.missing.items():
+        parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
+    if profile.available("kernels"):
+        parts += top_kernels(profile.kernels(step=chosen), f"Top kernels{only(chosen)}")
+    if profile.available("ops"):
+        ops = profile.ops(step=chosen).head(TOP)
+        rows = [
+            (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
+        ]
+        parts.append(Text(""))
+        parts.append(_top_table(f"Top operators{only(chosen)}", rows, ("operator", "device total", "host total")))
+    return Group(*parts)
+
+
+def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
+    """The Overview of a large trace while its model is built: what the kernel table alone tells.
+
+    The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
+    devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
+    """
+    parts = title_lines(profile)
+    kernels = profile.kernels()
+    totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
+    parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
+                      f"kernel time {fmt_us(totals[1] or 0.0)}"))
+    parts.append(Text("linking GPU work to operators and steps… (Kernels is ready: 2)", style="italic"))
+    parts += top_kernels(kernels, "Top kernels")
+    return Group(*parts)
+
+
+def only(step: int | None) -> str:
+    return "" if step is None else f" · step {step} only"
+
+
+def step_section(profile: Profile, step: int, width: int) -> list[RenderableType]:
+    """Step ``step``: duration, GPU busy inside it, its breakdown bar and legend (its steps-table row)."""
+    row = profile.step_overview(step)
+    total = row["duration_us"]
+    heading = Text(f"\nstep {step} only: {fmt_us(total)} · GPU busy {row['gpu_busy_pct']:.1f}%", style="bold")
+    heading.append(f" ({fmt_us(row['gpu_busy_us'])}) · Steps: a = all steps", style="dim")
+    values = {c: row[f"{c}_us"] or 0.0 for c in CATEGORIES}
+    return [heading, stacked_bar(values, total, max(width - 2, 10)), legend(values, total), path_line(profile, step)]
+
+
+def path_line(profile: Profile, step: int | None = None, short: bool = False) -> Text:
+    """What bounds the steps (``step``: that one): ``critical path (all steps): 64% GPU compute,
+    33% CPU, 3% kernel-kernel gaps`` (issue 26), or why the trace has no critical path
+    (``short``: ``critical path: …`` without saying which steps)."""
+    from ...analysis.critical_path_frames import bound_line
+
+    try:
+        frame = profile.critical_path()
+    except ProfviewError as exc:
+        reason = "" if short else f" ({clean(exc.problem)})"
+        return Text(f"critical path: not available{reason}", style="dim")
+    if step is not None and step not in frame["step"].to_list():
+        return Text("critical path: not available for this step", style="dim")
+    line = bound_line(frame, step)
+    if short:
+        return Text(line)
+    whole = frame["step"].max() < 0  # no ProfilerStep: one window, the whole trace
+    where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
+    return Text(line.replace("critical path:", f"critical path ({where}):", 1))
+
+
+class OverviewView(VerticalScroll):
+    """The Overview pane (``step``: narrowed to one step; ``early``: the kernel-only Overview shown while a
+    large trace links; issue 13)."""
+
+    can_focus = True
+
+    def __init__(self, profile: Profile, *, id: str | None = None, early: bool = False) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+        self.early = early
+        self.step: int | None = None
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="overview-body")
+
+    def complete(self) -> None:
+        """The model is linked: show the whole Overview."""
+        self.early = False
+        if self.is_attached:
+            self.on_resize()
+
+    def set_step(self, step: int | None) -> None:
+        self.step = step
+        self.on_resize()
+
+    def on_resize(self) -> None:
+        if self.early:
+            body = early_overview_renderable(self.profile, self.size.width)
+        else:
+            body = overview_renderable(self.profile, self.size.width, self.step)
+        self.query_one("#overview-body", Static).update(body)

@@ -1,0 +1,215 @@
+"""The main screen: Overview, Kernels, Operators, Steps, Memory and Modules, switched with 1-6 or Tab."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Static
+
+from ...profiles.trace_profile import Profile
+from ...profiles.views import with_efficiency
+from ...sanitize import clean
+from ..messages import StepChosen
+from ..widgets.filter_bar import FilterBar
+from ..widgets.message_line import MessageLine
+from ..widgets.table_view import FrameView
+from .efficiency import EfficiencyView, efficiency_pane
+from .memory import MemoryView, memory_pane
+from .modules import ModulesView, modules_pane
+from .overview import OverviewView
+from .steps import StepList, StepsView
+from .timeline import TimelinePane
+
+PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
+TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
+# Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
+TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
+TITLES |= {"efficiency": "Efficiency"}  # issue 24
+#: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
+SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
+SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
+
+
+class MainScreen(Screen):
+    """The four views of one profile."""
+
+    def __init__(self, profile: Profile, *, linked: bool = True) -> None:
+        super().__init__()
+        self.profile = profile
+        self.linked = linked  # False: a large trace's model is still being built (Kernels first)
+        self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
+        self.step: int | None = None
+        self.by_shape = {"kernels": False, "ops": False}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="tabs")
+        with Horizontal(id="context-row"):  # issue 13: notices at the right of the context line
+            yield Static(id="context")
+            yield MessageLine()
+        with ContentSwitcher(initial=self.pane, id="panes"):
+            for pane in PANES:
+                if self.linked or pane == "kernels":
+                    yield self.pane_widget(pane)
+                elif pane == "overview":
+                    yield OverviewView(self.profile, id="overview", early=True)
+                else:
+                    yield self.waiting(pane)
+        yield FilterBar()
+        yield Footer()
+
+    def pane_widget(self, pane: str) -> Widget:
+        """The widget of one pane (the model must be built for all but Kernels)."""
+        if pane == "overview":
+            return OverviewView(self.profile, id="overview")
+        if not self.profile.available(pane):
+            return Static(self.missing_text(pane), id=pane)
+        if pane == "memory":
+            return memory_pane(self.profile, pane)
+        if pane == "modules":
+            return modules_pane(self.profile, pane)
+        if pane == "efficiency":
+            return efficiency_pane(self.profile, pane)
+        if pane == "trace":  # its lanes are built when first shown (they need the linked model)
+            return TimelinePane(self.profile, id=pane)
+        if pane == "steps":
+            return StepsView(self.profile, id="steps")
+        return FrameView(pane, self.frame_for(pane), id=pane)
+
+    def waiting(self, pane: str) -> Static:
+        text = f"{TITLES[pane]}: linking GPU work to the operators and steps of this large trace…"
+        return Static(Text(text, style="italic"), id=pane)
+
+    async def link(self) -> None:
+        """The model is ready: the waiting panes get their views (Kernels stays as it is)."""
+        try:
+            switcher = self.query_one(ContentSwitcher)
+            kernels = self.query_one("#kernels")
+            self.query_one("#overview", OverviewView).complete()  # kept in place: it may be on screen
+            later = [pane for pane in PANES if pane not in ("overview", "kernels")]
+            await self.query(", ".join(f"#{pane}" for pane in later)).remove()
+            views = {pane: self.pane_widget(pane) for pane in later}
+            for pane, widget in views.items():
+                widget.display = pane == self.pane  # as the switcher shows its children
+            await switcher.mount_all([views[pane] for pane in later], after=kernels)
+        except NoMatches:  # the viewer is closing: nothing left to fill
+            return
+        self.linked = True
+        kernels_view = self.query_one("#kernels")
+        if isinstance(kernels_view, FrameView):  # issue 24: now with category and TFLOP/s
+            kernels_view.set_frame(self.frame_for("kernels"))
+        if self.is_attached and self.app.screen is self:
+            self.show(self.pane)  # focus the new view if it is the one on screen
+
+    def on_mount(self) -> None:
+        try:
+            self.update_header()
+        except NoMatches:  # the viewer closed before this screen was laid out
+            return
+
+    def missing_text(self, view: str) -> Text:
+        reason = self.profile.missing.get(view, f"a {self.profile.format} has no {TITLES[view].lower()} view")
+        return Text(f"{TITLES[view]}: not available for this profile — {clean(reason)}", style="italic")
+
+    def frame_for(self, view: str):  # type: ignore[no-untyped-def]
+        if view == "kernels":
+            frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
+        else:
+            frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+        if not self.linked:  # issue 24: category and TFLOP/s need the linked model
+            return frame
+        return with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))
+
+    def update_header(self) -> None:
+        tabs = Text()
+        titles = dict(TITLES)
+        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
+            titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
+        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
+            titles.update(SHORT_TITLES)  # issue 24: eight
+        for index, pane in enumerate(PANES, 1):
+            style = "bold reverse" if pane == self.pane else ""
+            tabs.append(f" {index} {titles[pane]} ", style=style)
+            tabs.append(" ")
+        tabs.append(f"  {clean(self.profile.path)}", style="dim")
+        self.query_one("#tabs", Static).update(tabs)
+        context = []
+        if self.step is not None:
+            context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
+        if self.by_shape["kernels"]:
+            context.append("kernels by launch shape")
+        if self.by_shape["ops"]:
+            context.append("operators by input shapes")
+        self.query_one("#context", Static).update(Text(" · ".join(context) or "all steps", style="dim"))
+
+    def show(self, pane: str) -> None:
+        """Switch to a pane and focus its main widget."""
+        timeline = self.query_one("#trace")
+        if pane == "trace" and self.linked and isinstance(timeline, TimelinePane):
+            timeline.start()
+        self.pane = pane
+        self.query_one(ContentSwitcher).current = pane
+        self.update_header()
+        self.refresh_bindings()
+        widget = self.query_one(f"#{pane}")
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView)):
+            widget.focus_table()
+        elif isinstance(widget, StepsView):
+            widget.focus_main()
+        else:
+            widget.focus()
+
+    def active_frame_view(self) -> FrameView | None:
+        try:
+            widget = self.query_one(f"#{self.pane}")
+        except NoMatches:  # the pane is being replaced (link)
+            return None
+        if isinstance(widget, (MemoryView, ModulesView, EfficiencyView)):  # a pane with a table inside
+            return widget.query_one(FrameView)
+        return widget if isinstance(widget, FrameView) else None
+
+    def refresh_tables(self) -> None:
+        for view in ("kernels", "ops"):
+            widget = self.query_one(f"#{view}")
+            if isinstance(widget, FrameView):
+                widget.set_frame(self.frame_for(view))
+        self.update_header()
+
+    def can_group(self) -> bool:
+        """Whether b (by launch shape / by input shapes; Modules: by source line) applies here."""
+        if self.pane == "modules":
+            return self.linked and isinstance(self.query_one("#modules"), ModulesView)
+        if self.pane not in self.by_shape or not self.profile.available(self.pane):
+            return False
+        if not self.linked and self.pane != "kernels":
+            return False
+        return self.profile.is_trace or (self.pane == "ops" and "ops_by_shapes" in self.profile.tables)
+
+    def toggle_grouping(self) -> None:
+        if self.pane == "modules" and self.can_group():
+            self.query_one("#modules", ModulesView).toggle_sources()
+            return
+        if self.can_group():
+            self.by_shape[self.pane] = not self.by_shape[self.pane]
+            self.refresh_tables()
+
+    def on_step_chosen(self, message: StepChosen) -> None:
+        self.step = message.step
+        self.refresh_tables()
+        # Issue 13: the Overview follows the step too (drill-downs read self.step when opened).
+        overview = self.query("#overview")
+        if overview and isinstance(overview.first(), OverviewView):
+            overview.first(OverviewView).set_step(message.step)
+        # Short: it shows beside the header's context line, which names the views a step narrows.
+        self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
+
+    def sort_steps(self) -> bool:
+        """s in Steps (issue 13): the next sort of the step list; False where there is none."""
+        steps = self.query("#steps")
+        if not steps or not isinstance(steps.first(), StepsView):
+            return False
+        steps.first(StepsView).query_one(StepList).action_sort()
+        return True

@@ -1,0 +1,443 @@
+"""The Timeline pane: CPU thread lanes (operators by depth) and GPU stream lanes on one time axis.
+
+Drawing asks each lane only for the events inside the visible window (two binary searches per
+lane, :meth:`~profview.analysis.lanes.Lane.visible`), so a redraw costs the same on a 3-step and
+a 40-step trace.  Keys (``tui/keymap.py``, scope ``trace_timeline``): move, lane, zoom, pan, fit;
+``n``/``p`` the next/previous event on the lane; ``f`` follows the flow link between a kernel and
+the runtime call that launched it; ``t``/``T`` the next/previous step; ``c``/``C`` mark the
+critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter opens the drill-down.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Static
+
+from ...analysis.lanes import Lane, Lanes
+from ...analysis.model import python_stack_at
+from ...errors import ProfviewError
+from ...frames import display_name, fmt_us
+from ...profiles.trace_profile import Profile
+from ...sanitize import clean
+from ..keymap import bindings
+from ..messages import DrillRequested
+from ..widgets import time_window
+from ..widgets.zoom_pan import ZoomPan
+
+LABEL = 12
+#: (character, colour) per lane kind and event style (see Lane.style).
+STYLES = {
+    ("cpu", 0): ("█", "#6cb6c4"),
+    ("cpu", 1): ("▚", "#57ab5a"),
+    ("gpu", 0): ("█", "#4c9be8"),
+    ("gpu", 1): ("▓", "#e8a33c"),
+    ("gpu", 2): ("▒", "#c97bd6"),
+    ("gpu", 3): ("░", "#e5534b"),
+}
+LABEL_STYLE = "bold #ffffff on #2d4f73"
+#: The cells of an event on the critical path, once ``c`` marked it (a glyph: it reads under NO_COLOR).
+PATH_GLYPH = "◆"
+DRAW_ORDER = {"cpu": (0, 1), "gpu": (2, 1, 0, 3)}
+
+
+def draw_lane(
+    lane: Lane, names: list[str], lo: float, hi: float, width: int, on_path: np.ndarray | None = None
+) -> Text:
+    """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones
+    (``on_path``: a mask over the lane's events; theirs are drawn with :data:`PATH_GLYPH`)."""
+    span = (hi - lo) / width
+    window = lane.visible(lo, hi)
+    starts, ends, styles = lane.start[window], lane.end[window], lane.style[window]
+    cells = np.full(width, -1, dtype=np.int64)  # the style drawn in each cell (-1: empty)
+    first = np.clip(np.floor((starts - lo) / span).astype(np.int64), 0, width - 1) if len(starts) else starts
+    last = np.clip(np.ceil((ends - lo) / span).astype(np.int64), 1, width) if len(starts) else ends
+    last = np.maximum(last, first + 1) if len(starts) else last
+    for style in DRAW_ORDER[lane.kind]:  # later styles win a shared cell: kernels over memsets
+        pick = styles == style
+        if not pick.any():
+            continue
+        marks = np.zeros(width + 1, dtype=np.int64)
+        np.add.at(marks, first[pick], 1)
+        np.add.at(marks, last[pick], -1)
+        cells[np.cumsum(marks)[:width] > 0] = style
+    chars = [" "] * width
+    colours = [""] * width
+    for style in np.unique(cells[cells >= 0]).tolist():
+        char, colour = STYLES[(lane.kind, style)]
+        for i in np.flatnonzero(cells == style).tolist():
+            chars[i], colours[i] = char, colour
+    if on_path is not None and len(starts):
+        marked = on_path[window]
+        for a, b in zip(first[marked].tolist(), last[marked].tolist(), strict=True):
+            for i in range(a, b):
+                chars[i] = PATH_GLYPH
+    wide = np.flatnonzero(last - first >= 8)  # room for a name
+    for k in wide[:width].tolist():
+        name = clean(names[int(lane.names[window][k])])
+        room = int(last[k] - first[k]) - 1
+        for offset, ch in enumerate(name[:room]):
+            chars[first[k] + offset], colours[first[k] + offset] = ch, LABEL_STYLE
+    out = Text()
+    run_start = 0
+    for i in range(1, width + 1):
+        if i == width or colours[i] != colours[run_start]:
+            out.append("".join(chars[run_start:i]), style=colours[run_start])
+            run_start = i
+    return out
+
+
+class TraceTimeline(ZoomPan, Widget, can_focus=True):
+    """The lanes of a whole trace; a cursor (cell, lane) selects the event under it."""
+
+    BINDINGS = bindings("trace_timeline")
+    DEFAULT_CSS = "TraceTimeline { height: 1fr; }"
+    MIN_CELL_US = 0.01
+    MIN_WIDTH_US = 1.0  # a trace of one instant still has a width
+
+    def __init__(self, profile: Profile, lanes: Lanes, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+        self.lanes = lanes
+        self.start, self.end = lanes.span
+        self.view_start, self.view_end = time_window.fit(lanes.span, self.MIN_WIDTH_US)
+        self.cursor = 0
+        self.lane = self.first_gpu_lane()
+        self.top = 0
+        self.selected: tuple[int, int] | None = None  # (lane, position) of the chosen event
+        self._stacks: dict[int, str] = {}  # host row → its innermost Python frames
+        self.has_python = bool(profile.model.host["is_python"].any())
+        #: After ``c``: the critical path's events (lane, position), by start, and a mask per lane.
+        self.path: list[tuple[int, int]] | None = None
+        self.on_path: dict[int, np.ndarray] = {}
+
+    def first_gpu_lane(self) -> int:
+        return next((i for i, lane in enumerate(self.lanes.lanes) if lane.kind == "gpu"), 0)
+
+    @property
+    def cells(self) -> int:
+        return max(self.size.width - LABEL - 1, 10)
+
+    def instant(self) -> float:
+        """The trace time at the middle of the cursor's cell."""
+        return time_window.instant((self.view_start, self.view_end), self.cells, self.cursor)
+
+    # -- drawing ------------------------------------------------------------------------------
+    def render(self) -> Text:
+        lanes = self.lanes.lanes
+        if not lanes:
+            return Text("No events to draw.", style="italic")
+        rows = max(self.size.height - 5, 1)  # a header line, the event, its Python stack, the step (2)
+        if self.lane < self.top:
+            self.top = self.lane
+        elif self.lane >= self.top + rows:
+            self.top = self.lane - rows + 1
+        out = Text()
+        out.append(
+            f"{'':<{LABEL}} {fmt_us(self.view_start - self.start)} … {fmt_us(self.view_end - self.start)}"
+            f"  ({fmt_us(self.cell_span())}/cell)  lanes {self.top + 1}-{min(self.top + rows, len(lanes))}"
+            f" of {len(lanes)}\n",
+            style="dim",
+        )
+        for index in range(self.top, min(self.top + rows, len(lanes))):
+            lane = lanes[index]
+            label = clean(lane.label)[:LABEL]
+            out.append(f"{label:<{LABEL}} ", style="bold reverse" if index == self.lane else "bold")
+            row = draw_lane(lane, self.lanes.names, self.view_start, self.view_end, self.cells, self.on_path.get(index))
+            if index == self.lane:
+                row.stylize("reverse", self.cursor, self.cursor + 1)
+                if row.plain[self.cursor] == " ":
+                    row = row[: self.cursor] + Text("│", style="reverse") + row[self.cursor + 1 :]
+            out.append_text(row)
+            out.append("\n")
+        out.append_text(self.describe())
+        return out
+
+    def describe(self) -> Text:
+        """The selected event: what, where, how long; and its step's GPU idle and overlap figures."""
+        text = Text()
+        event = self.selected_event()
+        if event is None:
+            text.append("(nothing under the cursor)", style="dim")
+        else:
+            lane = self.lanes.lanes[event[0]]
+            name = clean(self.lanes.names[int(lane.names[event[1]])])
+            start, end = lane.start[event[1]], lane.end[event[1]]
+            text.append(f"{name[: max(self.size.width - 50, 20)]}", style="bold")
+            text.append(f"  {fmt_us(end - start)} at {fmt_us(start - self.start)}  ({clean(lane.label)})")
+            if event[0] in self.on_path and self.on_path[event[0]][event[1]]:
+                text.append(f"  {PATH_GLYPH} on the critical path", style="bold")
+        width = max(self.size.width - 1, 20)
+        stack = self.python_stack(*event) if event is not None else ""
+        text.append("\n")
+        text.append(f"py: {clean(stack)}"[:width] if stack else "", style="italic")
+        text.append("\n")
+        text.append(self.step_line(), style="dim")
+        return text
+
+    def python_stack(self, lane_index: int, position: int) -> str:
+        """The innermost Python frames open where the event ran (a GPU event: where it was launched)."""
+        model = self.profile.model
+        lane = self.lanes.lanes[lane_index]
+        row = int(lane.rows[position])
+        if lane.kind == "gpu":
+            launch = model.gpu["launch_row"][row]
+            if launch is None:
+                return ""
+            row = int(launch)
+        if row not in self._stacks:
+            frames = python_stack_at(model, row) if self.has_python else []
+            names = model.host["name"]
+            self._stacks[row] = " > ".join(str(names[f]) for f in frames[-3:])
+        return self._stacks[row]
+
+    def step_line(self) -> str:
+        try:
+            idle = self.profile.gpu_idle()
+        except ProfviewError:
+            return ""
+        at = self.instant() - self.profile.span_start
+        row = idle.filter((pl.col("start_us") <= at) & (pl.col("start_us") + pl.col("duration_us") > at))
+        if row.height == 0:
+            return "outside the steps  ·  t/T: next/previous step"
+        r = row.row(0, named=True)
+        causes = ", ".join(
+            f"{c} {fmt_us(r[f'idle_{c}_us'])}" for c in ("host", "sync", "data", "other") if r[f"idle_{c}_us"]
+        )
+        comm = (
+            f"comm {fmt_us(r['comm_us'])}, {r['overlap_pct']:.0f}% overlapped with compute"
+            if r["overlap_pct"] is not None
+            else "no communication"
+        )
+        where = "the whole trace" if r["step"] is None or r["step"] < 0 else f"step {r['step']}"
+        return (
+            f"{where}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
+            f"{fmt_us(r['idle_us'])} in {r['gaps']} gaps ({causes}); {comm}"
+        )
+
+    # -- selection ----------------------------------------------------------------------------
+    def selected_event(self) -> tuple[int, int] | None:
+        if self.selected is not None and self.selected[0] == self.lane:
+            return self.selected
+        lanes = self.lanes.lanes
+        if not lanes:
+            return None
+        lane = lanes[self.lane]
+        lo = self.view_start + self.cursor * self.cell_span()
+        window = lane.visible(lo, lo + self.cell_span())
+        if window.stop <= window.start:
+            return None
+        durations = lane.end[window] - lane.start[window]
+        return (self.lane, window.start + int(np.argmax(durations)))
+
+    def select(self, lane: int, position: int) -> None:
+        """Select an event: its lane becomes current, the view pans (or widens) to show it."""
+        self.lane, self.selected = lane, (lane, position)
+        events = self.lanes.lanes[lane]
+        start, end = float(events.start[position]), float(events.end[position])
+        width = self.view_end - self.view_start
+        if end - start > width:
+            width = min((end - start) * 1.5, self.end - self.start)
+        if start < self.view_start or end > self.view_end or width != self.view_end - self.view_start:
+            centre = (start + end) / 2
+            self.view_start = time_window.clamp_start(centre - width / 2, width, (self.start, self.end))
+            self.view_end = self.view_start + width
+        self.cursor = int(np.clip((start - self.view_start) / self.cell_span(), 0, self.cells - 1))
+        self.refresh()
+
+    # -- keys ---------------------------------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        self.cursor = int(np.clip(self.cursor + delta, 0, self.cells - 1))
+        self.selected = None
+        self.refresh()
+
+    def action_lane(self, delta: int) -> None:
+        self.lane = int(np.clip(self.lane + delta, 0, max(len(self.lanes.lanes) - 1, 0)))
+        self.selected = None
+        self.refresh()
+
+    def action_fit(self) -> None:
+        self.fit_view()
+
+    def action_step_event(self, delta: int) -> None:
+        """n / p: the event after / before the selected one on the lane; with none selected, the
+        first event starting in or after the cursor's cell / the last starting before it."""
+        lane = self.lanes.lanes[self.lane]
+        if self.selected is not None and self.selected[0] == self.lane:
+            position = self.selected[1] + delta
+        else:
+            lo = self.view_start + self.cursor * self.cell_span()
+            found = int(np.searchsorted(lane.start, lo, side="left"))
+            position = found if delta > 0 else found - 1
+        if 0 <= position < len(lane.start):
+            self.select(self.lane, position)
+
+    def action_follow(self) -> None:
+        """f: from a kernel to the runtime call that launched it, and from a launch to its kernel."""
+        event = self.selected_event()
+        if event is None:
+            self.notify("select an event first (n/p, or move the cursor onto one)", severity="warning")
+            return
+        lane = self.lanes.lanes[event[0]]
+        row = int(lane.rows[event[1]])
+        gpu = self.profile.model.gpu
+        if lane.kind == "gpu":
+            launch = gpu["launch_row"][row]
+            if launch is None or self.lanes.host_lane[launch] < 0:
+                self.notify("no launching call recorded for this GPU event", severity="warning")
+                return
+            self.select(int(self.lanes.host_lane[launch]), int(self.lanes.host_pos[launch]))
+            return
+        launched = np.flatnonzero((gpu["launch_row"] == row).fill_null(False).to_numpy())
+        if not len(launched):
+            self.notify("this event launched no GPU work", severity="warning")
+            return
+        target = int(launched[np.argmin(gpu["ts"].to_numpy()[launched])])
+        self.select(int(self.lanes.gpu_lane[target]), int(self.lanes.gpu_pos[target]))
+
+    def action_critical_path(self, delta: int) -> None:
+        """c / C: mark the critical path of every step and select its next / previous event (after
+        or before the selected one, else the first starting in or after / before the cursor's cell)."""
+        if self.path is None and not self.mark_path():
+            return
+        path = self.path or []
+        if not path:
+            self.notify("the critical path holds no event", severity="warning")
+            return
+        current = self.selected_event()
+        if current in path:
+            index = path.index(current) + delta
+        else:
+            starts = [float(self.lanes.lanes[lane].start[pos]) for lane, pos in path]
+            at = self.view_start + self.cursor * self.cell_span()  # the cursor cell's start, as n/p
+            index = int(np.searchsorted(starts, at, side="left"))
+            index = index if delta > 0 else index - 1
+        self.select(*path[int(np.clip(index, 0, len(path) - 1))])
+
+    def mark_path(self) -> bool:
+        """Find the events on the critical paths (once) and mark them on their lanes."""
+        from ...analysis.critical_path_frames import path_event_rows
+
+        try:
+            rows = path_event_rows(self.profile.step_paths())
+        except ProfviewError as exc:
+            self.notify(f"no critical path: {exc.problem}", severity="warning")
+            return False
+        lanes = self.lanes
+        path: list[tuple[int, int]] = []
+        for gpu, row in rows.select("gpu", "row").iter_rows():
+            lane = int((lanes.gpu_lane if gpu else lanes.host_lane)[row])
+            if lane >= 0:
+                path.append((lane, int((lanes.gpu_pos if gpu else lanes.host_pos)[row])))
+        self.path = path
+        for lane, position in path:
+            if lane not in self.on_path:
+                self.on_path[lane] = np.zeros(len(lanes.lanes[lane].start), dtype=bool)
+            self.on_path[lane][position] = True
+        self.refresh()
+        return True
+
+    def action_next_step(self, delta: int) -> None:
+        """t / T: show whole the first step starting after / the last starting before the view's start."""
+        try:
+            steps = self.profile.steps()
+        except ProfviewError:
+            return
+        origin = self.profile.span_start
+        starts = (steps["start_us"] + origin).to_numpy()
+        ends = starts + steps["duration_us"].to_numpy()
+        tolerance = 1e-3
+        if delta > 0:
+            later = np.flatnonzero(starts > self.view_start + tolerance)
+            index = int(later[0]) if len(later) else len(starts) - 1
+        else:
+            earlier = np.flatnonzero(starts < self.view_start - tolerance)
+            index = int(earlier[-1]) if len(earlier) else 0
+        self.view_start, self.view_end = float(starts[index]), float(max(ends[index], starts[index] + 1.0))
+        self.selected = None
+        self.refresh()
+
+    def action_drill(self) -> None:
+        """Enter: a kernel's launch chain and Python stack; an operator's GPU work."""
+        event = self.selected_event()
+        if event is None:
+            return
+        lane = self.lanes.lanes[event[0]]
+        name = self.lanes.names[int(lane.names[event[1]])]
+        if lane.kind == "gpu":
+            kind = str(self.profile.model.gpu["kind"][int(lane.rows[event[1]])])
+            self.post_message(DrillRequested("kernels", {"name": name, "kind": kind}))
+        elif int(lane.style[event[1]]) == 0:
+            shown = pl.select(display_name(pl.lit(name))).item()
+            self.post_message(DrillRequested("ops", {"name": shown}))
+        else:
+            self.notify("f: the GPU work this call launched", severity="information")
+
+
+class TimelinePane(Vertical):
+    """A caption over the trace timeline; the lanes are built off the UI thread by :meth:`start`
+    (when the tab is first shown), so opening a trace, even from the cache, never waits for them."""
+
+    DEFAULT_CSS = "#timeline-caption { height: 1; padding: 0 1; } #timeline-wait { padding: 0 1; }"
+
+    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+        self.started = False
+
+    def compose(self) -> ComposeResult:
+        caption = Text("Timeline ", style="bold")
+        for key, (char, colour) in STYLES.items():
+            caption.append(char * 2, style=colour)
+            caption.append(f" {LEGEND[key]} ")
+        caption.append("  n/p event · f launch↔kernel · t/T step · c/C critical path · Enter drill", style="dim")
+        yield Static(caption, id="timeline-caption")
+        yield Static(Text("building the lanes…", style="italic"), id="timeline-wait")
+
+    def start(self) -> None:
+        """Build the lanes (once) and show them."""
+        if not self.started:
+            self.started = True
+            self.build()
+
+    @work(thread=True, exit_on_error=False)
+    def build(self) -> None:
+        try:
+            lanes = self.profile.timeline_lanes()
+            self.profile.gpu_idle()
+        except ProfviewError as exc:
+            self.app.call_from_thread(self.failed, exc.problem)
+            return
+        self.app.call_from_thread(self.ready, lanes)
+
+    def failed(self, problem: str) -> None:
+        self.query_one("#timeline-wait", Static).update(Text(f"Timeline: not available — {clean(problem)}"))
+
+    async def ready(self, lanes: Lanes) -> None:
+        timeline = TraceTimeline(self.profile, lanes, id="trace-timeline")
+        await self.mount(timeline)
+        await self.query_one("#timeline-wait").remove()
+        if self.display:
+            timeline.focus()
+
+    def focus_table(self) -> None:
+        found = self.query(TraceTimeline)
+        if found:
+            found.first().focus()
+        else:
+            self.focus()
+
+
+LEGEND = {
+    ("cpu", 0): "op",
+    ("cpu", 1): "runtime",
+    ("gpu", 0): "kernel",
+    ("gpu", 1): "memcpy",
+    ("gpu", 2): "memset",
+    ("gpu", 3): "comm",
+}

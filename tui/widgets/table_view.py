@@ -1,0 +1,260 @@
+"""A filterable, sortable table over a Polars frame (textual-fastdatatable underneath).
+
+What is on screen is always ``views.refine(frame, pattern, sort, ascending)``: the export writes
+that same frame, so the CSV equals the screen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_fastdatatable import ArrowBackend, DataTable
+
+from ...errors import ProfviewError
+from ...profiles.views import filter_column, refine
+from ...sanitize import clean, clean_column
+from ..messages import DrillRequested
+from .row_cursor import RowCursorTable
+from .row_details import details_text
+
+NAME_WIDTH = 70
+WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
+ROW = "__profview_row"  # a row number carried through refine() to pick the formatted cells
+
+
+def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame as cells: text made inert, floats with 3 decimals (the nanosecond)."""
+    exprs = []
+    for column, dtype in frame.schema.items():
+        if dtype == pl.String:
+            exprs.append(clean_column(column))
+        elif dtype.is_float():
+            # Fixed 3 decimals (the nanosecond), never scientific notation.
+            exprs.append(pl.col(column).round(3).cast(pl.Decimal(38, 3), strict=False))
+        elif dtype == pl.Boolean or dtype.is_integer():
+            exprs.append(pl.col(column))
+        else:
+            exprs.append(pl.col(column).cast(pl.String))
+    return frame.select(exprs)
+
+
+def text_width(cells: pl.DataFrame, width: int) -> int:
+    """The widest a column may be: names get what the other columns leave of the screen.
+
+    At 80 columns that is 28 cells (so a few numbers fit beside a name); on a wide terminal the
+    name column grows until the row fills the screen.
+    """
+    narrow = min(NAME_WIDTH, max(28, width - 50))
+    name = filter_column(cells)
+    if name is None or not cells.height:
+        return narrow
+    sample = cells.head(1000).select(pl.all().cast(pl.String).str.len_chars().max().fill_null(1))
+    lengths = sample.row(0, named=True)
+    others = sum(min(max(len(c), lengths[c] or 1), narrow) + 2 for c in cells.columns if c != name)
+    return max(narrow, min(WIDE_NAME_WIDTH, width - others - 4))
+
+
+class FrameView(Vertical):
+    """A table with a status line (rows, filter, sort) that posts DrillRequested on Enter."""
+
+    DEFAULT_CSS = """
+    FrameView { height: 1fr; }
+    FrameView > .status { height: 1; }
+    FrameView > DataTable { height: 1fr; }
+    FrameView > .details { height: auto; max-height: 5; border-top: solid $panel; }
+    """
+
+    #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
+    #: Issue 13: the cursor highlights the whole row (tui/row_cursor.py).
+    table_class: type[DataTable] = RowCursorTable
+
+    def __init__(self, view: str, frame: pl.DataFrame | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view = view
+        self.base = frame if frame is not None else pl.DataFrame()
+        self.pattern = ""
+        self.sort: str | None = None
+        self.ascending = False
+        self.displayed = self.base
+        self._cells: pl.DataFrame | None = None  # display_frame(self.base), made once per frame
+        self._generation = 0
+        self._table: DataTable | None = None
+        self._name_width = 0  # the name column's width limit the table was built with (issue 13)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="status")
+        yield Static("", classes="details")  # the full name and figures of the row under the cursor
+
+    def on_mount(self) -> None:
+        self.rebuild()
+
+    @property
+    def table(self) -> DataTable | None:
+        """The table widget on screen (the newest; older ones are being removed)."""
+        return self._table
+
+    def set_frame(self, frame: pl.DataFrame) -> None:
+        """Show a new frame, keeping the filter, the sort and the cursor's row (by name, if still there)."""
+        name = self.current_name_raw()
+        self.base = frame
+        self._cells = None
+        if self.sort not in frame.columns:
+            self.sort = None
+        self.rebuild(keep_row=name)
+
+    def set_filter(self, pattern: str) -> str | None:
+        """Filter rows by regex (case-insensitive); return an error text for a bad regex."""
+        try:
+            refine(self.base.head(0), pattern=pattern)
+        except ProfviewError as exc:
+            return exc.problem
+        self.pattern = pattern
+        self.rebuild()
+        return None
+
+    def sort_by_cursor(self) -> None:
+        """Sort by the column under the cursor; again on the same column reverses."""
+        table = self.table
+        if table is None or not self.displayed.width:
+            return
+        column = self.displayed.columns[min(table.cursor_column, self.displayed.width - 1)]
+        if column == self.sort:
+            self.ascending = not self.ascending
+        else:
+            self.sort, self.ascending = column, column in ("name", "op", "op_chain", "kind", "step")
+        self.rebuild(keep_column=column)
+
+    def current_row(self) -> dict[str, Any] | None:
+        """The row under the cursor, from the displayed frame (not the display text)."""
+        table = self.table
+        if table is None or self.displayed.height == 0:
+            return None
+        return self.displayed.row(min(table.cursor_row, self.displayed.height - 1), named=True)
+
+    def cells(self) -> pl.DataFrame:
+        """The displayed rows as cells: the base frame is formatted once and rows taken from it."""
+        if self._cells is None:
+            self._cells = display_frame(self.base)
+        if not self.pattern and not self.sort:
+            self.displayed = self.base
+            return self._cells
+        numbered = refine(
+            self.base.with_row_index(ROW), pattern=self.pattern or None, sort=self.sort, ascending=self.ascending
+        )
+        self.displayed = numbered.drop(ROW)
+        return self._cells[numbered[ROW]]
+
+    def rebuild(self, keep_column: str | None = None, keep_row: object = None, row: int = 0) -> None:
+        """Recompute the displayed frame (``views.refine`` of the base) and replace the table widget.
+
+        The cursor goes to ``keep_column`` (else the old cursor's column) and to the row whose name is
+        ``keep_row`` (else row ``row``); once the new table is laid out it is scrolled so that the
+        cursor's cell is on screen (issue 13: a sort by a right-hand column keeps it in view).
+        """
+        cells = self.cells()
+        old = self.table
+        column = 0
+        if keep_column and keep_column in self.displayed.columns:
+            column = self.displayed.columns.index(keep_column)
+        elif old is not None:
+            column = old.cursor_column
+        name_column = filter_column(self.displayed)
+        if keep_row is not None and name_column is not None and self.displayed.height:
+            found = self.displayed.get_column(name_column).eq(keep_row).arg_true()
+            row = int(found[0]) if found.len() else 0
+        if old is not None:
+            old.remove()
+        self._generation += 1
+        width = self.app.size.width if self.is_attached else 200
+        self._name_width = text_width(cells, width)
+        table = self.table_class(
+            backend=ArrowBackend(cells.to_arrow()),
+            cursor_type="cell",
+            render_markup=False,
+            show_row_labels=False,
+            max_column_content_width=self._name_width,
+            fixed_columns=1 if cells.width > 1 else 0,  # issue 13: the name stays when scrolling right
+            zebra_stripes=True,
+            null_rep="-",
+            id=f"{self.view}-table-{self._generation}",
+        )
+        self._table = table
+        had_focus = old is not None and old.has_focus
+        self.mount(table, before=self.query_one(".details", Static))
+        if had_focus:
+            table.focus()
+        if self.displayed.width:
+            last_row, last_column = max(self.displayed.height - 1, 0), self.displayed.width - 1
+            place = {"row": min(row, last_row), "column": min(column, last_column)}
+            table.move_cursor(**place)
+            # The new table has no size yet, so move_cursor could not scroll: again once laid out.
+            self.call_after_refresh(self._reveal_cursor, table, place)
+        self.query_one(".status", Static).update(self.status_text())
+        self.update_details()
+
+    def _reveal_cursor(self, table: DataTable, place: dict[str, int]) -> None:
+        if table is self._table and table.is_attached:
+            table.move_cursor(**place)  # scrolls the cursor's cell into view (right of the frozen name)
+
+    def on_resize(self) -> None:
+        """Issue 13: the name column's width follows the terminal's (rebuilt when its limit changes)."""
+        table = self.table
+        if table is None or not self.is_attached:
+            return
+        if text_width(self.cells(), self.app.size.width) != self._name_width:
+            self.rebuild(row=table.cursor_row)
+
+    def current_name_raw(self) -> object:
+        """The name-column value of the row under the cursor (None without one)."""
+        row, column = self.current_row(), filter_column(self.displayed)
+        return None if row is None or column is None else row.get(column)
+
+    def update_details(self) -> None:
+        """Show the full name and the figures of the row under the cursor below the table."""
+        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed))
+        self.query_one(".details", Static).update(details)
+
+    def current_name(self) -> str | None:
+        """The full name (the filtered column) of the row under the cursor, made printable."""
+        row, column = self.current_row(), filter_column(self.displayed)
+        if row is None or column is None or row.get(column) is None:
+            return None
+        return clean(row[column])
+
+    def on_data_table_cell_highlighted(self) -> None:  # not stopped: a drill-down screen listens too
+        self.update_details()
+
+    def status_text(self) -> Text:
+        """'N rows · filter /x/ (M of N) · sorted by col ↓'."""
+        text = Text(f"{self.displayed.height:,} rows", style="bold")
+        if self.pattern:
+            column = filter_column(self.base) or "name"
+            shown = f"{self.displayed.height:,} of {self.base.height:,}"
+            text.append(f" · filter /{clean(self.pattern)}/ on {column}: {shown}")
+        if self.sort:
+            text.append(f" · sorted by {self.sort} {'↑' if self.ascending else '↓'}")
+        return text
+
+    def focus_table(self) -> None:
+        table = self.table
+        if table is not None:
+            table.focus()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column header sorts by it (again: reverse), as s does."""
+        event.stop()
+        table = self.table
+        if table is not None and self.displayed.width:
+            table.move_cursor(column=min(event.column_index, self.displayed.width - 1))
+            self.sort_by_cursor()
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        event.stop()
+        row = self.current_row()
+        if row is not None:
+            self.post_message(DrillRequested(self.view, row))
