@@ -15,8 +15,8 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, raw_events, sample
 from polars.testing import assert_frame_equal
+from support import SAMPLES, raw_events, sample
 from test_differential_fuzz import MUTANTS, SEED, mutate, real_text
 
 from profview.errors import ProfviewError
