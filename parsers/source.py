@@ -176,15 +176,15 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def check_memory(path: str, needed: int, in_use: int = 0) -> None:
+def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None:
     """Fail early, with a clear message, when a trace needs more memory than is available.
 
-    ``in_use``: the part of ``needed`` this process already holds (the events frame, the
-    libraries), which the room left under a limit already leaves out.
+    ``whole_process``: ``needed`` is this process's whole peak (the events frame and the
+    libraries it already holds included), compared with the room left plus what it holds.
     """
-    budget = memory_budget()
-    if budget is not None and needed - in_use > budget[0]:
-        available, source = budget[0] + in_use, budget[1]
+    budget = memory_budget(held=whole_process)
+    if budget is not None and needed > budget[0]:
+        available, source = budget
         raise ProfviewError(
             path,
             f"needs about {_size(needed)} of memory to load, but only {_size(available)} "
@@ -217,22 +217,29 @@ def available_memory() -> int | None:
     return None if budget is None else budget[0]
 
 
-def memory_budget() -> tuple[int, str] | None:
+def memory_budget(held: bool = False) -> tuple[int, str] | None:
     """The tightest of the limits on this process's memory, and what sets it.
 
     ``$PROFVIEW_MEMORY_LIMIT`` (bytes) overrides; otherwise the least of: free memory
     (MemAvailable), the address-space and data-segment rlimits (``ulimit -v``/``-d``, as SLURM
     sets them) less what the process already uses, and the memory cgroup's limit (v2 ``memory.max``
-    or v1 ``memory.limit_in_bytes``, containers and SLURM) less its current usage.
+    or v1 ``memory.limit_in_bytes``, containers and SLURM) less its current usage.  ``held``: each
+    room plus what this process already holds by that limit's measure (its address space for
+    ``ulimit -v``, its data segment for ``-d``, its resident memory otherwise).
     """
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
     if override:
         return int(override), "PROFVIEW_MEMORY_LIMIT"
+    resident = (_proc_field("/proc/self/status", "VmRSS:") or 0) if held else 0
     found = [
-        budget
-        for budget in (_mem_available(), _rlimit_room(), _cgroup_room())
+        (room + resident, what)
+        for budget in (_mem_available(), _cgroup_room())
         if budget is not None
+        for room, what in [budget]
     ]
+    rlimit = _rlimit_room(held)
+    if rlimit is not None:
+        found.append(rlimit)
     return min(found) if found else None
 
 
@@ -241,7 +248,7 @@ def _mem_available() -> tuple[int, str] | None:
     return None if value is None else (value, "free memory")
 
 
-def _rlimit_room() -> tuple[int, str] | None:
+def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
     try:
         import resource
     except ImportError:  # not POSIX
@@ -262,7 +269,7 @@ def _rlimit_room() -> tuple[int, str] | None:
 
             reserved = (_polars_threads() + scan_threads()) * THREAD_ADDRESS_SPACE
         used = _proc_field("/proc/self/status", field_name) or 0
-        rooms.append((max(0, soft - used - reserved), what))
+        rooms.append((max(0, soft - used - reserved) + (used if held else 0), what))
     return min(rooms) if rooms else None
 
 

@@ -132,9 +132,8 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         events, missing, trace_format = trace.events, {}, TRACE_FORMAT
         # What the trace holds, not its JSON size, sets what the tables need: many distinct names
         # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
-        # The frame and the libraries are already held (the room left under a limit leaves them out).
-        frame_size = events.estimated_size()
-        check_memory(name, int(frame_size * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, in_use=frame_size + BASE_MEMORY)
+        # The whole peak, against the room left plus what is already held (the frame, the libraries).
+        check_memory(name, int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, whole_process=True)
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
             trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
