@@ -61,8 +61,8 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
     backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
-    for line in job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]:
-        console.print(Text(f"  {clean(line)}{backend}"))
+    for number, line in enumerate(job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]):
+        console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
     console.print(Text(f"  {straggler_line(job)}"))
     ranks = job.ranks_view()
     columns = {
