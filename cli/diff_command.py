@@ -36,8 +36,8 @@ def diff(
         Optional[str],  # noqa: UP045
         typer.Option(
             "--view", "-v",
-            help="kernels, ops, steps; align or moved: one step aligned by operator. Two jobs: ranks, stragglers, "
-            "kernels.",
+            help="kernels, ops, steps; align or moved: one step aligned by operator; efficiency: TFLOP/s per "
+            "operator and shapes. Two jobs: ranks, stragglers, kernels.",
         ),
     ] = None,
     step: Annotated[

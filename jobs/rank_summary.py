@@ -22,7 +22,8 @@ class RankSummary:
     """One rank's results: ``rank``/``world_size``/``backend`` from ``distributedInfo`` (None if
     absent); ``steps``/``kernels``: the usual views; ``calls``: its collective calls (absolute µs
     of its own clock); ``facts``: ``span_start``, ``comm_us``, ``gpu_comm_us``, ``overlap_us``,
-    ``exposed_us`` (totals over its steps)."""
+    ``exposed_us`` (totals over its steps), and its critical paths (``cp_*``, see
+    :func:`_critical_path_facts`)."""
 
     path: str
     rank: int | None
@@ -76,6 +77,7 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     info = info if isinstance(info, dict) else {}
     steps, kernels = profile.steps(), profile.kernels()
     calls, facts = _compute(profile, steps)
+    facts |= _critical_path_facts(profile)
     summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -174,6 +176,19 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
         totals["exposed_us"] += iv.length(step_comm) - iv.length(iv.intersection(step_comm, step_compute))
     facts = {k: round(v, 3) for k, v in totals.items()} | {"span_start": span_start}
     return calls, facts
+
+
+def _critical_path_facts(profile: Any) -> dict[str, float]:
+    """Issue 26: the rank's critical paths summed over its steps: ``cp_steps``, ``cp_path_us`` and
+    ``cp_<bound>_us`` per bound kind (none when the trace has no path, e.g. no runtime events)."""
+    try:
+        frame = profile.critical_path()
+    except (ProfviewError, ValueError):
+        return {}
+    per_bound = frame.group_by("bound_by").agg(pl.col("duration_us").sum())
+    facts = {f"cp_{bound}_us": round(float(value), 3) for bound, value in per_bound.iter_rows()}
+    paths = frame.unique("step")
+    return facts | {"cp_steps": float(paths.height), "cp_path_us": round(float(paths["path_us"].sum()), 3)}
 
 
 def _pair(frame: pl.DataFrame) -> tuple[Any, Any]:

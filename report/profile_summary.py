@@ -86,6 +86,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
         )
         for line in communication_lines(view):
             console.print(Text(f"  {clean(line)}"))
+        for line in profile.efficiency_lines():  # issue 24
+            console.print(Text(f"  {clean(line)}"))
         for line in _memory_lines(profile):
             console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:

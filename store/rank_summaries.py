@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from . import trace_cache as cache
+from .keys import cache_root, identity, key
 
 FOLDER = "ranks"
 MAX_SUMMARIES = 20_000
@@ -29,8 +29,8 @@ INFO_FILE = "info.json"
 
 
 def _entry(path: str, settings: dict[str, Any]) -> Path:
-    identity = cache._identity(path)  # size, times, inode, version and cache format of the trace
-    return cache.cache_root() / FOLDER / cache._key({"trace": identity, "settings": settings})
+    trace = identity(path)  # size, times, inode, version and cache format of the trace
+    return cache_root() / FOLDER / key({"trace": trace, "settings": settings})
 
 
 #: Columns a saved frame must have for a re-open to use it.
@@ -114,7 +114,7 @@ def save(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], i
 def prune(limit: int = MAX_SUMMARIES) -> None:
     """Drop the oldest summaries past ``limit``."""
     try:
-        folder = cache.cache_root() / FOLDER
+        folder = cache_root() / FOLDER
         entries = [(e.stat().st_mtime, e) for e in folder.iterdir() if e.is_dir()]
     except OSError:
         return

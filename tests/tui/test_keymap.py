@@ -19,6 +19,7 @@ from profview.tui.drill.worker import DrillProgress
 from profview.tui.job.compare import JobCompareScreen
 from profview.tui.job.screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
+from profview.tui.main.efficiency import EfficiencyView
 from profview.tui.main.memory import MemoryView
 from profview.tui.main.modules import ModulesView
 from profview.tui.main.step_timeline import Timeline
@@ -30,6 +31,7 @@ from profview.tui.widgets.filter_bar import FilterBar
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
     "app": ProfviewApp,
+    "efficiency": EfficiencyView,  # issue 24
     "drill": DrillScreen,
     "steps": StepList,
     "timeline": Timeline,
@@ -65,7 +67,7 @@ def test_ids_are_unique_and_help_comes_from_the_keymap() -> None:
 
 async def test_help_screen_lists_every_help_line() -> None:
     app = viewer(RESNET)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with app.run_test(size=(160, 64)) as pilot:  # issue 24: one more line (8, c: Efficiency)
         await wait_loaded(pilot, app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)

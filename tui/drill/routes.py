@@ -58,6 +58,15 @@ def _module_kernels(
     return DrillScreen("op_launches", frame, [*path, f"module {module}"])
 
 
+def _shape_launches(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """Issue 24: an operator and shapes of the perf model → the GPU work its calls of those shapes launched."""
+    name, dims = row["name"], row.get("input_dims")
+    frame = profile.launches(name, step, input_dims=dims)
+    return DrillScreen("op_launches", frame, [*path, f"op {name} {dims or ''}".rstrip()])
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -65,4 +74,5 @@ ROUTES: dict[str, Route] = {
     "ops": _op_launches,
     "kernel_launches": _launching_op,
     "modules": _module_kernels,
+    "efficiency": _shape_launches,
 }

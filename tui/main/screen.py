@@ -11,21 +11,27 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from ...profiles.trace_profile import Profile
+from ...profiles.views import with_efficiency
 from ...sanitize import clean
 from ..messages import StepChosen
 from ..widgets.filter_bar import FilterBar
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
+from .efficiency import EfficiencyView, efficiency_pane
 from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
 from .timeline import TimelinePane
 
-PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace")
+PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 # Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
+TITLES |= {"efficiency": "Efficiency"}  # issue 24
+#: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
+SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
+SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 
 
 class MainScreen(Screen):
@@ -65,6 +71,8 @@ class MainScreen(Screen):
             return memory_pane(self.profile, pane)
         if pane == "modules":
             return modules_pane(self.profile, pane)
+        if pane == "efficiency":
+            return efficiency_pane(self.profile, pane)
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
@@ -90,6 +98,9 @@ class MainScreen(Screen):
         except NoMatches:  # the viewer is closing: nothing left to fill
             return
         self.linked = True
+        kernels_view = self.query_one("#kernels")
+        if isinstance(kernels_view, FrameView):  # issue 24: now with category and TFLOP/s
+            kernels_view.set_frame(self.frame_for("kernels"))
         if self.is_attached and self.app.screen is self:
             self.show(self.pane)  # focus the new view if it is the one on screen
 
@@ -105,14 +116,20 @@ class MainScreen(Screen):
 
     def frame_for(self, view: str):  # type: ignore[no-untyped-def]
         if view == "kernels":
-            return self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
-        return self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+            frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
+        else:
+            frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+        if not self.linked:  # issue 24: category and TFLOP/s need the linked model
+            return frame
+        return with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))
 
     def update_header(self) -> None:
         tabs = Text()
         titles = dict(TITLES)
         if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
             titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
+        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
+            titles.update(SHORT_TITLES)  # issue 24: eight
         for index, pane in enumerate(PANES, 1):
             style = "bold reverse" if pane == self.pane else ""
             tabs.append(f" {index} {titles[pane]} ", style=style)
@@ -138,7 +155,7 @@ class MainScreen(Screen):
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane)):
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView)):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
@@ -150,7 +167,7 @@ class MainScreen(Screen):
             widget = self.query_one(f"#{self.pane}")
         except NoMatches:  # the pane is being replaced (link)
             return None
-        if isinstance(widget, (MemoryView, ModulesView)):  # a pane with a table inside
+        if isinstance(widget, (MemoryView, ModulesView, EfficiencyView)):  # a pane with a table inside
             return widget.query_one(FrameView)
         return widget if isinstance(widget, FrameView) else None
 
