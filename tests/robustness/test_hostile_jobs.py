@@ -32,7 +32,7 @@ from support import SAMPLES, run_cli
 from profview.errors import ProfviewError
 from profview.jobs import archives
 from profview.jobs.inputs import MAX_RANKS, check_ranks, find_inputs
-from profview.jobs.job import open_job
+from profview.jobs.job import Job, open_job
 from profview.store import job_summaries, rank_summaries
 
 GLOO = SAMPLES / "gloo_2rank"
@@ -531,6 +531,10 @@ def test_a_job_reopens_from_one_saved_summary_and_an_archive_without_extracting(
                     mine, theirs = getattr(a, name), getattr(b, name)
                     assert mine.equals(theirs) and mine.schema == theirs.schema
             assert again.collectives().equals(before.collectives())
+            # The views read back equal the views computed again from the ranks read back.
+            fresh = Job(again.source, again.ranks, again.summaries, again.world_size)
+            assert fresh.collectives().equals(again.collectives()) and fresh.ranks_view().equals(again.ranks_view())
+            assert fresh.clock_offsets() == again.clock_offsets()
     monkeypatch.undo()
     os.utime(archive, None)  # a changed archive is summarised again
     with open_job(archive, workers=1) as job:
