@@ -38,6 +38,10 @@ class ProgressLine:
             self.stream.flush()
 
 
+#: Ranks named on the straggler line, at most (1,024 identical ranks all tie).
+SHOWN_STRAGGLERS = 8
+
+
 def straggler_line(job: Job) -> str:
     """Which rank the others wait for, in words (the line ``summary`` prints)."""
     stragglers = job.stragglers()
@@ -47,7 +51,9 @@ def straggler_line(job: Job) -> str:
     row = view.filter(pl.col("rank") == stragglers[0]).row(0, named=True)
     matched = job.collectives().filter(pl.col("ranks") > 1)["collective"].n_unique()
     others = view.filter(~pl.col("straggler"))["wait_us"].mean()
-    names = ", ".join(map(str, stragglers))
+    names = ", ".join(map(str, stragglers[:SHOWN_STRAGGLERS]))
+    if len(stragglers) > SHOWN_STRAGGLERS:
+        names += f", … ({len(stragglers):,} ranks tie)"
     waits = f"; the other ranks wait {fmt_us(others)} on average" if others is not None else ""
     return (
         f"straggler: rank {names} (arrives last at {row['last_arrivals']} of {matched} collectives, "
@@ -64,7 +70,7 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     for number, line in enumerate(job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]):
         console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
     console.print(Text(f"  {straggler_line(job)}"))
-    ranks = job.ranks_view()
+    ranks, title = shown_ranks(job.ranks_view(), top)
     columns = {
         "rank": "rank",
         "steps": "steps",
@@ -78,7 +84,7 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
         "clock_offset_us": "offset µs",
     }
     table = Table(
-        title="Ranks (ms, mean per step; wait: total)",
+        title=title,
         title_justify="left",
         show_edge=False,
         pad_edge=False,
@@ -135,6 +141,23 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
             Text(str(row["max_rank"])),
         )
     console.print(table)
+
+
+def shown_ranks(ranks: pl.DataFrame, top: int) -> tuple[pl.DataFrame, str]:
+    """The rows of the ranks table ``summary`` prints, and its title: every rank of a job of at most
+    ``top`` ranks; of a larger job, the straggler(s) and then the slowest mean steps, ``top`` rows in
+    all, in rank order (1,024 rows read as a list, not a summary)."""
+    title = "Ranks (ms, mean per step; wait: total)"
+    if top <= 0 or ranks.height <= top:
+        return ranks, title
+    order = ranks.with_row_index("_row").sort(
+        [pl.col("straggler"), pl.col("step_us")], descending=[True, True], nulls_last=True
+    )
+    picked = order.head(top).sort("rank").drop("_row")
+    return picked, (
+        f"Ranks: {top} of {ranks.height:,} (the straggler, then the slowest steps; export --view ranks has all) "
+        "(ms, mean per step; wait: total)"
+    )
 
 
 def _cell(column: str, value: object) -> Text:
