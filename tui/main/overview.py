@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import polars as pl
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -16,6 +19,20 @@ from ...sanitize import clean
 from ..widgets.bars import legend, stacked_bar
 
 TOP = 5
+#: Traces with more events than this get their critical path computed off the UI thread (it takes
+#: about a second per 250,000 events); smaller ones on the spot.
+PATH_ON_THE_SPOT = 200_000
+
+
+def path_pending(profile: Profile) -> bool:
+    """Whether the critical path still has to be computed off the UI thread (see :func:`path_line`)."""
+    return profile.is_trace and not profile.has_step_paths() and profile.event_count > PATH_ON_THE_SPOT
+
+
+def compute_path(profile: Profile) -> None:
+    """Compute the critical path (a worker thread's job); a trace without one is no error here."""
+    with contextlib.suppress(ProfviewError):
+        profile.step_paths()
 
 
 def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str, str, str]) -> Table:
@@ -154,6 +171,8 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     (``short``: ``critical path: …`` without saying which steps)."""
     from ...analysis.critical_path_frames import bound_line
 
+    if not profile.has_step_paths() and profile.event_count > PATH_ON_THE_SPOT:
+        return Text("critical path: computing…", style="dim italic")  # the view computes it off the UI thread
     try:
         frame = profile.critical_path()
     except ProfviewError as exc:
@@ -199,4 +218,12 @@ class OverviewView(VerticalScroll):
             body = early_overview_renderable(self.profile, self.size.width)
         else:
             body = overview_renderable(self.profile, self.size.width, self.step)
+            if path_pending(self.profile):
+                self.path_in_background()
         self.query_one("#overview-body", Static).update(body)
+
+    @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
+    def path_in_background(self) -> None:
+        """The critical path of a large trace, off the UI thread; the Overview redraws with it."""
+        compute_path(self.profile)
+        self.app.call_from_thread(self.on_resize)

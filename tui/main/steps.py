@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 from rich.text import Text
-from textual import events
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -199,8 +199,10 @@ class StepsView(VerticalScroll):
         totals.append(self.outlier_note(steps))
         self.query_one("#step-totals", Static).update(totals)
         if self.profile.is_trace:
-            from .overview import path_line
+            from .overview import path_line, path_pending
 
+            if path_pending(self.profile):
+                self.path_in_background(row)
             title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
             # What bounds the step (issue 26), on the title line: the layout keeps its height.
             title.append(" · ")
@@ -209,6 +211,14 @@ class StepsView(VerticalScroll):
             self.query_one("#timeline-title", Static).update(title)
             start = self.profile.span_start + row["start_us"]
             self.query_one(Timeline).show(self.profile.gpu, start, start + row["duration_us"])
+
+    @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
+    def path_in_background(self, row: dict) -> None:
+        """The critical path of a large trace, off the UI thread; the step's line redraws with it."""
+        from .overview import compute_path
+
+        compute_path(self.profile)
+        self.app.call_from_thread(self.show_step, row)
 
     @staticmethod
     def outlier_note(steps: StepList) -> Text:
