@@ -114,14 +114,39 @@ class Job:
 
         per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
         view, offsets = match_collectives(per_rank)
-        origin = min(
-            (
-                s.facts.get("span_start", 0.0) - offsets.get(r, 0.0)
-                for r, s in zip(self.ranks, self.summaries, strict=True)
-            ),
+        return view.with_columns((pl.col("start_us") - self._origin(offsets)).round(3)), offsets
+
+    def _origin(self, offsets: dict[int, float]) -> float:
+        """The job's start on the corrected clock (what the collectives' ``start_us`` counts from)."""
+        return min(
+            (s.facts.get("span_start", 0.0) - offsets.get(r, 0.0) for r, s in self._pairs()),
             default=0.0,
         )
-        return view.with_columns((pl.col("start_us") - origin).round(3)), offsets
+
+    def collective_instances(self) -> pl.DataFrame:
+        """One row per collective matched across ranks (:func:`~profview.analysis.collectives.collective_instances`)."""
+        from ..analysis.collectives import collective_instances
+
+        return collective_instances(self.collectives())
+
+    def step_waits(self) -> pl.DataFrame:
+        """Each rank's wait at matched collectives, step by step (:func:`~profview.analysis.ranks.step_waits`)."""
+        from ..analysis.ranks import step_waits
+
+        offsets = self.clock_offsets()
+        origin = self._origin(offsets)
+        windows = [
+            s.steps.select(
+                pl.lit(r, dtype=pl.Int64).alias("rank"),
+                "step",
+                start := (pl.col("start_us") + s.facts.get("span_start", 0.0) - offsets.get(r, 0.0) - origin),
+                (start + pl.col("duration_us")).alias("end_us"),
+            )
+            for r, s in self._pairs()
+        ]
+        frame = pl.concat(windows) if windows else pl.DataFrame(
+            schema={"rank": pl.Int64, "step": pl.Int64, "start_us": pl.Float64, "end_us": pl.Float64})
+        return step_waits(frame, self.collectives())
 
     def collectives(self) -> pl.DataFrame:
         """The collectives view (see :mod:`profview.analysis.collectives`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import polars as pl
 from rich.console import Group, RenderableType
@@ -50,7 +51,7 @@ def steps_phrase(steps: int) -> str:
     return f"{steps:,} steps" if steps else "no ProfilerStep ranges"
 
 
-def kernel_figures(row: dict) -> tuple[str, str]:
+def kernel_figures(row: dict[str, Any]) -> tuple[str, str]:
     """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
     if row.get("total_us") is None:
         calls = row.get("calls")
@@ -58,9 +59,9 @@ def kernel_figures(row: dict) -> tuple[str, str]:
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
-def title_lines(profile: Profile) -> list[RenderableType]:
-    """The first lines of either Overview: the file, its format, its warnings."""
-    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+def title_lines(profile: Profile, title: str | None = None) -> list[RenderableType]:
+    """The first lines of either Overview: the file (or ``title``: a rank of a job), its format, its warnings."""
+    parts: list[RenderableType] = [Text(f"{clean(title or profile.path)}  ({profile.format})", style="bold")]
     parts += [Text(f"warning: {clean(warning)}", style="yellow") for warning in profile.warnings]
     return parts
 
@@ -71,11 +72,13 @@ def top_kernels(kernels: pl.DataFrame, title: str) -> list[RenderableType]:
     return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
 
 
-def overview_renderable(profile: Profile, width: int, step: int | None = None) -> RenderableType:
+def overview_renderable(
+    profile: Profile, width: int, step: int | None = None, title: str | None = None
+) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
     and its top kernels and operators; issue 13)."""
     chosen = step if profile.is_trace else None  # a text format's tables are not per step
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
@@ -98,23 +101,23 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
             parts.append(Text(clean(line)))
         for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
             parts.append(Text(clean(line)))
-        step = view.average_step
-        total = step.get("duration", 0.0)
+        average = view.average_step
+        total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
         parts.append(Text(f"\n{heading}", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        parts.append(stacked_bar(average, total, max(width - 2, 10)))
+        parts.append(legend({c: average[c] for c in CATEGORIES}, total))
         parts.append(path_line(profile))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
-        step = profile.metadata["average_step"]
-        total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
+        recorded = profile.metadata["average_step"]
+        total = recorded.get("duration") or sum(recorded.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step.get(c, 0.0) for c in CATEGORIES}, total))
+        parts.append(stacked_bar(recorded, total, max(width - 2, 10)))
+        parts.append(legend({c: recorded.get(c, 0.0) for c in CATEGORIES}, total))
     for key, value in (profile.metadata.get("environments") or {}).items():
         parts.append(Text(f"{clean(key)}: {clean(value)}"))
     for hint in profile.metadata.get("hints") or []:
@@ -135,13 +138,13 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None) -
     return Group(*parts)
 
 
-def early_overview_renderable(profile: Profile, width: int) -> RenderableType:
+def early_overview_renderable(profile: Profile, width: int, title: str | None = None) -> RenderableType:
     """The Overview of a large trace while its model is built: what the kernel table alone tells.
 
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
     devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
     """
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
     parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
@@ -183,7 +186,7 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     line = bound_line(frame, step)
     if short:
         return Text(line)
-    whole = frame["step"].max() < 0  # no ProfilerStep: one window, the whole trace
+    whole = bool((frame["step"] < 0).all())  # no ProfilerStep: one window, the whole trace
     where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
     return Text(line.replace("critical path:", f"critical path ({where}):", 1))
 
@@ -194,9 +197,12 @@ class OverviewView(VerticalScroll):
 
     can_focus = True
 
-    def __init__(self, profile: Profile, *, id: str | None = None, early: bool = False) -> None:
+    def __init__(
+        self, profile: Profile, *, id: str | None = None, early: bool = False, title: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.profile = profile
+        self.title_text = title
         self.early = early
         self.step: int | None = None
 
@@ -215,9 +221,9 @@ class OverviewView(VerticalScroll):
 
     def on_resize(self) -> None:
         if self.early:
-            body = early_overview_renderable(self.profile, self.size.width)
+            body = early_overview_renderable(self.profile, self.size.width, self.title_text)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step)
+            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text)
             if path_pending(self.profile):
                 self.path_in_background()
         self.query_one("#overview-body", Static).update(body)

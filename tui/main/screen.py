@@ -34,12 +34,14 @@ SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 
 
-class MainScreen(Screen):
+class MainScreen(Screen[None]):
     """The four views of one profile."""
 
-    def __init__(self, profile: Profile, *, linked: bool = True) -> None:
+    def __init__(self, profile: Profile, *, linked: bool = True, title: str | None = None) -> None:
+        """``title``: what the tab line names (default: the profile's path)."""
         super().__init__()
         self.profile = profile
+        self.title_text = title or profile.path
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
@@ -55,7 +57,7 @@ class MainScreen(Screen):
                 if self.linked or pane == "kernels":
                     yield self.pane_widget(pane)
                 elif pane == "overview":
-                    yield OverviewView(self.profile, id="overview", early=True)
+                    yield OverviewView(self.profile, id="overview", early=True, title=self.title_text)
                 else:
                     yield self.waiting(pane)
         yield FilterBar()
@@ -64,7 +66,7 @@ class MainScreen(Screen):
     def pane_widget(self, pane: str) -> Widget:
         """The widget of one pane (the model must be built for all but Kernels)."""
         if pane == "overview":
-            return OverviewView(self.profile, id="overview")
+            return OverviewView(self.profile, id="overview", title=self.title_text)
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
         if pane == "memory":
@@ -134,7 +136,7 @@ class MainScreen(Screen):
             style = "bold reverse" if pane == self.pane else ""
             tabs.append(f" {index} {titles[pane]} ", style=style)
             tabs.append(" ")
-        tabs.append(f"  {clean(self.profile.path)}", style="dim")
+        tabs.append(f"  {clean(self.title_text)}", style="dim")
         self.query_one("#tabs", Static).update(tabs)
         context = []
         if self.step is not None:

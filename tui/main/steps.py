@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 from rich.text import Text
 from textual import events, work
@@ -42,7 +44,7 @@ class StepList(Widget, can_focus=True):
 
     def render(self) -> Text:
         """The rows that fit, scrolled so that the highlighted step is always among them."""
-        longest = float(self.steps["duration_us"].max() or 0.0)
+        longest = float(self.steps.select(pl.col("duration_us").max()).item() or 0.0)
         width = max(self.size.width - STEP_LABEL - 2, 10)
         shown = max(self.size.height, 1)
         if self.cursor < self.top:
@@ -112,7 +114,7 @@ class StepList(Widget, can_focus=True):
         self.focus()
         self.action_move(self.top + event.y - self.cursor)
 
-    def highlighted(self) -> dict:
+    def highlighted(self) -> dict[str, Any]:
         return self.steps.row(self.cursor, named=True)
 
     def action_move(self, delta: int) -> None:
@@ -179,7 +181,7 @@ class StepsView(VerticalScroll):
             title.append(f" · {OUTLIER} outlier: > {fmt_us(threshold)}", style="dim")
         self.query_one("#steps-sort", Static).update(title)
 
-    def show_step(self, row: dict) -> None:
+    def show_step(self, row: dict[str, Any]) -> None:
         """Totals of a step and its timeline."""
         steps = self.query_one(StepList)
         name = clean(row["name"])

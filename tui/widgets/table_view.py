@@ -18,7 +18,7 @@ from textual_fastdatatable import ArrowBackend, DataTable
 from ...errors import ProfviewError
 from ...profiles.views import filter_column, refine
 from ...sanitize import clean, clean_column
-from ..messages import DrillRequested
+from ..messages import DrillRequested, TableShown
 from .row_cursor import RowCursorTable
 from .row_details import details_text
 
@@ -191,15 +191,17 @@ class FrameView(Vertical):
         if self.displayed.width:
             last_row, last_column = max(self.displayed.height - 1, 0), self.displayed.width - 1
             place = {"row": min(row, last_row), "column": min(column, last_column)}
-            table.move_cursor(**place)
+            table.move_cursor(row=place["row"], column=place["column"])
             # The new table has no size yet, so move_cursor could not scroll: again once laid out.
             self.call_after_refresh(self._reveal_cursor, table, place)
         self.query_one(".status", Static).update(self.status_text())
         self.update_details()
+        self.post_message(TableShown(self))
 
     def _reveal_cursor(self, table: DataTable, place: dict[str, int]) -> None:
         if table is self._table and table.is_attached:
-            table.move_cursor(**place)  # scrolls the cursor's cell into view (right of the frozen name)
+            # scrolls the cursor's cell into view (right of the frozen name)
+            table.move_cursor(row=place["row"], column=place["column"])
 
     def on_resize(self) -> None:
         """Issue 13: the name column's width follows the terminal's (rebuilt when its limit changes)."""
