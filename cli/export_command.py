@@ -15,6 +15,7 @@ from .options import (
     FilterOption,
     ForceOption,
     NoCache,
+    OnPathOption,
     PathArg,
     RawFormulas,
     RunOption,
@@ -76,6 +77,7 @@ def export(
         Optional[float],  # noqa: UP045
         typer.Option("--peak-tbs", min=0.0, help="efficiency: this memory bandwidth (TB/s) instead of the device's."),
     ] = None,
+    on_path: OnPathOption = False,
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -102,7 +104,7 @@ def export(
         given_options = (
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs),
+            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -121,6 +123,7 @@ def export(
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
         what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
+        on_path=on_path,
     )
     if what_if:
         typer.echo(

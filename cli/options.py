@@ -20,6 +20,13 @@ FilterOption = Annotated[
 SortOption = Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")]  # noqa: UP045
 AscOption = Annotated[bool, typer.Option("--asc", help="Sort ascending.")]
 TopOption = Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")]  # noqa: UP045
+OnPathOption = Annotated[
+    bool,
+    typer.Option(
+        "--on-path",
+        help="kernels, ops: each name's time on the critical path (on_path_us, path_pct; --step: that step's).",
+    ),
+]
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 RawFormulas = Annotated[
     bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")

@@ -37,6 +37,36 @@ def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: 
     return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
 
 
+#: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.
+ON_PATH_COLUMNS = ("on_path_us", "path_pct")
+#: Kinds of ``critical_path_names`` rows that the kernel table lists (GPU work).
+_GPU_KINDS = ("kernel", "memcpy", "memset")
+
+
+def with_on_path(
+    profile: Profile, view: str, frame: pl.DataFrame, step: int | None = None, rules: str = "profview"
+) -> pl.DataFrame:
+    """Issue 26: a trace's kernel or operator table (one row per name) with ``on_path_us`` and
+    ``path_pct`` after its total: per name, its own time on the critical path of the steps (``step``:
+    that one's) beside its total, as :meth:`Profile.critical_path_names` has it (kernels by kernel
+    name, operators by kind and name; a name outside every step's window has none).  Raises
+    :class:`ProfviewError` where the trace has no critical path (no runtime events)."""
+    names = profile.critical_path_names(step, rules)
+    if view == "kernels":
+        on = names.filter(pl.col("kind").is_in(_GPU_KINDS)).group_by("name").agg(pl.col(ON_PATH_COLUMNS).sum())
+        keys = ["name"]
+    else:
+        keys = ["kind", "name"] if "kind" in frame.columns else ["name"]
+        on = names.group_by(keys).agg(pl.col(ON_PATH_COLUMNS).sum())
+    joined = frame.drop(ON_PATH_COLUMNS, strict=False).join(on, on=keys, how="left", maintain_order="left")
+    after = next((c for c in ("total_us", "host_self_us") if c in frame.columns), None)
+    if after is None:
+        return joined
+    order = [c for c in frame.columns if c not in ON_PATH_COLUMNS]
+    at = order.index(after) + 1
+    return joined.select(*order[:at], *ON_PATH_COLUMNS, *order[at:])
+
+
 def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
     """Rows of ``category`` (a view with a ``category`` column: kernels, ops, efficiency, categories)."""
     if category is None:
@@ -65,6 +95,7 @@ def view_frame(
     category: str | None = None,
     peak_tflops: float | None = None,
     peak_tb_s: float | None = None,
+    on_path: bool = False,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
@@ -73,7 +104,15 @@ def view_frame(
     path views (:data:`PATH_VIEWS`) take ``rules`` (``profview`` or ``hta``) and ``critical_path``
     takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
-    ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's."""
+    ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
+    ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`)."""
+    if on_path:
+        if view not in ("kernels", "ops"):
+            raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")
+        if by_shape:
+            raise ProfviewError(None, "--on-path is per name: it does not go with --by-shape")
+        frame = view_frame(profile, view, step=step, category=category)
+        return with_on_path(profile, view, frame, step, rules)
     if what_if and view != "critical_path":
         raise ProfviewError(None, f"--what-if goes with --view critical_path, not {view}")
     if view in PATH_VIEWS:
