@@ -7,6 +7,7 @@ from a text table carries the views its format provides.  Either way every figur
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -37,6 +38,9 @@ NO_SHAPES = (
     "no input shapes in this trace, so no FLOPs or bytes per operator "
     "(record with torch.profiler.profile(record_shapes=True))"
 )
+#: Computing a critical path is done once, by whichever thread asks first (a viewer's workers
+#: may ask for the same path at once: the others wait for it instead of computing it again).
+_PATH_LOCK = threading.Lock()
 NO_MODELLED = "no operator in this trace that the perf model sizes (GEMM, attention, convolution, pointwise)"
 #: Why a trace has no critical path (issue 26).
 NO_RUNTIME = (
@@ -420,10 +424,12 @@ class Profile:
         reason a trace has none)."""
         key = f"critical_path:{rules}:{step}"
         if key not in self._facts:
-            try:
-                self._facts[key] = self._compute_step_paths(step, rules)
-            except ProfviewError as exc:
-                self._facts[key] = exc
+            with _PATH_LOCK:
+                if key not in self._facts:
+                    try:
+                        self._facts[key] = self._compute_step_paths(step, rules)
+                    except ProfviewError as exc:
+                        self._facts[key] = exc
         found = self._facts[key]
         if isinstance(found, ProfviewError):
             raise found
@@ -467,10 +473,15 @@ class Profile:
         return events_frame(self.step_paths(step, rules))
 
     def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
-        """Per operator and kernel name, its time on the critical path beside its total."""
+        """Per operator and kernel name, its time on the critical path beside its total (computed
+        once per step and rules: the viewer's on-path column reads it on every redraw)."""
         from ..analysis.critical_path_frames import names_frame
 
-        return names_frame(self.step_paths(step, rules))
+        key = f"critical_path_names:{rules}:{step}"
+        if key not in self._facts:
+            self._facts[key] = names_frame(self.step_paths(step, rules))
+        names: pl.DataFrame = self._facts[key]
+        return names
 
     def what_if(self, scalings: list[str], step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """The critical path before and after scaling the events named by ``scalings``

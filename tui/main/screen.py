@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -10,8 +13,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
-from ...profiles.trace_profile import Profile
-from ...profiles.views import with_efficiency
+from ...errors import ProfviewError
+from ...profiles.trace_profile import NO_RUNTIME, Profile
+from ...profiles.views import with_efficiency, with_on_path
 from ...sanitize import clean
 from ..messages import StepChosen
 from ..widgets.filter_bar import FilterBar
@@ -46,6 +50,9 @@ class MainScreen(Screen[None]):
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
         self.by_shape = {"kernels": False, "ops": False}
+        #: ``(step,)``: the step whose critical path the Kernels and Operators tables show (issue 26:
+        #: their on-path column); None while it is being computed.
+        self.path_shown: tuple[int | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="tabs")
@@ -105,12 +112,70 @@ class MainScreen(Screen[None]):
             kernels_view.set_frame(self.frame_for("kernels"))
         if self.is_attached and self.app.screen is self:
             self.show(self.pane)  # focus the new view if it is the one on screen
+        self.ask_for_path()
 
     def on_mount(self) -> None:
         try:
             self.update_header()
         except NoMatches:  # the viewer closed before this screen was laid out
             return
+        self.ask_for_path()
+
+    # -- the on-path column of Kernels and Operators (issue 26) ------------------------------------
+    def path_known(self) -> bool:
+        """Whether the critical path of the chosen step (or all steps) is known, or known to be absent."""
+        return self.profile.is_trace and self.linked and self.profile.has_step_paths(self.step)
+
+    def path_settled(self) -> bool:
+        """Whether the tables show what is known of the path (tests wait for it)."""
+        return not self.profile.is_trace or (self.path_known() and self.path_shown == (self.step,))
+
+    def ask_for_path(self) -> None:
+        """Compute the path of the chosen step off the UI thread; the tables gain the column when it arrives."""
+        if not self.profile.is_trace or not self.linked:
+            return
+        if not self.path_known():
+            self.path_shown = None
+            self.path_in_background(self.step)
+        elif self.path_shown != (self.step,):  # known already (the Overview computed it)
+            self.refresh_tables()
+
+    @work(thread=True, group="on-path", exit_on_error=False)
+    def path_in_background(self, step: int | None) -> None:
+        """The names on the critical path of ``step`` (seconds on a large trace), then a redraw."""
+        with contextlib.suppress(ProfviewError):  # no path: the context line says why
+            self.profile.critical_path_names(step)
+        self.app.call_from_thread(self.path_arrived, step)
+
+    def path_arrived(self, step: int | None) -> None:
+        if step == self.step and self.is_attached:
+            with contextlib.suppress(NoMatches):  # the viewer is closing
+                self.refresh_tables()
+
+    def with_path(self, view: str, frame):  # type: ignore[no-untyped-def]
+        """``frame`` with the on-path column where the path is known (per name: not by shape)."""
+        if self.by_shape.get(view) or not self.path_known():
+            return frame
+        try:
+            return with_on_path(self.profile, view, frame, self.step)
+        except ProfviewError:
+            return frame
+
+    def path_phrase(self) -> str | None:
+        """The context line's word on the on-path column of Kernels and Operators."""
+        if not self.profile.is_trace or not self.linked or self.pane not in ("kernels", "ops"):
+            return None
+        if self.by_shape[self.pane]:
+            return "on-path column: per name only"
+        if not self.path_known():
+            return "on path: computing…"
+        try:
+            self.profile.critical_path_names(self.step)
+        except ProfviewError as exc:
+            return "no on-path column: " + ("no runtime events" if exc.problem == NO_RUNTIME else "no critical path")
+        if self.step is not None:
+            return f"on path: step {self.step}'s critical path"
+        return "on path: all steps' critical paths" if self.profile.step_numbers() else "on path: whole trace's"
 
     def missing_text(self, view: str) -> Text:
         reason = self.profile.missing.get(view, f"a {self.profile.format} has no {TITLES[view].lower()} view")
@@ -123,7 +188,7 @@ class MainScreen(Screen[None]):
             frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
         if not self.linked:  # issue 24: category and TFLOP/s need the linked model
             return frame
-        return with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))
+        return self.with_path(view, with_efficiency(self.profile, view, frame, self.by_shape.get(view, False)))
 
     def update_header(self) -> None:
         tabs = Text()
@@ -145,6 +210,9 @@ class MainScreen(Screen[None]):
             context.append("kernels by launch shape")
         if self.by_shape["ops"]:
             context.append("operators by input shapes")
+        phrase = self.path_phrase()
+        if phrase:
+            context.append(phrase)
         self.query_one("#context", Static).update(Text(" · ".join(context) or "all steps", style="dim"))
 
     def show(self, pane: str) -> None:
@@ -178,7 +246,10 @@ class MainScreen(Screen[None]):
             widget = self.query_one(f"#{view}")
             if isinstance(widget, FrameView):
                 widget.set_frame(self.frame_for(view))
+        if self.path_known():
+            self.path_shown = (self.step,)
         self.update_header()
+        self.ask_for_path()
 
     def can_group(self) -> bool:
         """Whether b (by launch shape / by input shapes; Modules: by source line) applies here."""
