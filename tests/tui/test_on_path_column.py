@@ -2,7 +2,7 @@
 by a thread worker, arrives; the context line says whose path it is, or why there is none.
 
 Witness: the figures on screen are Profile.critical_path_names()'s (a second load of the trace),
-which tests/analysis/test_on_path_views.py checks against the path's own length."""
+which tests/cli/test_on_path_cli.py checks against the path's own length."""
 
 from __future__ import annotations
 
