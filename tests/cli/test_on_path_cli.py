@@ -79,12 +79,10 @@ def step_kernel_us(name: str, step: int, kernel: str) -> tuple[int, float]:
     events = [e for e in raw_events(name) if e.get("ph") == "X"]
     window = next(e for e in events if e.get("name") == f"ProfilerStep#{step}")
     lo, hi = float(window["ts"]), float(window["ts"]) + float(window["dur"])
-    launches = {
-        e["args"]["correlation"]
-        for e in events
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and lo <= float(e["ts"]) <= hi and "correlation" in e.get("args", {})
-    }
-    runs = [e for e in events if e.get("cat") == "kernel" and e["name"] == kernel and e["args"].get("correlation") in launches]
+    host = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and lo <= float(e["ts"]) <= hi]
+    launches = {e["args"]["correlation"] for e in host if "correlation" in e.get("args", {})}
+    runs = [e for e in events if e.get("cat") == "kernel" and e["name"] == kernel]
+    runs = [e for e in runs if e["args"].get("correlation") in launches]
     return len(runs), sum(float(e["dur"]) for e in runs)
 
 
