@@ -12,8 +12,11 @@ TRACE = "samples/resnet50_train_amp.pt.trace.json.gz"  # relative: the same path
 
 
 async def loaded(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Linked, and the critical path in the Kernels and Operators tables (issue 26: a worker adds
+    their on-path column)."""
     for _ in range(400):  # a trace of 100,000+ events shows its first screen before it is linked
-        if isinstance(pilot.app.screen, MainScreen) and pilot.app.linked:
+        screen = pilot.app.screen
+        if isinstance(screen, MainScreen) and pilot.app.linked and screen.path_settled():
             break
         await pilot.pause(0.05)
     await pilot.pause()
