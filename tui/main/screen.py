@@ -175,7 +175,9 @@ class MainScreen(Screen[None]):
             return "no on-path column: " + ("no runtime events" if exc.problem == NO_RUNTIME else "no critical path")
         if self.step is not None:
             return f"on path: step {self.step}'s critical path"
-        return "on path: all steps' critical paths" if self.profile.step_numbers() else "on path: whole trace's"
+        if self.profile.step_numbers():
+            return "on path: all steps' critical paths"
+        return "on path: the whole trace's critical path"
 
     def missing_text(self, view: str) -> Text:
         reason = self.profile.missing.get(view, f"a {self.profile.format} has no {TITLES[view].lower()} view")
