@@ -10,13 +10,27 @@ from profview.tui.app import ProfviewApp
 from profview.tui.main.screen import MainScreen
 
 
-async def wait_loaded(pilot, app: ProfviewApp) -> None:  # type: ignore[no-untyped-def]
+async def wait_loaded(pilot, app: ProfviewApp, path: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """The main screen is up (``path``: and the Kernels and Operators tables have their on-path
+    column, or know there is none: issue 26's worker, so that what a test reads does not change)."""
     for _ in range(200):
         if isinstance(app.screen, MainScreen):
             break
         await pilot.pause(0.05)
     await pilot.pause()
     assert isinstance(app.screen, MainScreen), "the trace did not load"
+    if path:
+        await wait_path(pilot, app.screen)
+
+
+async def wait_path(pilot, screen: MainScreen) -> None:  # type: ignore[no-untyped-def]
+    """Until the screen's tables show what is known of the critical path (:meth:`MainScreen.path_settled`)."""
+    for _ in range(400):
+        if screen.path_settled():
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+    assert screen.path_settled(), "the critical path never reached the tables"
 
 
 def screen_text(app: ProfviewApp) -> str:

@@ -81,7 +81,7 @@ async def test_escape_clears_the_filter_then_closes_the_drill_down() -> None:
         assert isinstance(app.screen, MainScreen)
         assert view.pattern == "convolution_backward"
         await pilot.press("escape")  # on the main table: the filter goes
-        assert view.pattern == "" and view.displayed.equals(view_frame(loaded(RESNET), "ops"))
+        assert view.pattern == "" and view.displayed.equals(view_frame(loaded(RESNET), "ops", on_path=True))
         assert "filter" not in screen_text(app).splitlines()[2]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from pilot import screen_text, wait_loaded
+from pilot import screen_text, wait_loaded, wait_path
 from support import sample
 
 import profview
@@ -18,15 +18,6 @@ from profview.tui.main.screen import MainScreen
 from profview.tui.messages import StepChosen
 
 GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
-
-
-async def settled(pilot, screen: MainScreen) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(400):
-        if screen.path_settled():
-            break
-        await pilot.pause(0.05)
-    await pilot.pause()
-    assert screen.path_settled(), "the on-path column never arrived"
 
 
 def cutlass_on_path(step: int | None) -> float:
@@ -52,7 +43,7 @@ async def test_kernels_tab_gains_the_column_after_the_worker(monkeypatch: pytest
     monkeypatch.setattr(fresh, "step_paths", held_back)
     app = ProfviewApp(str(sample(GPT2)), no_cache=True, profile=fresh)
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_loaded(pilot, app)
+        await wait_loaded(pilot, app, path=False)
         screen = app.screen
         assert isinstance(screen, MainScreen)
         await pilot.press("2")
@@ -60,7 +51,7 @@ async def test_kernels_tab_gains_the_column_after_the_worker(monkeypatch: pytest
         assert "on path: computing…" in screen_text(app) and "on_path_us" not in screen_text(app)
         assert "on_path_us" not in screen.frame_for("kernels").columns
         go.set()
-        await settled(pilot, screen)
+        await wait_path(pilot, screen)
         kernels = screen.frame_for("kernels")
         assert kernels.columns[2:5] == ["total_us", "on_path_us", "path_pct"]
         text = screen_text(app)
@@ -71,7 +62,7 @@ async def test_kernels_tab_gains_the_column_after_the_worker(monkeypatch: pytest
         # Step 3 chosen: the column is that step's path, recomputed by the worker.
         screen.post_message(StepChosen(3))
         await pilot.pause()
-        await settled(pilot, screen)
+        await wait_path(pilot, screen)
         assert "on path: step 3's critical path" in screen_text(app)
         top = screen.frame_for("kernels").sort("on_path_us", descending=True).row(0, named=True)
         assert top["on_path_us"] == cutlass_on_path(3)
@@ -88,6 +79,6 @@ async def test_a_trace_without_runtime_events_says_why() -> None:
         screen = app.screen
         assert isinstance(screen, MainScreen)
         await pilot.press("2")
-        await settled(pilot, screen)
+        await wait_path(pilot, screen)
         assert "no on-path column: no runtime events" in screen_text(app)
         assert "on_path_us" not in screen.frame_for("kernels").columns

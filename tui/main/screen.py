@@ -127,8 +127,11 @@ class MainScreen(Screen[None]):
         return self.profile.is_trace and self.linked and self.profile.has_step_paths(self.step)
 
     def path_settled(self) -> bool:
-        """Whether the tables show what is known of the path (tests wait for it)."""
-        return not self.profile.is_trace or (self.path_known() and self.path_shown == (self.step,))
+        """Whether the tables show what is known of the path (tests wait for it); before the model is
+        linked there is no path to wait for (it is asked for when linked)."""
+        if not self.profile.is_trace or not self.linked:
+            return True
+        return self.path_known() and self.path_shown == (self.step,)
 
     def ask_for_path(self) -> None:
         """Compute the path of the chosen step off the UI thread; the tables gain the column when it arrives."""
