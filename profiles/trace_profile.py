@@ -98,6 +98,13 @@ class Profile:
         source = self.events_source
         return source() if callable(source) else source
 
+    def _trace_events(self) -> pl.DataFrame:
+        """The events frame; :class:`ProfviewError` for a text format, which has none."""
+        events = self.events
+        if events is None:
+            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        return events
+
     @cached_property
     def model(self) -> TraceModel:
         """The linked trace model (traces only): the stored one of a re-opened trace, else built."""
@@ -106,11 +113,10 @@ class Profile:
             if model is not None:
                 self.model_stored = True
                 return model
-        if self.events is None:
-            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        events = self._trace_events()
         from ..analysis.model import build_model
 
-        return build_model(self.events, self.gpu)
+        return build_model(events, self.gpu)
 
     def model_with(self, host: tuple[str, ...], gpu: tuple[str, ...]) -> TraceModel:
         """The model, or of a re-opened trace only these host and GPU columns of the stored one
@@ -125,9 +131,7 @@ class Profile:
     @cached_property
     def gpu(self) -> pl.DataFrame:
         """GPU work of a trace, without the links to operators (enough for kernel tables)."""
-        if self.events is None:
-            raise ProfviewError(self.path, f"{self.format} has no trace events")
-        return gpu_work(self.events)
+        return gpu_work(self._trace_events())
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
@@ -314,7 +318,7 @@ class Profile:
         """One row per allocator event (see :func:`profview.analysis.memory.memory_events`)."""
         from ..analysis.memory import memory_events
 
-        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self.events))
+        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self._trace_events()))
 
     def memory_ops(self) -> pl.DataFrame:
         """Memory per operator and device (see :func:`profview.analysis.memory.memory_ops`)."""
