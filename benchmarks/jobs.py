@@ -2,6 +2,15 @@
 
     .venv/bin/python benchmarks/jobs.py            # 16, 32, 64 ranks
     .venv/bin/python benchmarks/jobs.py --big      # ... and 128, 256
+    .venv/bin/python benchmarks/jobs.py --scale    # 8, 256, 1,024 tiny ranks: cold and re-open
+
+``--scale`` (issue 23): each rank is ``samples/gloo_2rank/rank0.pt.trace.json.gz`` (612 events,
+16 KB gzipped) with ``distributedInfo`` rewritten, written once under /tmp and deleted at the
+end.  Every measurement runs in a fresh process (``open_job`` on the default pool, then the ranks
+and collectives views): ``cold`` (empty cache), ``re-open`` (the whole job read from its one saved
+summary, :mod:`profview.store.job_summaries`), ``by rank`` (that summary removed: each rank's
+saved summary read, the re-open of before).  Peak RSS of every process: the parent's
+``ru_maxrss`` and each worker's ``VmHWM``, polled every 50 ms while it runs.
 
 Each rank is samples/gpt2_train_bf16.pt.trace.json.gz with ``distributedInfo.rank`` rewritten
 (plain JSON, written once into a temporary folder).  Every measurement runs in a fresh Python
@@ -17,9 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -71,13 +82,128 @@ def child(folder: str, workers: int, cache: bool, one: bool) -> None:
     print(json.dumps({"wall_s": round(wall, 2), "parent_mb": round(parent), "worker_mb": round(children)}))
 
 
+TINY = ROOT / "samples" / "gloo_2rank" / "rank0.pt.trace.json.gz"
+
+
+def make_tiny_job(folder: Path, ranks: int) -> None:
+    """``ranks`` gzipped copies of the gloo trace, each with its rank and the world size set."""
+    import gzip
+
+    import orjson
+
+    doc = orjson.loads(gzip.decompress(TINY.read_bytes()))
+    for rank in range(ranks):
+        doc["distributedInfo"] = {**doc["distributedInfo"], "rank": rank, "world_size": ranks}
+        (folder / f"rank{rank}.json.gz").write_bytes(gzip.compress(orjson.dumps(doc), 6))
+
+
+class PeakWatch:
+    """Peak RSS (VmHWM) of this process's children, polled while it runs."""
+
+    def __init__(self) -> None:
+        self.peaks: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.wait(0.05):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    if int(stat.rsplit(")", 1)[1].split()[1]) != me:
+                        continue
+                    for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            kib = int(line.split()[1])
+                            self.peaks[int(entry)] = max(self.peaks.get(int(entry), 0), kib)
+                except (OSError, ValueError, IndexError):
+                    continue
+
+    def stop(self) -> dict[int, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
+def scale_child(folder: str) -> None:
+    """One scale measurement (in a fresh process): print its JSON."""
+    import resource
+
+    watch = PeakWatch()
+    from profview.jobs.job import open_job
+
+    started = time.perf_counter()
+    with open_job(folder) as job:
+        job.ranks_view()
+        job.collectives()
+        ranks = len(job.ranks)
+    wall = time.perf_counter() - started
+    workers = watch.stop()
+    parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    worker_mb = sorted((round(k / 1024) for k in workers.values()), reverse=True)
+    result = {"wall_s": round(wall, 2), "ranks": ranks, "parent_mb": round(parent / 1024), "workers_mb": worker_mb}
+    print(json.dumps(result))
+
+
+def scale_measure(folder: Path, cache: Path) -> dict:
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(cache)}
+    out = subprocess.run(
+        [sys.executable, __file__, "--scale-child", str(folder)], check=True, capture_output=True, text=True, env=env
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def scale(sizes: list[int]) -> None:
+    """Tiny ranks at scale: cold, re-open (one saved job), and re-open rank by rank."""
+    from profview.jobs.executors import default_workers
+
+    print(f"rank: {TINY.relative_to(ROOT)} (rewritten); pool: {default_workers()} workers; {os.cpu_count()} cores")
+    print(f"{'ranks':>5} {'run':>8} {'wall s':>7} {'ms/rank':>7} {'parent MB':>9}  workers' peak MB")
+    scratch = Path(tempfile.mkdtemp(prefix="profview-bench-"))
+    try:
+        for n in sizes:
+            folder = scratch / f"job{n}"
+            folder.mkdir()
+            subprocess.run([sys.executable, __file__, "--make-tiny", str(folder), str(n)], check=True)
+            cache = scratch / f"cache{n}"
+            for run in ("cold", "re-open", "by rank"):
+                if run == "by rank":
+                    shutil.rmtree(cache / "jobs", ignore_errors=True)
+                got = scale_measure(folder, cache)
+                assert got["ranks"] == n, got
+                per_rank = 1000 * got["wall_s"] / n
+                workers = ", ".join(map(str, got["workers_mb"])) or "-"
+                print(f"{n:>5} {run:>8} {got['wall_s']:>7} {per_rank:>7.1f} {got['parent_mb']:>9}  {workers}")
+            shutil.rmtree(folder)
+            shutil.rmtree(cache, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true", help="also 128 and 256 ranks")
     parser.add_argument("--workers", type=int, default=None, help="pool size (default: all cores)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--scale", action="store_true", help="8, 256 and 1,024 tiny ranks, cold and re-open")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 256, 1024], help="--scale: these sizes")
+    parser.add_argument("--scale-child", help=argparse.SUPPRESS)
+    parser.add_argument("--make-tiny", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_child:
+        scale_child(args.scale_child)
+        return
+    if args.make_tiny:
+        make_tiny_job(Path(args.make_tiny[0]), int(args.make_tiny[1]))
+        return
+    if args.scale:
+        scale(args.sizes)
+        return
     if args.make:
         make_job(Path(args.make[0]), int(args.make[1]))
         return

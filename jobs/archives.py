@@ -75,7 +75,7 @@ def make_temp_dir() -> str:
 def sweep_stale(root: str | None = None) -> list[str]:
     """Remove extraction folders whose profview is gone (killed before it could clean up)."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = [n for n in os.listdir(root) if n.startswith(TEMP_PREFIX)]
     except OSError:

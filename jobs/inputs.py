@@ -168,7 +168,8 @@ def _kind(path: str) -> str:
 
 def _traces_only(paths: list[str], notes: list[str], where: str) -> list[str]:
     """``paths`` without the files that are not traces (each skipped with a note)."""
-    kept, skipped = [], []
+    kept: list[str] = []
+    skipped: list[str] = []
     for path in paths:
         (kept if looks_like_trace(path) else skipped).append(path)
     if skipped:

@@ -302,11 +302,6 @@ def open_job(
             failures += [(inputs.label(r.path), r.problem) for r in results if isinstance(r, RankFailure)]
             for summary in summaries:
                 summary.path = inputs.label(summary.path)
-            if job_key and not any("memory" in problem for _name, problem in failures):
-                job_store.save(
-                    job_key, [_saved_info(s) for s in summaries], [_frames(s) for s in summaries], failures,
-                    inputs.notes,
-                )
         if failures and (strict or not summaries):
             name, problem = failures[0]
             more = f" (and {len(failures) - 1} more unreadable)" if len(failures) > 1 else ""
@@ -318,7 +313,7 @@ def open_job(
         inputs.cleanup()
         raise
     order = sorted(range(len(ranks)), key=ranks.__getitem__)
-    return Job(
+    job = Job(
         source=inputs.source,
         ranks=[ranks[i] for i in order],
         summaries=[summaries[i] for i in order],
@@ -328,6 +323,32 @@ def open_job(
         comm_pattern=comm_pattern,
         failures=failures,
     )
+    if saved is not None:
+        _restore_views(job, saved[2])
+    elif job_key and not any("memory" in problem for _name, problem in failures):
+        views = _computed_views(job)
+        job_store.save(
+            job_key, [_saved_info(s) for s in summaries], [_frames(s) for s in summaries], failures, inputs.notes,
+            views,
+        )
+    return job
+
+
+def _computed_views(job: Job) -> dict[str, object] | None:
+    """The job's collectives and ranks views (what ``summary`` shows), to be saved with it: a
+    re-open of 1,024 ranks then reads them instead of matching every rank's calls again."""
+    try:
+        return {"collectives": job.collectives(), "ranks": job.ranks_view(), "offsets": job.clock_offsets()}
+    except (pl.exceptions.PolarsError, ValueError, KeyError):  # the views fail later, where they are asked for
+        return None
+
+
+def _restore_views(job: Job, doc: dict) -> None:
+    views = doc.get("views")
+    if isinstance(views, dict):
+        offsets = {int(rank): float(value) for rank, value in views["offsets"].items()}
+        job.__dict__["_matched"] = (views["collectives"], offsets)  # the cached properties, filled
+        job.__dict__["_ranks_view"] = views["ranks"]
 
 
 #: Unreadable traces named one by one in the notes, at most.
@@ -353,6 +374,7 @@ def _saved_info(summary: RankSummary) -> dict[str, object]:
         "backend": summary.backend,
         "facts": summary.facts,
         "warnings": summary.warnings,
+        "path_collectives": summary.path_collectives,
     }
 
 
@@ -371,6 +393,7 @@ def _from_saved(info: dict, frames: dict[str, pl.DataFrame]) -> RankSummary:
         calls=frames["calls"],
         facts=dict(info["facts"]),
         warnings=list(info["warnings"]),
+        path_collectives=[float(t) for t in info.get("path_collectives") or [] if isinstance(t, int | float)],
     )
 
 

@@ -94,7 +94,7 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
         path_collectives=path_collectives,
     )
     if use_cache:
-        saved = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
+        saved: dict[str, object] = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
         saved |= {"warnings": summary.warnings, "facts": facts, "path_collectives": path_collectives}
         rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
     return summary

@@ -125,6 +125,24 @@ def remember_views(profile: Profile, *, model: bool = False) -> None:
 ANALYSIS_MEMORY_FACTOR = 3.6
 
 
+#: Device types whose Kineto categories profview does not read as GPU work (prefix of ``cat``).
+UNSUPPORTED_DEVICES = {"mtia": "MTIA"}
+
+
+def unsupported_devices(events: pl.DataFrame) -> list[str]:
+    """A warning per device type the trace recorded that profview does not support (an MTIA trace
+    would otherwise read as one with no GPU work)."""
+    warnings = []
+    for prefix, device in UNSUPPORTED_DEVICES.items():
+        count = events.filter(pl.col("cat").str.to_lowercase().str.starts_with(prefix)).height
+        if count:
+            warnings.append(
+                f"device type {device} is not supported: its {count:,} {prefix}_* events (runtime calls and "
+                "device work) are left out of the tables, which cover CUDA and ROCm GPU work"
+            )
+    return warnings
+
+
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
     from ..parsers.chrome_trace import read_chrome
@@ -156,7 +174,7 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "format": trace_format,
             "missing": missing,
             "metadata": trace.metadata,
-            "warnings": file.warnings + trace.warnings,
+            "warnings": file.warnings + trace.warnings + unsupported_devices(events),
             "truncated": trace.truncated or bool(file.warnings),
             "event_count": events.height,
         }

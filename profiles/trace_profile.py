@@ -750,10 +750,11 @@ class Profile:
         tflop = _mean(rows["model_tflop"])
         rate = _mean(rows["tflops_s"])
         what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
-        line = f"model FLOPs per {what} {tflop:.3f} TFLOP, {rate:.1f} TFLOP/s"
+        line = f"model FLOPs per {what} {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
         if peak is not None and peak.peak_tflops(precision):
             mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
-            line += f", MFU {mfu:.1f}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
+            shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
+            line += f", MFU {shown}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
         else:
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         lines.append(line)
@@ -762,6 +763,13 @@ class Profile:
             f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
         )
         return lines
+
+
+
+def _flop_text(tflop: float, decimals: int = 3) -> str:
+    """An amount of TFLOP in the unit that shows it: TFLOP from 1, GFLOP below (a small model's step
+    is not ``0.000 TFLOP``)."""
+    return f"{tflop:.{decimals}f} TFLOP" if tflop >= 1 or tflop == 0 else f"{tflop * 1e3:.3g} GFLOP"
 
 
 def _mean(values: pl.Series) -> float:

@@ -16,6 +16,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
@@ -152,13 +153,13 @@ def check_target(target: str, *, inputs: tuple[str, ...] = (), overwrite: bool =
     return path
 
 
-def _write_frame(frame: pl.DataFrame, fmt: str, fh: object) -> None:
+def _write_frame(frame: pl.DataFrame, fmt: str, fh: BinaryIO) -> None:
     if fmt == "csv":
-        frame.write_csv(fh, float_precision=CSV_FLOAT_DECIMALS)  # type: ignore[arg-type]
+        frame.write_csv(fh, float_precision=CSV_FLOAT_DECIMALS)
     elif fmt == "parquet":
-        frame.write_parquet(fh)  # type: ignore[arg-type]
+        frame.write_parquet(fh)
     else:
-        fh.write(frame.write_json().encode())  # type: ignore[attr-defined]
+        fh.write(frame.write_json().encode())
 
 
 def _write_into(frame: pl.DataFrame, fmt: str, path: Path, target: str) -> str:

@@ -84,10 +84,10 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
     backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
-    for line in job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]:
-        console.print(Text(f"  {clean(line)}{backend}"))
+    for number, line in enumerate(job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]):
+        console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
     console.print(Text(f"  {straggler_line(job)}"))
-    ranks = job.ranks_view()
+    ranks, title = shown_ranks(job.ranks_view(), top)
     columns = {
         "rank": "rank",
         "steps": "steps",
@@ -101,7 +101,7 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
         "clock_offset_us": "offset µs",
     }
     table = Table(
-        title="Ranks (ms, mean per step; wait: total)",
+        title=title,
         title_justify="left",
         show_edge=False,
         pad_edge=False,
@@ -147,6 +147,23 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
             Text(str(row["max_rank"])),
         )
     console.print(table)
+
+
+def shown_ranks(ranks: pl.DataFrame, top: int) -> tuple[pl.DataFrame, str]:
+    """The rows of the ranks table ``summary`` prints, and its title: every rank of a job of at most
+    ``top`` ranks; of a larger job, the straggler(s) and then the slowest mean steps, ``top`` rows in
+    all, in rank order (1,024 rows read as a list, not a summary)."""
+    title = "Ranks (ms, mean per step; wait: total)"
+    if top <= 0 or ranks.height <= top:
+        return ranks, title
+    order = ranks.with_row_index("_row").sort(
+        [pl.col("straggler"), pl.col("step_us")], descending=[True, True], nulls_last=True
+    )
+    picked = order.head(top).sort("rank").drop("_row")
+    return picked, (
+        f"Ranks: {top} of {ranks.height:,} (the straggler, then the slowest steps; export --view ranks has all) "
+        "(ms, mean per step; wait: total)"
+    )
 
 
 def _cell(column: str, value: object) -> Text:

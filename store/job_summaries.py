@@ -35,6 +35,8 @@ FOLDER = "jobs"
 MAX_JOBS = 200
 INFO_FILE = "job.json"
 INDEX = "_index"
+#: The job's own views saved beside its ranks (``summary`` shows them).
+VIEW_FRAMES = ("collectives", "ranks")
 
 
 def job_key(files: list[str], archives: list[str], settings: dict[str, Any]) -> str | None:
@@ -83,6 +85,11 @@ def load(job: str) -> tuple[list[dict[str, Any]], list[dict[str, pl.DataFrame]],
             raise ValueError("frames")
         if not isinstance(doc.get("failures"), list) or not isinstance(doc.get("notes"), list):
             raise ValueError("job")
+        if "views" in doc:
+            offsets = doc["views"]["offsets"]
+            if not (isinstance(offsets, dict) and all(isinstance(v, int | float) for v in offsets.values())):
+                raise ValueError("views")
+            doc["views"].update({name: pl.read_ipc(entry / f"view-{name}.arrow") for name in VIEW_FRAMES})
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, pl.exceptions.PolarsError):
         shutil.rmtree(entry, ignore_errors=True)
         return None
@@ -99,8 +106,10 @@ def save(
     frames: list[dict[str, pl.DataFrame]],
     failures: list[tuple[str, str]],
     notes: list[str],
+    views: dict[str, Any] | None = None,
 ) -> None:
-    """Save a job (silently nothing on a read-only or full disk)."""
+    """Save a job (silently nothing on a read-only or full disk); ``views``: its collectives and
+    ranks views and clock offsets, read back into the job's ``views`` document entry."""
     try:
         entry = _entry(job)
         if entry.exists():
@@ -122,6 +131,10 @@ def save(
                     table.write_ipc(staging / file, compression="zstd")
                     doc["groups"][name].append(file)
                     doc["members"][name].append(members)
+            if views is not None:
+                for name in VIEW_FRAMES:
+                    views[name].write_ipc(staging / f"view-{name}.arrow", compression="zstd")
+                doc["views"] = {"offsets": {str(rank): value for rank, value in views["offsets"].items()}}
             (staging / INFO_FILE).write_bytes(orjson.dumps(doc, default=str))
             os.rename(staging, entry)
         finally:

@@ -320,3 +320,12 @@ def test_resnet_convolution_flops_match_torch_table() -> None:
     assert float((backward["calls"] * backward["gflops"]).sum()) == pytest.approx(
         2 * float((forward["calls"] * forward["gflops"]).sum()), rel=1e-12
     )
+
+
+def test_a_small_step_is_written_in_gflop_not_as_zero_tflop() -> None:
+    """The Overview's FLOPs line keeps its digits on a small model (DDP MLP: a fraction of a TFLOP per step)."""
+    profile = loaded("ddp_nccl_streams.pt.trace.json.gz")
+    tflop = profile.step_efficiency()["model_tflop"].mean()
+    assert 0 < tflop < 1
+    line = next(line for line in profile.efficiency_lines() if line.startswith("model FLOPs"))
+    assert f"per average step {tflop * 1e3:.3g} GFLOP," in line and "0.000 TFLOP" not in line

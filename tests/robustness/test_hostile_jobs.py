@@ -32,7 +32,7 @@ from support import SAMPLES, run_cli
 from profview.errors import ProfviewError
 from profview.jobs import archives
 from profview.jobs.inputs import MAX_RANKS, check_ranks, find_inputs
-from profview.jobs.job import open_job
+from profview.jobs.job import Job, open_job
 from profview.store import job_summaries, rank_summaries
 
 GLOO = SAMPLES / "gloo_2rank"
@@ -531,6 +531,10 @@ def test_a_job_reopens_from_one_saved_summary_and_an_archive_without_extracting(
                     mine, theirs = getattr(a, name), getattr(b, name)
                     assert mine.equals(theirs) and mine.schema == theirs.schema
             assert again.collectives().equals(before.collectives())
+            # The views read back equal the views computed again from the ranks read back.
+            fresh = Job(again.source, again.ranks, again.summaries, again.world_size)
+            assert fresh.collectives().equals(again.collectives()) and fresh.ranks_view().equals(again.ranks_view())
+            assert fresh.clock_offsets() == again.clock_offsets()
     monkeypatch.undo()
     os.utime(archive, None)  # a changed archive is summarised again
     with open_job(archive, workers=1) as job:
@@ -700,3 +704,18 @@ def test_16_diff_of_a_trace_and_its_table_pairs_cut_names(tmp_path: Path) -> Non
         ("void g<1>()", "void g<...", "prefix"), ("void f<1>(int)", None, "unmatched"),
         ("void f<2>(int)", None, "unmatched"), (None, "void f<...", "unmatched"),
     ]
+
+
+def test_a_large_job_s_summary_shows_the_straggler_and_the_slowest_ranks_not_a_list() -> None:
+    import polars as pl
+
+    from profview.report.job_summary import shown_ranks
+
+    ranks = pl.DataFrame(
+        {"rank": list(range(12)), "step_us": [5.0, 9.0, None, 7.0, 1.0, 8.0, 2.0, 3.0, 4.0, 6.0, 0.5, 0.7],
+         "straggler": [r == 4 for r in range(12)]}
+    )
+    shown, title = shown_ranks(ranks, 4)
+    assert shown["rank"].to_list() == [1, 3, 4, 5]  # the straggler, then steps of 9, 8 and 7 (None last)
+    assert title.startswith("Ranks: 4 of 12 (the straggler, then the slowest steps; export --view ranks has all)")
+    assert shown_ranks(ranks, 12)[0].equals(ranks) and shown_ranks(ranks, 0)[0].equals(ranks)

@@ -14,6 +14,7 @@ import profview
 from profview.errors import ProfviewError
 from profview.parsers.nesting import DEEP_NESTING
 
+SAMPLE_GPT2 = Path(__file__).resolve().parents[2] / "samples" / "gpt2_train_bf16.pt.trace.json.gz"
 KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
 
 
@@ -63,3 +64,19 @@ def test_13_without_the_repair_a_plain_bad_document_is_still_refused(tmp_path: P
     path.write_text('{"traceEvents": {"not": "a list"}}')
     with pytest.raises(ProfviewError, match="not a Chrome trace"):
         profview.load(path, use_cache=False)
+
+
+def test_low_an_mtia_trace_says_its_device_type_is_not_supported(tmp_path: Path, capsys) -> None:
+    """Kineto's MTIA categories (``mtia_runtime``, ``mtia_ccp_events``): a synthetic trace, as no
+    MTIA sample is at hand; before, it read as 'no GPU work was recorded' and nothing else."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 50, "args": {}},
+        {"ph": "X", "cat": "mtia_runtime", "name": "launch", "pid": 1, "tid": 1, "ts": 5, "dur": 5, "args": {}},
+        {"ph": "X", "cat": "mtia_ccp_events", "name": "mm", "pid": 0, "tid": 0, "ts": 12, "dur": 30, "args": {}},
+    ]
+    path = tmp_path / "mtia.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    assert run_cli(["summary", str(path), "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert f"profview: warning: {path}: device type MTIA is not supported: its 2 mtia_* events" in err
+    assert profview.load(SAMPLE_GPT2, use_cache=False).warnings == []  # a CUDA trace: no such warning

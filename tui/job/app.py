@@ -50,6 +50,7 @@ class JobApp(ProfviewApp):
         self.set_keymap(user_keymap())
         if self.job is not None:
             self.push_screen(JobScreen(self.job))
+            self._say_left_out(self.job)
             return
         self.push_screen(LoadingScreen(self.path))
         self.open_job()
@@ -81,6 +82,12 @@ class JobApp(ProfviewApp):
         for rank, summary in zip(job.ranks, job.summaries, strict=True):
             for warning in summary.warnings:
                 self.notify(clean(warning), title=f"rank {rank}: warning", severity="warning", timeout=10)
+        self._say_left_out(job)
+
+    def _say_left_out(self, job: Job) -> None:
+        """Each trace left out of the job as unreadable, loudly (``--strict`` fails instead)."""
+        for name, problem in job.failures:
+            self.notify(clean(problem), title=f"{clean(name)}: unreadable, left out", severity="error", timeout=15)
 
     def frame_view(self) -> FrameView | None:
         if isinstance(self.screen, JobScreen):
