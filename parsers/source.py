@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, BinaryIO, cast
 
+from ..errors import ProfviewError
+
 if TYPE_CHECKING:
     import gzip
-
-from ..errors import ProfviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
