@@ -33,6 +33,7 @@ from .drill.worker import DrillWorker
 from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
+from .main.timeline import TraceTimeline
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
@@ -190,7 +191,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
     def action_back(self) -> None:
         """Esc: clear the table's filter if it has one (as k9s does), else close a drill-down."""
-        view = self.frame_view()
+        view = self.search_target()
         if view is not None and view.pattern:
             view.set_filter("")
             self.notify("filter cleared", timeout=2)
@@ -201,7 +202,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         """Offer (and show in the footer) only the keys that do something where you are."""
         screen = self.screen
         if action == "filter":  # in a text box (the filter itself, a file name) "/" is typed
-            return self.frame_view() is not None and not isinstance(self.focused, Input)
+            return self.search_target() is not None and not isinstance(self.focused, Input)
         if action == "sort":
             return self.frame_view() is not None
         if action == "nothing_to_sort":  # issue 13: s is never silent (a text box keeps its "s")
@@ -271,8 +272,19 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         else:
             pane.scroll_end(animate=False)
 
-    def action_filter(self) -> None:
+    def search_target(self) -> FrameView | TraceTimeline | None:
+        """What "/" works on: the table on screen, else the Timeline (it marks matching events)."""
         view = self.frame_view()
+        if view is not None:
+            return view
+        screen = self.screen
+        if isinstance(screen, MainScreen) and screen.pane == "trace":
+            found = screen.query(TraceTimeline)
+            return found.first() if found else None
+        return None
+
+    def action_filter(self) -> None:
+        view = self.search_target()
         if view is not None:
             bar = self.screen.query_one(FilterBar)
             bar.open(view)
@@ -346,7 +358,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         # Issue 13: computed in a worker (tui/drill_worker.py); Esc cancels a slow one.
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
         main = self.main_screen()
-        if main is not None and main.step is not None and profile is self.profile and profile.is_trace:
+        one_event = message.view.startswith("timeline_")  # one event of the Timeline: no step to narrow to
+        narrowed = main is not None and main.step is not None and profile is self.profile and profile.is_trace
+        if narrowed and main is not None and not one_event:
             route = functools.partial(route, step=main.step)  # issue 13: the chosen step narrows drill-downs
             what = f"{what} (step {main.step} only)"
             if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)

@@ -20,12 +20,14 @@ from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
-from .timeline import TimelinePane
+from .timeline import TimelinePane, TraceTimeline
 
 PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 # Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
+#: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
+TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
 
 class MainScreen(Screen):
@@ -186,6 +188,9 @@ class MainScreen(Screen):
         overview = self.query("#overview")
         if overview and isinstance(overview.first(), OverviewView):
             overview.first(OverviewView).set_step(message.step)
+        timelines = self.query(TraceTimeline)  # the Timeline shows the chosen step (built later: it opens on it)
+        if timelines:
+            timelines.first().show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
         self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
 

@@ -107,6 +107,10 @@ class FrameView(Vertical):
             self.sort = None
         self.rebuild(keep_row=name)
 
+    def counts(self) -> tuple[int, int]:
+        """(rows shown, rows in all): the filter bar's count."""
+        return self.displayed.height, self.base.height
+
     def set_filter(self, pattern: str) -> str | None:
         """Filter rows by regex (case-insensitive); return an error text for a bad regex."""
         try:
