@@ -25,7 +25,7 @@ from ..report.export import write_table
 from ..sanitize import clean
 from .compare.mode import CompareMode
 from .dialogs.export import ExportDialog, name_parts, suggest_name
-from .dialogs.help import HelpScreen
+from .dialogs.help import HelpScreen, help_context
 from .dialogs.loading import LoadingScreen
 from .drill.routes import ROUTES
 from .drill.screen import DrillScreen
@@ -223,7 +223,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(*help_context(self.screen)))  # issue 22: this screen's keys first
 
     def action_pane(self, pane: str) -> None:
         main = self.main_screen()

@@ -69,6 +69,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "cursor.up", "k", "cursor('up')", "up"),
     Key("app", "cursor.top", "g", "cursor('top')", "top"),
     Key("app", "cursor.bottom", "G", "cursor('bottom')", "bottom"),
+    # -- every table (issue 22: columns from the keyboard) -----------------------------------
+    Key("table", "table.hide", "minus", "hide_column", "hide col", "Tables: - + < >",
+        "hide the column under the cursor; + shows hidden columns again; < > move it left / right"),
+    Key("table", "table.show", "plus", "show_columns", "show cols"),
+    Key("table", "table.left", "less_than_sign", "move_column(-1)", "col ◀"),
+    Key("table", "table.right", "greater_than_sign", "move_column(1)", "col ▶"),
     # -- a drill-down -------------------------------------------------------------------------
     Key("drill", "drill.back", "escape", "app.back", "back", show=True),
     Key("drill", "drill.stack_down", "J,shift+down", "scroll_detail(3)", "stack", "J K (Shift+↓ ↑)",
@@ -199,6 +205,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("drill_progress", "drill.cancel", "escape", "cancel", "cancel", show=True),
     # -- small screens ------------------------------------------------------------------------
     Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
+    Key("help_search", "help.search", "slash", "search", "search", "? then /",
+        "search the help (keys and meaning); the keys of the screen you are on come first", show=True),
     Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),
     Key("filter_bar", "filter.clear", "escape", "clear_filter", "clear filter"),
 )
@@ -232,6 +240,29 @@ def bindings(*scopes: str) -> list[Binding]:
 def help_lines() -> list[tuple[str, str]]:
     """(keys, meaning) for the help screen: the keymap's lines, then those of no binding."""
     return [(k.help_keys, k.help) for k in KEYMAP if k.help] + list(EXTRA_HELP)
+
+
+def help_sections(scopes: tuple[str, ...], where: str = "") -> list[tuple[str, list[tuple[str, str]]]]:
+    """The help screen's sections: the keys of ``scopes`` (the screen on display, called ``where``)
+    first, then everywhere, then every other scope, then the lines of no binding."""
+    first: list[tuple[str, str]] = []
+    everywhere: list[tuple[str, str]] = []
+    others: list[tuple[str, str]] = []
+    for key in KEYMAP:
+        if not key.help:
+            continue
+        line = (key.help_keys, key.help)
+        if key.scope in scopes:
+            first.append(line)
+        elif key.scope == "app" or key.scope.startswith("help"):
+            everywhere.append(line)
+        else:
+            others.append(line)
+    sections = []
+    if first:
+        sections.append((f"This screen: {where}" if where else "This screen", first))
+    sections += [("Everywhere", everywhere + list(EXTRA_HELP)), ("Other screens", others)]
+    return [(title, lines) for title, lines in sections if lines]
 
 
 def user_keymap() -> dict[str, str]:
