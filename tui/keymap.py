@@ -80,6 +80,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("drill", "drill.stack_down", "J,shift+down", "scroll_detail(3)", "stack", "J K (Shift+↓ ↑)",
         "in a kernel's drill-down: scroll its operator chain and Python stack", show=True, key_display="J/K"),
     Key("drill", "drill.stack_up", "K,shift+up", "scroll_detail(-3)", "stack up"),
+    Key("drill", "drill.stack_toggle", "v", "toggle_stack", "stack pane", "v",
+        "in a kernel's drill-down: hide the operator chain and stack pane (more rows), or show it", show=True),
     # -- the step list ------------------------------------------------------------------------
     Key("steps", "steps.up", "up,k", "move(-1)", "up", "Steps: ↑ ↓ j k PgUp PgDn g G",
         "highlight a step: its totals and GPU timeline show below"),

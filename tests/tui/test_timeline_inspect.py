@@ -76,11 +76,10 @@ async def test_timeline_opens_on_the_chosen_step_with_its_busy_line() -> None:
 
 async def test_inspector_shows_a_kernels_launch_arguments_and_origin() -> None:
     events = raw_events(RESNET)
-    gemm = sorted((e for e in events if e.get("cat") == "kernel" and "gemm" in e["name"].lower()), key=lambda e: e["ts"])
-    first = gemm[0]
-    launch = next(
-        e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") == first["args"]["correlation"]
-    )
+    gemm = [e for e in events if e.get("cat") == "kernel" and "gemm" in e["name"].lower()]
+    first = min(gemm, key=lambda e: e["ts"])
+    correlation = first["args"]["correlation"]
+    launch = next(e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") == correlation)
     op = next(
         e for e in events if e.get("cat") == "cpu_op" and e["args"].get("External id") == first["args"]["External id"]
     )
@@ -116,7 +115,11 @@ async def test_inspector_shows_an_operators_inputs_children_and_gpu_work() -> No
     events = raw_events(RESNET)
     conv = next(e for e in events if e.get("cat") == "cpu_op" and e["name"] == "aten::cudnn_convolution")
     lo, hi = conv["ts"], conv["ts"] + conv["dur"]
-    inside = [e for e in events if e.get("tid") == conv["tid"] and e.get("cat") in HOST_CATS and lo <= e["ts"] and e["ts"] + e["dur"] <= hi and e is not conv]
+    inside = [
+        e
+        for e in events
+        if e.get("tid") == conv["tid"] and e.get("cat") in HOST_CATS and lo <= e["ts"] <= e["ts"] + e["dur"] <= hi
+    ]
     correlations = {e["args"]["correlation"] for e in inside if e.get("cat") in ("cuda_runtime", "cuda_driver")}
     launched = [e for e in events if e.get("cat") in GPU_CATS and e["args"].get("correlation") in correlations]
     host = profile.model.host
@@ -166,7 +169,11 @@ async def test_enter_on_a_kernel_drills_into_that_launch() -> None:
 async def test_search_marks_matches_and_n_N_walk_them_in_time() -> None:
     events = raw_events(RESNET)
     matching = sorted(
-        (e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATS + HOST_CATS and re.search("relu", e["name"], re.I)),
+        (
+            e
+            for e in events
+            if e.get("ph") == "X" and e.get("cat") in GPU_CATS + HOST_CATS and re.search("relu", e["name"], re.I)
+        ),
         key=lambda e: e["ts"],
     )
     app = viewer(RESNET)

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ...analysis.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
 from ...sanitize import clean
 from ..keymap import bindings
@@ -26,7 +27,12 @@ class DrillScreen(Screen):
     def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()
         self.view = view
+        if view == "kernel_launches" and "python_stack" in frame.columns and "launched_from" not in frame.columns:
+            # issue 22: each launcher row names the frame that tells it from the others (or its nn.Module)
+            telling = telling_frames([str(s or "") for s in frame["python_stack"].to_list()])
+            frame = frame.with_columns(pl.Series("launched_from", telling, dtype=pl.String))
         self.frame = frame
+        self.stack_shown = True
         self.path = path
         self.with_stack = with_stack
 
@@ -42,13 +48,18 @@ class DrillScreen(Screen):
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "scroll_detail":
+        if action in ("scroll_detail", "toggle_stack"):
             return self.view == "kernel_launches"
         return True
 
     def action_scroll_detail(self, lines: int) -> None:
         """J/K scroll the operator chain and Python stack below the table."""
         self.query_one("#launch-detail").scroll_relative(y=lines, animate=False)
+
+    def action_toggle_stack(self) -> None:
+        """v: hide the operator chain and Python stack pane (more rows), or show it again."""
+        self.stack_shown = not self.stack_shown
+        self.query_one("#launch-detail").display = self.stack_shown
 
     def frame_view(self) -> FrameView:
         return self.query_one(FrameView)

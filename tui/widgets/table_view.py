@@ -22,6 +22,7 @@ from ...report.wording import plural
 from ...sanitize import clean, clean_column
 from ..keymap import bindings
 from ..messages import DrillRequested
+from .cells import PERCENT_COLUMNS, percent_or_dash
 from .row_cursor import RowCursorTable
 from .row_details import details_text
 
@@ -43,19 +44,6 @@ def fixed3(values: pl.Series) -> pl.Series:
     is 6633.79349999… → 6633.793)."""
     text = [None if v is None or v != v or v in (float("inf"), float("-inf")) else f"{v:.3f}" for v in values]
     return pl.Series(values.name, text, dtype=pl.String).cast(pl.Decimal(38, 3), strict=False)
-
-
-def percent_or_dash(values: pl.Series) -> pl.Series:
-    """``62.5%``; ``–`` where the value is unknown (Kineto's occupancy 0 means "not estimated")."""
-    return pl.Series(values.name, [percent_cell(v) for v in values], dtype=pl.String)
-
-
-def percent_cell(value: float | None) -> str:
-    return "–" if value is None or value != value or value <= 0 else f"{value:.1f}%"
-
-
-#: Columns written as a percentage (unknown: ``–``), in the table and the details line alike.
-PERCENT_COLUMNS = ("occupancy",)
 
 
 def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -355,7 +343,8 @@ class FrameView(Vertical):
 
     def update_details(self) -> None:
         """Show the full name and the figures of the row under the cursor below the table."""
-        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed))
+        width = max(self.size.width, 20) if self.is_attached and self.size.width else 80
+        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed), width)
         self.query_one(".details", Static).update(details)
 
     def current_name(self) -> str | None:
