@@ -10,6 +10,7 @@ from rich.text import Text
 from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
+from .wording import plural
 
 NAME_WIDTH = 60
 
@@ -78,7 +79,7 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             console.print(Text(f"  {note}"))
         console.print(
             Text(
-                f"  span {fmt_us(view.span_us)}, {f'{view.steps} steps' if view.steps else 'no ProfilerStep ranges'}, "
+                f"  span {fmt_us(view.span_us)}, {plural(view.steps, 'step') if view.steps else 'no ProfilerStep ranges'}, "
                 f"GPU busy {view.gpu_busy_pct:.1f}% "
                 f"({view.gpu_events:,} GPU events)"
             )

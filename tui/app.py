@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from ..errors import ProfviewError
 from ..profiles.trace_profile import Profile
 from ..report.export import write_table
+from ..report.wording import plural
 from ..sanitize import clean
 from .compare.mode import CompareMode
 from .dialogs.export import ExportDialog, name_parts, suggest_name
@@ -418,7 +419,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             except ProfviewError as exc:
                 self.notify(clean(str(exc)), title="export failed", severity="error", timeout=10)
                 return
-            self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
+            self.notify(f"wrote {plural(frame.height, 'row')} to {clean(written)}", title="exported", timeout=10)
 
         main = self.main_screen()
         named = name_parts(self.path, parts, main.step if main is not None else None)  # issue 13

@@ -46,7 +46,7 @@ def kernel_lines(event: KernelInstance, origin: float, width: int) -> list[Text]
         lines += cap_lines(Text(" · ".join(args)), width, 2)
     elif event.bytes is not None:
         rate = f" · {event.bytes / event.dur / 1e3:,.1f} GB/s" if event.dur > 0 else ""
-        lines.append(Text(f"{event.bytes:,} bytes{rate}"))
+        lines.append(Text(f"{plural(event.bytes, 'byte')}{rate}"))
     origin_text = Text()
     if event.launch is not None:
         origin_text.append("launched by ", style="dim")

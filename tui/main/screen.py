@@ -30,6 +30,37 @@ TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
 
+def tab_line(current: str, width: int, path: str = "") -> Text:
+    """The tabs that fit ``width`` (the current one always), ``…`` where some do not; then the path."""
+    titles = dict(TITLES)
+    labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    if sum(len(label) + 1 for label in labels) > width:
+        titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
+        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    first, last = 0, len(PANES)  # the tabs shown: PANES[first:last]
+    at = PANES.index(current) if current in PANES else 0
+
+    def used(lo: int, hi: int) -> int:
+        return sum(len(label) + 1 for label in labels[lo:hi]) + (2 if lo > 0 else 0) + (1 if hi < len(PANES) else 0)
+
+    while used(first, last) > width and last - first > 1:
+        if last - 1 > at:
+            last -= 1
+        else:
+            first += 1
+    tabs = Text()
+    if first > 0:
+        tabs.append("… ", style="bold")
+    for index in range(first, last):
+        tabs.append(labels[index], style="bold reverse" if PANES[index] == current else "")
+        tabs.append(" ")
+    if last < len(PANES):
+        tabs.append("…", style="bold")  # issue 22: tabs that do not fit say so
+    if path and tabs.cell_len + 2 < width:
+        tabs.append(f"  {path}", style="dim")
+    return tabs
+
+
 class MainScreen(Screen):
     """The four views of one profile."""
 
@@ -111,16 +142,7 @@ class MainScreen(Screen):
         return self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
 
     def update_header(self) -> None:
-        tabs = Text()
-        titles = dict(TITLES)
-        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
-            titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
-        for index, pane in enumerate(PANES, 1):
-            style = "bold reverse" if pane == self.pane else ""
-            tabs.append(f" {index} {titles[pane]} ", style=style)
-            tabs.append(" ")
-        tabs.append(f"  {clean(self.profile.path)}", style="dim")
-        self.query_one("#tabs", Static).update(tabs)
+        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.profile.path)))
         context = []
         if self.step is not None:
             context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
