@@ -1,5 +1,5 @@
 """``python -m profview``: the profview command."""
 
-from .cli.app import main
+from .cli import main
 
 main()

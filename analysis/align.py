@@ -20,6 +20,7 @@ launch order, joined by `` + ``), ``calls_before``/``calls_after`` (GPU events o
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -121,7 +122,7 @@ def align_steps(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
     """Two launch sequences (:func:`launch_sequence`) aligned: one row per position (see the module)."""
     pairs = edit_script(before["op"].to_list(), after["op"].to_list())
     b_rows, a_rows = before.rows(named=True), after.rows(named=True)
-    empty = {"op": None, "kernels": None, "calls": 0, "device_us": 0.0}
+    empty: dict[str, Any] = {"op": None, "kernels": None, "calls": 0, "device_us": 0.0}
     records = []
     for position, (i, j) in enumerate(pairs):
         b = b_rows[i] if i is not None else empty

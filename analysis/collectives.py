@@ -32,19 +32,21 @@ import polars as pl
 from .communication import CPU_COLLECTIVE, collective_type
 
 #: Per-rank calls (what a worker returns), times in absolute µs of that rank's clock.
-RANK_CALL_SCHEMA: dict[str, pl.DataType] = {
-    "name": pl.String(),
-    "backend": pl.String(),
-    "process_group": pl.String(),
-    "seq": pl.Int64(),
-    "comms_id": pl.Int64(),
-    "stream": pl.Int64(),
-    "start": pl.Float64(),
-    "end": pl.Float64(),
-    "dtype": pl.String(),
-    "bytes": pl.Int64(),
-    "group_size": pl.Int64(),
-}
+RANK_CALL_SCHEMA: pl.Schema = pl.Schema(
+    {
+        "name": pl.String(),
+        "backend": pl.String(),
+        "process_group": pl.String(),
+        "seq": pl.Int64(),
+        "comms_id": pl.Int64(),
+        "stream": pl.Int64(),
+        "start": pl.Float64(),
+        "end": pl.Float64(),
+        "dtype": pl.String(),
+        "bytes": pl.Int64(),
+        "group_size": pl.Int64(),
+    }
+)
 #: The collectives view: one row per (instance, rank).
 COLLECTIVE_COLUMNS: tuple[str, ...] = (
     "collective",
@@ -63,23 +65,25 @@ COLLECTIVE_COLUMNS: tuple[str, ...] = (
     "mismatch",
     "match",
 )
-COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
-    "collective": pl.Int64(),
-    "name": pl.String(),
-    "process_group": pl.String(),
-    "rank": pl.Int64(),
-    "start_us": pl.Float64(),
-    "duration_us": pl.Float64(),
-    "wait_us": pl.Float64(),
-    "bytes": pl.Int64(),
-    "algbw_gbps": pl.Float64(),
-    "busbw_gbps": pl.Float64(),
-    "dtype": pl.String(),
-    "ranks": pl.Int64(),
-    "last": pl.Boolean(),
-    "mismatch": pl.Boolean(),
-    "match": pl.String(),
-}
+COLLECTIVE_SCHEMA: pl.Schema = pl.Schema(
+    {
+        "collective": pl.Int64(),
+        "name": pl.String(),
+        "process_group": pl.String(),
+        "rank": pl.Int64(),
+        "start_us": pl.Float64(),
+        "duration_us": pl.Float64(),
+        "wait_us": pl.Float64(),
+        "bytes": pl.Int64(),
+        "algbw_gbps": pl.Float64(),
+        "busbw_gbps": pl.Float64(),
+        "dtype": pl.String(),
+        "ranks": pl.Int64(),
+        "last": pl.Boolean(),
+        "mismatch": pl.Boolean(),
+        "match": pl.String(),
+    }
+)
 assert tuple(COLLECTIVE_SCHEMA) == COLLECTIVE_COLUMNS
 #: Collective arguments copied from ``record_param_comms`` onto its kernels where missing.
 ARG_FIELDS = ("dtype", "in_nelems", "out_nelems", "group_size", "process_group", "seq", "comms_id")

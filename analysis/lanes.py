@@ -117,7 +117,7 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
         numbered.group_by("device", "stream"), key=lambda item: (item[0][0] or -1, item[0][1] or -1)
     ):
         frame = frame.sort("ts")
-        style = frame.select(
+        style_codes = frame.select(
             pl.when(pl.col("is_comm"))
             .then(3)
             .when(pl.col("kind") == "memcpy")
@@ -135,7 +135,7 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
                 frame["end"].to_numpy(),
                 frame["gpu_row"].cast(pl.Int64).to_numpy(),
                 frame.select(name_codes)["name"].to_numpy(),
-                style.to_numpy(),
+                style_codes.to_numpy(),
             )
         )
         gpu_lane[lanes[-1].rows] = len(lanes) - 1

@@ -11,6 +11,7 @@ import polars as pl
 from ..frames import CATEGORIES, Overview
 from .communication import host_collective_intervals
 from .model import TraceModel
+from .scalars import mean_or_zero
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -75,7 +76,7 @@ def build_overview(
     model: TraceModel,
     steps: pl.DataFrame,
     kernels: pl.DataFrame,
-    metadata: dict,
+    metadata: dict[str, Any],
     communication: pl.DataFrame | None = None,
 ) -> Overview:
     """Compute the overview and plain-language hints.
@@ -87,8 +88,8 @@ def build_overview(
     span = max(model.span_end - model.span_start, 0.0)
     busy = union_length(model.gpu["ts"].to_numpy(), model.gpu["end"].to_numpy())
     real_steps = steps.filter(pl.col("step") >= 0)
-    average = {c: float(steps[f"{c}_us"].mean() or 0.0) for c in CATEGORIES}
-    average["duration"] = float(steps["duration_us"].mean() or 0.0)
+    average = {c: mean_or_zero(steps, f"{c}_us") for c in CATEGORIES}
+    average["duration"] = mean_or_zero(steps, "duration_us")
     rank, world, backend = distributed_rank(metadata)
     comm = communication.filter(pl.col("backend").is_not_null()) if communication is not None else None
     comm_us = union_length(comm["ts"].to_numpy(), comm["end"].to_numpy()) if comm is not None else 0.0

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from ..frames import CATEGORIES
+from .scalars import as_float
 
 RANK_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -64,7 +65,7 @@ def rank_table(
     table = table.join(waits, on="rank", how="left").with_columns(
         pl.col("rank").replace_strict(offsets, default=0.0, return_dtype=pl.Float64).alias("clock_offset_us")
     )
-    lowest = table["wait_us"].min() if matched.height else None
+    lowest = as_float(table["wait_us"].min()) if matched.height else None
     straggler = (pl.col("wait_us") <= lowest + 1e-6).fill_null(False) if lowest is not None else pl.lit(False)
     return table.with_columns(straggler.alias("straggler")).select(RANK_COLUMNS).sort("rank")
 

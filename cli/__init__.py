@@ -1,5 +1,5 @@
 """The ``profview`` command (typer); Textual is imported only by the viewer."""
 
-from .app import main
+from .boundary import main
 
 __all__ = ["main"]

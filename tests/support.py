@@ -18,7 +18,7 @@ SHARED = ROOT.parent / "shared"
 
 def run_cli(args: list[str]) -> int:
     """Run the profview command in-process; return its exit code."""
-    from profview.cli.app import main
+    from profview.cli import main
 
     try:
         main(args)

@@ -11,7 +11,7 @@ import pytest
 from support import loaded, sample
 
 import profview
-from profview.cli.app import main
+from profview.cli import main
 
 GAUSSIAN = "seed_torch_table_gaussian_splatting.txt"
 TWO_SORTS = "seed_torch_tables_two_sorts_russian.txt"

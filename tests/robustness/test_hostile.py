@@ -125,7 +125,7 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    script = "import sys; from profview.cli.app import main; sys.argv[1:] = sys.argv[2:]; main()"
+    script = "import sys; from profview.cli import main; sys.argv[1:] = sys.argv[2:]; main()"
     command = [sys.executable, "-c", script, "x", "export", str(sample("gpt2_train_bf16.pt.trace.json.gz"))]
     proc = subprocess.Popen(
         [*command, "-v", "ops", "-o", "-", "--no-cache"], stdout=subprocess.PIPE, stderr=subprocess.PIPE

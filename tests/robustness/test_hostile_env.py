@@ -212,15 +212,15 @@ def test_proc_files_are_read_not_called_empty(capsys) -> None:  # type: ignore[n
 
 LIMITED_RUN = """
 import resource, sys
-import profview.cli.app
-import profview.profiles.loading  # Polars loaded, as a run has it when it reads (profview.cli.app alone does not)
+import profview.cli
+import profview.profiles.loading  # Polars loaded, as a run has it when it reads (profview.cli alone does not)
 def vm_size():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):
             return int(line.split()[1]) * 1024
 room = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (vm_size() + room, resource.RLIM_INFINITY))
-profview.cli.app.main(["summary", sys.argv[2]])
+profview.cli.main(["summary", sys.argv[2]])
 """
 
 

@@ -1,0 +1,100 @@
+"""The command's one error boundary: every problem becomes one line on stderr and an exit code.
+
+Exit codes: 0 done; 2 a bad input or output (:class:`profview.errors.ProfviewError`, out of memory, a
+failed write); 3 a bug (``PROFVIEW_DEBUG=1`` shows the traceback); 130 interrupted; 141 the reader of
+our output went away; 143 terminated (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import typer
+
+from ..errors import ProfviewError
+from ..parsers.source import economise_address_space
+from ..sanitize import clean
+from .app import COMMANDS, app
+from .output import silence_stdout
+
+
+def _path_of(args: list[str]) -> str:
+    """``PATH: `` of the input named on the command line (for errors that do not name it)."""
+    return f"{args[1]}: " if len(args) > 1 and not args[1].startswith("-") else ""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+class Terminated(BaseException):
+    """SIGTERM (a scheduler ending the job): unwinds like Ctrl+C, so no partial file is left."""
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+        args.insert(0, "open")
+    signal.signal(signal.SIGTERM, _terminated)
+    economise_address_space()
+    try:
+        # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
+        code = app(args=args, prog_name="profview", standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
+    except Terminated:
+        typer.echo("profview: terminated", err=True)
+        sys.exit(143)
+    except ProfviewError as exc:
+        typer.echo(f"profview: error: {clean(exc)}", err=True)
+        if exc.out_of_memory:
+            sys.stderr.flush()
+            os._exit(2)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("profview: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:  # the reader of our output went away (| head): quietly stop
+        silence_stdout()
+        sys.exit(141)
+    except OSError as exc:  # writing the output failed (a full disk: summary > /dev/full)
+        silence_stdout()
+        typer.echo(f"profview: error: cannot write the output ({exc.strerror or exc})", err=True)
+        sys.exit(2)
+    except MemoryError:
+        typer.echo(f"profview: error: {_path_of(args)}out of memory", err=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: bad or missing options
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"profview: error: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    except Exception as exc:  # a bug: still one line (PROFVIEW_DEBUG=1 shows the traceback)
+        if os.environ.get("PROFVIEW_DEBUG"):
+            raise
+        typer.echo(
+            f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "
+            "PROFVIEW_DEBUG=1 shows the traceback",
+            err=True,
+        )
+        sys.exit(3)
+    if isinstance(code, int) and code:
+        if code == 130:
+            typer.echo("profview: interrupted", err=True)
+        sys.exit(code)

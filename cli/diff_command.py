@@ -1,0 +1,131 @@
+"""``profview diff BEFORE AFTER``: two profiles (or two jobs) compared: the viewer, --summary, or --view -o."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ProfviewError
+from ..sanitize import clean
+from .options import (
+    AscOption,
+    CommPattern,
+    FilterOption,
+    ForceOption,
+    NoCache,
+    RawFormulas,
+    SortOption,
+    TopOption,
+    Workers,
+)
+from .output import say_written, stdout_closed
+
+
+def diff(
+    before: Annotated[
+        str, typer.Argument(help="The profile before the change (trace or table; or a job: directory, glob, archive).")
+    ],
+    after: Annotated[str, typer.Argument(help="The profile after the change.")],
+    out: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--out", "-o", help="Export the --view to .csv, .parquet or .json (- for CSV on stdout)."),
+    ] = None,
+    view: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--view", "-v",
+            help="kernels, ops, steps; align or moved: one step aligned by operator. Two jobs: ranks, stragglers, "
+            "kernels.",
+        ),
+    ] = None,
+    step: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--step", help="align/moved: this ProfilerStep on both sides (default: each side's median step)."),
+    ] = None,
+    summary_: Annotated[
+        bool, typer.Option("--summary", help="Print the biggest regressions and improvements.")
+    ] = False,
+    per_step: Annotated[
+        bool, typer.Option("--per-step", help="Divide each side by its own number of steps.")
+    ] = False,
+    match: Annotated[
+        str, typer.Option("--match", help="exact, or normalized: also pair names differing by arch/tile/template.")
+    ] = "exact",
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Percent of change still counted unchanged.")
+    ] = 5.0,
+    filter_: FilterOption = None,
+    sort: SortOption = None,
+    asc: AscOption = False,
+    top: TopOption = None,
+    force: ForceOption = False,
+    raw_formulas: RawFormulas = False,
+    no_cache: NoCache = False,
+    comm_pattern: CommPattern = None,
+    workers: Workers = None,
+) -> None:
+    """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT."""
+    from ..diff.comparison import check_inputs, load_comparison, remember
+
+    # two jobs (cli/job_diff.py); a job and a single profile is a one-line error
+    from ..diff.job_comparison import diff_kind
+
+    if diff_kind(before, after) == "jobs":
+        from .job_diff import JobDiffOptions, check_job_options, diff_jobs
+
+        check_job_options(per_step, step)
+        options = JobDiffOptions(
+            out, view, summary_, match, tolerance, filter_, sort, asc, top, force, raw_formulas, no_cache,
+            comm_pattern, workers,
+        )
+        try:
+            diff_jobs(before, after, options)
+        except BrokenPipeError:
+            raise stdout_closed() from None
+        return
+    if view is not None and out is None and not summary_:
+        raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
+    if out is None and not summary_:
+        check_inputs(before, after)
+        from ..tui.compare.mode import run_compare
+
+        raise typer.Exit(
+            run_compare(
+                before, after, no_cache=no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
+                tolerance_pct=tolerance,
+            )
+        )
+    if out is not None:
+        from ..report.export import export_format
+
+        export_format(out)
+    comparison = load_comparison(
+        before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
+        tolerance_pct=tolerance,
+    )
+    comparison.step = step
+    for side in (comparison.before, comparison.after):
+        for warning in side.warnings:
+            typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
+    noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
+    for note in (line for v in noted for line in comparison.notes(v)):
+        typer.echo(f"profview: note: {clean(note)}", err=True)
+    try:
+        if summary_:
+            from ..report.diff_summary import print_diff_summary
+
+            print_diff_summary(comparison, top if top is not None else 10)
+            sys.stdout.flush()
+        if out is not None:
+            from ..profiles.views import refine
+            from ..report.export import write_table
+
+            frame = refine(comparison.view(view or "kernels"), pattern=filter_, sort=sort, ascending=asc, top=top)
+            written = write_table(frame, out, inputs=(before, after), overwrite=force, raw_formulas=raw_formulas)
+            sys.stdout.flush()
+            say_written(written, frame.height, frame.width)
+    except BrokenPipeError:
+        raise stdout_closed() from None
+    remember(comparison)

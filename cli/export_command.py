@@ -1,0 +1,99 @@
+"""``profview export PATH -o OUT``: a view of a trace or a job, filtered, sorted and cut, to a file."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ProfviewError
+from .options import (
+    AscOption,
+    CommPattern,
+    DaskOption,
+    FilterOption,
+    ForceOption,
+    NoCache,
+    PathArg,
+    RawFormulas,
+    RunOption,
+    SortOption,
+    TopOption,
+    Workers,
+)
+from .output import say_written, stdout_closed
+from .target import Target
+
+
+def export(
+    path: PathArg,
+    out: Annotated[str, typer.Option("--out", "-o", help="Output .csv, .parquet or .json; - for CSV on stdout.")],
+    view: Annotated[
+        str,
+        typer.Option(
+            "--view",
+            "-v",
+            help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
+            "gaps; a job: ranks, collectives, steps, kernels.",
+        ),
+    ] = "kernels",
+    op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
+    kernel: Annotated[Optional[str], typer.Option(help="launches: the kernel to trace back.")] = None,  # noqa: UP045
+    module: Annotated[Optional[str], typer.Option(help="launches: the module path to drill into.")] = None,  # noqa: UP045
+    source: Annotated[Optional[str], typer.Option(help="launches: the source line to drill into.")] = None,  # noqa: UP045
+    filter_: FilterOption = None,
+    sort: SortOption = None,
+    asc: AscOption = False,
+    top: TopOption = None,
+    by_shape: Annotated[
+        bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
+    ] = False,
+    step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
+    force: ForceOption = False,
+    raw_formulas: RawFormulas = False,
+    no_cache: NoCache = False,
+    run: RunOption = None,
+    comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
+) -> None:
+    """Write a view (with filter, sort and top applied) to a file."""
+    target = Target.of(path)
+    target.start_reading(no_cache)
+    from ..profiles.views import DRILL_VIEWS, refine, view_frame
+    from ..report.export import export_format, write_table
+
+    export_format(out)
+    if target.is_job:
+        from ..jobs.job import JOB_VIEWS
+
+        if view not in JOB_VIEWS:
+            raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
+        given_options = (
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source)
+        )
+        single = [name for name, given in given_options if given is not None]
+        if single or by_shape:
+            raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
+        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+            frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
+            try:
+                written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise stdout_closed() from None
+        say_written(written, frame.height, frame.width)
+        return
+    profile = target.load(no_cache, run, comm_pattern)
+    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
+    frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
+    try:
+        written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise stdout_closed() from None
+    from ..profiles.loading import remember_views
+
+    remember_views(profile, model=view in DRILL_VIEWS)  # a drill-down re-uses the linked model
+    say_written(written, frame.height, frame.width)

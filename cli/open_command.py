@@ -1,0 +1,43 @@
+"""``profview open PATH`` (or plain ``profview PATH``): the viewer on a trace, a table or a job."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, Workers
+from .target import Target
+
+
+def open_viewer(
+    path: PathArg,
+    no_cache: NoCache = False,
+    run: RunOption = None,
+    comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
+) -> None:
+    """Open the interactive viewer on PATH."""
+    target = Target.of(path)
+    target.start_reading(no_cache)
+    if target.is_job:
+        from functools import partial
+
+        from ..jobs.job import open_job
+        from ..tui.job.app import run_job
+
+        opener = partial(
+            open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache
+        )
+        raise typer.Exit(run_job(lambda progress: opener(progress=progress), target.label))
+    trace = target.trace
+    pending = None
+    if os.path.isfile(trace):  # the parse starts now and overlaps the viewer's imports (issue 13)
+        from ..profiles.background import BackgroundLoad
+
+        pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
+    from ..tui.app import run as run_viewer
+
+    code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
+    raise typer.Exit(code)

@@ -1,0 +1,51 @@
+"""The options several commands share: one definition each (typer ``Annotated`` types)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+PathArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Trace (.json, .json.gz) or profiler table file; or a job: a directory, a glob, several traces "
+        "or a .tar/.tar.gz/.tgz/.zip archive of rank traces."
+    ),
+]
+# The options of every command that writes a table (export, diff): one definition each.
+FilterOption = Annotated[
+    Optional[str], typer.Option("--filter", "-f", help="Keep rows whose name matches this regex.")  # noqa: UP045
+]
+SortOption = Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")]  # noqa: UP045
+AscOption = Annotated[bool, typer.Option("--asc", help="Sort ascending.")]
+TopOption = Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")]  # noqa: UP045
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+RawFormulas = Annotated[
+    bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")
+]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Parse the trace again; ignore the cache.")]
+CommPattern = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--comm-pattern",
+        help="Regex: kernels whose name matches it also count as communication (e.g. NVSHMEM puts).",
+    ),
+]
+RunOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--run", help="Which run of a file that holds several (TensorBoard-plugin JSON)."),
+]
+
+
+# -- distributed jobs (several rank traces)
+Workers = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--workers", "-j", min=1, help="Job: worker processes summarising ranks (default: all cores)."),
+]
+DaskOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--dask", help="Job: run the per-rank work on this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS)."
+    ),
+]

@@ -1,0 +1,46 @@
+"""``profview summary PATH``: an overview, the step breakdown and the top kernels and operators."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, Workers
+from .output import stdout_closed
+from .target import Target
+
+
+def summary(
+    path: PathArg,
+    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Rows of each table.")] = 10,
+    no_cache: NoCache = False,
+    run: RunOption = None,
+    comm_pattern: CommPattern = None,
+    workers: Workers = None,
+    dask: DaskOption = None,
+) -> None:
+    """Print an overview, the step breakdown and the top kernels and operators."""
+    target = Target.of(path)
+    target.start_reading(no_cache)
+    from ..profiles.loading import remember_views
+    from ..report.profile_summary import print_summary
+
+    if target.is_job:
+        from ..report.job_summary import print_job_summary
+
+        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+            try:
+                print_job_summary(job, top)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise stdout_closed() from None
+        return
+    profile = target.load(no_cache, run, comm_pattern)
+    try:
+        print_summary(profile, top)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise stdout_closed() from None
+    remember_views(profile)

@@ -1,0 +1,75 @@
+"""What the command line names, decided once: one trace (or table), or a job of rank traces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..sanitize import clean
+
+if TYPE_CHECKING:
+    from ..jobs.job import Job
+    from ..profiles.trace_profile import Profile
+
+
+@dataclass(frozen=True)
+class Target:
+    """The inputs of a command: ``is_job`` when they name a job (a directory, a glob, several traces
+    or an archive of rank traces), else one trace or table (``trace``)."""
+
+    paths: tuple[str, ...]
+    is_job: bool
+
+    @classmethod
+    def of(cls, paths: list[str]) -> Target:
+        """Decide once whether ``paths`` name a job (:func:`profview.jobs.inputs.is_job`)."""
+        from ..jobs.inputs import is_job
+
+        return cls(tuple(paths), is_job(paths))
+
+    @property
+    def trace(self) -> str:
+        """The one input of a command given one file."""
+        return self.paths[0]
+
+    @property
+    def label(self) -> str:
+        """How the viewer names a job: its first input, and how many more."""
+        first = self.paths[0]
+        return first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} more)"
+
+    def start_reading(self, no_cache: bool) -> None:
+        """One trace to parse: start reading it now, while Polars imports (:mod:`profview.profiles.prefetch`)."""
+        if len(self.paths) == 1 and not self.is_job:
+            from ..profiles.prefetch import start
+
+            start(self.paths[0], use_cache=not no_cache)
+
+    def load(self, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> Profile:
+        """The one trace, loaded; its warnings go to stderr."""
+        from ..profiles.loading import load
+
+        profile = load(self.trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
+        for warning in profile.warnings:
+            typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
+        return profile
+
+    def open_job(self, no_cache: bool, comm_pattern: str | None, workers: int | None, dask: str | None) -> Job:
+        """The job, opened with a progress line on stderr; warnings of its ranks go there too."""
+        from ..jobs.job import open_job
+        from ..report.job_summary import ProgressLine
+
+        progress = ProgressLine()
+        try:
+            job = open_job(
+                list(self.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
+                progress=progress,
+            )
+        finally:
+            progress.finish()
+        for rank, summary in zip(job.ranks, job.summaries, strict=True):
+            for warning in summary.warnings:
+                typer.echo(f"profview: warning: rank {rank}: {clean(warning)}", err=True)
+        return job
