@@ -20,6 +20,9 @@ def summary(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
+    ] = False,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     target = Target.of(path)
@@ -39,7 +42,7 @@ def summary(
         return
     profile = target.load(no_cache, run, comm_pattern)
     try:
-        print_summary(profile, top)
+        print_summary(profile, top, wide=wide)
         sys.stdout.flush()
     except BrokenPipeError:
         raise stdout_closed() from None

@@ -39,6 +39,7 @@ from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, Prof
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
+from .widgets.no_color import no_color_filters
 from .widgets.table_view import FrameView
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         is BEFORE and this holds ``after`` and the :func:`profview.diff.comparison.load_comparison` options;
         ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
         super().__init__()
+        if self.no_color:  # issue 22: bold, underline and reverse only; not Textual's greyscale
+            self._filters = no_color_filters(self._filters)
         self.pending = pending
         self.compare = compare
         self.comparison: Comparison | None = None

@@ -129,8 +129,8 @@ def early_overview_renderable(profile: Profile, width: int, top: int = TOP) -> R
     parts = title_lines(profile)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
-    parts.append(Text(f"{plural(profile.event_count, 'event')} · {plural(totals[0] or 0, 'kernel launch', 'kernel launches')} · "
-                      f"kernel time {fmt_us(totals[1] or 0.0)}"))
+    launches = plural(totals[0] or 0, "kernel launch", "kernel launches")
+    parts.append(Text(f"{plural(profile.event_count, 'event')} · {launches} · kernel time {fmt_us(totals[1] or 0.0)}"))
     parts.append(Text("linking GPU work to operators and steps… (Kernels is ready: 2)", style="italic"))
     parts += top_kernels(kernels, "Top kernels", top)
     return Group(*parts)
