@@ -7,7 +7,6 @@ is missing from the wheel; this finds it without building one.
 from __future__ import annotations
 
 import tomllib
-
 from support import ROOT
 
 OUTSIDE_THE_PACKAGE = {"tests", "benchmarks", "scripts", "samples", "docs", "native", "build", "dist"}
