@@ -105,8 +105,8 @@ async def test_inspector_shows_a_kernels_launch_arguments_and_origin() -> None:
         occupancy = args["est. achieved occupancy %"]
         assert shown(f"occupancy {occupancy:.1f}%") if occupancy else shown("occupancy –")
         assert shown(f"correlation {args['correlation']}")
-        assert shown(f"launched by {launch['name']} {launch['dur']:.3f} us")
-        assert shown(f"in{op['name']}·dims{op['args']['Input Dims']}")
+        assert shown(f"from {op['name']} via {launch['name']} {launch['dur']:.3f} us")
+        assert shown(f"dims {op['args']['Input Dims']}")
         assert f"kernel {first['dur']:.3f} us" in text  # figures first, on the first line
 
 

@@ -27,11 +27,12 @@ class DrillScreen(Screen):
     def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
         super().__init__()
         self.view = view
+        self.frame = frame
+        self.shown = frame  # what the table shows: the frame, and for launchers the telling frame
         if view == "kernel_launches" and "python_stack" in frame.columns and "launched_from" not in frame.columns:
             # issue 22: each launcher row names the frame that tells it from the others (or its nn.Module)
             telling = telling_frames([str(s or "") for s in frame["python_stack"].to_list()])
-            frame = frame.with_columns(pl.Series("launched_from", telling, dtype=pl.String))
-        self.frame = frame
+            self.shown = frame.with_columns(pl.Series("launched_from", telling, dtype=pl.String))
         self.stack_shown = True
         self.path = path
         self.with_stack = with_stack
@@ -40,7 +41,7 @@ class DrillScreen(Screen):
         with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
             yield Breadcrumb(self.path, id="breadcrumb")
             yield MessageLine()
-        yield FrameView(self.view, self.frame, id="drill-table")
+        yield FrameView(self.view, self.shown, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):
                 yield Static(id="launch-text")

@@ -34,7 +34,7 @@ def kernel_lines(event: KernelInstance, origin: float, width: int) -> list[Text]
     where = f"GPU{event.device if event.device is not None else '?'} stream {event.stream}"
     head = Text(f"{event.kind} {fmt_us(event.dur)} at {fmt_us(event.ts - origin)}", style="bold")
     head.append(f" · {where} · correlation {event.correlation if event.correlation is not None else '–'}")
-    lines = [head, *cap_lines(Text(clean(event.name), style="bold"), width, 2)]
+    lines = [head, *cap_lines(Text(clean(event.name), style="bold"), width, 2, at_spaces=False)]
     if event.kind == "kernel":
         args = [
             f"grid {clean(event.grid or '–')}",
@@ -47,19 +47,19 @@ def kernel_lines(event: KernelInstance, origin: float, width: int) -> list[Text]
     elif event.bytes is not None:
         rate = f" · {event.bytes / event.dur / 1e3:,.1f} GB/s" if event.dur > 0 else ""
         lines.append(Text(f"{plural(event.bytes, 'byte')}{rate}"))
-    origin_text = Text()
-    if event.launch is not None:
-        origin_text.append("launched by ", style="dim")
-        origin_text.append(f"{clean(event.launch.name)} {fmt_us(event.launch.dur)} (thread {clean(event.launch.tid)})")
+    origin_text = Text()  # the operator first: at 80 columns the launching call is what gets cut
     if event.op is not None:
-        origin_text.append(" in " if event.launch is not None else "launched in ", style="dim")
+        origin_text.append("from ", style="dim")
         origin_text.append(clean(event.op.name), style="bold")
-        inputs = _inputs(event.op)
-        if inputs:
-            origin_text.append(f" · {inputs}")
+    if event.launch is not None:
+        origin_text.append(" via " if event.op is not None else "launched by ", style="dim")
+        origin_text.append(f"{clean(event.launch.name)} {fmt_us(event.launch.dur)} (thread {clean(event.launch.tid)})")
     if not origin_text.plain:
         origin_text.append("no launching call recorded (launched before the trace window?)", style="dim")
-    lines += cap_lines(origin_text, width, 2)
+    lines += cap_lines(origin_text, width, 1)
+    inputs = _inputs(event.op) if event.op is not None else ""
+    if inputs:
+        lines += cap_lines(Text(inputs), width, 2)
     lines.append(python_line(event.python, width))
     return lines
 
@@ -71,7 +71,7 @@ def op_lines(event: OpInstance, origin: float, width: int) -> list[Text]:
     head.append(f" · thread {clean(call.tid)} · {plural(len(event.children), 'child', 'children')}")
     gpu = f"GPU work {plural(event.gpu_events, 'event')} {fmt_us(event.gpu_us)}" if event.gpu_events else "no GPU work"
     head.append(f" · {gpu}")
-    lines = [head, *cap_lines(Text(clean(call.name), style="bold"), width, 2)]
+    lines = [head, *cap_lines(Text(clean(call.name), style="bold"), width, 2, at_spaces=False)]
     inputs = _inputs(call)
     lines += cap_lines(Text(inputs or "no input dims or types recorded", style="" if inputs else "dim"), width, 2)
     if event.children:

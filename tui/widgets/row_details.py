@@ -48,5 +48,5 @@ def details_text(
     parts = [f"{c} {figure(c, row.get(c))}" for c in shown]
     lines = cap_lines(Text(" · ".join(parts)), width, 2)
     if name_column is not None:
-        lines += cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, 2)
+        lines += cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, 2, at_spaces=False)
     return Text("\n").join(lines)

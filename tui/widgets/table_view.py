@@ -30,7 +30,7 @@ NAME_WIDTH = 70
 #: Long text columns that go after the figures (issue 22: figures before text at 80 columns).
 TRAILING_TEXT = ("op_chain", "python_stack")
 #: Columns a table's default order may be sorted by, most telling first (the context line names it).
-DEFAULT_SORTS = ("total_us", "device_total_us", "delta_us", "duration_us", "bytes", "calls")
+DEFAULT_SORTS = ("total_us", "device_total_us", "delta_us", "duration_us", "allocated_bytes", "bytes")
 #: What the filtered rows' time is a share of, per view (else the column's name).
 SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
@@ -343,7 +343,8 @@ class FrameView(Vertical):
 
     def update_details(self) -> None:
         """Show the full name and the figures of the row under the cursor below the table."""
-        width = max(self.size.width, 20) if self.is_attached and self.size.width else 80
+        box = self.query_one(".details", Static)
+        width = box.content_size.width or (self.size.width if self.is_attached else 0) or 80
         details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed), width)
         self.query_one(".details", Static).update(details)
 
