@@ -333,6 +333,7 @@ class FrameView(Vertical):
         table = self.table
         if table is None or not self.is_attached:
             return
+        self.call_after_refresh(self.update_details)  # its lines follow the width
         if text_width(self.cells(), self.app.size.width) != self._name_width:
             self.rebuild(row=table.cursor_row)
 
