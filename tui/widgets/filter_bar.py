@@ -45,6 +45,8 @@ class FilterBar(Input):
 
     def count_text(self) -> str:
         """'3 of 78 rows' (a table), '12 of 2,495 events' (the Timeline, which marks instead of hiding)."""
+        if self.target is None:
+            return ""
         shown, total = self.target.counts()
         noun = getattr(self.target, "COUNTED", "rows")
         return f"{shown:,} of {total:,} {noun}"

@@ -76,7 +76,8 @@ def cell_widths(cells: pl.DataFrame, name_width: int) -> dict[str, int]:
 def visible_columns(cells: pl.DataFrame, columns: list[str], name_width: int, width: int) -> list[str]:
     """The columns of ``columns`` (in that order) that fit in ``width`` cells, the first always."""
     widths = cell_widths(cells, name_width)
-    shown, used = [], 0
+    shown: list[str] = []
+    used = 0
     for column in columns:
         used += widths.get(column, len(column) + 2)
         if shown and used > width:
