@@ -12,6 +12,9 @@ profile's own step count), and every ``delta`` is ``after - before`` of those tw
   :data:`MATCH_RULES`, applied one more at a time (``arch``, then ``arch`` + ``tile``, then all
   three), and only one-to-one: a normalised name shared by several kernels on one side stays
   unpaired.  Rows nobody paired are kept (``match_rule`` ``unmatched``), never hidden.
+* A name a text table cut short (``void at::native::vectorized_el...``) pairs with the one
+  whole name of the other side that starts with it (``match_rule`` ``prefix``, in every match
+  mode); a cut name that starts several whole names stays unpaired.
 * A name a side holds in more than one row (text tables cut long names short) is one row of
   the diff, with that side's figures summed (:func:`one_row_per_name`).
 * Rows are sorted by the size of the change, largest first.
@@ -118,11 +121,52 @@ def pair_names(before: list[str], after: list[str], match: str = "exact") -> pl.
                     paired.update((names[0], others[0]))
             left_before = [n for n in left_before if n not in paired]
             left_after = [n for n in left_after if n not in paired]
+    prefixed, left_before, left_after = _pair_cut_names(left_before, left_after)
+    pairs += prefixed
     pairs += [(n, None, "unmatched") for n in left_before]
     pairs += [(None, n, "unmatched") for n in left_after]
     return pl.DataFrame(
         pairs, schema={"name_before": pl.String, "name_after": pl.String, "match_rule": pl.String}, orient="row"
     )
+
+
+#: How a text table ends a name it cut short (torch's tables: ``...``).
+CUT_MARKS: tuple[str, ...] = ("...", "…")
+
+
+def cut_prefix(name: str) -> str | None:
+    """The kept start of a name a table cut short, or None for a whole name."""
+    for mark in CUT_MARKS:
+        if name.endswith(mark) and len(name) > len(mark):
+            return name[: -len(mark)]
+    return None
+
+
+def _pair_cut_names(
+    before: list[str], after: list[str]
+) -> tuple[list[tuple[str | None, str | None, str]], list[str], list[str]]:
+    """Pair each cut name (``void at::native::vectorized_el...``) with the one whole name of the
+    other side it is the start of (rule ``prefix``); a cut name that starts several stays unpaired.
+    Returns (pairs, names left on each side)."""
+    pairs: list[tuple[str | None, str | None, str]] = []
+    for flip in (False, True):
+        cut_side, whole_side = (after, before) if flip else (before, after)
+        whole = [n for n in whole_side if cut_prefix(n) is None]
+        wanted: dict[str, list[str]] = {}
+        for name in cut_side:
+            start = cut_prefix(name)
+            if start is not None:
+                found = [w for w in whole if w.startswith(start)]
+                if len(found) == 1:
+                    wanted.setdefault(found[0], []).append(name)
+        taken: set[str] = set()
+        for full, cut in wanted.items():
+            if len(cut) == 1:  # one cut name for one whole name
+                pairs.append((full, cut[0], "prefix") if flip else (cut[0], full, "prefix"))
+                taken.update((full, cut[0]))
+        before = [n for n in before if n not in taken]
+        after = [n for n in after if n not in taken]
+    return pairs, before, after
 
 
 def status_expr(before: str, after: str, delta: str, tolerance_pct: float) -> pl.Expr:

@@ -23,8 +23,9 @@ from .calltree import subtree_mask
 from .model import TraceModel, innermost_frames
 
 
-def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
-    """GPU work launched by every call of ``op_name`` (a name as the operator table shows it).
+def op_launches(model: TraceModel, op_name: str, input_dims: str | None = None) -> pl.DataFrame:
+    """GPU work launched by every call of ``op_name`` (a name as the operator table shows it);
+    ``input_dims``: only its calls with these input shapes (issue 24: a row of the efficiency view).
 
     For a runtime call (``cudaLaunchKernel``, ``cudaGraphLaunch``), the GPU work its calls launched.
 
@@ -37,6 +38,8 @@ def op_launches(model: TraceModel, op_name: str) -> pl.DataFrame:
     else:
         names = model.host.select(display_name(pl.col("name")).alias("name"), "is_op", "kind")
         named = (names["name"] == op_name).to_numpy()
+        if input_dims is not None:
+            named &= (model.host["input_dims"] == input_dims).fill_null(False).to_numpy()
         roots = np.flatnonzero(named & names["is_op"].to_numpy())
         inside = subtree_mask(model.tree, roots)
         root_mask = np.zeros(len(inside), dtype=bool)

@@ -57,6 +57,8 @@ HOST_COLUMNS = (
     "correlation",
     "input_dims",
     "input_type",
+    "concrete_inputs",  # issue 24: the perf model
+    "flops",
     "call_stack",
     "collective",
     # autograd links (issue 15: backward GPU time by module)

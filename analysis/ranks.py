@@ -9,7 +9,9 @@ communication); ``wait_us`` (the sum of the rank's waits at matched collectives,
 :mod:`.collectives`); ``last_arrivals`` (instances it arrived at last); ``clock_offset_us`` (what
 was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
 wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
-at least two ranks.
+at least two ranks; ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
+:data:`~profview.analysis.critical_path.BOUNDS` (its share of the rank's critical paths, see
+docs/critical_path.md; null when the rank has none).
 """
 
 from __future__ import annotations
@@ -22,6 +24,17 @@ import polars as pl
 from ..frames import CATEGORIES
 from .scalars import as_float
 
+#: The kinds of bound of a critical path (as :data:`profview.analysis.critical_path.BOUNDS`,
+#: repeated here so the ranks view needs no NumPy).
+PATH_BOUNDS = (
+    "cpu_bound",
+    "data_loading",
+    "gpu_compute_bound",
+    "gpu_communication_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+)
+
 RANK_COLUMNS: tuple[str, ...] = (
     "rank",
     "steps",
@@ -33,6 +46,8 @@ RANK_COLUMNS: tuple[str, ...] = (
     "last_arrivals",
     "clock_offset_us",
     "straggler",
+    "critical_path_us",
+    *(f"path_{b}_pct" for b in PATH_BOUNDS),
 )
 
 
@@ -52,6 +67,10 @@ def rank_table(
         row["exposed_communication_us"] = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
         gpu_comm = facts.get("gpu_comm_us", 0.0)
         row["overlap_pct"] = round(100.0 * facts.get("overlap_us", 0.0) / gpu_comm, 2) if gpu_comm else None
+        path, path_steps = facts.get("cp_path_us"), facts.get("cp_steps")
+        row["critical_path_us"] = round(path / path_steps, 3) if path and path_steps else None
+        for bound in PATH_BOUNDS:
+            row[f"path_{bound}_pct"] = round(100.0 * facts.get(f"cp_{bound}_us", 0.0) / path, 2) if path else None
         rows.append(row)
     table = pl.DataFrame(rows, schema_overrides={"rank": pl.Int64, "steps": pl.Int64}, infer_schema_length=None)
     matched = collectives.filter(pl.col("ranks") > 1) if collectives.height else collectives

@@ -36,8 +36,8 @@ def diff(
         Optional[str],  # noqa: UP045
         typer.Option(
             "--view", "-v",
-            help="kernels, ops, steps; align or moved: one step aligned by operator. Two jobs: ranks, stragglers, "
-            "kernels.",
+            help="kernels, ops, steps; align or moved: one step aligned by operator; efficiency: TFLOP/s per "
+            "operator and shapes. Two jobs: ranks, stragglers, kernels.",
         ),
     ] = None,
     step: Annotated[
@@ -98,9 +98,11 @@ def diff(
             )
         )
     if out is not None:
-        from ..report.export import export_format
+        from ..report.export import check_target, export_format
 
         export_format(out)
+        if out != "-":  # said before the work, not after it
+            check_target(out, inputs=(before, after), overwrite=force)
     comparison = load_comparison(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
         tolerance_pct=tolerance,

@@ -19,6 +19,7 @@ from .options import (
     RawFormulas,
     RunOption,
     SortOption,
+    StrictOption,
     TopOption,
     Workers,
 )
@@ -35,7 +36,8 @@ def export(
             "--view",
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
-            "gaps; a job: ranks, collectives, steps, kernels.",
+            "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories; a job: ranks, "
+            "collectives, steps, kernels.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -50,6 +52,30 @@ def export(
         bool, typer.Option("--by-shape", help="Group kernels by launch shape, ops by input shapes.")
     ] = False,
     step: Annotated[Optional[int], typer.Option(help="Only this ProfilerStep number.")] = None,  # noqa: UP045
+    what_if: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--what-if",
+            help="critical_path: scale the kernels and operators matching REGEX by FACTOR ('REGEX=FACTOR', "
+            "repeatable) and show the path before and after (a model).",
+        ),
+    ] = None,
+    rules: Annotated[
+        str,
+        typer.Option("--rules", help="Critical path: profview (exact times, inferred waits) or hta (HTA 0.5's rules)."),
+    ] = "profview",
+    category: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Only this kernel category (gemm, attention, elementwise ...): kernels, ops, efficiency."),
+    ] = None,
+    peak_tflops: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tflops", min=0.0, help="efficiency, steps: this compute peak instead of the device's."),
+    ] = None,
+    peak_tbs: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--peak-tbs", min=0.0, help="efficiency: this memory bandwidth (TB/s) instead of the device's."),
+    ] = None,
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -57,36 +83,51 @@ def export(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
     from ..profiles.views import DRILL_VIEWS, refine, view_frame
-    from ..report.export import export_format, write_table
+    from ..report.export import check_target, export_format, write_table
 
     export_format(out)
+    if out != "-":  # an output that cannot be written is said before the work, not after it
+        check_target(out, inputs=target.paths, overwrite=force)
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
         given_options = (
-            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source)
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
+            ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
+            ("--peak-tbs", peak_tbs),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
-        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
+            inputs = (*target.paths, *job.input_files())  # the job's own traces are inputs too
             try:
-                written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+                written = write_table(frame, out, inputs=inputs, overwrite=force, raw_formulas=raw_formulas)
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None
         say_written(written, frame.height, frame.width)
         return
     profile = target.load(no_cache, run, comm_pattern)
-    frame = view_frame(profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source)
+    frame = view_frame(
+        profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
+        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
+    )
+    if what_if:
+        typer.echo(
+            "profview: note: what-if is a model: the same dependencies with the chosen events' own time scaled, "
+            "not a measurement (docs/critical_path.md)",
+            err=True,
+        )
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

@@ -53,6 +53,10 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
         export_format(options.out)
         if view not in JOB_DIFF_VIEWS:
             raise ProfviewError(None, f"two jobs have no {view!r} diff view: choose one of {', '.join(JOB_DIFF_VIEWS)}")
+        if options.out != "-":  # said before the work, not after it
+            from ..report.export import check_target
+
+            check_target(options.out, inputs=(before, after), overwrite=options.force)
     progress = ProgressLine()
     try:
         comparison = load_job_comparison(
@@ -69,6 +73,8 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
                     typer.echo(f"profview: warning: {clean(job.source)}: rank {rank}: {clean(warning)}", err=True)
             for note in job.notes:
                 typer.echo(f"profview: note: {which.upper()} {clean(job.source)}: {clean(note)}", err=True)
+            for name, problem in job.failures:
+                typer.echo(f"profview: warning: {which.upper()} {clean(name)}: {clean(problem)} (left out)", err=True)
         if options.summary:
             from ..report.job_diff_summary import print_job_diff_summary
 
@@ -82,8 +88,9 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
                 comparison.view(view), pattern=options.filter_, sort=options.sort, ascending=options.asc,
                 top=options.top,
             )
+            inputs = (before, after, *comparison.before.input_files(), *comparison.after.input_files())
             written = write_table(
-                frame, options.out, inputs=(before, after), overwrite=options.force, raw_formulas=options.raw_formulas
+                frame, options.out, inputs=inputs, overwrite=options.force, raw_formulas=options.raw_formulas
             )
             sys.stdout.flush()
             if written != "-":

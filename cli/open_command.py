@@ -6,7 +6,7 @@ import os
 
 import typer
 
-from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, Workers
+from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
 from .target import Target
 
 
@@ -17,6 +17,7 @@ def open_viewer(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Open the interactive viewer on PATH."""
     target = Target.of(path)
@@ -28,7 +29,8 @@ def open_viewer(
         from ..tui.job.app import run_job
 
         opener = partial(
-            open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache
+            open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
+            strict=strict,
         )
         raise typer.Exit(run_job(lambda progress: opener(progress=progress), target.label))
     trace = target.trace

@@ -43,6 +43,12 @@ Workers = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--workers", "-j", min=1, help="Job: worker processes summarising ranks (default: all cores)."),
 ]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Job: fail on a rank trace that cannot be read (default: open the job without it, and say so)."
+    ),
+]
 DaskOption = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, Workers
+from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
 from .output import stdout_closed
 from .target import Target
 
@@ -20,6 +20,7 @@ def summary(
     comm_pattern: CommPattern = None,
     workers: Workers = None,
     dask: DaskOption = None,
+    strict: StrictOption = False,
     wide: Annotated[
         bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
     ] = False,
@@ -33,7 +34,7 @@ def summary(
     if target.is_job:
         from ..report.job_summary import print_job_summary
 
-        with target.open_job(no_cache, comm_pattern, workers, dask) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             try:
                 print_job_summary(job, top)
                 sys.stdout.flush()

@@ -56,8 +56,11 @@ class Target:
             typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
         return profile
 
-    def open_job(self, no_cache: bool, comm_pattern: str | None, workers: int | None, dask: str | None) -> Job:
-        """The job, opened with a progress line on stderr; warnings of its ranks go there too."""
+    def open_job(
+        self, no_cache: bool, comm_pattern: str | None, workers: int | None, dask: str | None, strict: bool = False
+    ) -> Job:
+        """The job, opened with a progress line on stderr; warnings of its ranks, and the traces
+        left out (unreadable, or no traces), go there too."""
         from ..jobs.job import open_job
         from ..report.job_summary import ProgressLine
 
@@ -65,11 +68,22 @@ class Target:
         try:
             job = open_job(
                 list(self.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
-                progress=progress,
+                progress=progress, strict=strict,
             )
         finally:
             progress.finish()
         for rank, summary in zip(job.ranks, job.summaries, strict=True):
             for warning in summary.warnings:
                 typer.echo(f"profview: warning: rank {rank}: {clean(warning)}", err=True)
+        say_left_out(job)
         return job
+
+
+def say_left_out(job: Job, side: str = "") -> None:
+    """On stderr, loudly: each trace left out of the job as unreadable, and the files skipped."""
+    for name, problem in job.failures:
+        typer.echo(
+            f"profview: warning: {side}{clean(name)}: {clean(problem)} (left out of the job; --strict fails)", err=True
+        )
+    for note in job.inputs.notes if job.inputs is not None else []:
+        typer.echo(f"profview: note: {side}{clean(note)}", err=True)

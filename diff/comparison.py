@@ -19,6 +19,7 @@ from ..profiles.trace_profile import Profile
 DIFF_VIEWS = ("kernels", "ops", "steps")
 #: Views of one representative step aligned operator by operator (traces only).
 EXTRA_VIEWS = ("align", "moved")
+EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
 SIDES = ("before", "after")
 
 
@@ -79,6 +80,12 @@ class Comparison:
         return diff_ops(
             self.before.ops(), self.after.ops(), tolerance_pct=self.tolerance_pct, match=self.match, steps=self._steps()
         )
+
+    def efficiency(self) -> pl.DataFrame:
+        """Issue 24: the perf model compared (:func:`profview.analysis.perf_model.diff_efficiency`)."""
+        from ..analysis.perf_model import diff_efficiency
+
+        return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
 
     def steps(self) -> pl.DataFrame:
         """The mean step compared (:func:`profview.analysis.diff.diff_steps`)."""

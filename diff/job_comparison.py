@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ def diff_kind(before: str, after: str) -> str:
     if not any(jobs):
         return "profiles"
     job, single = (before, after) if jobs[0] else (after, before)
+    if not os.path.exists(single):  # a typo is no single profile
+        raise ProfviewError(single, "no such file or directory")
     raise ProfviewError(
         None, f"cannot compare a job ({job}) with a single profile ({single}): give two jobs or two traces"
     )

@@ -10,41 +10,56 @@ traces of one rank, traces of jobs of different sizes) or a note of the ranks mi
 from __future__ import annotations
 
 import glob
+import gzip
+import itertools
 import os
 import re
 import shutil
-import tarfile
-import tempfile
-import zipfile
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from ..errors import ProfviewError
+from .archives import ARCHIVE_NAME, TRACE_NAME, extract, make_temp_dir
 
-#: File names that are traces (a Kineto trace, plain or gzipped).
-TRACE_NAME = re.compile(r"\.json(\.gz)?$", re.IGNORECASE)
-ARCHIVE_NAME = re.compile(r"\.(tar|tar\.gz|tgz|zip)$", re.IGNORECASE)
 #: A rank in a file name: ``rank-3``, ``rank_3``, ``rank3``, ``worker3``.
 RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 GLOB_CHARS = re.compile(r"[*?\[]")
+#: Ranks (and world sizes) at or above this are refused as implausible: no job has a million
+#: ranks, and a forged ``rank1000000000.json`` must not make profview count to it.
+MAX_RANKS = 1 << 20
+#: How much of a file found in a job's folder is read to tell a trace from other JSON.
+SNIFF_BYTES = 64 << 10
+_TRACE_KEYS = (b'"traceEvents"', b'"ph"', b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
 
 
 @dataclass
 class JobInputs:
-    """The rank traces of a job; ``temp_dir`` holds an extracted archive until :meth:`cleanup`."""
+    """The rank traces of a job; ``temp_dir`` holds an extracted archive until :meth:`cleanup`.
+
+    ``labels``: what messages call a trace extracted from an archive (``ARCHIVE:member``);
+    ``unreadable``: (name, why) of traces that could not even be extracted; ``notes``: files
+    skipped, damage found.
+    """
 
     source: str
     paths: list[str]
     temp_dir: str | None = None
     notes: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
 
     def cleanup(self) -> None:
         """Remove the extracted archive, if any."""
         if self.temp_dir:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
             self.temp_dir = None
+
+    def label(self, path: str) -> str:
+        """The name to show for ``path`` (its archive member, or the path itself)."""
+        return self.labels.get(path, path)
 
 
 def is_job(args: Sequence[str]) -> bool:
@@ -63,78 +78,146 @@ def rank_from_name(path: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def find_inputs(args: Sequence[str]) -> JobInputs:
-    """The rank traces ``args`` name, sorted by the rank in their names (then by name).
+@dataclass
+class Listing:
+    """What ``args`` name, before anything is read: ``files`` named one by one, ``found`` in a
+    directory or by a glob (to be told from other JSON by :func:`looks_like_trace`), ``archives``.
+    Cheap (names and ``stat`` only), so a re-open can find the saved job from it."""
 
-    Raises :class:`ProfviewError` (one line) when nothing there is a trace.
-    """
-    source = args[0] if len(args) == 1 else f"{args[0]} (+{len(args) - 1} more)"
-    temp_dir: str | None = None
-    paths: list[str] = []
+    source: str
+    files: list[str] = field(default_factory=list)
+    found: list[tuple[str, list[str]]] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
+
+    def all_files(self) -> list[str]:
+        """Every file named, found or archived, in a stable order."""
+        return [*self.files, *(p for _where, paths in self.found for p in paths), *self.archives]
+
+
+def list_inputs(args: Sequence[str]) -> Listing:
+    """The files ``args`` name (see :class:`Listing`); one-line errors for names that are none."""
+    listing = Listing(source_of(args))
     for arg in args:
         if os.path.isdir(arg):
-            found = [str(p) for p in sorted(Path(arg).rglob("*")) if p.is_file() and TRACE_NAME.search(p.name)]
+            found = [str(p) for p in sorted(Path(arg).rglob("*")) if TRACE_NAME.search(p.name) and p.is_file()]
             if not found:
                 raise ProfviewError(arg, "no trace files (*.json, *.json.gz) in this directory")
-            paths += found
+            listing.found.append((arg, found))
         elif ARCHIVE_NAME.search(arg) and os.path.isfile(arg):
-            temp_dir = temp_dir or tempfile.mkdtemp(prefix="profview-job-")
-            paths += _extract(arg, temp_dir)
+            listing.archives.append(arg)
         elif os.path.isfile(arg):
-            paths.append(arg)
+            listing.files.append(arg)
+        elif os.path.exists(arg):
+            raise ProfviewError(arg, f"is {_kind(arg)}, not a trace file: a job's traces must be regular files")
         elif GLOB_CHARS.search(arg):
             found = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
             if not found:
                 raise ProfviewError(arg, "no file matches this pattern")
-            paths += found
+            listing.found.append((arg, found))
         else:
             raise ProfviewError(arg, "no such file or directory")
-    unique = list(dict.fromkeys(os.path.abspath(p) for p in paths))
-    unique.sort(key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, os.path.basename(p)))
-    return JobInputs(source, unique, temp_dir)
+    return listing
 
 
-def _extract(archive: str, into: str) -> list[str]:
-    """Write the trace members of ``archive`` into ``into`` (flat, under safe names)."""
-    written: list[str] = []
+def find_inputs(args: Sequence[str] | Listing) -> JobInputs:
+    """The rank traces ``args`` name, sorted by the rank in their names (then by name).
+
+    Files found in a directory or by a glob that are not traces (a ``config.json``, a JSON
+    export) are skipped with a note; archives are extracted (:mod:`profview.jobs.archives`).
+    Raises :class:`ProfviewError` (one line) when nothing there is a trace; an extraction
+    folder is removed on any failure.
+    """
+    listing = args if isinstance(args, Listing) else list_inputs(args)
+    inputs = JobInputs(listing.source, list(listing.files))
     try:
-        if archive.lower().endswith(".zip"):
-            with zipfile.ZipFile(archive) as z:
-                for info in z.infolist():
-                    if not info.is_dir() and TRACE_NAME.search(info.filename):
-                        with z.open(info) as data:
-                            written.append(_write(into, len(written), info.filename, data))
-        else:
-            with tarfile.open(archive) as t:
-                for member in t:
-                    if member.isfile() and TRACE_NAME.search(member.name):
-                        data = t.extractfile(member)
-                        if data is not None:
-                            written.append(_write(into, len(written), member.name, data))
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        shutil.rmtree(into, ignore_errors=True)
-        raise ProfviewError(archive, f"cannot read this archive ({exc})") from None
-    if not written:
-        shutil.rmtree(into, ignore_errors=True)
-        raise ProfviewError(archive, "no trace files (*.json, *.json.gz) in this archive")
-    return written
+        for where, found in listing.found:
+            inputs.paths += _traces_only(found, inputs.notes, where)
+        for archive in listing.archives:
+            inputs.temp_dir = inputs.temp_dir or make_temp_dir()
+            got = extract(archive, inputs.temp_dir)
+            inputs.archives.append(os.path.abspath(archive))
+            inputs.paths += got.paths
+            inputs.labels.update(got.labels)
+            inputs.unreadable += got.unreadable
+            inputs.notes += got.notes
+        if not inputs.paths and not inputs.unreadable:
+            raise ProfviewError(listing.source, "no trace files among these files")
+    except BaseException:
+        inputs.cleanup()
+        raise
+    unique = list(dict.fromkeys(p if p in inputs.labels else os.path.abspath(p) for p in inputs.paths))
+    unique.sort(key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, os.path.basename(p)))
+    inputs.paths = unique
+    return inputs
 
 
-def _write(into: str, index: int, member: str, data: IO[bytes]) -> str:
-    """One member under ``into`` (streamed): its base name made safe, prefixed to stay unique."""
-    base = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(member)) or "trace.json"
-    target = os.path.join(into, f"{index:05d}-{base}")
-    with open(target, "wb") as out:
-        shutil.copyfileobj(data, out, 1 << 20)
-    return target
+def source_of(args: Sequence[str]) -> str:
+    return args[0] if len(args) == 1 else f"{args[0]} (+{len(args) - 1} more)"
 
 
-def check_ranks(found: Sequence[tuple[str, int | None, int | None]]) -> tuple[list[int], int, list[str]]:
+def _kind(path: str) -> str:
+    mode = os.stat(path).st_mode
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _traces_only(paths: list[str], notes: list[str], where: str) -> list[str]:
+    """``paths`` without the files that are not traces (each skipped with a note)."""
+    kept, skipped = [], []
+    for path in paths:
+        (kept if looks_like_trace(path) else skipped).append(path)
+    if skipped:
+        names = ", ".join(os.path.basename(p) for p in skipped[:5]) + (" …" if len(skipped) > 5 else "")
+        notes.append(f"skipped {len(skipped)} file(s) in {where} that are not traces: {names}")
+    return kept
+
+
+def looks_like_trace(path: str) -> bool:
+    """Whether the first 64 KiB of ``path`` look like a Chrome trace (unreadable ones count as
+    traces: their rank's worker says what is wrong with them)."""
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+            raw.seek(0)
+            if head == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=raw) as fh:
+                    head = fh.read(SNIFF_BYTES)
+            else:
+                head = raw.read(SNIFF_BYTES)
+    except (OSError, EOFError):
+        return True
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text[:1] not in (b"{", b"["):
+        return True  # not JSON at all: a damaged trace, for the worker to name
+    return any(key in head for key in _TRACE_KEYS)
+
+
+def check_ranks(
+    found: Sequence[tuple[str, int | None, int | None]], unreadable: Sequence[int] = ()
+) -> tuple[list[int], int, list[str]]:
     """Validate (path, rank, world size) of each trace; return (ranks, world size, notes).
 
+    ``unreadable``: the ranks (from their names) of traces that could not be read: they count
+    in the world size when no trace says it.
+
     A trace without a rank anywhere gets the lowest rank not taken.  Raises
-    :class:`ProfviewError` naming the files for duplicate ranks or disagreeing world sizes.
+    :class:`ProfviewError` naming the files for duplicate ranks, disagreeing world sizes, a rank
+    outside the world size, and implausible ranks or sizes (:data:`MAX_RANKS` or more).  Bounded
+    by the number of traces, whatever the ranks say.
     """
+    for path, rank, size in found:
+        for what, value in (("rank", rank), ("world size", size)):
+            if value is not None and value >= MAX_RANKS:
+                raise ProfviewError(
+                    path,
+                    f"{what} {value:,} is implausible for a job of {len(found):,} trace(s) "
+                    f"(profview reads jobs of fewer than {MAX_RANKS:,} ranks)",
+                )
     sizes: dict[int, list[str]] = {}
     for path, _rank, size in found:
         if size is not None:
@@ -149,14 +232,19 @@ def check_ranks(found: Sequence[tuple[str, int | None, int | None]]) -> tuple[li
                 raise ProfviewError(None, f"two traces of rank {rank}: {_names([taken[rank], path])}")
             taken[rank] = path
     ranks: list[int] = []
-    spare = (r for r in range(10**9) if r not in taken)
+    spare = (r for r in itertools.count() if r not in taken)
     for _path, rank, _size in found:
         ranks.append(rank if rank is not None else next(spare))
-    world = next(iter(sizes), None) or (max(ranks) + 1 if ranks else 0)
+    known = [r for r in (*ranks, *unreadable) if r < MAX_RANKS]
+    world = next(iter(sizes), None) or (max(known) + 1 if known else 0)
+    for (path, _rank, _size), rank in zip(found, ranks, strict=True):
+        if rank >= world:
+            raise ProfviewError(path, f"rank {rank} is outside the job's world size {world}")
     notes = []
-    if len(set(ranks)) < world:
-        missing = sorted(set(range(world)) - set(ranks))
-        shown = ", ".join(map(str, missing[:10])) + (", …" if len(missing) > 10 else "")
+    present = set(ranks)
+    if len(present) < world:
+        missing = list(itertools.islice((r for r in range(world) if r not in present), 10))  # lazy: no set of the range
+        shown = ", ".join(map(str, missing)) + (", …" if world - len(present) > 10 else "")
         notes.append(f"{len(ranks)} of {world} ranks (missing: {shown})")
     return ranks, world, notes
 

@@ -17,8 +17,8 @@ import polars as pl
 
 from ..errors import ProfviewError
 from .executors import Progress, map_ranks
-from .inputs import JobInputs, check_ranks, find_inputs, rank_from_name
-from .rank_summary import RankSummary, cached_summary, summarise_rank
+from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
+from .rank_summary import RankFailure, RankSummary, cached_summary, summarise_or_fail
 
 JOB_VIEWS = ("ranks", "collectives", "steps", "kernels")
 #: The job-wide kernels view: per kernel name, totals across ranks and the spread of per-rank totals.
@@ -51,6 +51,9 @@ class Job:
     inputs: JobInputs | None = None
     notes: list[str] = field(default_factory=list)
     comm_pattern: str | None = None
+    #: (trace, why) of each trace left out because it could not be read
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    _extracted: JobInputs | None = None
 
     format = "distributed job"
 
@@ -62,8 +65,32 @@ class Job:
 
     def close(self) -> None:
         """Remove the traces extracted from an archive, if any."""
-        if self.inputs is not None:
-            self.inputs.cleanup()
+        for inputs in (self.inputs, self._extracted):
+            if inputs is not None:
+                inputs.cleanup()
+
+    def input_files(self) -> list[str]:
+        """Every file this job was read from (traces and archives): what an export must not overwrite."""
+        if self.inputs is None:
+            return []
+        named = [*self.inputs.paths, *(name for name, _problem in self.failures)]
+        files = [p for p in named if p not in self.inputs.labels and os.path.isfile(p)]
+        return files + list(self.inputs.archives)
+
+    def trace_path(self, rank: int) -> str:
+        """A file holding ``rank``'s trace (one from an archive is extracted again if needed)."""
+        label = self.summary(rank).path
+        for inputs in (self.inputs, self._extracted):
+            if inputs is not None and inputs.temp_dir is not None:
+                for path, name in inputs.labels.items():
+                    if name == label:
+                        return path
+        if self.inputs is not None and self.inputs.archives and not os.path.isfile(label):
+            self._extracted = self._extracted or find_inputs(self.inputs.archives)
+            for path, name in self._extracted.labels.items():
+                if name == label:
+                    return path
+        return label
 
     @property
     def path(self) -> str:
@@ -167,24 +194,60 @@ def open_job(
     comm_pattern: str | None = None,
     use_cache: bool = True,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Job:
     """Open the job ``args`` names (a directory, a glob, several traces or an archive).
 
-    Raises :class:`ProfviewError` (one line) for inputs that are no job: no traces, two traces
-    of one rank, traces of jobs of different world sizes.
+    A trace that cannot be read is left out and named in :attr:`Job.notes` (``rank 3
+    unreadable: …``); with ``strict`` it is an error instead.  Raises :class:`ProfviewError`
+    (one line) for inputs that are no job: no readable trace, two traces of one rank, traces of
+    jobs of different world sizes, implausible ranks.  A job opened before is read back from
+    its saved summary (:mod:`profview.store.job_summaries`), an archive without extracting it.
     """
-    names = [os.fspath(args)] if isinstance(args, (str, os.PathLike)) else [os.fspath(a) for a in args]
-    inputs = find_inputs(names)
-    try:
-        if comm_pattern is not None:
-            from ..profiles.loading import check_pattern
+    from ..store import job_summaries as job_store
 
-            check_pattern(inputs.source, comm_pattern)
-        # Traces extracted from an archive live in a temporary folder: nothing to cache.
-        cache = use_cache and inputs.temp_dir is None
-        summaries = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress)
+    names = [os.fspath(args)] if isinstance(args, (str, os.PathLike)) else [os.fspath(a) for a in args]
+    listing = list_inputs(names)
+    if comm_pattern is not None:
+        from ..profiles.loading import check_pattern
+
+        check_pattern(listing.source, comm_pattern)
+    settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
+    files = [*listing.files, *(p for _where, found in listing.found for p in found)]
+    job_key = job_store.job_key(files, listing.archives, settings) if use_cache else None
+    saved = job_store.load(job_key) if job_key else None
+    if saved is not None:
+        docs, frames, doc = saved
+        summaries = [_from_saved(info, rank_frames) for info, rank_frames in zip(docs, frames, strict=True)]
+        failures = [(str(name), str(problem)) for name, problem in doc["failures"]]
+        inputs = JobInputs(listing.source, [s.path for s in summaries], notes=[str(n) for n in doc["notes"]])
+        inputs.archives = [os.path.abspath(a) for a in listing.archives]
+        if progress:
+            progress(len(summaries), len(summaries), 0.0)
+    else:
+        inputs = find_inputs(listing)
+    try:
+        if saved is None:
+            # Traces extracted from an archive live in a temporary folder: only the whole job is saved.
+            cache = use_cache and inputs.temp_dir is None
+            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress)
+            summaries = [r for r in results if isinstance(r, RankSummary)]
+            failures = list(inputs.unreadable)
+            failures += [(inputs.label(r.path), r.problem) for r in results if isinstance(r, RankFailure)]
+            for summary in summaries:
+                summary.path = inputs.label(summary.path)
+            if job_key and not any("memory" in problem for _name, problem in failures):
+                job_store.save(
+                    job_key, [_saved_info(s) for s in summaries], [_frames(s) for s in summaries], failures,
+                    inputs.notes,
+                )
+        if failures and (strict or not summaries):
+            name, problem = failures[0]
+            more = f" (and {len(failures) - 1} more unreadable)" if len(failures) > 1 else ""
+            raise ProfviewError(name, f"{problem}{more}" + ("; --strict stops at an unreadable rank" if strict else ""))
         found = [(s.path, s.rank if s.rank is not None else rank_from_name(s.path), s.world_size) for s in summaries]
-        ranks, world, notes = check_ranks(found)
+        unreadable = [rank for name, _problem in failures if (rank := rank_from_name(name)) is not None]
+        ranks, world, notes = check_ranks(found, unreadable)
     except BaseException:
         inputs.cleanup()
         raise
@@ -195,8 +258,53 @@ def open_job(
         summaries=[summaries[i] for i in order],
         world_size=world,
         inputs=inputs,
-        notes=notes,
+        notes=notes + _failure_notes(failures) + inputs.notes,
         comm_pattern=comm_pattern,
+        failures=failures,
+    )
+
+
+#: Unreadable traces named one by one in the notes, at most.
+SHOWN_FAILURES = 10
+
+
+def _failure_notes(failures: list[tuple[str, str]]) -> list[str]:
+    notes = []
+    for name, problem in failures[:SHOWN_FAILURES]:
+        rank = rank_from_name(name)
+        who = f"rank {rank}" if rank is not None else os.path.basename(name)
+        notes.append(f"{who} unreadable: {os.path.basename(name)}: {problem}")
+    if len(failures) > SHOWN_FAILURES:
+        notes.append(f"… and {len(failures) - SHOWN_FAILURES} more unreadable traces")
+    return notes
+
+
+def _saved_info(summary: RankSummary) -> dict[str, object]:
+    return {
+        "path": summary.path,
+        "rank": summary.rank,
+        "world_size": summary.world_size,
+        "backend": summary.backend,
+        "facts": summary.facts,
+        "warnings": summary.warnings,
+    }
+
+
+def _frames(summary: RankSummary) -> dict[str, pl.DataFrame]:
+    return {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
+
+
+def _from_saved(info: dict, frames: dict[str, pl.DataFrame]) -> RankSummary:
+    return RankSummary(
+        path=info["path"],
+        rank=info.get("rank"),
+        world_size=info.get("world_size"),
+        backend=info.get("backend"),
+        steps=frames["steps"],
+        kernels=frames["kernels"],
+        calls=frames["calls"],
+        facts=dict(info["facts"]),
+        warnings=list(info["warnings"]),
     )
 
 
@@ -207,9 +315,10 @@ def _summaries(
     workers: int | None,
     dask: str | None,
     progress: Progress | None,
-) -> list[RankSummary]:
-    """Each path's summary: read from the cache here when saved, else computed by the workers."""
-    found: dict[int, RankSummary] = {}
+) -> list[RankSummary | RankFailure]:
+    """Each path's summary (or why it has none): read from the cache here when saved, else
+    computed by the workers."""
+    found: dict[int, RankSummary | RankFailure] = {}
     if cache:
         for index, path in enumerate(paths):
             summary = cached_summary(path, comm_pattern)
@@ -225,7 +334,7 @@ def _summaries(
     if found and progress:
         progress(done, len(paths), 0.0)
     computed = map_ranks(
-        summarise_rank, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
+        summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
     )
     found.update(zip(todo, computed, strict=True))
     if cache and todo:

@@ -22,7 +22,8 @@ class RankSummary:
     """One rank's results: ``rank``/``world_size``/``backend`` from ``distributedInfo`` (None if
     absent); ``steps``/``kernels``: the usual views; ``calls``: its collective calls (absolute µs
     of its own clock); ``facts``: ``span_start``, ``comm_us``, ``gpu_comm_us``, ``overlap_us``,
-    ``exposed_us`` (totals over its steps)."""
+    ``exposed_us`` (totals over its steps), and its critical paths (``cp_*``, see
+    :func:`_critical_path_facts`)."""
 
     path: str
     rank: int | None
@@ -33,6 +34,27 @@ class RankSummary:
     calls: pl.DataFrame
     facts: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankFailure:
+    """A trace that could not be summarised: the job opens without it (unless ``--strict``)."""
+
+    path: str
+    problem: str
+
+
+def summarise_or_fail(
+    path: str, comm_pattern: str | None = None, use_cache: bool = True
+) -> RankSummary | RankFailure:
+    """:func:`summarise_rank`, with a bad trace's one-line error returned instead of raised, so
+    that one unreadable rank does not stop the others (runs in a worker process)."""
+    try:
+        return summarise_rank(path, comm_pattern, use_cache)
+    except ProfviewError as exc:
+        return RankFailure(path, exc.problem)
+    except MemoryError:
+        return RankFailure(path, "out of memory while reading it")
 
 
 def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankSummary:
@@ -55,6 +77,7 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     info = info if isinstance(info, dict) else {}
     steps, kernels = profile.steps(), profile.kernels()
     calls, facts = _compute(profile, steps)
+    facts |= _critical_path_facts(profile)
     summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -85,6 +108,9 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
         return None
     frames, info = found
     facts = info.get("facts")
+    if not rank_store.valid_info(info):  # damaged or forged: replaced by the next open
+        rank_store.discard(path, {"comm_pattern": comm_pattern} if comm_pattern else {})
+        return None
     return RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -98,8 +124,13 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
     )
 
 
+#: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
+_INT64_MAX = 2**63 - 1
+
+
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
+    return value if ok else None
 
 
 def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
@@ -145,6 +176,19 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
         totals["exposed_us"] += iv.length(step_comm) - iv.length(iv.intersection(step_comm, step_compute))
     facts = {k: round(v, 3) for k, v in totals.items()} | {"span_start": span_start}
     return calls, facts
+
+
+def _critical_path_facts(profile: Any) -> dict[str, float]:
+    """Issue 26: the rank's critical paths summed over its steps: ``cp_steps``, ``cp_path_us`` and
+    ``cp_<bound>_us`` per bound kind (none when the trace has no path, e.g. no runtime events)."""
+    try:
+        frame = profile.critical_path()
+    except (ProfviewError, ValueError):
+        return {}
+    per_bound = frame.group_by("bound_by").agg(pl.col("duration_us").sum())
+    facts = {f"cp_{bound}_us": round(float(value), 3) for bound, value in per_bound.iter_rows()}
+    paths = frame.unique("step")
+    return facts | {"cp_steps": float(paths.height), "cp_path_us": round(float(paths["path_us"].sum()), 3)}
 
 
 def _pair(frame: pl.DataFrame) -> tuple[Any, Any]:

@@ -14,6 +14,7 @@
     I_REGISTERS, \
     I_SHARED_MEM, \
     I_BYTES, \
+    I_FLOPS, \
     I_PYTHON_ID, \
     I_PYTHON_PARENT_ID, \
     I_SEQUENCE_NUMBER, \
@@ -38,6 +39,7 @@
     "registers", \
     "shared_mem", \
     "bytes", \
+    "flops", \
     "python_id", \
     "python_parent_id", \
     "sequence_number", \
@@ -59,6 +61,7 @@
     S_BLOCK, \
     S_INPUT_DIMS, \
     S_INPUT_TYPE, \
+    S_CONCRETE_INPUTS, \
     S_CALL_STACK, \
     S_COLLECTIVE, \
     S_LABEL, \
@@ -72,6 +75,7 @@
     "block", \
     "input_dims", \
     "input_type", \
+    "concrete_inputs", \
     "call_stack", \
     "collective", \
     "label", \
@@ -96,6 +100,8 @@
     A_BYTES, \
     A_INPUT_DIMS, \
     A_INPUT_TYPE, \
+    A_CONCRETE_INPUTS, \
+    A_FLOPS, \
     A_PYTHON_ID, \
     A_PYTHON_PARENT_ID, \
     A_CALL_STACK, \
@@ -135,6 +141,8 @@
     {"bytes", R_INT, I_BYTES, A_BYTES}, \
     {"Input Dims", R_TEXT, S_INPUT_DIMS, A_INPUT_DIMS}, \
     {"Input type", R_TEXT, S_INPUT_TYPE, A_INPUT_TYPE}, \
+    {"Concrete Inputs", R_TEXT, S_CONCRETE_INPUTS, A_CONCRETE_INPUTS}, \
+    {"flops", R_INT, I_FLOPS, A_FLOPS}, \
     {"Python id", R_INT, I_PYTHON_ID, A_PYTHON_ID}, \
     {"Python parent id", R_INT, I_PYTHON_PARENT_ID, A_PYTHON_PARENT_ID}, \
     {"Call stack", R_TEXT, S_CALL_STACK, A_CALL_STACK}, \

@@ -22,6 +22,7 @@ import polars as pl
 from ..errors import ProfviewError
 from . import json_repair
 from .fast_chrome import scan_fast
+from .nesting import refuse_deep_nesting
 from .schema import ARG_COLUMNS, EVENT_SCHEMA, NUMBER_OR_TEXT_ARGS, empty_events, kind_expr
 
 #: Top-level keys kept as trace metadata (anything else is ignored).
@@ -108,6 +109,7 @@ def flatten_newlines(data: bytes | bytearray) -> bytes | bytearray:
     return data
 
 
+@refuse_deep_nesting
 def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> ChromeTrace:
     """Parse a Chrome-trace document (object with ``traceEvents`` or a bare event array).
 
@@ -217,12 +219,20 @@ def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgs
             return msgspec.json.decode(flat, type=_RAW_LIST), {}
         doc = msgspec.json.decode(flat, type=_TraceDocument)
     except msgspec.ValidationError as exc:
+        if "out of range" in str(exc) and (repaired := _numbers_in_range(flat)) is not None:
+            return _decode(repaired, start, path)  # 1e400 in metadata: a missing value, as in events
         raise ProfviewError(path, f"JSON but not a Chrome trace ({exc})") from None
     except UnicodeDecodeError:  # invalid UTF-8 in a metadata string: replaced, as in event names
         return _decode(bytes(flat).decode("utf-8", "replace").encode(), start, path)
     if not doc.traceEvents and "traceEvents" not in _top_keys(flat):
         raise ProfviewError(path, "JSON object without 'traceEvents': not a Chrome trace")
     return doc.traceEvents, _valid_metadata({k: getattr(doc, k) for k in METADATA_KEYS})
+
+
+def _numbers_in_range(flat: bytes | bytearray) -> bytes | None:
+    """``flat`` with numbers out of range made null (see :mod:`json_repair`), or None when none was."""
+    repaired, count = json_repair.repair(flat)
+    return repaired if count else None
 
 
 def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[str]) -> pl.DataFrame:

@@ -23,6 +23,8 @@ occupancy          Float64    ``est. achieved occupancy %``
 bytes              Int64      bytes moved by a memcpy/memset
 input_dims         String     ``Input Dims`` of an operator, as JSON text
 input_type         String     ``Input type`` of an operator, as JSON text
+concrete_inputs    String     ``Concrete Inputs`` of an operator (scalar arguments as text), as JSON text
+flops              Int64      Kineto's ``flops`` of an operator (``with_flops=True``, where torch writes it)
 python_id          Int64      ``Python id`` of a python_function event
 python_parent_id   Int64      ``Python parent id``
 call_stack         String     legacy ``Call stack`` of an operator (PyTorch <= 1.10 with_stack)
@@ -109,6 +111,9 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("bytes", ("bytes",), pl.Int64()),
     ("input_dims", ("Input Dims",), pl.String()),
     ("input_type", ("Input type",), pl.String()),
+    # issue 24: the perf model reads scalar arguments (is_causal, stride, padding) and Kineto's FLOPs
+    ("concrete_inputs", ("Concrete Inputs",), pl.String()),
+    ("flops", ("flops",), pl.Int64()),
     ("python_id", ("Python id",), pl.Int64()),
     ("python_parent_id", ("Python parent id",), pl.Int64()),
     ("call_stack", ("Call stack",), pl.String()),

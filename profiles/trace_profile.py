@@ -20,6 +20,7 @@ from ..errors import ProfviewError
 from ..frames import Overview, with_share
 
 if TYPE_CHECKING:
+    from ..analysis.critical_path_frames import StepPaths
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
 
@@ -31,6 +32,17 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 NO_MEMORY = "no memory events in this trace (record with torch.profiler.profile(profile_memory=True))"
 NO_MODULES = "no nn.Module frames in this trace (record with with_stack=True or with_modules=True)"
 NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
+#: Why a trace has no perf model (issue 24).
+NO_SHAPES = (
+    "no input shapes in this trace, so no FLOPs or bytes per operator "
+    "(record with torch.profiler.profile(record_shapes=True))"
+)
+NO_MODELLED = "no operator in this trace that the perf model sizes (GEMM, attention, convolution, pointwise)"
+#: Why a trace has no critical path (issue 26).
+NO_RUNTIME = (
+    "no runtime launch events link the GPU work to the host in this trace (the critical path needs "
+    "cuda_runtime/cuda_driver events with correlation ids: record with ProfilerActivity.CPU and CUDA)"
+)
 
 
 @dataclass
@@ -239,8 +251,9 @@ class Profile:
 
         return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
-    def launches(self, op: str, step: int | None = None) -> pl.DataFrame:
-        """GPU work launched by operator ``op``, directly or through its children (``step``: in that step)."""
+    def launches(self, op: str, step: int | None = None, input_dims: str | None = None) -> pl.DataFrame:
+        """GPU work launched by operator ``op``, directly or through its children (``step``: in that
+        step; ``input_dims``: only its calls with these input shapes)."""
         given = self._require("launches")
         if given is not None:
             self._no_step(step)
@@ -250,7 +263,7 @@ class Profile:
             return rows
         from ..analysis.launches import op_launches
 
-        return op_launches(self.step_model(step), op)
+        return op_launches(self.step_model(step), op, input_dims)
 
     def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
@@ -403,6 +416,61 @@ class Profile:
         """The GPU's idle gaps, one row each, with their likely cause."""
         return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
 
+    # -- the critical path (issue 26) ----------------------------------------------------------------
+    def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
+        """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
+        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each."""
+        key = f"critical_path:{rules}:{step}"
+        if key not in self._facts:
+            from ..analysis.critical_path import RULES
+            from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
+            if rules not in RULES:
+                raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+            if self.model.gpu.height and not has_runtime(self.model):
+                raise ProfviewError(self.path, NO_RUNTIME)
+            if step is not None and step not in step_ranges(self.model)["step"].to_list():
+                raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+            comm = self.model_communication().is_not_null().to_numpy()
+            try:
+                self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
+            except ValueError as exc:  # a dependency cycle: events out of order in the trace
+                raise ProfviewError(self.path, f"no critical path: {exc}") from None
+        paths: StepPaths = self._facts[key]
+        return paths
+
+    def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per step and bound kind, its µs on the critical path (see
+        :func:`profview.analysis.critical_path_frames.path_frame`)."""
+        from ..analysis.critical_path_frames import path_frame
+
+        return path_frame(self.step_paths(step, rules))
+
+    def critical_path_events(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The events on each step's critical path, in order."""
+        from ..analysis.critical_path_frames import events_frame
+
+        return events_frame(self.step_paths(step, rules))
+
+    def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per operator and kernel name, its time on the critical path beside its total."""
+        from ..analysis.critical_path_frames import names_frame
+
+        return names_frame(self.step_paths(step, rules))
+
+    def what_if(self, scalings: list[str], step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The critical path before and after scaling the events named by ``scalings``
+        (``'REGEX=FACTOR'`` each): a model (see :mod:`profview.analysis.what_if`)."""
+        from ..analysis.what_if import parse_scaling, what_if
+
+        try:
+            parsed = [parse_scaling(text) for text in scalings]
+        except ValueError as exc:
+            raise ProfviewError(None, str(exc)) from None
+        return what_if(self.step_paths(step, rules), parsed)[0]
+
     def timeline_lanes(self) -> Any:
         """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
         if "lanes" not in self._facts:
@@ -450,3 +518,206 @@ class Profile:
         row["gpu_busy_us"] = busy
         row["gpu_busy_pct"] = busy / row["duration_us"] * 100 if row["duration_us"] else 0.0
         return row
+
+    # -- efficiency (issue 24): kernel categories, the perf model, per-step model FLOPs ------------
+    @cached_property
+    def _categorized(self) -> pl.DataFrame:
+        """``model.gpu`` with ``backend``, ``op_name`` and ``category`` per GPU event
+        (:mod:`.analysis.kernel_categories`)."""
+        from ..analysis.communication import classify_communication
+        from ..analysis.kernel_categories import categorize, operator_names
+
+        backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+        gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
+        return categorize(gpu, operator_names(self.model.host, self.model.gpu["op_row"]))
+
+    def categories(self, step: int | None = None) -> pl.DataFrame:
+        """GPU time by kernel category (see :func:`profview.analysis.kernel_categories.category_table`)."""
+        from ..analysis.kernel_categories import category_table
+
+        if step is not None:
+            self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
+            return category_table(self._categorized.filter(self._step_mask(step)))
+        return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
+
+    def kernel_categories(self) -> pl.DataFrame:
+        """Per kernel name, its category (the one holding most of its time when operators of
+        several categories launch it): ``name``, ``category``."""
+
+        def compute() -> pl.DataFrame:
+            return (
+                self._categorized.filter(pl.col("kind") == "kernel")
+                .group_by("name", "category")
+                .agg(pl.col("dur").sum())
+                .sort(["name", "dur", "category"], descending=[False, True, False])
+                .group_by("name", maintain_order=True)
+                .first()
+                .select("name", "category")
+            )
+
+        return self._trace_only("kernel_categories", "no kernels in this trace", compute)
+
+    def device_peak(self) -> tuple[str | None, Any]:
+        """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
+        from ..analysis.device_peaks import trace_device
+
+        devices = self.gpu["device"].drop_nulls() if self.is_trace else None
+        device = int(devices.mode().sort()[0]) if devices is not None and devices.len() else None
+        return trace_device(self.metadata, device)
+
+    @cached_property
+    def _call_work(self) -> pl.DataFrame:
+        """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
+        from ..analysis.perf_model import call_work, wrapper_calls
+
+        calls = call_work(self._operator_rows)
+        tf32_ops = (
+            self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
+                "op_row"
+            ]
+            .unique()
+            .implode()
+        )
+        wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
+        return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+
+    def _shapes_check(self, calls: pl.DataFrame) -> None:
+        """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
+        if calls.height:
+            return
+        if self.model.host["input_dims"].drop_nulls().len() == 0:
+            raise ProfviewError(self.path, NO_SHAPES)
+        raise ProfviewError(self.path, NO_MODELLED)
+
+    def efficiency(self, peak_tflops: float | None = None, peak_tb_s: float | None = None) -> pl.DataFrame:
+        """The perf model per (operator, input dims, input types) (see
+        :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
+        replace the device's peaks from the table."""
+        from ..analysis.perf_model import efficiency_table
+
+        self._require("efficiency")
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no efficiency view (it needs a trace's shapes)")
+
+        def compute() -> pl.DataFrame:
+            self._shapes_check(self._call_work)
+            return efficiency_table(self._call_work, self.device_peak()[1])
+
+        if peak_tflops is None and peak_tb_s is None:
+            return self._default_view("efficiency", compute)
+        self._shapes_check(self._call_work)
+        return efficiency_table(self._call_work, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+
+    def step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
+        """Per step: ``gpu_busy_us`` (the one GPU-busy rule: all GPU work in the step's window,
+        work launched before the profiling window included; docs/efficiency.md), ``model_tflop``
+        (FLOPs of the modelled operators the step ran, in 10^12), ``tflops_s`` (÷ the step's
+        duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs)."""
+        from ..analysis.perf_model import dominant_precision, step_flops
+        from ..analysis.step_scope import step_host_range
+
+        steps = self.steps()
+        ranges = []
+        for step in steps["step"].to_list():
+            found = step_host_range(self.model, step) if step is not None and step >= 0 else None
+            start, end = found or (self.model.span_start, self.model.span_end)
+            ranges.append((step, start, end))
+        frame = pl.DataFrame(ranges, schema={"step": pl.Int64, "start": pl.Float64, "end": pl.Float64}, orient="row")
+        flops = step_flops(self._call_work, frame)
+        peak_entry = self.device_peak()[1]
+        precision = dominant_precision(self._call_work)
+        peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
+        busy = self.gpu_idle().select("step", pl.col("gpu_busy_us").round(3))
+        table = steps.select("step", "duration_us").join(flops, on="step", how="left").join(busy, on="step", how="left")
+        return table.select(
+            "step",
+            "gpu_busy_us",
+            (pl.col("model_flops") / 1e12).alias("model_tflop"),
+            pl.when(pl.col("duration_us") > 0)
+            .then(pl.col("model_flops") / pl.col("duration_us") / 1e6)
+            .alias("tflops_s"),
+            (
+                pl.when(pl.col("duration_us") > 0).then(
+                    pl.col("model_flops") / pl.col("duration_us") / 1e6 / peak * 100
+                )
+                if peak
+                else pl.lit(None, dtype=pl.Float64)
+            ).alias("mfu_pct"),
+        )
+
+    def kernel_efficiency(self) -> pl.DataFrame:
+        """Per kernel name: ``category`` and ``tflops_s`` (model FLOPs of the calls that launched it
+        ÷ its time; null where none was modelled) — the columns the kernel view gains."""
+        from ..analysis.perf_model import kernel_flops, kernel_tflops
+
+        def compute() -> pl.DataFrame:
+            flops = kernel_flops(self._categorized, self._call_work, self.model.tree.subtree_end)
+            tflops = kernel_tflops(self._categorized.with_columns(flops))
+            return self.kernel_categories().join(tflops, on="name", how="left")
+
+        return self._trace_only("kernel_efficiency", "no kernels in this trace", compute)
+
+    def operator_efficiency(self, by_shapes: bool = False) -> pl.DataFrame:
+        """Per operator name (and input dims): ``category`` (by the operator rule of
+        :mod:`..analysis.kernel_categories`) and ``tflops_s`` of its modelled calls."""
+        from ..analysis.kernel_categories import operator_category
+        from ..analysis.perf_model import operator_tflops
+
+        def compute(by_shapes: bool) -> pl.DataFrame:
+            frame = operator_tflops(self._call_work, by_shapes)
+            names = self._operator_rows["name"].unique().to_list() if not by_shapes else frame["name"].to_list()
+            categories = pl.DataFrame(
+                {"name": names, "category": [operator_category(n) for n in names]},
+                schema={"name": pl.String, "category": pl.String},
+            ).unique("name")
+            keys = ["name", "input_dims"] if by_shapes else ["name"]
+            if by_shapes:
+                return frame.join(categories, on="name", how="left").select(*keys, "category", "tflops_s")
+            return categories.join(frame, on="name", how="left").select(*keys, "category", "tflops_s")
+
+        if by_shapes:
+            return compute(True)
+        return self._default_view("op_efficiency", lambda: compute(False))
+
+    def efficiency_lines(self, step: int | None = None) -> list[str]:
+        """The Overview's efficiency lines: GPU time by kernel category, and the average step's
+        model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
+        if not self.is_trace or self.gpu.height == 0:
+            return []
+        from ..frames import fmt_us
+
+        lines = []
+        categories = self.categories(step).filter(pl.col("total_us") > 0)
+        shares = ", ".join(f"{c} {p:.1f}%" for c, p in categories.select("category", "pct").head(6).iter_rows())
+        more = f", … {categories.height - 6} more" if categories.height > 6 else ""
+        lines.append(f"GPU time by category: {shares}{more}")
+        try:
+            per_step = self.step_efficiency()
+        except ProfviewError as exc:  # no shapes: say what is missing, in one line
+            return [*lines, f"model FLOPs: none — {exc.problem}"]
+        if self._call_work.height == 0:
+            reason = NO_SHAPES if self.model.host["input_dims"].drop_nulls().len() == 0 else NO_MODELLED
+            return [*lines, f"model FLOPs: none — {reason}"]
+        rows = per_step if step is None else per_step.filter(pl.col("step") == step)
+        if rows.height == 0:
+            return lines
+        name, peak = self.device_peak()
+        from ..analysis.perf_model import dominant_precision
+
+        precision = dominant_precision(self._call_work)
+        tflop = float(rows["model_tflop"].mean() or 0.0)
+        rate = float(rows["tflops_s"].mean() or 0.0)
+        what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
+        line = f"model FLOPs per {what} {tflop:.3f} TFLOP, {rate:.1f} TFLOP/s"
+        if peak is not None and peak.peak_tflops(precision):
+            mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
+            line += f", MFU {mfu:.1f}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
+        else:
+            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+        lines.append(line)
+        busy = float(rows["gpu_busy_us"].mean() or 0.0)
+        lines.append(
+            f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
+        )
+        return lines

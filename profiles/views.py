@@ -12,8 +12,42 @@ from .trace_profile import Profile
 VIEW_NAMES = ("kernels", "ops", "steps", "launches")
 #: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
 VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
+#: Issue 24: the perf model per operator and shapes, GPU time by kernel category.
+VIEW_NAMES += ("efficiency", "categories")
+#: Issue 26: the critical path of each step, the events on it, and per name its time on it.
+PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
+VIEW_NAMES += PATH_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
+
+
+def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
+    """Issue 24: a trace's kernel or operator table with ``category`` and ``tflops_s`` at the end
+    (per kernel / operator name over the whole trace; per input dims for operators by shapes);
+    a text format's table as it is."""
+    if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
+        return frame
+    if view == "kernels":
+        return frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
+    if not by_shape:
+        return frame.join(profile.operator_efficiency(), on="name", how="left", maintain_order="left")
+    categories = profile.operator_efficiency().select("name", "category")
+    rates = profile.operator_efficiency(by_shapes=True).select("name", "input_dims", "tflops_s")
+    frame = frame.join(categories, on="name", how="left", maintain_order="left")
+    return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
+
+
+def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
+    """Rows of ``category`` (a view with a ``category`` column: kernels, ops, efficiency, categories)."""
+    if category is None:
+        return frame
+    if "category" not in frame.columns:
+        raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories (of a trace)")
+    from ..analysis.kernel_categories import KERNEL_CATEGORIES
+
+    if category not in KERNEL_CATEGORIES:
+        raise ProfviewError(None, f"unknown category {category!r}: choose one of {', '.join(KERNEL_CATEGORIES)}")
+    return frame.filter(pl.col("category") == category)
 
 
 def view_frame(
@@ -26,26 +60,43 @@ def view_frame(
     step: int | None = None,
     module: str | None = None,
     source: str | None = None,
+    what_if: list[str] | None = None,
+    rules: str = "profview",
+    category: str | None = None,
+    peak_tflops: float | None = None,
+    peak_tb_s: float | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
     ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
-    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step."""
-    if view == "kernels":
-        return profile.kernels(by_shape=by_shape, step=step)
-    if view == "ops":
-        return profile.ops(by_shapes=by_shape, step=step)
+    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step.  The critical
+    path views (:data:`PATH_VIEWS`) take ``rules`` (``profview`` or ``hta``) and ``critical_path``
+    takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
+    ``category``: only that kernel category (kernels, ops, efficiency, categories);
+    ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's."""
+    if what_if and view != "critical_path":
+        raise ProfviewError(None, f"--what-if goes with --view critical_path, not {view}")
+    if view in PATH_VIEWS:
+        if what_if:
+            return profile.what_if(what_if, step, rules)
+        return getattr(profile, view)(step, rules)
+    if view in ("kernels", "ops", "efficiency", "categories"):
+        return by_category(_categorised_view(profile, view, by_shape, step, peak_tflops, peak_tb_s), category)
+    if category is not None:
+        raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories")
     if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
         from ..analysis.step_outliers import step_outliers
 
         frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
+        if profile.is_trace:  # issue 24: GPU busy by the one rule, model FLOPs, TFLOP/s, MFU
+            frame = frame.join(profile.step_efficiency(peak_tflops), on="step", how="left", maintain_order="left")
         if step is not None:
             frame = frame.filter(pl.col("step") == step)
             if frame.height == 0:
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
     if step is not None and view != "launches":
-        raise ProfviewError(None, f"--step narrows kernels, ops, steps and launches, not {view}")
+        raise ProfviewError(None, f"--step narrows kernels, ops, steps, launches and the critical path, not {view}")
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
@@ -71,6 +122,26 @@ def view_frame(
     if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
         return getattr(profile, view)()
     raise ProfviewError(None, f"unknown view {view!r}: choose one of {', '.join(VIEW_NAMES)}")
+
+
+def _categorised_view(
+    profile: Profile,
+    view: str,
+    by_shape: bool,
+    step: int | None,
+    peak_tflops: float | None,
+    peak_tb_s: float | None,
+) -> pl.DataFrame:
+    """kernels, ops (with ``category`` and ``tflops_s``), efficiency and categories."""
+    if view == "kernels":
+        return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
+    if view == "ops":
+        return with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+    if view == "categories":
+        return profile.categories(step)
+    if step is not None:
+        raise ProfviewError(None, "--step narrows kernels, ops, steps, categories and launches, not efficiency")
+    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
 
 
 def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:

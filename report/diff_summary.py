@@ -16,6 +16,7 @@ from ..analysis.diff import GLYPHS
 from ..diff.comparison import SIDES, Comparison
 from ..frames import fmt_us
 from ..sanitize import clean
+from .console import ReportConsole
 from .profile_summary import short
 
 STYLE = {"increased": "red", "added": "red", "decreased": "green", "removed": "green", "unchanged": "dim"}
@@ -107,7 +108,7 @@ def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
 
 def print_diff_summary(comparison: Comparison, top: int, console: Console | None = None) -> None:
     """Print what changed between BEFORE and AFTER, biggest first."""
-    console = console or Console(highlight=False, markup=False, emoji=False)
+    console = console or ReportConsole()
     for which in SIDES:
         console.print(Text(short(comparison.header(which), 400).plain, style="bold"))
     console.print(Text(f"  {comparison.settings_line()}"))

@@ -1,7 +1,9 @@
 """Write a view to CSV, Parquet or JSON, safely.
 
-Writes go to a temporary file in the target folder and are renamed into place, so an existing
-file is never truncated by a failed write; the input trace itself is never overwritten.  CSV
+Writes go to an unnamed file in the target folder (Linux ``O_TMPFILE``; a hidden temporary file
+elsewhere) that is named and renamed into place only once whole, so an existing file is never
+truncated and no interruption leaves a partial file; no input (trace, table, a job's traces and
+archives) is ever overwritten.  A FIFO or a device is written into, not replaced.  CSV
 cells that a spreadsheet would run as formulas are prefixed with ``'`` unless ``raw_formulas``.
 """
 
@@ -95,37 +97,121 @@ def write_table(
             raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None  # a closed pipe (| head): not an error
         return target
     path = Path(target).expanduser()
+    path = check_target(target, inputs=inputs, overwrite=overwrite)
+    if path.exists() and not path.is_file():  # a FIFO or a device: streamed into, never replaced
+        return _write_into(frame, fmt, path, target)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = _unnamed_file(folder, path.name)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            _write_frame(frame, fmt, fh)
+        # mkstemp makes the file 0600: give it the mode a plain open() would (or the old file's).
+        os.fchmod(fd, _mode_for(path))
+        if tmp is None:  # an unnamed file: it gets a name only now that it is whole
+            tmp = _link_unnamed(fd, folder, path.name)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
+        raise
+    finally:
+        os.close(fd)
+    return str(path)
+
+
+def check_target(target: str, *, inputs: tuple[str, ...] = (), overwrite: bool = True) -> Path:
+    """The path ``target`` will be written to, or a one-line error (before any work is done).
+
+    Refuses every input (a job's traces and archives too; hard links and symlinks to one
+    included), a directory, a missing folder, and an existing file without ``overwrite``.
+    """
+    path = Path(target).expanduser()
     if path.is_symlink():
         # A link is followed, never replaced by a file: with --force the file it points to is
         # written (made if the link dangles); without it, even a dangling link is left alone.
         if not overwrite:
             raise ProfviewError(target, "is a symbolic link (use --force to write the file it points to)")
         path = Path(os.path.realpath(path))
-    for source in inputs:
-        if path.exists() and os.path.samefile(path, source):
-            raise ProfviewError(target, "refusing to overwrite the input profile")
+    if path.exists():
+        for source in inputs:
+            try:
+                same = os.path.samefile(path, source)
+            except OSError:
+                same = False
+            if same:
+                raise ProfviewError(target, "refusing to overwrite the input profile")
     if path.is_dir():
         raise ProfviewError(target, "is a directory")
-    if path.exists() and not overwrite:
+    if path.exists() and path.is_file() and not overwrite:
         raise ProfviewError(target, "already exists (use --force to overwrite)")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ProfviewError(target, f"folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    return path
+
+
+def _write_frame(frame: pl.DataFrame, fmt: str, fh: object) -> None:
+    if fmt == "csv":
+        frame.write_csv(fh, float_precision=CSV_FLOAT_DECIMALS)  # type: ignore[arg-type]
+    elif fmt == "parquet":
+        frame.write_parquet(fh)  # type: ignore[arg-type]
+    else:
+        fh.write(frame.write_json().encode())  # type: ignore[attr-defined]
+
+
+def _write_into(frame: pl.DataFrame, fmt: str, path: Path, target: str) -> str:
+    """Stream into a FIFO or a device (``-o /dev/null``): there is no file to replace."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            if fmt == "csv":
-                frame.write_csv(fh, float_precision=CSV_FLOAT_DECIMALS)
-            elif fmt == "parquet":
-                frame.write_parquet(fh)
-            else:
-                fh.write(frame.write_json().encode())
-        # mkstemp makes the file 0600: give it the mode a plain open() would (or the old file's).
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
-        raise
+        with open(path, "wb") as fh:
+            _write_frame(frame, fmt, fh)
+    except OSError as exc:
+        raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
     return str(path)
+
+
+def _unnamed_file(folder: Path, name: str) -> tuple[int, str | None]:
+    """A file to write the export into: unnamed where the system allows (Linux ``O_TMPFILE``), so
+    that no interruption, not even SIGKILL, can leave part of it behind; else a hidden temporary."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag and os.path.isdir("/proc/self/fd"):
+        try:
+            return os.open(folder, flag | os.O_RDWR, 0o600), None
+        except OSError:  # a file system without it (some network file systems)
+            pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    return fd, tmp
+
+
+def _link_unnamed(fd: int, folder: Path, name: str) -> str:
+    """Give the finished unnamed file a hidden name beside the target (renamed over it next).
+
+    ``linkat(AT_SYMLINK_FOLLOW)`` on its ``/proc/self/fd`` entry (``os.link`` calls plain
+    ``link``, which does not follow that link); where that is refused, a copy.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _attempt in range(100):
+        tmp = str(folder / f".{name}.{os.urandom(4).hex()}.tmp")
+        if libc.linkat(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(tmp), _AT_SYMLINK_FOLLOW) == 0:
+            return tmp
+        if ctypes.get_errno() != errno.EEXIST:
+            break
+    copy, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            os.write(copy, chunk)
+        os.fchmod(copy, os.fstat(fd).st_mode & 0o7777)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        os.close(copy)
+    return tmp
+
+
+_AT_FDCWD = -100
+_AT_SYMLINK_FOLLOW = 0x400

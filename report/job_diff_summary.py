@@ -13,6 +13,7 @@ from ..analysis.diff import GLYPHS
 from ..diff.job_comparison import SIDES, JobComparison
 from ..frames import fmt_us
 from ..sanitize import clean
+from .console import ReportConsole
 from .diff_summary import STYLE, _signed
 from .profile_summary import short
 
@@ -91,7 +92,7 @@ def _kernels(comparison: JobComparison, top: int, width: int) -> Table | Text:
 
 def print_job_diff_summary(comparison: JobComparison, top: int, console: Console | None = None) -> None:
     """Print what changed between two jobs: medians, stragglers, kernels (biggest change first)."""
-    console = console or Console(highlight=False, markup=False, emoji=False)
+    console = console or ReportConsole()
     for which in SIDES:
         console.print(Text(short(clean(comparison.header(which)), 400).plain, style="bold"))
     console.print(Text(f"  {comparison.settings_line()}"))

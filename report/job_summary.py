@@ -13,6 +13,7 @@ from rich.text import Text
 from ..frames import fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
+from .console import ReportConsole
 
 
 class ProgressLine:
@@ -56,9 +57,9 @@ def straggler_line(job: Job) -> str:
 
 def print_job_summary(job: Job, top: int, console: Console | None = None) -> None:
     """The job's ranks, its straggler, the longest-waiting collectives and the top kernels."""
-    console = console or Console(highlight=False, markup=False, emoji=False)
+    console = console or ReportConsole()
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
-    backends = sorted({s.backend for s in job.summaries if s.backend})
+    backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
     for line in job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]:
         console.print(Text(f"  {clean(line)}{backend}"))

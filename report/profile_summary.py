@@ -10,6 +10,7 @@ from rich.text import Text
 from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
+from .console import ReportConsole
 from .wording import middle_cut, plural
 
 NAME_WIDTH = 60
@@ -72,7 +73,7 @@ def _memory_lines(profile: Profile) -> list[str]:
 
 def print_summary(profile: Profile, top: int, console: Console | None = None, wide: bool = False) -> None:
     """Print what a user wants first about a profile (``wide``: names whole, not cut to the width)."""
-    console = console or Console(highlight=False, markup=False, emoji=False)
+    console = console or ReportConsole()
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
     if profile.is_trace:
         view = profile.overview()
@@ -93,6 +94,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
             )
         )
         for line in communication_lines(view):
+            console.print(Text(f"  {clean(line)}"))
+        for line in profile.efficiency_lines():  # issue 24
             console.print(Text(f"  {clean(line)}"))
         for line in _memory_lines(profile):
             console.print(Text(f"  {clean(line)}"))

@@ -20,8 +20,9 @@ from .. import __version__
 #: 5: collective-argument columns in the events frame, per-rank job summaries;
 #: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
 #: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
-#: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model).
-CACHE_FORMAT = 10
+#: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model;
+#: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads).
+CACHE_FORMAT = 11
 META_FILE = "meta.json"
 
 

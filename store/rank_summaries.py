@@ -4,7 +4,9 @@ Beside the trace cache (:mod:`profview.store.trace_cache`), in its own folder ``
 (:data:`MAX_SUMMARIES`, far above the trace cache's: a summary is a few tens of KB), one folder
 per (trace identity, analysis settings): the steps, kernels and collective-call frames, and a
 JSON document of the rank, world size, backend, warnings and figures.  Written atomically (a
-staging folder renamed into place); an unreadable entry is no entry.  Failures are silent.
+staging folder renamed into place).  An entry that cannot be read, or whose document has the
+wrong shape (:func:`valid_info`), is removed when found, so the next open writes a sound one.
+Failures are silent.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from . import trace_cache as cache
+from .keys import cache_root, identity, key
 
 FOLDER = "ranks"
 MAX_SUMMARIES = 20_000
@@ -27,27 +29,75 @@ INFO_FILE = "info.json"
 
 
 def _entry(path: str, settings: dict[str, Any]) -> Path:
-    identity = cache._identity(path)  # size, times, inode, version and cache format of the trace
-    return cache.cache_root() / FOLDER / cache._key({"trace": identity, "settings": settings})
+    trace = identity(path)  # size, times, inode, version and cache format of the trace
+    return cache_root() / FOLDER / key({"trace": trace, "settings": settings})
+
+
+#: Columns a saved frame must have for a re-open to use it.
+REQUIRED_COLUMNS = {"steps": ("start_us", "duration_us"), "kernels": ("name", "calls", "total_us"), "calls": ()}
 
 
 def load(path: str, settings: dict[str, Any]) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
-    """(frames, info) saved for ``path`` with ``settings``, or None."""
+    """(frames, info) saved for ``path`` with ``settings``, or None (a damaged entry is removed)."""
     try:
         entry = _entry(path, settings)
+    except OSError:
+        return None
+    if not entry.is_dir():
+        return None
+    try:
         info = orjson.loads((entry / INFO_FILE).read_bytes())
         frames = {name: pl.read_ipc(entry / f"{name}.arrow") for name in FRAMES}
     except (OSError, ValueError, TypeError, pl.exceptions.PolarsError):
+        info, frames = None, {}
+    if not (isinstance(info, dict) and valid_frames(frames)):
+        shutil.rmtree(entry, ignore_errors=True)
         return None
-    return (frames, info) if isinstance(info, dict) else None
+    return frames, info
+
+
+def valid_frames(frames: dict[str, pl.DataFrame]) -> bool:
+    """Whether saved frames have the columns a job reads."""
+    return all(name in frames and set(cols) <= set(frames[name].columns) for name, cols in REQUIRED_COLUMNS.items())
+
+
+def valid_info(info: Any) -> bool:
+    """Whether a saved document has the shape :func:`profview.jobs.rank_summary.summarise_rank` writes."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def optional_int(value: Any) -> bool:
+        return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+    if not isinstance(info, dict):
+        return False
+    facts, warnings = info.get("facts"), info.get("warnings")
+    return (
+        isinstance(facts, dict)
+        and all(isinstance(k, str) and number(v) for k, v in facts.items())
+        and isinstance(warnings, list)
+        and all(isinstance(w, str) for w in warnings)
+        and optional_int(info.get("rank"))
+        and optional_int(info.get("world_size"))
+        and (info.get("backend") is None or isinstance(info.get("backend"), str))
+    )
+
+
+def discard(path: str, settings: dict[str, Any]) -> None:
+    """Remove the entry of ``path`` with ``settings`` (a damaged one)."""
+    try:
+        shutil.rmtree(_entry(path, settings), ignore_errors=True)
+    except OSError:
+        return
 
 
 def save(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], info: dict[str, Any]) -> None:
     """Save one rank's summary (silently nothing on a read-only or full disk)."""
     try:
         entry = _entry(path, settings)
-        if entry.exists():
-            return
+        if entry.exists() and load(path, settings) is not None:
+            return  # a sound entry (an unsound one was just removed by load)
         entry.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
         try:
@@ -64,7 +114,7 @@ def save(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], i
 def prune(limit: int = MAX_SUMMARIES) -> None:
     """Drop the oldest summaries past ``limit``."""
     try:
-        folder = cache.cache_root() / FOLDER
+        folder = cache_root() / FOLDER
         entries = [(e.stat().st_mtime, e) for e in folder.iterdir() if e.is_dir()]
     except OSError:
         return

@@ -21,6 +21,6 @@ def test_every_code_folder_is_a_listed_package() -> None:
         if not parts or parts[0] in OUTSIDE_THE_PACKAGE or parts[0].startswith("."):
             continue
         found.add(".".join(("profview", *parts)))
-    assert found == listed, f"missing from pyproject: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"
+    assert found == listed, f"not in pyproject: {sorted(found - listed)}; listed, not found: {sorted(listed - found)}"
     assert any(path.suffix == ".tcss" for path in (ROOT / "tui").rglob("*.tcss"))
     assert settings["package-data"] == {"*": ["*.tcss"]}

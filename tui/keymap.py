@@ -187,12 +187,19 @@ KEYMAP: tuple[Key, ...] = (
         "or one line", show=True),
     Key("trace_timeline", "tl.follow", "f", "follow", "launch↔kernel", "Timeline: f",
         "from a kernel to the runtime call that launched it, and back (the trace's flow links)", show=True),
-    Key("trace_timeline", "tl.step_next", "t", "next_step(1)", "step", "Timeline: t T",
-        "show the next / previous step whole", show=True, key_display="t/T"),
+    Key("trace_timeline", "tl.step_next", "t", "next_step(1)", "step", "Timeline: t T c C",
+        "step after / before, whole; critical path (◆) next / previous",
+        show=True, key_display="t/T"),
     Key("trace_timeline", "tl.step_prev", "T", "next_step(-1)", "previous step"),
+    Key("trace_timeline", "tl.path_next", "c", "critical_path(1)", "critical path"),  # help: on t T's line
+    Key("trace_timeline", "tl.path_prev", "C", "critical_path(-1)", "previous on the critical path"),
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
         "this event's drill-down: a kernel's launch path and Python stack; an operator call's GPU work",
         show=True),
+    # -- efficiency (issue 24) ------------------------------------------------------------------
+    Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
+        "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
+    Key("efficiency", "efficiency.chart", "c", "toggle_chart", "chart", show=True),
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),

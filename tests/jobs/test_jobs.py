@@ -315,7 +315,7 @@ def test_a_dask_local_cluster_gives_the_pool_frames(dlrm: Job, monkeypatch: pyte
     monkeypatch.delenv(DASK_ENV)
     for a, b in zip(_frames(gloo), _frames(open_job(GLOO, workers=1, use_cache=False)), strict=True):
         assert_frame_equal(a, b)
-    assert sum(1 for name in tasks if name.startswith("summarise_rank")) >= 1
+    assert sum(1 for name in tasks if name.startswith("summarise_or_fail")) >= 1
     job.close()
 
 
@@ -327,7 +327,7 @@ def test_reopening_reads_the_cached_summaries(tmp_path: Path, monkeypatch: pytes
     def no_parse(*_args: object) -> None:
         raise AssertionError("a rank was summarised again")
 
-    monkeypatch.setattr(job_module, "summarise_rank", no_parse)
+    monkeypatch.setattr(job_module, "summarise_or_fail", no_parse)
     monkeypatch.setattr(job_module, "map_ranks", lambda _f, paths, *_a, **_k: [no_parse() for _ in paths])
     second = open_job(folder, workers=2)
     for a, b in zip(_frames(first), _frames(second), strict=True):
@@ -354,16 +354,23 @@ def test_cli_summary_names_the_straggler_and_export_writes_job_views(
     assert run_cli(["export", str(DLRM), "--view", "ops", "-o", str(tmp_path / "x.csv"), "-j", "1"]) == 2
 
 
-def test_a_rank_that_fails_in_a_worker_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_an_unreadable_rank_is_left_out_loudly_and_strict_refuses_it(tmp_path: Path) -> None:
     shutil.copy(GLOO / "rank0.pt.trace.json.gz", tmp_path / "rank0.json.gz")
+    shutil.copy(GLOO / "rank1.pt.trace.json.gz", tmp_path / "rank1.json.gz")
     shutil.copy(SAMPLES / "gpt2_train_bf16.tables.txt", tmp_path / "rank2.json")  # a table, not a trace
-    assert run_cli(["summary", str(tmp_path), "-j", "2", "--no-cache"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "rank2.json" in err and "not a rank trace" in err
+    with open_job(tmp_path, workers=2, use_cache=False) as job:
+        assert job.ranks == [0, 1] and job.world_size == 2  # gloo's distributedInfo says 2
+        assert [name for name, _ in job.failures] == [str(tmp_path / "rank2.json")]
+        assert any(n.startswith("rank 2 unreadable: rank2.json: a ") and "not a rank trace" in n for n in job.notes)
+    with pytest.raises(ProfviewError, match=r"rank2\.json: .*not a rank trace.*--strict"):
+        open_job(tmp_path, workers=2, use_cache=False, strict=True)
     (tmp_path / "rank2.json").write_text('{"traceEvents": [')  # cut short before any event
-    assert run_cli(["summary", str(tmp_path), "-j", "2", "--no-cache"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "rank2.json: the trace is cut" in err
+    with open_job(tmp_path, workers=1, use_cache=False) as job:
+        assert job.ranks == [0, 1] and any("rank 2 unreadable: rank2.json: the trace is cut" in n for n in job.notes)
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}.json.gz").unlink()
+    with pytest.raises(ProfviewError, match=r"rank2\.json: the trace is cut"):  # nothing readable: an error
+        open_job(tmp_path, workers=1, use_cache=False)
 
 
 def test_a_job_without_collectives_has_an_empty_typed_view_and_no_straggler(tmp_path: Path) -> None:

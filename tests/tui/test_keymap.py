@@ -19,6 +19,7 @@ from profview.tui.drill.worker import DrillProgress
 from profview.tui.job.compare import JobCompareScreen
 from profview.tui.job.screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
+from profview.tui.main.efficiency import EfficiencyView
 from profview.tui.main.memory import MemoryView
 from profview.tui.main.modules import ModulesView
 from profview.tui.main.step_timeline import Timeline
@@ -31,6 +32,7 @@ from profview.tui.widgets.table_view import FrameView
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
     "app": ProfviewApp,
+    "efficiency": EfficiencyView,  # issue 24
     "drill": DrillScreen,
     "steps": StepList,
     "timeline": Timeline,

@@ -14,7 +14,7 @@ from pilot import screen_text, type_text, wait_loaded
 from support import loaded, raw_events, sample, viewer
 from textual.app import App
 
-from profview.profiles.views import refine
+from profview.profiles.views import refine, view_frame
 from profview.tui.app import ProfviewApp
 from profview.tui.dialogs.loading import LoadingScreen
 from profview.tui.drill.screen import DrillScreen
@@ -81,7 +81,7 @@ async def test_escape_clears_the_filter_then_closes_the_drill_down() -> None:
         assert isinstance(app.screen, MainScreen)
         assert view.pattern == "convolution_backward"
         await pilot.press("escape")  # on the main table: the filter goes
-        ops = loaded(RESNET).ops()  # issue 22: at 80 columns the sorted column sits beside the name
+        ops = view_frame(loaded(RESNET), "ops")  # issue 22: at 80 columns the sorted column sits beside the name
         assert view.pattern == "" and view.displayed.equals(ops.select(view.displayed.columns))
         assert sorted(view.displayed.columns) == sorted(ops.columns)
         assert "filter" not in screen_text(app).splitlines()[2]
@@ -172,7 +172,7 @@ async def test_movement_keys_on_a_table() -> None:
         assert table.cursor_row > 5
         await pilot.press("pageup")
         assert table.cursor_row == 0
-        await pilot.press(*["tab"] * 6)  # ops, steps, memory, modules, timeline, overview
+        await pilot.press(*["tab"] * 7)  # ops, steps, memory, modules, timeline, efficiency, overview
         assert app.screen.pane == "overview"
 
 

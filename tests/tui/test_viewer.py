@@ -11,7 +11,7 @@ import pytest
 from pilot import screen_text, type_text, wait_loaded
 from support import loaded, sample, viewer
 
-from profview.profiles.views import refine
+from profview.profiles.views import refine, view_frame
 from profview.tui.app import ProfviewApp
 from profview.tui.dialogs.help import HelpScreen
 from profview.tui.drill.screen import DrillScreen
@@ -42,18 +42,18 @@ async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) ->
         await pilot.press("2")
         view = app.frame_view()
         assert view is not None and view.view == "kernels"
-        assert view.displayed.equals(loaded(RESNET).kernels())
+        assert view.displayed.equals(view_frame(loaded(RESNET), "kernels"))  # with category, tflops_s
         await pilot.press("slash")
         await type_text(pilot, "gemm")
         await pilot.press("enter")
-        expected = refine(loaded(RESNET).kernels(), pattern="gemm")
+        expected = refine(view_frame(loaded(RESNET), "kernels"), pattern="gemm")
         assert view.displayed.equals(expected)
         assert f"{expected.height} of 78" in screen_text(app)
         await pilot.press("right", "s")  # the column under the cursor: calls
         assert view.sort == "calls" and not view.ascending
         await pilot.press("s")
         assert view.ascending
-        expected = refine(loaded(RESNET).kernels(), pattern="gemm", sort="calls", ascending=True)
+        expected = refine(view_frame(loaded(RESNET), "kernels"), pattern="gemm", sort="calls", ascending=True)
         assert view.displayed["name"].to_list() == expected["name"].to_list()
         target = tmp_path / "kernels.csv"
         await pilot.press("e")
@@ -137,7 +137,7 @@ async def test_steps_select_narrows_tables_and_timeline_names_kernels() -> None:
         await pilot.pause()
         assert app.screen.step == 3
         kernels = app.screen.query_one("#kernels").displayed
-        assert kernels.equals(loaded(RESNET).kernels(step=3))
+        assert kernels.equals(view_frame(loaded(RESNET), "kernels", step=3))
         timeline = app.screen.query_one(Timeline)
         await pilot.press(*["right"] * 5)
         assert timeline.cursor == 5

@@ -75,6 +75,15 @@ def _host_event(profile: Profile, row: dict[str, Any], path: list[str], step: in
     return DrillScreen("op_launches", frame, [*path, f"{row['name']} at {row['at']}"])
 
 
+def _shape_launches(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """Issue 24: an operator and shapes of the perf model → the GPU work its calls of those shapes launched."""
+    name, dims = row["name"], row.get("input_dims")
+    frame = profile.launches(name, step, input_dims=dims)
+    return DrillScreen("op_launches", frame, [*path, f"op {name} {dims or ''}".rstrip()])
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -84,4 +93,5 @@ ROUTES: dict[str, Route] = {
     "modules": _module_kernels,
     "timeline_gpu": _gpu_event,  # one event: the step chosen in Steps changes nothing
     "timeline_host": _host_event,
+    "efficiency": _shape_launches,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from textual import events
@@ -66,15 +67,19 @@ class JobApp(OpensOnThread, ProfviewApp):
         """Load that rank's trace (through the cache) and show its main screen."""
         if self.job is None:
             return
-        summary = self.job.summary(rank)
         self.notify(f"opening rank {rank}…", timeout=2)
-        self._open(rank, summary.path)
+        try:
+            path = self.job.trace_path(rank)  # a rank of an archive re-opened from the cache: extracted now
+        except ProfviewError as exc:
+            self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
+            return
+        self._open(rank, path)
 
     def _open(self, rank: int, path: str) -> None:
         from ...profiles.loading import load
 
         assert self.job is not None
-        use_cache = self.job.inputs is None or self.job.inputs.temp_dir is None
+        use_cache = os.path.realpath(path) == os.path.realpath(self.job.summary(rank).path)  # not an extracted copy
         try:
             profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
             prepare(profile, lambda _phase: None)

@@ -86,7 +86,8 @@ def python_line(frames: list[str], width: int) -> Text:
     """'py: innermost < … < outermost' on one line (the innermost frames matter most)."""
     if not frames:
         return Text("py: no Python stack recorded here", style="dim italic")
-    return cap_lines(Text("py: " + " < ".join(clean(f) for f in frames), style="italic"), width, 1)[0]
+    line = Text("py: " + " < ".join(clean(f) for f in frames), style="italic")
+    return cap_lines(line, width, 1, at_spaces=False)[0]
 
 
 __all__ = ["kernel_lines", "occupancy_text", "op_lines", "python_line"]

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ...errors import ProfviewError
 from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
 from ...profiles.trace_profile import Profile
 from ...report.wording import plural
@@ -84,12 +85,15 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None, t
         )
         for line in communication_lines(view):
             parts.append(Text(clean(line)))
+        for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
+            parts.append(Text(clean(line)))
         step = view.average_step
         total = step.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
         parts.append(Text(f"\n{heading}", style="bold"))
         parts.append(stacked_bar(step, total, max(width - 2, 10)))
         parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        parts.append(path_line(profile))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
         for hint in view.hints:
@@ -147,7 +151,28 @@ def step_section(profile: Profile, step: int, width: int) -> list[RenderableType
     heading = Text(f"\nstep {step} only: {fmt_us(total)} · GPU busy {row['gpu_busy_pct']:.1f}%", style="bold")
     heading.append(f" ({fmt_us(row['gpu_busy_us'])}) · Steps: a = all steps", style="dim")
     values = {c: row[f"{c}_us"] or 0.0 for c in CATEGORIES}
-    return [heading, stacked_bar(values, total, max(width - 2, 10)), legend(values, total)]
+    return [heading, stacked_bar(values, total, max(width - 2, 10)), legend(values, total), path_line(profile, step)]
+
+
+def path_line(profile: Profile, step: int | None = None, short: bool = False) -> Text:
+    """What bounds the steps (``step``: that one): ``critical path (all steps): 64% GPU compute,
+    33% CPU, 3% kernel-kernel gaps`` (issue 26), or why the trace has no critical path
+    (``short``: ``critical path: …`` without saying which steps)."""
+    from ...analysis.critical_path_frames import bound_line
+
+    try:
+        frame = profile.critical_path()
+    except ProfviewError as exc:
+        reason = "" if short else f" ({clean(exc.problem)})"
+        return Text(f"critical path: not available{reason}", style="dim")
+    if step is not None and step not in frame["step"].to_list():
+        return Text("critical path: not available for this step", style="dim")
+    line = bound_line(frame, step)
+    if short:
+        return Text(line)
+    whole = frame["step"].max() < 0  # no ProfilerStep: one window, the whole trace
+    where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
+    return Text(line.replace("critical path:", f"critical path ({where}):", 1))
 
 
 class OverviewView(VerticalScroll):

@@ -11,21 +11,27 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from ...profiles.trace_profile import Profile
+from ...profiles.views import with_efficiency
 from ...sanitize import clean
 from ..messages import StepChosen
 from ..widgets.filter_bar import FilterBar
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
+from .efficiency import EfficiencyView, efficiency_pane
 from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
 from .timeline import TimelinePane, TraceTimeline
 
-PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace")
+PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 # Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
+TITLES |= {"efficiency": "Efficiency"}  # issue 24
+#: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
+SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
+SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
@@ -36,6 +42,9 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
         titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
+        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    if sum(len(label) + 1 for label in labels) > width:
+        titles.update(SHORT_TITLES)  # issue 24: eight
         labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     first, last = 0, len(PANES)  # the tabs shown: PANES[first:last]
     at = PANES.index(current) if current in PANES else 0
@@ -98,6 +107,8 @@ class MainScreen(Screen):
             return memory_pane(self.profile, pane)
         if pane == "modules":
             return modules_pane(self.profile, pane)
+        if pane == "efficiency":
+            return efficiency_pane(self.profile, pane)
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
@@ -123,6 +134,9 @@ class MainScreen(Screen):
         except NoMatches:  # the viewer is closing: nothing left to fill
             return
         self.linked = True
+        kernels_view = self.query_one("#kernels")
+        if isinstance(kernels_view, FrameView):  # issue 24: now with category and TFLOP/s
+            kernels_view.set_frame(self.frame_for("kernels"))
         if self.is_attached and self.app.screen is self:
             self.show(self.pane)  # focus the new view if it is the one on screen
 
@@ -138,8 +152,12 @@ class MainScreen(Screen):
 
     def frame_for(self, view: str):  # type: ignore[no-untyped-def]
         if view == "kernels":
-            return self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
-        return self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+            frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
+        else:
+            frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+        if not self.linked:  # issue 24: category and TFLOP/s need the linked model
+            return frame
+        return with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))
 
     def update_header(self) -> None:
         self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.profile.path)))
@@ -162,7 +180,7 @@ class MainScreen(Screen):
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane)):
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView)):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
@@ -174,7 +192,7 @@ class MainScreen(Screen):
             widget = self.query_one(f"#{self.pane}")
         except NoMatches:  # the pane is being replaced (link)
             return None
-        if isinstance(widget, (MemoryView, ModulesView)):  # a pane with a table inside
+        if isinstance(widget, (MemoryView, ModulesView, EfficiencyView)):  # a pane with a table inside
             return widget.query_one(FrameView)
         return widget if isinstance(widget, FrameView) else None
 

@@ -230,7 +230,12 @@ class StepsView(VerticalScroll):
         self.query_one("#step-totals", Static).update(totals)
         self.call_after_refresh(self.fit_list)
         if self.profile.is_trace:
+            from .overview import path_line
+
             title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
+            # What bounds the step (issue 26), on the title line: the layout keeps its height.
+            title.append(" · ")
+            title.append_text(path_line(self.profile, row.get("step"), short=True))
             title.append("   ←→ H L move · < > lane · +/- zoom · [ ] pan · 0 fit", style="dim")
             self.query_one("#timeline-title", Static).update(title)
             start = self.profile.span_start + row["start_us"]

@@ -4,7 +4,8 @@ Drawing asks each lane only for the events inside the visible window (two binary
 lane, :meth:`~profview.analysis.lanes.Lane.visible`), so a redraw costs the same on a 3-step and
 a 40-step trace.  Keys (``tui/keymap.py``, scope ``trace_timeline``): move, lane, zoom, pan, fit;
 ``n``/``p`` the next/previous event on the lane; ``f`` follows the flow link between a kernel and
-the runtime call that launched it; ``t``/``T`` the next/previous step; Enter opens the drill-down.
+the runtime call that launched it; ``t``/``T`` the next/previous step; ``c``/``C`` mark the
+critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter opens the drill-down.
 """
 
 from __future__ import annotations
@@ -45,16 +46,25 @@ STYLES = {
     ("gpu", 3): ("░", "#e5534b"),
 }
 LABEL_STYLE = "bold #ffffff on #2d4f73"
+#: The cells of an event on the critical path, once ``c`` marked it (a glyph: it reads under NO_COLOR).
+PATH_GLYPH = "◆"
 #: Events matching the "/" search: underlined (it reads under NO_COLOR too) on amber.
 MATCH_STYLE = "bold underline #000000 on #ffd75f"
 DRAW_ORDER = {"cpu": (0, 1), "gpu": (2, 1, 0, 3)}
 
 
 def draw_lane(
-    lane: Lane, names: list[str], lo: float, hi: float, width: int, matched: np.ndarray | None = None
+    lane: Lane,
+    names: list[str],
+    lo: float,
+    hi: float,
+    width: int,
+    matched: np.ndarray | None = None,
+    on_path: np.ndarray | None = None,
 ) -> Text:
     """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones;
-    ``matched`` (per name index): the cells of matching events are drawn in :data:`MATCH_STYLE`."""
+    ``matched`` (per name index): the cells of matching events are drawn in :data:`MATCH_STYLE`;
+    ``on_path`` (a mask over the lane's events): theirs are drawn with :data:`PATH_GLYPH`."""
     span = (hi - lo) / width
     window = lane.visible(lo, hi)
     starts, ends, styles = lane.start[window], lane.end[window], lane.style[window]
@@ -76,6 +86,11 @@ def draw_lane(
         char, colour = STYLES[(lane.kind, style)]
         for i in np.flatnonzero(cells == style).tolist():
             chars[i], colours[i] = char, colour
+    if on_path is not None and len(starts):
+        marked = on_path[window]
+        for a, b in zip(first[marked].tolist(), last[marked].tolist(), strict=True):
+            for i in range(a, b):
+                chars[i] = PATH_GLYPH
     if matched is not None and len(starts):
         hit = matched[lane.names[window]]
         if hit.any():
@@ -126,6 +141,9 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.pattern = ""  # "/": events whose name matches are marked; n/N jump between them
         self.matched: np.ndarray | None = None  # per name index: whether it matches
         self._inspected: dict[tuple[int, int], object] = {}
+        #: After ``c``: the critical path's events (lane, position), by start, and a mask per lane.
+        self.path: list[tuple[int, int]] | None = None
+        self.on_path: dict[int, np.ndarray] = {}
 
     def first_gpu_lane(self) -> int:
         return next((i for i, lane in enumerate(self.lanes.lanes) if lane.kind == "gpu"), 0)
@@ -167,7 +185,8 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             lane = lanes[index]
             label = clean(lane.label)[:LABEL]
             out.append(f"{label:<{LABEL}} ", style="bold reverse" if index == self.lane else "bold")
-            row = draw_lane(lane, self.lanes.names, self.view_start, self.view_end, self.cells, self.matched)
+            window = (self.view_start, self.view_end)
+            row = draw_lane(lane, self.lanes.names, *window, self.cells, self.matched, self.on_path.get(index))
             if index == self.lane:
                 row.stylize("reverse", self.cursor, self.cursor + 1)
                 if row.plain[self.cursor] == " ":
@@ -187,6 +206,8 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             lines = [Text("(nothing under the cursor: n/p the next/previous event on the lane)", style="dim")]
         else:
             lines = self.inspect(*event, width)
+            if event[0] in self.on_path and self.on_path[event[0]][event[1]]:
+                lines[0] = lines[0] + Text(f"  {PATH_GLYPH} on the critical path", style="bold")
             if not self.inspecting:
                 lines = [lines[0] + Text("  · i: inspect", style="dim")]
         lines += cap_lines(Text(self.step_line(), style="dim"), width, 2)
@@ -406,6 +427,48 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         target = int(launched[np.argmin(gpu["ts"].to_numpy()[launched])])
         self.select(int(self.lanes.gpu_lane[target]), int(self.lanes.gpu_pos[target]))
 
+    def action_critical_path(self, delta: int) -> None:
+        """c / C: mark the critical path of every step and select its next / previous event (after
+        or before the selected one, else the first starting in or after / before the cursor's cell)."""
+        if self.path is None and not self.mark_path():
+            return
+        path = self.path or []
+        if not path:
+            self.notify("the critical path holds no event", severity="warning")
+            return
+        current = self.selected_event()
+        if current in path:
+            index = path.index(current) + delta
+        else:
+            starts = [float(self.lanes.lanes[lane].start[pos]) for lane, pos in path]
+            at = self.view_start + self.cursor * self.cell_span()  # the cursor cell's start, as n/p
+            index = int(np.searchsorted(starts, at, side="left"))
+            index = index if delta > 0 else index - 1
+        self.select(*path[int(np.clip(index, 0, len(path) - 1))])
+
+    def mark_path(self) -> bool:
+        """Find the events on the critical paths (once) and mark them on their lanes."""
+        from ...analysis.critical_path_frames import path_event_rows
+
+        try:
+            rows = path_event_rows(self.profile.step_paths())
+        except ProfviewError as exc:
+            self.notify(f"no critical path: {exc.problem}", severity="warning")
+            return False
+        lanes = self.lanes
+        path: list[tuple[int, int]] = []
+        for gpu, row in rows.select("gpu", "row").iter_rows():
+            lane = int((lanes.gpu_lane if gpu else lanes.host_lane)[row])
+            if lane >= 0:
+                path.append((lane, int((lanes.gpu_pos if gpu else lanes.host_pos)[row])))
+        self.path = path
+        for lane, position in path:
+            if lane not in self.on_path:
+                self.on_path[lane] = np.zeros(len(lanes.lanes[lane].start), dtype=bool)
+            self.on_path[lane][position] = True
+        self.refresh()
+        return True
+
     def action_next_step(self, delta: int) -> None:
         """t / T: show whole the first step starting after / the last starting before the view's start."""
         try:
@@ -492,7 +555,10 @@ class TimelinePane(Vertical):
         for key, (char, colour) in STYLES.items():
             caption.append(char * 2, style=colour)
             caption.append(f" {LEGEND[key]} ")
-        caption.append("  / search · n/p event · i inspect · f launch↔kernel · t/T step · Enter drill", style="dim")
+        caption.append(
+            "  / search · n/p event · i inspect · f launch↔kernel · t/T step · c/C critical path · Enter drill",
+            style="dim",
+        )
         yield Static(caption, id="timeline-caption")
         yield Static(Text("building the lanes…", style="italic"), id="timeline-wait")
 

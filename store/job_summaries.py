@@ -1,0 +1,141 @@
+"""The cache of whole jobs: one saved job summary that a re-open reads at once.
+
+A job of 1,024 ranks re-opened rank by rank reads 1,024 folders of :mod:`profview.store.rank_summaries`;
+this keeps every rank's frames in a few files instead: the ranks' steps, kernels and collective
+calls, concatenated per distinct schema with an ``_index`` column (so each rank's frame comes back
+exactly: its own columns and dtypes), and one JSON document of the ranks' facts, the traces that
+could not be read and the job's notes.
+
+The key is made from names and ``stat`` only (:func:`job_key`): every file the job's arguments name
+(path, size, times, inode), for an archive also its members (name, size, and time or CRC, read
+from its headers without extracting anything), and the analysis settings.  So a job from an
+archive is found again without extracting it, and any change to any file misses.  Entries are
+written atomically, validated when read (a damaged one is removed), and pruned past
+:data:`MAX_JOBS`.  Failures are silent: the job is summarised again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from .keys import cache_root, identity, key
+from .rank_summaries import FRAMES, REQUIRED_COLUMNS, valid_info
+
+FOLDER = "jobs"
+MAX_JOBS = 200
+INFO_FILE = "job.json"
+INDEX = "_index"
+
+
+def job_key(files: list[str], archives: list[str], settings: dict[str, Any]) -> str | None:
+    """The key of the job these files make with ``settings``, or None when one cannot be looked at."""
+    try:
+        parts: list[Any] = [identity(path) for path in files]
+        for archive in archives:
+            parts.append({"archive": identity(archive), "members": archive_members(archive)})
+    except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile):
+        return None
+    return key({"job": parts, "settings": settings})
+
+
+def archive_members(archive: str) -> list[list[Any]]:
+    """Each member's name, size and CRC (zip) or time (tar), read from the headers."""
+    if archive.lower().endswith(".zip"):
+        with zipfile.ZipFile(archive) as z:
+            return [[i.filename, i.file_size, i.CRC, i.header_offset] for i in z.infolist()]
+    with tarfile.open(archive) as t:
+        return [[m.name, m.size, m.mtime, m.type.decode("latin-1")] for m in t]
+
+
+def _entry(job: str) -> Path:
+    return cache_root() / FOLDER / job
+
+
+def load(job: str) -> tuple[list[dict[str, Any]], list[dict[str, pl.DataFrame]], dict[str, Any]] | None:
+    """(per-rank documents, per-rank frames, job document) saved under ``job``, or None."""
+    entry = _entry(job)
+    if not entry.is_dir():
+        return None
+    try:
+        doc = orjson.loads((entry / INFO_FILE).read_bytes())
+        ranks = doc["ranks"]
+        if not (isinstance(ranks, list) and all(valid_info(r) and isinstance(r.get("path"), str) for r in ranks)):
+            raise ValueError("ranks")
+        frames: list[dict[str, pl.DataFrame]] = [{} for _ in ranks]
+        for name in FRAMES:
+            for group, file in enumerate(doc["groups"][name]):
+                table = pl.read_ipc(entry / file)
+                parts = table.partition_by(INDEX, as_dict=True, include_key=False, maintain_order=True)
+                empty = table.drop(INDEX).clear()
+                for index in doc["members"][name][group]:
+                    frames[index][name] = parts.get((index,), empty)
+        if not all(set(f) == set(FRAMES) for f in frames) or not all(_columns_ok(f) for f in frames):
+            raise ValueError("frames")
+        if not isinstance(doc.get("failures"), list) or not isinstance(doc.get("notes"), list):
+            raise ValueError("job")
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, pl.exceptions.PolarsError):
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    return ranks, frames, doc
+
+
+def _columns_ok(frames: dict[str, pl.DataFrame]) -> bool:
+    return all(set(cols) <= set(frames[name].columns) for name, cols in REQUIRED_COLUMNS.items())
+
+
+def save(
+    job: str,
+    ranks: list[dict[str, Any]],
+    frames: list[dict[str, pl.DataFrame]],
+    failures: list[tuple[str, str]],
+    notes: list[str],
+) -> None:
+    """Save a job (silently nothing on a read-only or full disk)."""
+    try:
+        entry = _entry(job)
+        if entry.exists():
+            return
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+        try:
+            doc: dict[str, Any] = {"ranks": ranks, "failures": failures, "notes": notes, "groups": {}, "members": {}}
+            for name in FRAMES:
+                groups: dict[tuple[Any, ...], list[int]] = {}
+                for index, rank_frames in enumerate(frames):
+                    groups.setdefault(tuple(rank_frames[name].schema.items()), []).append(index)
+                doc["groups"][name], doc["members"][name] = [], []
+                for number, members in enumerate(groups.values()):
+                    file = f"{name}-{number}.arrow"
+                    table = pl.concat(
+                        [frames[i][name].with_columns(pl.lit(i, dtype=pl.Int32).alias(INDEX)) for i in members]
+                    )
+                    table.write_ipc(staging / file, compression="zstd")
+                    doc["groups"][name].append(file)
+                    doc["members"][name].append(members)
+            (staging / INFO_FILE).write_bytes(orjson.dumps(doc, default=str))
+            os.rename(staging, entry)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except (OSError, TypeError, pl.exceptions.PolarsError):
+        return
+    prune()
+
+
+def prune(limit: int = MAX_JOBS) -> None:
+    """Drop the oldest saved jobs past ``limit``."""
+    try:
+        entries = [(e.stat().st_mtime, e) for e in (cache_root() / FOLDER).iterdir() if e.is_dir()]
+    except OSError:
+        return
+    for _mtime, entry in sorted(entries)[: max(0, len(entries) - limit)]:
+        shutil.rmtree(entry, ignore_errors=True)

@@ -1,0 +1,41 @@
+"""The viewer's critical path (issue 26), driven by Textual's pilot on gpt2: the Overview says what
+bounds the steps, and in the Timeline ``c`` marks the path with a glyph and walks it.
+
+Witness for the walk: HTA 0.5.0's critical path of ProfilerStep#2 (instance 0; see
+tests/analysis/test_critical_path.py) starts with ``cudaStreamIsCapturing`` 600 µs after the
+trace's first event and goes on to ``aten::view``."""
+
+from __future__ import annotations
+
+from pilot import screen_text, wait_loaded
+from support import viewer
+from test_timeline import open_timeline
+
+from profview.tui.main.timeline import PATH_GLYPH
+
+GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
+
+
+async def test_overview_says_what_bounds_the_steps_and_c_walks_the_path() -> None:
+    app = viewer(GPT2)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.pause(0.2)
+        # HTA's steps 2 and 3: 64% GPU compute, 33% CPU; exact times: 2% gaps instead of 3%.
+        assert "critical path (all steps): 64% GPU compute, 34% CPU, 2% kernel-kernel gaps" in screen_text(app)
+        timeline = await open_timeline(pilot, app)
+        assert PATH_GLYPH not in screen_text(app)  # nothing is marked before c
+        await pilot.press("c")
+        await pilot.pause()
+        lane, position = timeline.selected_event()
+        events = timeline.lanes.lanes[lane]
+        assert timeline.lanes.names[int(events.names[position])] == "cudaStreamIsCapturing"
+        assert round(events.start[position] - timeline.start) == 600
+        text = screen_text(app)
+        assert f"{PATH_GLYPH} on the critical path" in text and text.count(PATH_GLYPH) > 1
+        await pilot.press("c")
+        lane, position = timeline.selected_event()
+        assert timeline.lanes.names[int(timeline.lanes.lanes[lane].names[position])] == "aten::view"
+        await pilot.press("C")
+        lane, position = timeline.selected_event()
+        assert timeline.lanes.names[int(timeline.lanes.lanes[lane].names[position])] == "cudaStreamIsCapturing"
