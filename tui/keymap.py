@@ -257,7 +257,8 @@ def help_sections(scopes: tuple[str, ...], where: str = "") -> list[tuple[str, l
     first: list[tuple[str, str]] = []
     everywhere: list[tuple[str, str]] = []
     others: list[tuple[str, str]] = []
-    for key in KEYMAP:
+    ranked = sorted(KEYMAP, key=lambda k: scopes.index(k.scope) if k.scope in scopes else len(scopes))  # stable
+    for key in ranked:
         if not key.help:
             continue
         line = (key.help_keys, key.help)
