@@ -34,12 +34,14 @@ def load(path, **options):  # type: ignore[no-untyped-def]
     from os import fspath
 
     from profview.jobs.inputs import is_job
-    from profview.jobs.job import open_job
-    from profview.profiles.loading import load as _load_one
 
     names = [fspath(p) for p in path] if isinstance(path, (list, tuple)) else [fspath(path)]
-    if is_job(names):
+    if is_job(names):  # the job machinery (and NumPy with it) only for a job
+        from profview.jobs.job import open_job
+
         return open_job(names, **options)
+    from profview.profiles.loading import load as _load_one
+
     return _load_one(names[0], **options)
 
 

@@ -298,3 +298,41 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
         (algbw * _busbw_factor(pl.col("name"), n)).round(3).alias("busbw_gbps"),
     )
     return view.select(COLLECTIVE_COLUMNS).cast(COLLECTIVE_SCHEMA).sort(["collective", "rank"]), offsets
+
+
+#: One row per matched collective (:func:`collective_instances`).
+INSTANCE_COLUMNS: tuple[str, ...] = (
+    "collective", "name", "bytes", "ranks", "last_rank", "max_wait_us", "waiting_rank", "skew_us",
+    "duration_us", "busbw_gbps", "process_group", "dtype", "mismatches",
+)
+
+
+def collective_instances(view: pl.DataFrame) -> pl.DataFrame:
+    """The collectives view (one row per instance and rank) as one row per instance matched across
+    at least two ranks, longest wait first: ``collective`` (its id), ``name`` (its kind), ``bytes``
+    (the instance's most common size: the last rank's), ``ranks``, ``last_rank`` (who arrived last:
+    the one the others waited for), ``max_wait_us`` (the longest wait) and ``waiting_rank`` (whose),
+    ``skew_us`` (last start − first start), ``duration_us`` (the longest call), ``busbw_gbps`` (at
+    the last rank, whose call is the transfer without waiting), ``mismatches`` (ranks whose name,
+    dtype or size differ)."""
+    matched = view.filter(pl.col("ranks") > 1)
+    if not matched.height:
+        return pl.DataFrame(schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS} | {
+            "last_rank": pl.Int64, "max_wait_us": pl.Float64, "waiting_rank": pl.Int64, "skew_us": pl.Float64,
+            "mismatches": pl.Int64})
+    last = pl.col("last") & ~pl.col("mismatch")
+    frame = matched.group_by("collective").agg(
+        pl.col("name").filter(~pl.col("mismatch")).first(),
+        pl.col("bytes").filter(last).first(),
+        pl.col("ranks").first(),
+        pl.col("rank").filter(pl.col("last")).min().alias("last_rank"),
+        pl.col("wait_us").max().alias("max_wait_us"),
+        pl.col("rank").sort_by(["wait_us", "rank"], descending=[True, False]).first().alias("waiting_rank"),
+        (pl.col("start_us").max() - pl.col("start_us").min()).round(3).alias("skew_us"),
+        pl.col("duration_us").max(),
+        pl.col("busbw_gbps").filter(pl.col("last")).first(),
+        pl.col("process_group").first(),
+        pl.col("dtype").filter(~pl.col("mismatch")).first(),
+        pl.col("mismatch").sum().cast(pl.Int64).alias("mismatches"),
+    )
+    return frame.sort(["max_wait_us", "collective"], descending=[True, False]).select(INSTANCE_COLUMNS)

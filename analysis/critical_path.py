@@ -198,8 +198,8 @@ def build_graph(
         lo, hi = np.ceil(lo), np.floor(hi)
     order = np.argsort(lo, kind="stable")
     h_window = _window_of(h_start, lo[order], hi[order], order)
-    kind = host["kind"].cast(pl.String).to_numpy()
-    is_node = np.isin(kind, ("cpu_op", "runtime", "driver")) & (h_end > h_start)
+    kind = host["kind"].cast(pl.String)
+    is_node = kind.is_in(["cpu_op", "runtime", "driver"]).to_numpy() & (h_end > h_start)
     h_sel = np.flatnonzero(is_node & (h_window >= 0))
     # GPU work whose launching call is a node of some window.
     launch = gpu["launch_row"].fill_null(-1).to_numpy().astype(np.int64)
@@ -214,7 +214,7 @@ def build_graph(
     start = np.concatenate([h_start[h_sel], g_start[g_sel]])
     end = np.concatenate([h_end[h_sel], g_end[g_sel]])
     window = np.concatenate([h_window[h_sel], g_window[g_sel]])
-    names = host["name"].to_numpy()
+    names = host["name"]
     host_event = np.full(host.height, -1, dtype=np.int64)
     host_event[h_sel] = np.arange(n_host)
 
@@ -222,7 +222,7 @@ def build_graph(
     g_stream = gpu["stream"].fill_null(-1).to_numpy()[g_sel]
     waits = _host_waits(rules, names, h_sel, start, end, window) if rules.infer_sync else (_none(), _none())
     if rules.blocking is not None:
-        blocking = np.isin(names[h_sel], rules.blocking)
+        blocking = _named(names, h_sel, rules.blocking)
     else:  # only a call that did wait for GPU work
         blocking = np.zeros(n_host, dtype=bool)
         blocking[waits[1]] = True
@@ -244,7 +244,8 @@ def build_graph(
     is_comm = np.zeros(len(g_sel), dtype=bool) if comm is None else np.asarray(comm, dtype=bool)[g_sel]
     is_loading = np.zeros(n_host, dtype=bool)
     if rules.data_loading:
-        loaders = np.flatnonzero((kind == "user_annotation") & host["name"].str.contains(DATALOADER_RANGE).to_numpy())
+        loading = (kind == "user_annotation") & names.str.contains(DATALOADER_RANGE)
+        loaders = np.flatnonzero(loading.fill_null(False).to_numpy())
         is_loading = subtree_mask(model.tree, loaders)[h_sel]
     bound = _bounds(kinds, event, n_host, is_comm, is_loading)
     return PathGraph(h_sel, g_sel, start, end, window, src, dst, weight, reported, kinds, event, bound, len(windows))
@@ -276,12 +277,7 @@ def _host_edges(
     n = len(h_sel)
     if n == 0:
         return _no_edges()
-    thread = (
-        host[h_sel]
-        .select(pl.struct("pid", "tid").rank("dense").alias("thread"))["thread"]
-        .to_numpy()
-        .astype(np.int64)
-    )
+    thread = _threads(host, h_sel)
     events = np.arange(n)
     dur = end[:n] - start[:n]
     is_end = np.concatenate([np.zeros(n, dtype=np.int8), np.ones(n, dtype=np.int8)])
@@ -320,7 +316,7 @@ def _host_edges(
 
 
 def _queue_lengths(
-    model: TraceModel, launch: np.ndarray, names: np.ndarray, g_start: np.ndarray, h_start: np.ndarray
+    model: TraceModel, launch: np.ndarray, names: pl.Series, g_start: np.ndarray, h_start: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """HTA's queue lengths, per ``model.gpu`` row: outstanding work on its stream just after its
     launching call, and just after it started (NaN where the rule does not count it).
@@ -329,7 +325,7 @@ def _queue_lengths(
     away; the counts run over the whole trace, per stream number."""
     gpu = model.gpu
     counted = launch >= 0
-    counted[counted] = np.isin(names[launch[counted]], HTA_LAUNCH_CALLS)
+    counted[counted] = _named(names, launch[counted], HTA_LAUNCH_CALLS)
     rows = np.flatnonzero(counted)
     q_launch = np.full(gpu.height, np.nan)
     q_start = np.full(gpu.height, np.nan)
@@ -361,7 +357,7 @@ def _gpu_edges(
     end: np.ndarray,
     launch: np.ndarray,
     host_event: np.ndarray,
-    names: np.ndarray,
+    names: pl.Series,
     window: np.ndarray,
     waited: np.ndarray,
 ) -> list[tuple[np.ndarray, ...]]:
@@ -440,6 +436,19 @@ def _gpu_edges(
 
 
 
+def _threads(host: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """A number per host thread (pid, tid), for the rows ``rows``."""
+    pairs = host.select("pid", "tid")[pl.Series(rows)]
+    thread: np.ndarray = pairs.select(pl.struct("pid", "tid").rank("dense"))[:, 0].to_numpy().astype(np.int64)
+    return thread
+
+
+def _named(names: pl.Series, rows: np.ndarray, choices: tuple[str, ...]) -> np.ndarray:
+    """Per row of ``rows``, whether ``names`` there is one of ``choices``."""
+    found: np.ndarray = names.gather(rows).is_in(list(choices)).fill_null(False).to_numpy()
+    return found
+
+
 def _none(n: int = 0) -> np.ndarray:
     return np.full(n, -1, dtype=np.int64)
 
@@ -453,13 +462,13 @@ def _no_edges() -> tuple[np.ndarray, ...]:
 
 
 def _host_waits(
-    rules: PathRules, names: np.ndarray, h_sel: np.ndarray, start: np.ndarray, end: np.ndarray, window: np.ndarray
+    rules: PathRules, names: pl.Series, h_sel: np.ndarray, start: np.ndarray, end: np.ndarray, window: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sync edges GPU → host, as (GPU event, host event) arrays: a waiting call
     (:data:`WAITING_CALLS`) waited for the GPU work of its window that ended last while it ran;
     if none ended then, it did not wait."""
     n_host = len(h_sel)
-    calls = np.flatnonzero(np.isin(names[h_sel], WAITING_CALLS))
+    calls = np.flatnonzero(_named(names, h_sel, WAITING_CALLS))
     g_end, g_win = end[n_host:], window[n_host:]
     if len(calls) == 0 or len(g_end) == 0:
         return _none(), _none()
@@ -475,7 +484,7 @@ def _host_waits(
 
 def _stream_waits(
     host: pl.DataFrame,
-    names: np.ndarray,
+    names: pl.Series,
     h_sel: np.ndarray,
     g_sel: np.ndarray,
     launch: np.ndarray,
@@ -490,12 +499,11 @@ def _stream_waits(
     the wait runs on another stream (Kineto does not say which event a wait names)."""
     m, n_host = len(g_sel), len(h_sel)
     waited = _none(m)
-    call_name = names[h_sel]
-    waits = np.flatnonzero(np.isin(call_name, WAIT_EVENT_CALLS))
-    records = np.flatnonzero(np.isin(call_name, RECORD_CALLS))
+    waits = np.flatnonzero(_named(names, h_sel, WAIT_EVENT_CALLS))
+    records = np.flatnonzero(_named(names, h_sel, RECORD_CALLS))
     if len(waits) == 0 or len(records) == 0 or m == 0:
         return waited
-    thread = host[h_sel].select(pl.struct("pid", "tid").rank("dense"))[:, 0].to_numpy().astype(np.int64)
+    thread = _threads(host, h_sel)
     group = thread * (int(window.max()) + 2) + window[:n_host] + 1  # (thread, window)
     host_event = np.full(int(h_sel.max()) + 1, -1, dtype=np.int64)
     host_event[h_sel] = np.arange(n_host)

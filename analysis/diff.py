@@ -50,6 +50,16 @@ _TILE = re.compile(r"\d+(?:x\d+)+")
 _TILE_WORD = re.compile(r"(stage|align|warpsize|tilesize|sliced)\d+", re.IGNORECASE)
 
 
+_ARCH_WORD = re.compile(r"(?<![A-Za-z0-9])(ampere|volta|turing|hopper|blackwell|maxwell|pascal|kepler)_", re.IGNORECASE)
+
+
+def architectures(names: list[str]) -> list[str]:
+    """The GPU architectures kernel names carry (``ampere_sgemm_…`` → ``ampere``), sorted; what tells
+    that two traces ran on different GPUs, whose library kernels then differ by name."""
+    found = {m.group(1).lower() for name in names for m in _ARCH_WORD.finditer(name)}
+    return sorted(found)
+
+
 def _strip_arch(name: str) -> str:
     """``sm80_``/``sm90_``/``ampere_``/``volta_``... prefixes and ``cutlass_80_`` removed."""
     return _CUTLASS_ARCH.sub("cutlass_", _ARCH.sub("", name))
@@ -342,3 +352,28 @@ def diff_steps(
         _pct("delta_us", "mean_us_before"), status_expr("mean_us_before", "mean_us_after", "delta_us", tolerance_pct)
     )
     return frame.select("name", "category", "mean_us_before", "mean_us_after", "delta_us", "delta_pct", "status")
+
+
+def diff_launch_paths(
+    before: pl.DataFrame, after: pl.DataFrame, *, tolerance_pct: float = DEFAULT_TOLERANCE_PCT
+) -> pl.DataFrame:
+    """One kernel's launch paths on both sides (each a frame of ``Profile.kernel_launches``: ``op``,
+    ``op_chain``, ``calls``, ``total_us``), one row per operator chain (the Python stacks under one
+    chain summed): ``name`` (the chain), ``calls_before``, ``calls_after``, ``total_us_before``,
+    ``total_us_after``, ``delta_us``, ``delta_pct``, ``status``, ``op`` (the launching operator).
+
+    Chains pair by equality (``ProfilerStep*`` already folds the step number); a chain on one side
+    only is ``added`` or ``removed``."""
+
+    def by_chain(frame: pl.DataFrame) -> pl.DataFrame:
+        return (
+            frame.group_by("op_chain", maintain_order=True)
+            .agg(pl.col("op").first(), pl.col("calls").sum(), pl.col("total_us").sum())
+            .rename({"op_chain": "name"})
+        )
+
+    b, a = by_chain(before), by_chain(after)
+    frame = diff_kernels(b.drop("op"), a.drop("op"), tolerance_pct=tolerance_pct)
+    ops = pl.concat([b.select("name", "op"), a.select("name", "op")]).unique("name", keep="first")
+    joined = frame.join(ops, on="name", how="left")
+    return joined.sort([pl.col("delta_us").abs(), pl.col("name")], descending=[True, False])

@@ -130,3 +130,36 @@ def diff_job_kernels(
     frame = frame.with_columns(pl.col("ranks_before").fill_null(0), pl.col("ranks_after").fill_null(0))
     first = ["name", "ranks_before", "ranks_after"]
     return frame.select(*first, *(c for c in frame.columns if c not in first))
+
+
+def diff_per_rank(
+    before: pl.DataFrame,
+    after: pl.DataFrame,
+    values: tuple[str, ...],
+    *,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+) -> pl.DataFrame:
+    """Per-rank figures of two jobs side by side (each frame: ``rank`` and ``values``), one row per
+    rank found on either side, sorted by rank: ``name`` (``rank N``), ``rank``, ``<value>_before``,
+    ``<value>_after`` for each value (0 on a side without the rank), ``delta_us`` and ``delta_pct``
+    of the last value, ``status`` (``added``/``removed``: the rank, or its figure, is on one side only)."""
+
+    def side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
+        return frame.select(
+            pl.col("rank").cast(pl.Int64),
+            pl.format("rank {}", pl.col("rank")).alias(f"name_{suffix}"),  # null: not on this side
+            *(pl.col(v).alias(f"{v}_{suffix}") for v in values),
+        )
+
+    joined = side(before, "before").join(side(after, "after"), on="rank", how="full", coalesce=True)
+    filled = joined.with_columns(*(pl.col(f"{v}_{s}").fill_null(0) for v in values for s in ("before", "after")))
+    last = values[-1]
+    frame = filled.with_columns(
+        pl.format("rank {}", pl.col("rank")).alias("name"),
+        (pl.col(f"{last}_after") - pl.col(f"{last}_before")).alias("delta_us"),
+    )
+    frame = frame.with_columns(
+        _pct("delta_us", f"{last}_before"), status_expr(f"{last}_before", f"{last}_after", "delta_us", tolerance_pct)
+    )
+    columns = ["name", "rank", *(f"{v}_{s}" for v in values for s in ("before", "after"))]
+    return frame.sort("rank").select(*columns, "delta_us", "delta_pct", "status")

@@ -270,8 +270,8 @@ def pointwise_work(name: str, dims: list[Any], types: list[Any], concrete: list[
         axes = _int_list(concrete[1]) if len(concrete) > 1 else None
         keep = _flag(concrete, 2)
         if axes:
-            axes = {a % len(first) for a in axes}
-            out_shape = [1 if i in axes else d for i, d in enumerate(first) if keep or i not in axes]
+            reduced = {a % len(first) for a in axes}
+            out_shape = [1 if i in reduced else d for i, d in enumerate(first) if keep or i not in reduced]
         else:
             out_shape = []
     else:
@@ -299,14 +299,18 @@ def operator_work(name: str, input_dims: str | None, input_types: str | None, co
         return None
     try:
         if name in GEMM_OPS:
-            return gemm_work(name, dims, types)
-        if name in SDPA_FORWARD or name in SDPA_BACKWARD:
-            return sdpa_work(name, dims, types, scalars)
-        if name in (CONV_FORWARD, CONV_BACKWARD):
-            return conv_work(name, dims, types, scalars)
-        return pointwise_work(name, dims, types, scalars)
-    except (IndexError, TypeError, ValueError, ZeroDivisionError):
+            work = gemm_work(name, dims, types)
+        elif name in SDPA_FORWARD or name in SDPA_BACKWARD:
+            work = sdpa_work(name, dims, types, scalars)
+        elif name in (CONV_FORWARD, CONV_BACKWARD):
+            work = conv_work(name, dims, types, scalars)
+        else:
+            work = pointwise_work(name, dims, types, scalars)
+    except (IndexError, TypeError, ValueError, ZeroDivisionError, OverflowError):
         return None  # a shape the trace recorded in some other way: no figure rather than a wrong one
+    if work is None or not (0 <= work.flops < math.inf and 0 < work.bytes < math.inf):
+        return None  # negative or absurd dimensions (a damaged trace): no figure
+    return work
 
 
 def call_work(calls: pl.DataFrame) -> pl.DataFrame:

@@ -91,3 +91,22 @@ def rank_table(
 
 def _mean(steps: pl.DataFrame, column: str) -> float | None:
     return round(float(steps[column].mean()), 3) if steps.height and column in steps.columns else None  # type: ignore[arg-type]
+
+
+def step_waits(windows: pl.DataFrame, collectives: pl.DataFrame) -> pl.DataFrame:
+    """Each rank's wait at matched collectives step by step: ``rank``, ``step``, ``wait_us`` (the sum
+    of the waits of its calls that start in the step; 0 for a step with none).
+
+    ``windows``: ``rank``, ``step``, ``start_us``, ``end_us`` on the collectives view's timeline
+    (each rank's own clock, corrected as :mod:`.collectives` corrects it)."""
+    calls = collectives.filter(pl.col("ranks") > 1).select("rank", "start_us", "wait_us")
+    inside = windows.join(calls, on="rank", how="inner").filter(
+        (pl.col("start_us_right") >= pl.col("start_us")) & (pl.col("start_us_right") < pl.col("end_us"))
+    )
+    waits = inside.group_by("rank", "step").agg(pl.col("wait_us").sum().round(3))
+    return (
+        windows.select("rank", "step")
+        .join(waits, on=["rank", "step"], how="left")
+        .with_columns(pl.col("wait_us").fill_null(0.0))
+        .sort("rank", "step")
+    )

@@ -12,6 +12,7 @@ under a step takes the operator calls that started in the same host range
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .model import TraceModel, step_windows
@@ -57,3 +58,19 @@ def gpu_busy_in(gpu: pl.DataFrame, start: float, end: float) -> float:
     clipped = gpu.select(pl.col("ts").clip(start, end).alias("s"), pl.col("end").clip(start, end).alias("e"))
     clipped = clipped.filter(pl.col("e") > pl.col("s"))
     return union_length(clipped["s"].to_numpy(), clipped["e"].to_numpy())
+
+
+def step_gpu_busy(model: TraceModel) -> pl.DataFrame:
+    """Per step: ``step`` and ``gpu_busy_us``, the union of all GPU work (any kind, stream or
+    device, launched before the profiling window included) inside the step's window — the one
+    GPU-busy rule (docs/efficiency.md), computed as :func:`profview.analysis.gaps.idle_gaps` does."""
+    from .communication import merge_intervals
+
+    starts, ends = merge_intervals(model.gpu["ts"].to_numpy(), model.gpu["end"].to_numpy())
+    steps, busy = [], []
+    for step, _name, lo, hi in step_windows(model).iter_rows():
+        keep = (ends > lo) & (starts < hi)
+        clipped_starts, clipped_ends = np.clip(starts[keep], lo, hi), np.clip(ends[keep], lo, hi)
+        steps.append(step)
+        busy.append(float((clipped_ends - clipped_starts).sum()) if len(clipped_starts) else 0.0)
+    return pl.DataFrame({"step": steps, "gpu_busy_us": busy}, schema={"step": pl.Int64, "gpu_busy_us": pl.Float64})

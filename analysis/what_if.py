@@ -19,8 +19,8 @@ from .critical_path import BOUNDS, OPERATOR, longest_paths
 from .critical_path_frames import StepPaths
 
 #: Columns of the what-if frame: per step and bound kind, the µs before and after and the change;
-#: then a ``total`` row (the path) and a ``step_time`` row (the step's host range, changed by as
-#: much as its path: the model's predicted step time).
+#: then a ``total`` row (the path) and a ``step_time`` row (the step's time as the steps view
+#: has it, changed by as much as its path: the model's predicted step time).
 WHAT_IF_COLUMNS = ("step", "bound_by", "before_us", "after_us", "change_us", "change_pct")
 
 
@@ -68,21 +68,25 @@ def scaled_weights(paths: StepPaths, scalings: list[Scaling]) -> np.ndarray:
     return weight
 
 
-def what_if(paths: StepPaths, scalings: list[Scaling]) -> tuple[pl.DataFrame, StepPaths]:
-    """The what-if frame (per step: each bound kind and the path's ``total``, before and after)
-    and the paths after the change."""
+def what_if(
+    paths: StepPaths, scalings: list[Scaling], durations: dict[int, float] | None = None
+) -> tuple[pl.DataFrame, StepPaths]:
+    """The what-if frame (per step: each bound kind, the path's ``total`` and the ``step_time``,
+    before and after) and the paths after the change.  ``durations``: each step's time as the
+    steps view has it (default: its host range)."""
     from .critical_path import breakdown
 
     weight = scaled_weights(paths, scalings)
     after = StepPaths(paths.steps, longest_paths(paths.result.graph, np.maximum(weight, 0.0)), paths.model, paths.rules)
     before_table = breakdown(paths.result)
     after_table = breakdown(after.result, weight)
-    spans = (paths.steps["end"] - paths.steps["start"]).to_numpy()
+    spans = (paths.steps["end"] - paths.steps["start"]).to_list()
     rows = []
     for i, step in enumerate(paths.steps["step"].to_list()):
         change = after_table[i].sum() - before_table[i].sum()
         values = [*zip(before_table[i], after_table[i], strict=True), (before_table[i].sum(), after_table[i].sum())]
-        values.append((spans[i], spans[i] + change))
+        span = (durations or {}).get(step, spans[i])
+        values.append((span, span + change))
         for bound, (b, a) in zip((*BOUNDS, "total", "step_time"), values, strict=True):
             rows.append((step, bound, float(b), float(a), float(a - b), float((a - b) / b * 100) if b else 0.0))
     schema = dict(zip(WHAT_IF_COLUMNS, (pl.Int64, pl.String, *[pl.Float64] * 4), strict=True))

@@ -89,7 +89,7 @@ def diff(
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:
         check_inputs(before, after)
-        from ..tui.compare.mode import run_compare
+        from ..tui.launch import run_compare
 
         raise typer.Exit(
             run_compare(
@@ -113,6 +113,9 @@ def diff(
             typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
     noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
     for note in (line for v in noted for line in comparison.notes(v)):
+        typer.echo(f"profview: note: {clean(note)}", err=True)
+    explained = [view or "kernels"] if out is not None else ["kernels", "steps"]  # as the viewer's note line
+    for note in dict.fromkeys(line for v in explained for line in comparison.explanations(v)):
         typer.echo(f"profview: note: {clean(note)}", err=True)
     try:
         if summary_:

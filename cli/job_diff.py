@@ -1,5 +1,5 @@
 """``profview diff JOB_A JOB_B``: the CLI side of two jobs compared (``--summary`` tables, or
-``--view ranks|stragglers|kernels -o OUT``, or the viewer's job compare mode: tui/job_compare.py)."""
+``--view ranks|stragglers|kernels -o OUT``, or the viewer's job compare mode: tui/job/compare.py)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
 def _viewer(before: str, after: str, options: JobDiffOptions) -> int:
     """The viewer in job compare mode; the jobs open behind its loading screen."""
     from ..diff.job_comparison import load_job_comparison
-    from ..tui.job.compare import run_job_compare
+    from ..tui.launch import run_job_compare
 
     if options.view is not None:
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")

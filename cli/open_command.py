@@ -26,7 +26,7 @@ def open_viewer(
         from functools import partial
 
         from ..jobs.job import open_job
-        from ..tui.job.app import run_job
+        from ..tui.launch import run_job
 
         opener = partial(
             open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
@@ -39,7 +39,7 @@ def open_viewer(
         from ..profiles.background import BackgroundLoad
 
         pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
-    from ..tui.app import run as run_viewer
+    from ..tui.launch import run as run_viewer
 
     code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
     raise typer.Exit(code)

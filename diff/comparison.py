@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
-from ..analysis.diff import DEFAULT_TOLERANCE_PCT, MATCH_MODES, diff_kernels, diff_ops, diff_steps
+from ..analysis.diff import (
+    DEFAULT_TOLERANCE_PCT,
+    MATCH_MODES,
+    architectures,
+    diff_kernels,
+    diff_launch_paths,
+    diff_ops,
+    diff_steps,
+    step_means,
+)
 from ..errors import ProfviewError
 from ..frames import fmt_us
 from ..profiles.trace_profile import Profile
 
 DIFF_VIEWS = ("kernels", "ops", "steps")
+_LAUNCH_SCHEMA: dict[str, Any] = {"op": pl.String, "op_chain": pl.String, "calls": pl.Int64, "total_us": pl.Float64}
+_KERNEL_SCHEMA: dict[str, Any] = {"name": pl.String, "calls": pl.Int64, "total_us": pl.Float64}
 #: Views of one representative step aligned operator by operator (traces only).
 EXTRA_VIEWS = ("align", "moved")
 EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
@@ -99,6 +111,61 @@ class Comparison:
             )
         return getattr(self, name)()
 
+    # -- drill-downs of both sides (the viewer's compare mode) --------------------------------
+    def kernel_launches(self, before: str | None, after: str | None) -> pl.DataFrame:
+        """A kernel's launch paths on both sides (``before``/``after``: its name on each side, None
+        where it is missing), one row per operator chain (:func:`~profview.analysis.diff.diff_launch_paths`)."""
+        return diff_launch_paths(
+            self._side_frame("before", lambda p: p.kernel_launches(before) if before else None, _LAUNCH_SCHEMA),
+            self._side_frame("after", lambda p: p.kernel_launches(after) if after else None, _LAUNCH_SCHEMA),
+            tolerance_pct=self.tolerance_pct,
+        )
+
+    def op_launches(self, before: str | None, after: str | None) -> pl.DataFrame:
+        """The GPU work an operator launched on both sides, one row per kernel name, matched as the
+        kernel tables are (``match``): calls and totals before and after, the delta."""
+        return diff_kernels(
+            self._side_frame("before", lambda p: p.launches(before) if before else None, _KERNEL_SCHEMA),
+            self._side_frame("after", lambda p: p.launches(after) if after else None, _KERNEL_SCHEMA),
+            tolerance_pct=self.tolerance_pct,
+            match=self.match,
+        )
+
+    def _side_frame(self, which: str, frame: Any, schema: dict[str, Any]) -> pl.DataFrame:
+        found = frame(self.side(which))
+        return found if found is not None else pl.DataFrame(schema=schema)
+
+    def explanations(self, view: str) -> list[str]:
+        """What explains surprising figures in ``view`` (kernels, ops, steps), in words: the two sides
+        ran on different GPUs (suggest ``--match normalized``), GPU work before the profiling
+        window, communication overlapped by compute counted as Kernel."""
+        lines = []
+        if view in ("kernels", "ops") and self.match == "exact":
+            kernels = {w: self.side(w).kernels()["name"].to_list() for w in SIDES if self.side(w).available("kernels")}
+            if len(kernels) == 2:
+                arch = {w: architectures(names) for w, names in kernels.items()}
+                if arch["before"] and arch["after"] and arch["before"] != arch["after"]:
+                    lines.append(
+                        "different GPUs ({} BEFORE, {} AFTER): library kernels differ by name; "
+                        "--match normalized pairs them".format(
+                            "/".join(f"{a}_*" for a in arch["before"]), "/".join(f"{a}_*" for a in arch["after"])
+                        )
+                    )
+        if view == "steps":
+            means = {w: step_means(self.side(w).steps()) for w in SIDES if self.side(w).available("steps")}
+            for which, mean in means.items():
+                if mean.get("prewindow", 0.0) > 0:
+                    lines.append(
+                        f"{which.upper()}: {fmt_us(mean['prewindow'])} of GPU work per step was launched before the "
+                        "profiling window (Before window; in no other category)"
+                    )
+            if any(mean.get("communication", 0.0) > 0 for mean in means.values()):
+                lines.append(
+                    "Communication counts only time with no compute beside it: overlapped communication "
+                    "counts as Kernel (the step rule)"
+                )
+        return lines
+
     # -- one step aligned operator by operator (analysis/align.py) ---------------------------
     def representative_step(self, which: str) -> int:
         """``step`` if given and present, else the side's step of median duration (the lower middle one)."""
@@ -171,10 +238,11 @@ class Comparison:
                 parts.append(f"{which.upper()} {', '.join(counts)} names")
         return "; ".join(parts)
 
-    def header(self, which: str) -> str:
-        """``BEFORE  path · N steps · span x ms`` (the facts a compare screen names each side by)."""
+    def header(self, which: str, *, file_name: bool = False) -> str:
+        """``BEFORE  path · N steps · span x ms`` (the facts a compare screen names each side by);
+        ``file_name``: the file's name instead of its path (the viewer, where a line is short)."""
         profile = self.side(which)
-        parts = [profile.path]
+        parts = [os.path.basename(profile.path) if file_name else profile.path]
         count = self.step_count(which)
         if count is not None:
             parts.append(f"{count} step{'s' if count != 1 else ''}")

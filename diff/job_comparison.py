@@ -92,6 +92,50 @@ class JobComparison:
             raise ProfviewError(None, f"two jobs have no {name!r} diff view: choose one of {', '.join(JOB_DIFF_VIEWS)}")
         return getattr(self, name)()
 
+    # -- drill-downs (the viewer's job compare mode) ------------------------------------------
+    def figure_by_rank(self, figure: str) -> pl.DataFrame:
+        """One figure of the ranks view (``step_us``, ``wait_us``, …), rank by rank, before and after."""
+        from ..analysis.job_diff import diff_per_rank
+
+        def side(job: Job) -> pl.DataFrame:
+            view = job.ranks_view()
+            if figure not in view.columns:
+                raise ProfviewError(job.source, f"the ranks view has no {figure!r} figure")
+            return view.select("rank", pl.col(figure).alias("value_us"))
+
+        frame = diff_per_rank(side(self.before), side(self.after), ("value_us",), tolerance_pct=self.tolerance_pct)
+        return frame.rename({"value_us_before": f"{figure}_before", "value_us_after": f"{figure}_after"})
+
+    def kernel_by_rank(self, before: str | None, after: str | None) -> pl.DataFrame:
+        """One kernel (its name on each side; None where missing), rank by rank: calls and total
+        before and after (0 on a rank that did not run it), the delta of the totals."""
+        from ..analysis.job_diff import diff_per_rank
+
+        def side(job: Job, name: str | None) -> pl.DataFrame:
+            rows = [
+                (rank, *summary.kernels.filter(pl.col("name") == name).select(
+                    pl.col("calls").sum(), pl.col("total_us").sum()).row(0))
+                for rank, summary in zip(job.ranks, job.summaries, strict=True)
+            ] if name else []
+            frame = pl.DataFrame(rows, schema={"rank": pl.Int64, "calls": pl.Int64, "total_us": pl.Float64},
+                                 orient="row")
+            return frame.filter(pl.col("calls") > 0)  # a rank that never ran it: not on this side
+
+        return diff_per_rank(side(self.before, before), side(self.after, after), ("calls", "total_us"),
+                             tolerance_pct=self.tolerance_pct)
+
+    def rank_kernels(self, rank: int) -> pl.DataFrame:
+        """One rank's kernels before and after (:func:`~profview.analysis.diff.diff_kernels`; a side
+        without the rank counts none)."""
+        from ..analysis.diff import diff_kernels
+
+        def side(job: Job) -> pl.DataFrame:
+            if rank in job.ranks:
+                return job.summary(rank).kernels
+            return pl.DataFrame(schema={"name": pl.String, "calls": pl.Int64, "total_us": pl.Float64})
+
+        return diff_kernels(side(self.before), side(self.after), tolerance_pct=self.tolerance_pct, match=self.match)
+
     def ranks_line(self, which: str) -> str:
         """``8 of 8 ranks`` or the job's own note (``7 of 8 ranks (missing: 3)``)."""
         job = self.side(which)
@@ -104,10 +148,11 @@ class JobComparison:
             return "none"
         return ("rank " if len(found) == 1 else "ranks ") + ", ".join(map(str, found))
 
-    def header(self, which: str) -> str:
-        """``BEFORE  path · 8 of 8 ranks · straggler rank 7``."""
+    def header(self, which: str, *, file_name: bool = False) -> str:
+        """``BEFORE  path · 8 of 8 ranks · straggler rank 7`` (``file_name``: the job's name, not its path)."""
         job = self.side(which)
-        return f"{which.upper():<6}  {job.source} · {self.ranks_line(which)} · straggler {self.straggler_names(which)}"
+        source = os.path.basename(job.source.rstrip("/")) if file_name else job.source
+        return f"{which.upper():<6}  {source} · {self.ranks_line(which)} · straggler {self.straggler_names(which)}"
 
     def settings_line(self) -> str:
         """How the two were compared."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import polars as pl
 
 from ..errors import ProfviewError
@@ -20,7 +21,12 @@ from .executors import Progress, map_ranks
 from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
 from .rank_summary import RankFailure, RankSummary, cached_summary, summarise_or_fail
 
-JOB_VIEWS = ("ranks", "collectives", "steps", "kernels")
+JOB_VIEWS = ("ranks", "collectives", "steps", "kernels", "straggler_path")
+#: The straggler's collectives on its critical path, and how long the other ranks waited at each
+#: (issue 26): what making the straggler's path shorter would release.
+STRAGGLER_PATH_COLUMNS = (
+    "collective", "name", "rank", "start_us", "duration_us", "waiting_ranks", "others_wait_us", "max_wait_us",
+)
 #: The job-wide kernels view: per kernel name, totals across ranks and the spread of per-rank totals.
 JOB_KERNEL_COLUMNS = (
     "name",
@@ -108,14 +114,39 @@ class Job:
 
         per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
         view, offsets = match_collectives(per_rank)
-        origin = min(
-            (
-                s.facts.get("span_start", 0.0) - offsets.get(r, 0.0)
-                for r, s in zip(self.ranks, self.summaries, strict=True)
-            ),
+        return view.with_columns((pl.col("start_us") - self._origin(offsets)).round(3)), offsets
+
+    def _origin(self, offsets: dict[int, float]) -> float:
+        """The job's start on the corrected clock (what the collectives' ``start_us`` counts from)."""
+        return min(
+            (s.facts.get("span_start", 0.0) - offsets.get(r, 0.0) for r, s in self._pairs()),
             default=0.0,
         )
-        return view.with_columns((pl.col("start_us") - origin).round(3)), offsets
+
+    def collective_instances(self) -> pl.DataFrame:
+        """One row per collective matched across ranks (:func:`~profview.analysis.collectives.collective_instances`)."""
+        from ..analysis.collectives import collective_instances
+
+        return collective_instances(self.collectives())
+
+    def step_waits(self) -> pl.DataFrame:
+        """Each rank's wait at matched collectives, step by step (:func:`~profview.analysis.ranks.step_waits`)."""
+        from ..analysis.ranks import step_waits
+
+        offsets = self.clock_offsets()
+        origin = self._origin(offsets)
+        windows = [
+            s.steps.select(
+                pl.lit(r, dtype=pl.Int64).alias("rank"),
+                "step",
+                start := (pl.col("start_us") + s.facts.get("span_start", 0.0) - offsets.get(r, 0.0) - origin),
+                (start + pl.col("duration_us")).alias("end_us"),
+            )
+            for r, s in self._pairs()
+        ]
+        frame = pl.concat(windows) if windows else pl.DataFrame(
+            schema={"rank": pl.Int64, "step": pl.Int64, "start_us": pl.Float64, "end_us": pl.Float64})
+        return step_waits(frame, self.collectives())
 
     def collectives(self) -> pl.DataFrame:
         """The collectives view (see :mod:`profview.analysis.collectives`)."""
@@ -177,10 +208,45 @@ class Job:
             "collectives": self.collectives,
             "steps": self.steps,
             "kernels": self.kernels,
+            "straggler_path": self.straggler_path,
         }
         if name not in views:
             raise ProfviewError(None, f"a job has no {name!r} view: choose one of {', '.join(JOB_VIEWS)}")
         return views[name]()
+
+    def straggler_path(self) -> pl.DataFrame:
+        """The straggler's collectives that lie on its own critical path (:data:`STRAGGLER_PATH_COLUMNS`):
+        each with the ranks that waited for it there and how long (from the collectives view)."""
+        view = self.collectives()
+        origin = min(
+            (s.facts.get("span_start", 0.0) - self.clock_offsets().get(r, 0.0) for r, s in self._pairs()), default=0.0
+        )
+        keep = np.zeros(view.height, dtype=bool)
+        ranks, view_starts = view["rank"].to_numpy(), view["start_us"].to_numpy()
+        for rank in self.stragglers():
+            offset = self.clock_offsets().get(rank, 0.0)
+            starts = np.sort(np.asarray(self.summary(rank).path_collectives, dtype=np.float64) - offset - origin)
+            if not len(starts):
+                continue
+            # The view's start_us went through two roundings to the ns: match within 0.01 µs.
+            at = np.clip(np.searchsorted(starts, view_starts), 1, len(starts)) - 1
+            near = np.minimum(
+                np.abs(starts[at] - view_starts), np.abs(starts[np.minimum(at + 1, len(starts) - 1)] - view_starts)
+            )
+            keep |= (ranks == rank) & (near <= 0.01)
+        mine = view.filter(pl.Series(keep))
+        others = (
+            view.join(mine.select("collective", pl.col("rank").alias("straggler")), on="collective")
+            .filter(pl.col("rank") != pl.col("straggler"))
+            .group_by("collective")
+            .agg(
+                (pl.col("wait_us") > 0).sum().cast(pl.Int64).alias("waiting_ranks"),
+                pl.col("wait_us").sum().round(3).alias("others_wait_us"),
+                pl.col("wait_us").max().alias("max_wait_us"),
+            )
+        )
+        frame = mine.join(others, on="collective", how="left").sort("others_wait_us", descending=True, nulls_last=True)
+        return frame.select(STRAGGLER_PATH_COLUMNS)
 
     def _pairs(self) -> list[tuple[int, RankSummary]]:
         return list(zip(self.ranks, self.summaries, strict=True))

@@ -34,6 +34,8 @@ class RankSummary:
     calls: pl.DataFrame
     facts: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: Starts (µs, its own clock) of the collective kernels on the rank's critical paths (issue 26).
+    path_collectives: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -77,7 +79,8 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     info = info if isinstance(info, dict) else {}
     steps, kernels = profile.steps(), profile.kernels()
     calls, facts = _compute(profile, steps)
-    facts |= _critical_path_facts(profile)
+    path_facts, path_collectives = _critical_path_facts(profile)
+    facts |= path_facts
     summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -88,10 +91,11 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
         calls=calls,
         facts=facts,
         warnings=list(profile.warnings),
+        path_collectives=path_collectives,
     )
     if use_cache:
         saved = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
-        saved |= {"warnings": summary.warnings, "facts": facts}
+        saved |= {"warnings": summary.warnings, "facts": facts, "path_collectives": path_collectives}
         rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
     return summary
 
@@ -121,6 +125,7 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
         calls=frames["calls"],
         facts=facts if isinstance(facts, dict) else {},
         warnings=[str(w) for w in info.get("warnings") or []],
+        path_collectives=[float(t) for t in info.get("path_collectives") or [] if isinstance(t, (int, float))],
     )
 
 
@@ -178,17 +183,25 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
     return calls, facts
 
 
-def _critical_path_facts(profile: Any) -> dict[str, float]:
-    """Issue 26: the rank's critical paths summed over its steps: ``cp_steps``, ``cp_path_us`` and
-    ``cp_<bound>_us`` per bound kind (none when the trace has no path, e.g. no runtime events)."""
+def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float]]:
+    """Issue 26: the rank's critical paths summed over its steps — ``cp_steps``, ``cp_path_us``
+    and ``cp_<bound>_us`` per bound kind — and the starts of the collective kernels on them
+    (nothing when the trace has no path, e.g. no runtime events)."""
+    from ..analysis.critical_path_frames import path_event_rows
+
     try:
+        paths = profile.step_paths()
         frame = profile.critical_path()
     except (ProfviewError, ValueError):
-        return {}
+        return {}, []
     per_bound = frame.group_by("bound_by").agg(pl.col("duration_us").sum())
     facts = {f"cp_{bound}_us": round(float(value), 3) for bound, value in per_bound.iter_rows()}
-    paths = frame.unique("step")
-    return facts | {"cp_steps": float(paths.height), "cp_path_us": round(float(paths["path_us"].sum()), 3)}
+    steps = frame.unique("step")
+    facts |= {"cp_steps": float(steps.height), "cp_path_us": round(float(steps["path_us"].sum()), 3)}
+    on_gpu = path_event_rows(paths).filter(pl.col("gpu"))["row"].to_numpy()
+    comm = profile.model_communication().is_not_null().to_numpy()
+    starts = profile.model.gpu["ts"].to_numpy()[on_gpu[comm[on_gpu]]] if len(on_gpu) else []
+    return facts, [float(t) for t in starts]
 
 
 def _pair(frame: pl.DataFrame) -> tuple[Any, Any]:

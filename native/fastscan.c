@@ -122,6 +122,7 @@ typedef struct {
     size_t tmp_len, tmp_cap;
     Failure fail;
     int cut; /* the failure is the end of the data: the document is cut short, not malformed */
+    int starved; /* the failure may be only the end of the data: more of it could make the value whole */
     const char *end;
 } State;
 
@@ -423,6 +424,7 @@ static const char *scan_number(State *st, const char *p, int *is_int) {
 bad:
     st->fail.what = "invalid number";
     st->fail.where = p; /* a number cut at the end is "malformed" to the general reader too: no cut */
+    st->starved = q >= end; /* ... but a chunk's end is not the document's: "1e" may go on */
     return NULL;
 }
 
@@ -1000,6 +1002,31 @@ static PyObject *column_new(void **data, size_t size) {
     return (PyObject *)c;
 }
 
+/* A column without a value costs nothing: None stands for it (and its buffer is freed now). */
+static PyObject *none_column(void **data) {
+    free(*data);
+    *data = NULL;
+    Py_RETURN_NONE;
+}
+
+static int all_null_floats(const double *v, size_t n) {
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(v[r])) return 0;
+    return 1;
+}
+
+static int all_null_ints(const int64_t *v, size_t n) {
+    for (size_t r = 0; r < n; r++)
+        if (v[r] != INT_NULL) return 0;
+    return 1;
+}
+
+static int all_null_codes(const uint32_t *v, size_t n) {
+    for (size_t r = 0; r < n; r++)
+        if (v[r] != 0) return 0;
+    return 1;
+}
+
 /* ---- Python entry points ------------------------------------------------------------------ */
 
 static void state_free(State *st) {
@@ -1046,12 +1073,18 @@ PyDoc_STRVAR(scan_events_doc,
              "the array (a cut file), ``cut`` is true, the events before the cut are returned and\n"
              "``next`` is where the unfinished one begins.  ``floats``/``ints`` map column names to\n"
              "buffers of float64/int64; ``texts`` maps names to (codes uint32 buffer, uniques list\n"
-             "with None at 0).  ValueError names the first problem (other than a cut) and its byte.");
+             "with None at 0).  ValueError names the first problem (other than a cut) and its byte.\n\n"
+             "A column without a single value in the range is None instead of a buffer (for texts, the\n"
+             "codes).  With ``final`` false the buffer is a chunk of a longer document: the scan stops\n"
+             "(``cut``, ``next`` at the event's '{') at the first event that the chunk's end may have cut,\n"
+             "including one that could still go on (a number) and the last event before the ']', which\n"
+             "is left to the document's last chunk.");
 
 static PyObject *scan_events(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t start, stop;
-    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &stop)) return NULL;
+    int final = 1;
+    if (!PyArg_ParseTuple(args, "y*nn|p", &buf, &start, &stop, &final)) return NULL;
     const char *base = buf.buf;
     State st;
     memset(&st, 0, sizeof st);
@@ -1061,14 +1094,21 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     const char *p = base + (ok ? start : 0);
     const char *event = p;
     int ended = 0, cut = 0;
+    size_t rows_before = 0; /* rows before ``event``: a chunk's last event is read again in the next */
     if (ok) {
         Py_BEGIN_ALLOW_THREADS;
         for (;;) {
             event = p;
+            rows_before = st.rows;
             p = read_event(&st, p);
             if (p == NULL) break;
             p = skip_ws(p, st.end);
             if (p < st.end && *p == ']') {
+                if (!final) { /* the array's last event goes with the document's end, not this chunk */
+                    st.starved = 1;
+                    p = NULL;
+                    break;
+                }
                 ended = 1;
                 p++;
                 break;
@@ -1089,9 +1129,10 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad start offset or out of memory");
         goto done;
     }
-    if (p == NULL && (st.cut || st.fail.where >= st.end)) {
+    if (p == NULL && (st.cut || st.fail.where >= st.end || (!final && st.starved))) {
         cut = 1; /* everything before ``event`` was read and is valid JSON: keep it */
         p = event;
+        if (!final) st.rows = rows_before; /* complete or not, ``event`` is read again with more data */
     }
     if (p == NULL) {
         raise_failure(&st, base);
@@ -1100,17 +1141,20 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     PyObject *floats = PyDict_New(), *ints = PyDict_New(), *texts = PyDict_New();
     if (floats == NULL || ints == NULL || texts == NULL) goto built;
     for (int k = 0; k < N_FLOAT; k++) {
-        PyObject *c = column_new((void **)&st.f[k], st.rows * sizeof(double));
+        PyObject *c = all_null_floats(st.f[k], st.rows) ? none_column((void **)&st.f[k])
+                                                         : column_new((void **)&st.f[k], st.rows * sizeof(double));
         if (c == NULL || PyDict_SetItemString(floats, FLOAT_NAMES[k], c) < 0) goto built;
         Py_DECREF(c);
     }
     for (int k = 0; k < N_INT; k++) {
-        PyObject *c = column_new((void **)&st.i[k], st.rows * sizeof(int64_t));
+        PyObject *c = all_null_ints(st.i[k], st.rows) ? none_column((void **)&st.i[k])
+                                                      : column_new((void **)&st.i[k], st.rows * sizeof(int64_t));
         if (c == NULL || PyDict_SetItemString(ints, INT_NAMES[k], c) < 0) goto built;
         Py_DECREF(c);
     }
     for (int k = 0; k < N_STR; k++) {
-        PyObject *codes = column_new((void **)&st.s[k], st.rows * sizeof(uint32_t));
+        PyObject *codes = all_null_codes(st.s[k], st.rows) ? none_column((void **)&st.s[k])
+                                                            : column_new((void **)&st.s[k], st.rows * sizeof(uint32_t));
         PyObject *uniques = uniques_list(&st.dict[k]);
         PyObject *pair = (codes && uniques) ? PyTuple_Pack(2, codes, uniques) : NULL;
         Py_XDECREF(codes);

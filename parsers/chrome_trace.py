@@ -21,31 +21,13 @@ import polars as pl
 
 from ..errors import ProfviewError
 from . import json_repair
-from .fast_chrome import scan_fast
+from .chunked import BOM, WINDOW_BYTES, Chunked, NotChunkable, read_chunked
+from .fast_chrome import FastScan, scan_fast
+from .metadata_keys import METADATA_KEYS
 from .nesting import refuse_deep_nesting
 from .schema import ARG_COLUMNS, EVENT_SCHEMA, NUMBER_OR_TEXT_ARGS, empty_events, kind_expr
-
-#: Top-level keys kept as trace metadata (anything else is ignored).
-METADATA_KEYS = (
-    "schemaVersion",
-    "deviceProperties",
-    "distributedInfo",
-    "displayTimeUnit",
-    "baseTimeNanoseconds",
-    "traceName",
-    "trace_id",
-    "with_stack",
-    "record_shapes",
-    "profile_memory",
-    "with_flops",
-    "with_modules",
-    "cuda_runtime_version",
-    "cuda_driver_version",
-    "cupti_version",
-    "hip_runtime_version",
-    "hip_driver_version",
-    "roctracer_version",
-)
+from .source import STREAM_CHUNK_BYTES, SourceStream, read_source
+from .trace_file import TraceFile
 
 _ANY_DEFAULT: Any = None
 _TraceDocument = msgspec.defstruct(
@@ -54,8 +36,6 @@ _TraceDocument = msgspec.defstruct(
     + [(key, Any, _ANY_DEFAULT) for key in METADATA_KEYS],
 )
 _RAW_LIST = list[msgspec.Raw]
-#: The UTF-8 byte-order mark some editors put first.
-BOM = b"\xef\xbb\xbf"
 # JSON allows raw newlines only as whitespace, so mapping them to spaces keeps every event valid
 # and makes each raw slice one NDJSON line.
 _FLATTEN = bytes.maketrans(b"\n\r", b"  ")
@@ -93,12 +73,6 @@ class ChromeTrace:
     truncated: bool = False
 
 
-def looks_like_chrome_trace(head: bytes) -> bool:
-    """Whether the first bytes of a document look like a Chrome trace."""
-    text = head.removeprefix(BOM).lstrip()
-    return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
-
-
 def flatten_newlines(data: bytes | bytearray) -> bytes | bytearray:
     """Newlines → spaces; a bytearray is changed in place (a slice at a time, no second copy)."""
     if not isinstance(data, bytearray):
@@ -120,11 +94,7 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
     scan = scan_fast(data, METADATA_KEYS)
     if scan is not None:
         del data  # the columns are built after the decompressed trace has gone
-        events, warnings = scan.frame(), []
-        if scan.truncated:
-            warnings.append(f"the trace is truncated; read {events.height:,} complete events up to the cut")
-        events = _checked(events, path, scan.truncated, warnings)
-        return ChromeTrace(events, _valid_metadata(scan.metadata), warnings, scan.truncated)
+        return from_scan(scan, path)
     flat = flatten_newlines(data if isinstance(data, bytes | bytearray) else bytearray(data))
     if flat[:3] == BOM:  # a byte-order mark is no JSON whitespace; editors on Windows write one
         flat = bytearray(flat) if isinstance(flat, bytes) else flat
@@ -161,6 +131,122 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
     events = _checked(events_from_raw(raw_events, path), path, truncated, warnings)
     return ChromeTrace(events, metadata, warnings, truncated)
 
+
+def from_scan(scan: FastScan, path: str) -> ChromeTrace:
+    """The trace the compiled scanner read (whole or in chunks)."""
+    events, warnings = scan.frame(), []
+    if scan.truncated:
+        warnings.append(f"the trace is truncated; read {events.height:,} complete events up to the cut")
+    events = _checked(events, path, scan.truncated, warnings)
+    return ChromeTrace(events, _valid_metadata(scan.metadata), warnings, scan.truncated)
+
+
+def read_chrome(
+    file: TraceFile, *, chunk_bytes: int = STREAM_CHUNK_BYTES, window_bytes: int = WINDOW_BYTES
+) -> ChromeTrace:
+    """The trace of a Chrome-trace file as :func:`read_trace_file` left it: scanned, whole, or to read.
+
+    Without the compiled scanner the general reader reads the file in chunks (the same answer as
+    reading it whole: where it cannot promise that, it reads it whole).  The source's warnings
+    (a damaged gzip stream) are added to ``file.warnings``.
+    """
+    if file.scan is not None:
+        scan, file.scan = file.scan, None
+        return from_scan(scan, file.path)
+    if file.source is None:
+        stream = SourceStream(file.path, chunk_bytes)
+        reader = _RawWindows(file.path)
+        try:
+            trace = reader.finish(read_chunked(stream.chunks(), reader, window_bytes))
+            file.warnings += stream.warnings
+            return trace
+        except (NotChunkable, RecursionError):  # deep nesting: parse_chrome_trace refuses it in one line
+            file.source = read_source(file.path)
+    source, file.source = file.source, None
+    file.warnings += source.warnings
+    return parse_chrome_trace(source.release(), file.path)
+
+
+class _RawWindows:
+    """The general reader as the window reader of :func:`read_chunked`: each window's complete
+    events as raw slices, typed by Polars' NDJSON reader; the document's end read as a document."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.frames: list[pl.DataFrame] = []
+        self.count = 0
+        self.surrogates = False  # a surrogate escape was read: a cut document's repair would touch it
+
+    def __call__(self, window: bytearray, start: int) -> int:
+        flatten_newlines_from(window, start)
+        limit = len(window)
+        for _ in range(_BRACE_TRIES):
+            brace = window.rfind(b"}", start, limit)
+            if brace < 0:
+                return start
+            comma = _SPACE.match(window, brace + 1).end()  # type: ignore[union-attr]
+            if window[comma : comma + 1] != b",":  # not followed by another element (yet)
+                limit = brace
+                continue
+            text = b"[" + window[start : brace + 1] + b"]"
+            try:
+                raw = msgspec.json.decode(text, type=_RAW_LIST)
+            except msgspec.DecodeError as exc:
+                where = _ERROR_BYTE.search(str(exc))
+                if where is not None and int(where.group(1)) < len(text) - 1:
+                    raise NotChunkable(str(exc)) from None  # invalid before the guess: the whole reader explains
+                limit = brace  # the brace closes something inside the next event, or sits in a string
+                continue
+            self.surrogates = self.surrogates or json_repair.has_surrogate_escape(text)
+            self.frames.append(events_from_raw(raw, self.path, strict=True))
+            self.count += len(raw)
+            return comma + 1
+        return start
+
+    def finish(self, chunked: Chunked) -> ChromeTrace:
+        """The whole trace: the windows' events, then the document's end (NotChunkable: read it whole)."""
+        flat = flatten_newlines(chunked.rest_document())
+        if flat[:3] == BOM:
+            flat[:3] = b"   "
+        start = _first_byte(flat)
+        warnings: list[str] = []
+        truncated = False
+        try:
+            raw_events, metadata = _decode(flat, start, self.path)
+            if start == b"{" and flat.count(b'"traceEvents"') > 1:
+                raise NotChunkable("a second traceEvents key")
+        except ProfviewError as exc:
+            raise NotChunkable(str(exc)) from None
+        except msgspec.DecodeError as exc:
+            error = str(exc)
+            cut = "truncated" in error.lower() and _trailing_from(error) is None
+            if not cut or self.surrogates or _needs_repair_before_recovery(flat, error):
+                raise NotChunkable(error) from None  # repairs or recovery over the whole document
+            try:
+                raw_events, metadata, problem = _recover_prefix(bytes(flat), self.path, error)
+            except ProfviewError as refused:
+                raise NotChunkable(str(refused)) from None
+            truncated = True
+            warnings.append(f"{problem}; read {self.count + len(raw_events):,} complete events up to the cut")
+        self.frames.append(events_from_raw(raw_events, self.path, strict=True))
+        frames, self.frames = self.frames, []
+        events = pl.concat(frames, rechunk=False) if len(frames) > 1 else frames[0]
+        events = _checked(events, self.path, truncated, warnings)
+        return ChromeTrace(events, metadata, warnings, truncated)
+
+
+def _needs_repair_before_recovery(flat: bytes | bytearray, error: str) -> bool:
+    """Whether the whole reader would repair a cut document before recovering its events."""
+    nan = (b"NaN" in flat or b"Infinity" in flat) and _NON_STANDARD_NUMBER.search(flat) is not None
+    return nan or json_repair.has_surrogate_escape(flat) or "out of range" in error
+
+
+def flatten_newlines_from(data: bytearray, start: int) -> None:
+    """:func:`flatten_newlines` on ``data[start:]``, in place."""
+    data[start:] = data[start:].translate(_FLATTEN)
+
+
+_SPACE = re.compile(rb"[ \t\r\n]*")
 
 #: NaN / Infinity as Python's json module writes them: not JSON, read as null.
 _NON_STANDARD_NUMBER = re.compile(rb"([:,\[]\s*+)(?:-?Infinity|NaN)(?=\s*[,\]}])")
@@ -360,14 +446,18 @@ def _valid_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if v is not None}
 
 
-def events_from_raw(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
-    """Type a list of raw event slices into the events frame, a bounded chunk at a time."""
+def events_from_raw(raw_events: list[msgspec.Raw], path: str, *, strict: bool = False) -> pl.DataFrame:
+    """Type a list of raw event slices into the events frame, a bounded chunk at a time.
+
+    ``strict``: a chunk that Polars refuses raises NotChunkable instead of being repaired (a
+    repair applies to a whole chunk, so only the whole document's chunks give the whole answer).
+    """
     if not raw_events:
         return empty_events()
     total = len(raw_events)
     chunks = max(1, -(-_raw_size(raw_events) // CHUNK_BYTES))
     step = -(-total // chunks)
-    frames = [_read_chunk(raw_events[i : i + step], path) for i in range(0, total, step)]
+    frames = [_read_chunk(raw_events[i : i + step], path, strict) for i in range(0, total, step)]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
@@ -377,11 +467,13 @@ def _raw_size(raw_events: list[msgspec.Raw]) -> int:
     return sum(len(e) for e in sample) * len(raw_events) // len(sample)
 
 
-def _read_chunk(raw_events: list[msgspec.Raw], path: str) -> pl.DataFrame:
+def _read_chunk(raw_events: list[msgspec.Raw], path: str, strict: bool = False) -> pl.DataFrame:
     ndjson = b"\n".join(raw_events)
     try:
         raw = pl.read_ndjson(ndjson, schema=_READ_SCHEMA, ignore_errors=True)
-    except pl.exceptions.ComputeError:
+    except pl.exceptions.ComputeError as exc:
+        if strict:
+            raise NotChunkable(str(exc)) from None
         try:  # invalid UTF-8 inside names, numbers out of range: repaired rather than lose the trace
             fixed = ndjson.decode("utf-8", "replace").encode("utf-8")
             if json_repair.needs_repair(fixed):

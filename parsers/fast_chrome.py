@@ -16,26 +16,30 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
-import numpy as np
-import polars as pl
 
 from ..compiled import compiled_module
-from .schema import EVENT_SCHEMA, kind_expr
+from .chunked import Chunked, NotChunkable
+from .source import give_back_freed_memory
 
+if TYPE_CHECKING:
+    import polars as pl
+
+# NumPy and Polars are imported only to build the frame: a chunked scan (ChunkedScan) runs
+# while they import (profview.prefetch).
 _fastscan = compiled_module("_fastscan")  # None: the general reader does the work
 
 #: Largest and smallest bytes per scanned range: about four ranges per thread in between, so
 #: that many cores share even a mid-sized trace; ranges run on :func:`scan_threads` threads.
 RANGE_BYTES = 32 * 2**20
 MIN_RANGE_BYTES = 4 * 2**20
-INT_NULL = np.iinfo(np.int64).min
+INT_NULL = -(2**63)
 
 
 def available() -> bool:
@@ -78,8 +82,14 @@ def scan_fast(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str])
         return None
 
 
-def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) -> FastScan | None:
-    """Find the event array (top-level object members before and after it), scan it, read metadata."""
+def _parse(
+    data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str], cut_may_be_empty: bool = False
+) -> FastScan | None:
+    """Find the event array (top-level object members before and after it), scan it, read metadata.
+
+    ``cut_may_be_empty``: ``data`` is the end of a chunked read whose windows held events, so a cut
+    before its first event is still a trace cut after those events.
+    """
     start = _skip_space(data, 0)
     members: list[tuple[str, int, int]] = []
     if data[start : start + 1] == b"[":
@@ -94,7 +104,7 @@ def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) ->
     parts, after = _scan_array(data, first)
     truncated = parts[-1].cut  # a cut file (a killed job): the complete events, the metadata before them
     if truncated:
-        if not any(part.rows for part in parts):
+        if not cut_may_be_empty and not any(part.rows for part in parts):
             return None  # nothing before the cut: the general reader says so
     elif array == start:
         if _skip_space(data, after) != len(data):
@@ -106,6 +116,85 @@ def _parse(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) ->
         members += rest
     metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
     return FastScan(parts, metadata, truncated)
+
+
+class ChunkedScan:
+    """The compiled scanner as the window reader of :func:`profview.parsers.chunked.read_chunked`.
+
+    Each window's complete events are scanned on threads (ranges at guessed event boundaries, as
+    for a whole document) and kept as column buffers; ``finish`` reads the document's end.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[Scanned] = []
+        self._pool: Executor | None = None
+
+    def __call__(self, window: bytearray, start: int) -> int:
+        try:
+            parts, after = _scan_window(window, start, self._threads())
+        except ValueError as exc:
+            raise NotChunkable(str(exc)) from None
+        self.parts += parts
+        return after
+
+    def _threads(self) -> Executor | None:
+        if self._pool is None and scan_threads() > 1:
+            self._pool = ThreadPoolExecutor(scan_threads(), thread_name_prefix="profview-scan")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def finish(self, chunked: Chunked, metadata_keys: Sequence[str]) -> FastScan | None:
+        """The whole trace: the windows' events, then the document's end read as a document."""
+        self.close()
+        try:
+            end = _parse(chunked.rest_document(), metadata_keys, cut_may_be_empty=any(p.rows for p in self.parts))
+        except (ValueError, UnicodeDecodeError, msgspec.MsgspecError):
+            return None  # as scan_fast: the general reader answers for the whole document
+        if end is None:
+            return None
+        parts, self.parts = [*self.parts, *end.parts], []
+        return FastScan(parts, end.metadata, end.truncated)
+
+
+def _scan_window(window: bytearray, start: int, pool: Executor | None) -> tuple[list[Scanned], int]:
+    """The complete events of ``window`` from ``start`` (ranges on ``pool``), and where the rest begins."""
+    size = len(window)
+    starts = [start]
+    if pool is not None:
+        step = max(MIN_RANGE_BYTES // 4, (size - start) // scan_threads())
+        while len(starts) < scan_threads() and (guess := _fastscan.next_event(window, starts[-1] + step, size)) >= 0:
+            starts.append(guess)
+    stops = [*starts[1:], size]
+    if len(starts) == 1:
+        results: Iterable[Scanned | ValueError] = [_scan_chunk(window, start, size)]
+    else:
+        results = pool.map(_scan_chunk, [window] * len(starts), starts, stops)  # type: ignore[union-attr]
+    parts: list[Scanned] = []
+    expected = start
+    for begin, result in zip(starts, results, strict=True):
+        if begin != expected or isinstance(result, ValueError) or (parts and parts[-1].cut):
+            continue  # a wrong guess, or past the cut: read on from the last confirmed boundary
+        parts.append(result)
+        expected = result.after
+    while not (parts and parts[-1].cut) and expected < size:
+        result = _scan_chunk(window, expected, size)
+        if isinstance(result, ValueError):
+            raise result
+        parts.append(result)
+        expected = result.after
+    return parts, expected
+
+
+def _scan_chunk(window: bytearray, start: int, stop: int) -> Scanned | ValueError:
+    """One range of a window (not the document's end: the scan stops where the window may cut)."""
+    try:
+        return Scanned(*_fastscan.scan_events(window, start, stop, False))
+    except ValueError as exc:
+        return exc
 
 
 class Scanned(NamedTuple):
@@ -189,54 +278,106 @@ def _frame(parts: list[Scanned]) -> pl.DataFrame:
     Columns are built on threads (Polars works without the GIL); each releases its range buffers
     once built.  A column with no value at all is a constant null column, which costs no memory.
     """
+    import polars as pl
+
+    from .schema import EVENT_SCHEMA
+
     rows = sum(part.rows for part in parts)
     columns = {"kind": pl.concat([_kinds(part) for part in parts], rechunk=True)}
     builders = [partial(_text_column, parts, name, rows) for name in parts[0].texts]
     builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
     builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
+    constants: list[pl.Expr] = []
     with ThreadPoolExecutor(scan_threads(), thread_name_prefix="profview-columns") as pool:
-        columns.update((series.name, series) for series in pool.map(lambda build: build(), builders))
-    return pl.DataFrame([columns[name] for name in EVENT_SCHEMA])
+        for column in pool.map(_built_and_trimmed, builders):
+            if isinstance(column, pl.Series):
+                columns[column.name] = column
+            else:
+                constants.append(column)
+    give_back_freed_memory()
+    frame = pl.DataFrame([columns[name] for name in EVENT_SCHEMA if name in columns])
+    return frame.with_columns(constants).select(list(EVENT_SCHEMA)) if constants else frame
 
 
-def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series:
+def _built_and_trimmed(build: Callable[[], pl.Series | pl.Expr]) -> pl.Series | pl.Expr:
+    """A column built; the range buffers it released go back to the system, not to the peak."""
+    column = build()
+    give_back_freed_memory()
+    return column
+
+
+def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series | pl.Expr:
     """A text column: the ranges' codes, shifted onto one list of their uniques, gathered."""
+    import numpy as np
+    import polars as pl
+
     missing = "" if name == "name" else None  # an event without a name has the empty name
-    if all(len(part.texts[name][1]) == 1 for part in parts):
+    if all(part.texts[name][0] is None for part in parts):  # no range has a value
         for part in parts:
             del part.texts[name]
-        return pl.repeat(missing, rows, dtype=pl.String, eager=True).alias(name)
+        return _constant(missing, pl.String, name)
     codes = np.empty(rows, dtype=np.uint32)
     uniques: list[str | None] = []
     at = 0
     for part in parts:
         buffer, values = part.texts.pop(name)
-        np.add(np.frombuffer(buffer, dtype=np.uint32, count=part.rows), len(uniques), out=codes[at : at + part.rows])
+        if buffer is None:  # a range without a value: every row is code 0, the missing value
+            codes[at : at + part.rows] = len(uniques)
+        else:
+            scanned = np.frombuffer(buffer, dtype=np.uint32, count=part.rows)
+            np.add(scanned, len(uniques), out=codes[at : at + part.rows])
         uniques += [missing, *values[1:]]
         at += part.rows
     return pl.Series(name, uniques, dtype=pl.String).gather(codes)
 
 
-def _number_column(parts: list[Scanned], group: str, name: str, rows: int) -> pl.Series:
+def _number_column(parts: list[Scanned], group: str, name: str, rows: int) -> pl.Series | pl.Expr:
     """A float64 or int64 column, with the scanner's null markers (NaN, INT64_MIN) as nulls."""
+    import numpy as np
+    import polars as pl
+
     dtype = np.float64 if group == "floats" else np.int64
+    if all(getattr(part, group)[name] is None for part in parts):  # no range has a value
+        for part in parts:
+            del getattr(part, group)[name]
+        return _constant(None, pl.Float64 if group == "floats" else pl.Int64, name)
+    null = np.nan if group == "floats" else INT_NULL
     values = np.empty(rows, dtype=dtype)
     at = 0
     for part in parts:
-        values[at : at + part.rows] = np.frombuffer(getattr(part, group).pop(name), dtype=dtype, count=part.rows)
+        buffer = getattr(part, group).pop(name)
+        values[at : at + part.rows] = null if buffer is None else np.frombuffer(buffer, dtype=dtype, count=part.rows)
         at += part.rows
     is_null = np.isnan(values) if group == "floats" else values == INT_NULL
-    if is_null.all():
-        return pl.repeat(None, rows, dtype=pl.Float64 if group == "floats" else pl.Int64, eager=True).alias(name)
     if group == "floats":
         return pl.Series(name, values, nan_to_null=True)
     return pl.Series(name, values).set(pl.Series(is_null), None) if is_null.any() else pl.Series(name, values)
 
 
+def _constant(value: str | None, dtype: type[pl.DataType], name: str) -> pl.Expr:
+    """A column with one value throughout, as a constant: no buffer of one value per row.
+
+    ``pl.repeat`` would reserve the buffers of a full column (address space that ``ulimit -v``
+    counts: 0.9 GB for the 17 empty columns of a 3-million-event trace).
+    """
+    import polars as pl
+
+    return pl.lit(value, dtype=dtype).alias(name)
+
+
 def _kinds(part: Scanned) -> pl.Series:
     """The ``kind`` column of a range: :func:`kind_expr` on each (ph, cat) pair of uniques, by code."""
+    import numpy as np
+    import polars as pl
+
+    from .schema import kind_expr
+
     ph_codes, ph_uniques = part.texts["ph"]
     cat_codes, cat_uniques = part.texts["cat"]
+    if ph_codes is None:  # a range without a value in the column: code 0 (null) throughout
+        ph_codes = bytes(4 * part.rows)
+    if cat_codes is None:
+        cat_codes = bytes(4 * part.rows)
     pairs = pl.DataFrame(
         {
             "ph": [ph for ph in ph_uniques for _cat in cat_uniques],

@@ -12,18 +12,26 @@ import mmap
 import os
 import stat
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import BinaryIO
 
 from ..errors import ProfviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
-#: Peak memory of a load, and of the viewer's model, is at most about this many times the
-#: decompressed JSON with the compiled scanner (measured 1.5-2.5x from 172 MB to 1 GB), plus the
-#: interpreter and libraries; the general reader alone (no C compiler at install) needs up to 3.4x.
+#: Peak memory of a load read whole (a pipe, or a document only the whole-document code can
+#: answer for), and of the viewer's model, is at most about this many times the decompressed JSON
+#: with the compiled scanner (measured 1.5-2.5x from 172 MB to 1 GB), plus the interpreter and
+#: libraries; the general reader alone (no C compiler at install) needs up to 3.4x.
 MEMORY_FACTOR = 2.6
 MEMORY_FACTOR_GENERAL_READER = 3.5
+#: The same for a Chrome trace read in chunks (issue 25), beyond the libraries: the events frame
+#: and the tables of an export (measured 0.96x on a 1.0 GB Kineto-layout trace, 1.15x on an
+#: 855 MB one-event-per-line trace; the general reader 2.2x on 173 MB).
+CHUNKED_MEMORY_FACTOR = 1.2
+CHUNKED_MEMORY_FACTOR_GENERAL_READER = 2.4
 #: Plain files from this size on are memory-mapped rather than read into memory.
 MAP_BYTES = 32 * 2**20
 BASE_MEMORY = 200 * 2**20
@@ -116,24 +124,12 @@ def _gunzip_partial(raw: bytes | bytearray, path: str) -> tuple[bytearray, str |
     is kept.
     """
     out = bytearray()
-    rest = bytes(raw)
     problem: str | None = None
-    while rest[:2] == GZIP_MAGIC:
-        dec = zlib.decompressobj(wbits=31)
-        offset = 0
-        try:
-            while offset < len(rest) and not dec.eof:
-                out += dec.decompress(rest[offset : offset + SALVAGE_PIECE])
-                if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
-                    check_memory(path, _needed(len(out), raw))
-                offset += SALVAGE_PIECE
-        except zlib.error as exc:
-            problem = f"corrupt gzip data after {len(out):,} bytes ({exc})"
-            break
-        if not dec.eof:
-            problem = "the gzip stream ends early (truncated file)"
-            break
-        rest = dec.unused_data
+    for piece, said in _inflate_pieces(bytes(raw)):
+        out += piece
+        problem = said
+        if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
+            check_memory(path, _needed(len(out), raw))
     return out, problem
 
 
@@ -150,14 +146,43 @@ def economise_address_space() -> None:
 
         if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
             return
+        # Polars' allocator (jemalloc) otherwise keeps the address space of memory it freed, for a
+        # while or for good (0.7 GiB after reading a 1 GB trace): a 1 GB trace then opens within
+        # 3 GiB.  Read when Polars loads, so only before it is imported.
+        os.environ.setdefault("_RJEM_MALLOC_CONF", "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0")
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
     except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
         return
 
 
-def check_memory(path: str, needed: int) -> None:
-    """Fail early, with a clear message, when a trace needs more memory than is available."""
-    budget = memory_budget()
+def give_back_freed_memory() -> None:
+    """Return the C heap's free pages to the system (glibc ``malloc_trim``; elsewhere nothing).
+
+    The scanner's column buffers and the chunked read's windows are freed to glibc's heap, while
+    Polars allocates from its own: without this the freed pages would stay in the peak RSS.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (ImportError, OSError, AttributeError):  # not glibc
+        return None
+
+
+def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None:
+    """Fail early, with a clear message, when a trace needs more memory than is available.
+
+    ``whole_process``: ``needed`` is this process's whole peak (the events frame and the
+    libraries it already holds included), compared with the room left plus what it holds.
+    """
+    budget = memory_budget(held=whole_process)
     if budget is not None and needed > budget[0]:
         available, source = budget
         raise ProfviewError(
@@ -172,15 +197,18 @@ def _size(count: int) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:,.0f} MiB"
 
 
-def memory_factor() -> float:
-    """Memory needed per byte of JSON: less where the compiled scanner is there to read it.
+def memory_factor(chunked: bool = False) -> float:
+    """Memory needed per byte of JSON: less where the compiled scanner reads it, less in chunks.
 
     Asked without importing the scanner (which brings NumPy and Polars): the file may be read
     while they import (see :mod:`profview.profiles.prefetch`).
     """
     from ..compiled import compiled_module
 
-    return MEMORY_FACTOR if compiled_module("_fastscan") is not None else MEMORY_FACTOR_GENERAL_READER
+    compiled = compiled_module("_fastscan") is not None
+    if chunked:
+        return CHUNKED_MEMORY_FACTOR if compiled else CHUNKED_MEMORY_FACTOR_GENERAL_READER
+    return MEMORY_FACTOR if compiled else MEMORY_FACTOR_GENERAL_READER
 
 
 def available_memory() -> int | None:
@@ -189,22 +217,29 @@ def available_memory() -> int | None:
     return None if budget is None else budget[0]
 
 
-def memory_budget() -> tuple[int, str] | None:
+def memory_budget(held: bool = False) -> tuple[int, str] | None:
     """The tightest of the limits on this process's memory, and what sets it.
 
     ``$PROFVIEW_MEMORY_LIMIT`` (bytes) overrides; otherwise the least of: free memory
     (MemAvailable), the address-space and data-segment rlimits (``ulimit -v``/``-d``, as SLURM
     sets them) less what the process already uses, and the memory cgroup's limit (v2 ``memory.max``
-    or v1 ``memory.limit_in_bytes``, containers and SLURM) less its current usage.
+    or v1 ``memory.limit_in_bytes``, containers and SLURM) less its current usage.  ``held``: each
+    room plus what this process already holds by that limit's measure (its address space for
+    ``ulimit -v``, its data segment for ``-d``, its resident memory otherwise).
     """
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
     if override:
         return int(override), "PROFVIEW_MEMORY_LIMIT"
+    resident = (_proc_field("/proc/self/status", "VmRSS:") or 0) if held else 0
     found = [
-        budget
-        for budget in (_mem_available(), _rlimit_room(), _cgroup_room())
+        (room + resident, what)
+        for budget in (_mem_available(), _cgroup_room())
         if budget is not None
+        for room, what in [budget]
     ]
+    rlimit = _rlimit_room(held)
+    if rlimit is not None:
+        found.append(rlimit)
     return min(found) if found else None
 
 
@@ -213,7 +248,7 @@ def _mem_available() -> tuple[int, str] | None:
     return None if value is None else (value, "free memory")
 
 
-def _rlimit_room() -> tuple[int, str] | None:
+def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
     try:
         import resource
     except ImportError:  # not POSIX
@@ -234,7 +269,7 @@ def _rlimit_room() -> tuple[int, str] | None:
 
             reserved = (_polars_threads() + scan_threads()) * THREAD_ADDRESS_SPACE
         used = _proc_field("/proc/self/status", field_name) or 0
-        rooms.append((max(0, soft - used - reserved), what))
+        rooms.append((max(0, soft - used - reserved) + (used if held else 0), what))
     return min(rooms) if rooms else None
 
 
@@ -316,6 +351,151 @@ def _read_stream(fh: BinaryIO, name: str) -> bytearray:
         if len(raw) % (256 << 20) < len(piece):
             check_memory(name, _needed(len(raw), b""))
     return raw
+
+
+#: Decompressed bytes per chunk when a trace is read in chunks (see :class:`SourceStream`).
+STREAM_CHUNK_BYTES = 8 * 2**20
+
+
+class SourceStream:
+    """The decompressed content of one input file, as a sequence of bounded chunks.
+
+    A regular file is read (and inflated, ISA-L without the GIL) a chunk at a time: the whole
+    document is never in memory.  A gzip stream that ends early or is corrupt goes on as far as
+    zlib can read it (the same bytes as :func:`read_source`), with the problem in ``warnings``
+    once the chunks are exhausted.  Pipes and devices are read whole first (they cannot be read
+    twice), then handed out in chunks.  ``decompressed`` counts the bytes handed out so far.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], chunk_bytes: int = STREAM_CHUNK_BYTES) -> None:
+        self.path = os.fspath(path)
+        self.chunk_bytes = max(1, chunk_bytes)
+        self.warnings: list[str] = []
+        self.decompressed = 0
+        self.whole: SourceBytes | None = None
+        name = self.path
+        if not os.path.exists(name):
+            raise ProfviewError(name, "no such file")
+        if os.path.isdir(name):
+            raise ProfviewError(name, "is a directory, not a trace file")
+        try:
+            mode = os.stat(name).st_mode
+            self.size = os.stat(name).st_size
+            if not stat.S_ISREG(mode) or self.size == 0:  # a pipe, /proc, a device: read_source decides
+                self.whole = read_source(name)
+                self.compressed = self.whole.compressed
+                self.warnings = list(self.whole.warnings)
+                return
+            with open(name, "rb") as fh:
+                self.compressed = fh.read(2) == GZIP_MAGIC
+            # Refused now rather than part-way: a plain file's size is known; a gzip file's is taken
+            # as a typical 4x (as read_source does), and checked as it decompresses.
+            expected = self.size * 4 if self.compressed else self.size
+            check_memory(name, int(expected * memory_factor(chunked=True)) + BASE_MEMORY)
+        except PermissionError:
+            raise ProfviewError(name, "permission denied") from None
+        except OSError as exc:
+            raise ProfviewError(name, f"cannot read ({exc.strerror or exc})") from None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The decompressed content, ``chunk_bytes`` at a time (the last chunk may be shorter)."""
+        if self.whole is not None:
+            data = self.whole.data
+            for start in range(0, len(data), self.chunk_bytes):
+                piece = bytes(data[start : start + self.chunk_bytes])
+                self.decompressed += len(piece)
+                yield piece
+            return
+        pieces = self._gunzip_chunks() if self.compressed else self._plain_chunks()
+        head = b""
+        for piece in pieces:
+            if self.compressed and len(head) < SNIFF_BYTES:  # as read_source: a gzip bomb is refused early
+                head += piece[: SNIFF_BYTES - len(head)]
+                _sniff(head, self.path)
+            self.decompressed += len(piece)
+            if self.decompressed % CHECK_EVERY < len(piece):  # a gzip bomb stops here, early
+                check_memory(self.path, int(self.decompressed * memory_factor(chunked=True)) + BASE_MEMORY)
+            yield piece
+        if self.decompressed == 0 and not self.compressed:
+            raise ProfviewError(self.path, "the file is empty")
+
+    def _plain_chunks(self) -> Iterator[bytes]:
+        try:
+            with open(self.path, "rb") as fh:
+                while piece := fh.read(self.chunk_bytes):
+                    yield piece
+        except OSError as exc:
+            raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+
+    def _gunzip_chunks(self) -> Iterator[bytes]:
+        """ISA-L's reader while the stream is sound; zlib, from where it stopped, when it is not."""
+        try:
+            from isal.igzip import IGzipFile as GzipFile  # ISA-L: about 3x faster than zlib
+        except ImportError:  # pragma: no cover - isal is a declared dependency
+            from gzip import GzipFile  # type: ignore[assignment]
+
+        delivered = 0
+        try:
+            with open(self.path, "rb") as raw, GzipFile(fileobj=raw) as stream:
+                while piece := stream.read(self.chunk_bytes):
+                    delivered += len(piece)
+                    yield piece
+            return
+        except ProfviewError:
+            raise
+        except Exception as exc:  # a damaged stream (isal, zlib and gzip each raise their own)
+            if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the data
+                raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+        yield from self._salvage(delivered)
+
+    def _salvage(self, skip: int) -> Iterator[bytes]:
+        """What zlib can read of a damaged gzip file, from byte ``skip`` of its decompressed content."""
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise ProfviewError(self.path, f"cannot read ({exc.strerror or exc})") from None
+        total, problem = 0, None
+        for piece, said in _inflate_pieces(raw):
+            problem = said
+            if piece:
+                total += len(piece)
+                if total > skip:
+                    fresh = piece[max(0, len(piece) - (total - skip)) :]
+                    for start in range(0, len(fresh), self.chunk_bytes):
+                        yield fresh[start : start + self.chunk_bytes]
+        if total == 0:
+            raise ProfviewError(self.path, problem or "not a readable gzip file")
+        self.warnings.append(f"{problem}; read {total:,} decompressed bytes")
+
+
+#: How often (in decompressed bytes) a chunked read checks the memory it will need.
+CHECK_EVERY = 256 * 2**20
+
+
+def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
+    """(decompressed piece, problem so far) of every gzip member of ``raw``, as far as zlib can go.
+
+    The same pieces as :func:`_gunzip_partial`: everything before a corrupt block or a cut is kept.
+    """
+    rest = raw
+    count = 0
+    while rest[:2] == GZIP_MAGIC:
+        dec = zlib.decompressobj(wbits=31)
+        offset = 0
+        try:
+            while offset < len(rest) and not dec.eof:
+                piece = dec.decompress(rest[offset : offset + SALVAGE_PIECE])
+                count += len(piece)
+                yield piece, None
+                offset += SALVAGE_PIECE
+        except zlib.error as exc:
+            yield b"", f"corrupt gzip data after {count:,} bytes ({exc})"
+            return
+        if not dec.eof:
+            yield b"", "the gzip stream ends early (truncated file)"
+            return
+        rest = dec.unused_data
 
 
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:

@@ -116,24 +116,24 @@ ANALYSIS_MEMORY_FACTOR = 3.6
 
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
-    from ..parsers.chrome_trace import looks_like_chrome_trace, parse_chrome_trace
+    from ..parsers.chrome_trace import read_chrome
     from ..parsers.other_chrome import (
         is_paddle_trace,
         label_device_lanes,
         needs_lane_labels,
         normalise_paddle_names,
     )
-    from ..parsers.source import read_source
+    from ..parsers.trace_file import read_trace_file
     from .prefetch import take
 
-    source = take(name) or read_source(name)  # the CLI may have started reading it (prefetch)
-    head = bytes(source.data[:65536])
-    if looks_like_chrome_trace(head):
-        trace = parse_chrome_trace(source.release(), source.path)
+    file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
+    if file.chrome:
+        trace = read_chrome(file)
         events, missing, trace_format = trace.events, {}, TRACE_FORMAT
         # What the trace holds, not its JSON size, sets what the tables need: many distinct names
         # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
-        check_memory(name, int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY)
+        # The whole peak, against the room left plus what is already held (the frame, the libraries).
+        check_memory(name, int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, whole_process=True)
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
             trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
@@ -144,14 +144,17 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "format": trace_format,
             "missing": missing,
             "metadata": trace.metadata,
-            "warnings": source.warnings + trace.warnings,
-            "truncated": trace.truncated or bool(source.warnings),
+            "warnings": file.warnings + trace.warnings,
+            "truncated": trace.truncated or bool(file.warnings),
             "event_count": events.height,
         }
         if use_cache:
             cache.store(name, events, fields)
-        return Profile(path=source.path, events_source=events, cacheable=use_cache, **fields)
+        return Profile(path=file.path, events_source=events, cacheable=use_cache, **fields)
     from ..parsers.detect import read_text_views
+
+    source = file.source
+    assert source is not None  # read whole: not a Chrome trace
 
     try:
         views = read_text_views(source.path, source.data, source.warnings, run)

@@ -1,10 +1,12 @@
-"""Read (and decompress) a trace file on a thread while the libraries import.
+"""Read (decompress and scan) a trace file on a thread while the libraries import.
 
 A cold ``profview export TRACE`` spends its first quarter second importing Polars and NumPy and
-the next reading and decompressing the file; the two need not wait for each other.  The CLI
-calls :func:`start` before it imports anything heavy; :func:`profview.profiles.loading.load` then takes
-the bytes with :func:`take` (issue 13: the cold load).  Nothing is read for a trace that has a
-cache entry (a re-open reads the cache, not the file), nor for anything but a regular file.
+the next reading, decompressing and scanning the file; the two need not wait for each other: the
+chunked read (:func:`profview.parsers.trace_file.read_trace_file`: inflate and the compiled
+scanner, chunk by chunk) needs neither.  The CLI calls :func:`start` before it imports anything
+heavy; :func:`profview.profiles.loading.load` then takes the read file with :func:`take` (issues 13, 25).
+Nothing is read for a trace that has a cache entry (a re-open reads the cache, not the file), nor
+for anything but a regular file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..store.keys import has_entry
 
 if TYPE_CHECKING:
-    from ..parsers.source import SourceBytes
+    from ..parsers.trace_file import TraceFile
 
 
 class _Read:
@@ -25,16 +27,16 @@ class _Read:
     def __init__(self, path: str, stamp: tuple[int, int, int]) -> None:
         self.path = path
         self.stamp = stamp
-        self.source: SourceBytes | None = None
+        self.source: TraceFile | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._work, name="profview-prefetch", daemon=True)
         self.thread.start()
 
     def _work(self) -> None:
         try:
-            from ..parsers.source import read_source
+            from ..parsers.trace_file import read_trace_file
 
-            self.source = read_source(self.path)
+            self.source = read_trace_file(self.path)
         except BaseException as exc:  # handed to the thread that takes it
             self.error = exc
 
@@ -72,8 +74,8 @@ def start(path: str, *, use_cache: bool = True) -> None:
             _reads[name] = _Read(name, stamp)
 
 
-def take(path: str) -> SourceBytes | None:
-    """The bytes :func:`start` read for ``path`` (waiting for them), or None if it read none or the
+def take(path: str) -> TraceFile | None:
+    """The file :func:`start` read for ``path`` (waiting for it), or None if it read none or the
     file changed since; raises what reading raised (a one-line :class:`ProfviewError`)."""
     name = os.path.abspath(path)
     with _lock:
@@ -87,4 +89,6 @@ def take(path: str) -> SourceBytes | None:
         raise read.error
     if read.source is not None:
         read.source.path = os.fspath(path)  # messages name the file as the user wrote it
+        if read.source.source is not None:
+            read.source.source.path = read.source.path
     return read.source

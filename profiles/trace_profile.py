@@ -419,27 +419,42 @@ class Profile:
     # -- the critical path (issue 26) ----------------------------------------------------------------
     def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
         """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
-        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each."""
+        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each (and so is the
+        reason a trace has none)."""
         key = f"critical_path:{rules}:{step}"
         if key not in self._facts:
-            from ..analysis.critical_path import RULES
-            from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
-
-            if not self.is_trace:
-                raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
-            if rules not in RULES:
-                raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
-            if self.model.gpu.height and not has_runtime(self.model):
-                raise ProfviewError(self.path, NO_RUNTIME)
-            if step is not None and step not in step_ranges(self.model)["step"].to_list():
-                raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
-            comm = self.model_communication().is_not_null().to_numpy()
             try:
-                self._facts[key] = step_paths(self.model, RULES[rules], comm, step=step)
-            except ValueError as exc:  # a dependency cycle: events out of order in the trace
-                raise ProfviewError(self.path, f"no critical path: {exc}") from None
-        paths: StepPaths = self._facts[key]
+                self._facts[key] = self._compute_step_paths(step, rules)
+            except ProfviewError as exc:
+                self._facts[key] = exc
+        found = self._facts[key]
+        if isinstance(found, ProfviewError):
+            raise found
+        paths: StepPaths = found
         return paths
+
+    def _compute_step_paths(self, step: int | None, rules: str) -> StepPaths:
+        from ..analysis.critical_path import RULES
+        from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
+        if rules not in RULES:
+            raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+        if self.model.gpu.height and not has_runtime(self.model):
+            raise ProfviewError(self.path, NO_RUNTIME)
+        if step is not None and step not in step_ranges(self.model)["step"].to_list():
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        comm = self.model_communication().is_not_null().to_numpy()
+        try:
+            return step_paths(self.model, RULES[rules], comm, step=step)
+        except ValueError as exc:  # a dependency cycle: events out of order in the trace
+            raise ProfviewError(self.path, f"no critical path: {exc}") from None
+
+    def has_step_paths(self, step: int | None = None, rules: str = "profview") -> bool:
+        """Whether :meth:`step_paths` has been computed, or found there is none (a viewer shows
+        either without waiting)."""
+        return f"critical_path:{rules}:{step}" in self._facts
 
     def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per step and bound kind, its µs on the critical path (see
@@ -469,7 +484,9 @@ class Profile:
             parsed = [parse_scaling(text) for text in scalings]
         except ValueError as exc:
             raise ProfviewError(None, str(exc)) from None
-        return what_if(self.step_paths(step, rules), parsed)[0]
+        steps = self.steps()
+        durations = dict(zip(steps["step"].to_list(), steps["duration_us"].to_list(), strict=True))
+        return what_if(self.step_paths(step, rules), parsed, durations)[0]
 
     def timeline_lanes(self) -> Any:
         """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
@@ -561,9 +578,19 @@ class Profile:
         """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
         from ..analysis.device_peaks import trace_device
 
+        return trace_device(self.metadata, self._busiest_device)
+
+    @cached_property
+    def _busiest_device(self) -> int | None:
+        """The device most GPU events ran on (a fact kept with the views)."""
+        saved = self.saved.facts().get("busiest_device") if self.saved else None
+        if isinstance(saved, int):
+            return saved
         devices = self.gpu["device"].drop_nulls() if self.is_trace else None
         device = int(devices.mode().sort()[0]) if devices is not None and devices.len() else None
-        return trace_device(self.metadata, device)
+        if device is not None:
+            self.fresh_facts["busiest_device"] = device
+        return device
 
     @cached_property
     def _call_work(self) -> pl.DataFrame:
@@ -613,7 +640,13 @@ class Profile:
         """Per step: ``gpu_busy_us`` (the one GPU-busy rule: all GPU work in the step's window,
         work launched before the profiling window included; docs/efficiency.md), ``model_tflop``
         (FLOPs of the modelled operators the step ran, in 10^12), ``tflops_s`` (÷ the step's
-        duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs)."""
+        duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs).
+        Kept (and cached) like the default views when no peak is given."""
+        if peak_tflops is None:
+            return self._default_view("step_efficiency", self._step_efficiency)
+        return self._step_efficiency(peak_tflops)
+
+    def _step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
         from ..analysis.perf_model import dominant_precision, step_flops
         from ..analysis.step_scope import step_host_range
 
@@ -628,7 +661,9 @@ class Profile:
         peak_entry = self.device_peak()[1]
         precision = dominant_precision(self._call_work)
         peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
-        busy = self.gpu_idle().select("step", pl.col("gpu_busy_us").round(3))
+        from ..analysis.step_scope import step_gpu_busy
+
+        busy = step_gpu_busy(self.model).select("step", pl.col("gpu_busy_us").round(3))
         table = steps.select("step", "duration_us").join(flops, on="step", how="left").join(busy, on="step", how="left")
         return table.select(
             "step",
@@ -683,31 +718,36 @@ class Profile:
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
         model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
-        if not self.is_trace or self.gpu.height == 0:
+        if not self.is_trace:
             return []
         from ..frames import fmt_us
 
         lines = []
-        categories = self.categories(step).filter(pl.col("total_us") > 0)
+        try:  # every figure below is a kept view: a re-opened trace reads them from the cache
+            categories = self.categories(step).filter(pl.col("total_us") > 0)
+        except ProfviewError:  # no GPU work
+            return []
         shares = ", ".join(f"{c} {p:.1f}%" for c, p in categories.select("category", "pct").head(6).iter_rows())
         more = f", … {categories.height - 6} more" if categories.height > 6 else ""
         lines.append(f"GPU time by category: {shares}{more}")
         try:
+            modelled = self.efficiency()
             per_step = self.step_efficiency()
-        except ProfviewError as exc:  # no shapes: say what is missing, in one line
+        except ProfviewError as exc:  # no shapes, or nothing modelled: say what is missing, in one line
             return [*lines, f"model FLOPs: none — {exc.problem}"]
-        if self._call_work.height == 0:
-            reason = NO_SHAPES if self.model.host["input_dims"].drop_nulls().len() == 0 else NO_MODELLED
-            return [*lines, f"model FLOPs: none — {reason}"]
         rows = per_step if step is None else per_step.filter(pl.col("step") == step)
         if rows.height == 0:
             return lines
         name, peak = self.device_peak()
-        from ..analysis.perf_model import dominant_precision
-
-        precision = dominant_precision(self._call_work)
-        tflop = float(rows["model_tflop"].mean() or 0.0)
-        rate = float(rows["tflops_s"].mean() or 0.0)
+        by_precision = (
+            modelled.group_by("precision")
+            .agg((pl.col("calls") * pl.col("gflops")).sum().alias("gflop"))
+            .drop_nulls("precision")
+            .sort(["gflop", "precision"], descending=[True, False])
+        )
+        precision = str(by_precision["precision"][0]) if by_precision.height else None
+        tflop = _mean(rows["model_tflop"])
+        rate = _mean(rows["tflops_s"])
         what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
         line = f"model FLOPs per {what} {tflop:.3f} TFLOP, {rate:.1f} TFLOP/s"
         if peak is not None and peak.peak_tflops(precision):
@@ -716,8 +756,14 @@ class Profile:
         else:
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         lines.append(line)
-        busy = float(rows["gpu_busy_us"].mean() or 0.0)
+        busy = _mean(rows["gpu_busy_us"])
         lines.append(
             f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
         )
         return lines
+
+
+def _mean(values: pl.Series) -> float:
+    """The mean of a numeric column (0 for none)."""
+    mean = values.drop_nulls().mean()
+    return float(mean) if isinstance(mean, (int, float)) else 0.0

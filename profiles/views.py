@@ -9,7 +9,7 @@ import polars as pl
 from ..errors import ProfviewError
 from .trace_profile import Profile
 
-VIEW_NAMES = ("kernels", "ops", "steps", "launches")
+VIEW_NAMES: tuple[str, ...] = ("kernels", "ops", "steps", "launches")
 #: Issue 15: memory, GPU time by module / source line, GPU idle gaps and overlap per step.
 VIEW_NAMES += ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps")
 #: Issue 24: the perf model per operator and shapes, GPU time by kernel category.

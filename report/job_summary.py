@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import TextIO
 
@@ -38,8 +39,31 @@ class ProgressLine:
             self.stream.flush()
 
 
+def ranks_phrase(ranks: list[int]) -> str:
+    """Ranks in few words: ``rank 7``, ``ranks 2, 5, 9``, or for many that tie
+    ``rank 7 and 127 more ranks tie (every 8th from 7)`` (``(7-134)`` when they are consecutive)."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if len(ranks) <= 3:
+        return "ranks " + ", ".join(map(str, ranks))
+    ordered = sorted(ranks)
+    steps = {b - a for a, b in itertools.pairwise(ordered)}
+    phrase = f"rank {ordered[0]} and {len(ordered) - 1} more ranks tie"
+    if steps == {1}:
+        return f"{phrase} ({ordered[0]}-{ordered[-1]})"
+    if len(steps) == 1:
+        every = steps.pop()
+        return f"{phrase} (every {every}{_ordinal(every)} from {ordered[0]})"
+    return phrase
+
+
+def _ordinal(n: int) -> str:
+    return "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 def straggler_line(job: Job) -> str:
-    """Which rank the others wait for, in words (the line ``summary`` prints)."""
+    """Which rank the others wait for, and why, in words (the line ``summary`` prints and the job
+    screen's header shows)."""
     stragglers = job.stragglers()
     if not stragglers:
         return "straggler: none found (no collective matched across ranks)"
@@ -47,11 +71,10 @@ def straggler_line(job: Job) -> str:
     row = view.filter(pl.col("rank") == stragglers[0]).row(0, named=True)
     matched = job.collectives().filter(pl.col("ranks") > 1)["collective"].n_unique()
     others = view.filter(~pl.col("straggler"))["wait_us"].mean()
-    names = ", ".join(map(str, stragglers))
     waits = f"; the other ranks wait {fmt_us(others)} on average" if others is not None else ""
     return (
-        f"straggler: rank {names} (arrives last at {row['last_arrivals']} of {matched} collectives, "
-        f"waits least: {fmt_us(row['wait_us'] or 0.0)}{waits})"
+        f"straggler: {ranks_phrase(stragglers)} (arrives last at {row['last_arrivals']} of {matched} "
+        f"collectives, waits least: {fmt_us(row['wait_us'] or 0.0)}{waits})"
     )
 
 
@@ -92,30 +115,19 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
         cells = [_cell(c, row[c]) for c in columns]
         table.add_row(*cells, Text("◀" if row["straggler"] else ""))
     console.print(table)
-    collectives = job.collectives()
-    if collectives.height:
-        per_instance = (
-            collectives.group_by("collective", "name")
-            .agg(
-                pl.col("ranks").first(),
-                pl.col("wait_us").max().alias("max_wait_us"),
-                pl.col("rank").filter(pl.col("last")).first().alias("last_rank"),
-                pl.col("duration_us").max().alias("max_duration_us"),
-            )
-            .sort(["max_wait_us", "collective"], descending=[True, False])
-            .head(top)
-        )
+    instances = job.collective_instances().head(top)
+    if instances.height:
         table = Table(title=f"Top {top} collectives by wait", title_justify="left", show_edge=False, box=None)
         for header in ("id", "collective", "ranks", "longest wait", "last rank", "longest"):
             table.add_column(header, justify="right", no_wrap=True)
-        for row in per_instance.iter_rows(named=True):
+        for row in instances.iter_rows(named=True):
             table.add_row(
                 Text(str(row["collective"])),
                 Text(clean(row["name"])),
                 Text(str(row["ranks"])),
                 Text(fmt_us(row["max_wait_us"])),
                 Text("-" if row["last_rank"] is None else str(row["last_rank"])),
-                Text(fmt_us(row["max_duration_us"])),
+                Text(fmt_us(row["duration_us"])),
             )
         console.print(table)
     kernels = job.kernels().head(top)

@@ -1,29 +1,30 @@
 """The profview viewer: a Textual app over the frames of one profile.
 
-Loading runs in a thread worker that posts :class:`ProfileLoaded` or :class:`LoadFailed`; the
-UI never parses and never blocks.  Keys are documented in :mod:`profview.tui.dialogs.help`.
+Loading runs in a thread worker (tui/workers.py) that posts :class:`ProfileLoaded` or
+:class:`LoadFailed`; the UI never parses and never blocks.  Keys are documented in
+:mod:`profview.tui.dialogs.help`.  Opened through :mod:`profview.tui.launch`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from textual import events, work
 from textual.app import App
+from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input
-from textual.worker import get_current_worker
 
 from ..errors import ProfviewError
 from ..profiles.trace_profile import Profile
 from ..report.export import write_table
 from ..report.wording import plural
 from ..sanitize import clean
+from . import launch
 from .compare.mode import CompareMode
 from .dialogs.export import ExportDialog, name_parts, suggest_name
 from .dialogs.help import HelpScreen, help_context
@@ -41,6 +42,7 @@ from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
 from .widgets.no_color import no_color_filters
 from .widgets.table_view import FrameView
+from .workers import Cancelled, DetachedThreads, detached, load_failed
 
 if TYPE_CHECKING:
     from ..diff.comparison import Comparison
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 
 
 class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
-    """Kernel, operator and step views of one trace (or two compared: see compare_mode), by keyboard."""
+    """Kernel, operator and step views of one trace (or two compared: see compare/mode.py), by keyboard."""
 
     CSS_PATH = str(Path(__file__).with_name("profview.tcss"))  # absolute: subclasses live in other folders
     TITLE = "profview"
@@ -81,42 +83,38 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.no_cache = no_cache
         self.run_name = run
         self.comm_pattern = comm_pattern
-        self.profile = None
+        self.profile: Profile | None = None
         self.error: str | None = None
         self.loaded = False
         self.linked = False
-        self.keys_held_for: FilterBar | None = None  # see on_event
-        self.loader = None
-        self.load_thread: threading.Thread | None = None
+        self.keys_held_for: Widget | None = None  # see on_event
+        self.threads = DetachedThreads()  # the uninterruptible work started (tui/workers.py)
         self.notices: list[str] = []  # issue 13: every notice given, in the message line or as a toast
 
-    def on_mount(self) -> None:
+    def on_mount(self, _event: events.Mount) -> None:
         self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
-        self.loader = self.load_profile()
+        self.load_profile()
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @property
+    def load_thread(self) -> threading.Thread | None:
+        """The thread of the newest slow work (quitting while it runs leaves without waiting)."""
+        return self.threads.newest
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_profile(self) -> None:
-        """Parse the file and build the tables in a daemon thread; post the outcome.
+        """Parse the file and build the tables (compare mode: both files, and the diff); post the outcome."""
+        load = self._load_compare if self.compare is not None else self._load
+        try:
+            outcome = detached(self.threads, load, "profview-load")
+        except Cancelled:
+            return
+        if outcome is not None:
+            self.post_message(outcome)
 
-        The parse runs in a thread of its own, not in this worker's, so that quitting while it
-        runs never waits for it: this worker stops waiting as soon as it is cancelled, and
-        :func:`run` leaves the process at once if the thread is still busy.
-        """
-        worker = get_current_worker()
-        outcome: list[ProfileLoaded | LoadFailed] = []
-        target = self._load_compare if self.compare is not None else self._load
-        thread = threading.Thread(target=target, args=(outcome,), name="profview-load", daemon=True)
-        self.load_thread = thread
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.1)
-            if worker.is_cancelled:
-                return
-        if outcome and not worker.is_cancelled:
-            self.post_message(outcome[0])
-
-    def _load(self, outcome: list[ProfileLoaded | LoadFailed | ProfileLinked]) -> None:
+    def _load(self) -> Message | None:
+        """The profile loaded and prepared: ProfileLoaded or LoadFailed (None: a large trace, whose
+        ProfileLoaded and ProfileLinked are posted as they happen)."""
         from ..profiles.loading import load
 
         try:
@@ -128,24 +126,19 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             profile = preloaded or load(
                 self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
             )
-            if is_large(profile):  # the kernel table first; the model (seconds) behind it
+            if launch.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
                 self.post_message(ProfileLoaded(profile, linked=False))
-                prepare(profile, lambda _phase: None)
+                launch.prepare(profile, lambda _phase: None)
                 self.post_message(ProfileLinked())
-                remember(profile)  # after the views are on screen: writing the cache is nobody's wait
-                return
-            prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
-            remember(profile)
-        except ProfviewError as exc:
-            outcome.append(LoadFailed(str(exc)))
-        except MemoryError:
-            outcome.append(LoadFailed(f"{self.path}: not enough memory to load this trace"))
-        except Exception as exc:  # a bug, not a bad input: still one line, never a hung loading screen
-            outcome.append(LoadFailed(f"{self.path}: internal error while loading: {type(exc).__name__}: {exc}"))
-        else:
-            outcome.append(ProfileLoaded(profile))
+                launch.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
+                return None
+            launch.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
+            launch.remember(profile)
+        except Exception as exc:
+            return load_failed(exc, self.path, "load this trace", "loading")
+        return ProfileLoaded(profile)
 
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -176,6 +169,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         return screens[0] if screens else None
 
     def frame_view(self) -> FrameView | None:
+        """The table on screen, if there is one."""
         screen = self.screen
         if isinstance(screen, DrillScreen):
             return screen.frame_view()
@@ -193,7 +187,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         else:
             self.exit(return_code=0 if self.loaded else 130)
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Esc: clear the table's filter if it has one (as k9s does), else close a drill-down."""
         view = self.search_target()
         if view is not None and view.pattern:
@@ -249,7 +243,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     def action_cursor(self, where: str) -> None:
         view = self.frame_view()
         table = view.table if view else None
-        if table is None:
+        if view is None or table is None:
             self.scroll_pane(where)
             return
         if where == "down":
@@ -338,18 +332,26 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if profile is None or len(profile.runs) < 2:
             self.notify("This file holds a single run", severity="information")
             return
-        self.run_name = profile.runs[(profile.runs.index(profile.run) + 1) % len(profile.runs)]
+        current = profile.runs.index(profile.run) if profile.run in profile.runs else -1
+        self.run_name = profile.runs[(current + 1) % len(profile.runs)]
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(LoadingScreen(self.path))
-        self.loader = self.load_profile()
+        self.load_profile()
 
     # -- drill-down -------------------------------------------------------------------------
+    def drill_profile(self) -> Profile | None:
+        """The profile Enter drills into: a drill-down's own (one side of a comparison), else the app's."""
+        screen = self.screen
+        if isinstance(screen, DrillScreen) and screen.profile is not None:
+            return screen.profile
+        return self.profile
+
     async def on_drill_requested(self, message: DrillRequested) -> None:
         if message.view.startswith("diff_"):
             await self.drill_compare(message)
             return
-        profile = getattr(self.screen, "side_profile", None) or self.profile
+        profile = self.drill_profile()
         if profile is None:
             return
         if not self.linked:
@@ -359,7 +361,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if route is None:
             return
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
-        # Issue 13: computed in a worker (tui/drill_worker.py); Esc cancels a slow one.
+        # Issue 13: computed in a worker (tui/drill/worker.py); Esc cancels a slow one.
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
         main = self.main_screen()
         one_event = message.view.startswith("timeline_")  # one event of the Timeline: no step to narrow to
@@ -369,10 +371,11 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             what = f"{what} (step {main.step} only)"
             if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)
                 path = [f"{path[0]} · step {main.step} only"]
-        await self.start_drill(route, profile, message.row, path, f"the drill-down of {what}")
+        row = message.row
+        await self.start_drill(lambda: route(profile, row, path), f"the drill-down of {what}")
 
     # -- issue 13: notices in the header row, not over the table ------------------------------
-    def notify(  # type: ignore[override]
+    def notify(
         self,
         message: str,
         *,
@@ -391,7 +394,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     # -- export -----------------------------------------------------------------------------
-    def steps_frame(self):  # type: ignore[no-untyped-def]
+    def steps_frame(self) -> pl.DataFrame | None:
         """The steps table when the Steps view is on screen (what its bars and totals show)."""
         screen = self.screen
         profile = self.profile
@@ -399,6 +402,10 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             listed = screen.query(StepList)  # issue 13: as listed: sorted, with the outlier flag
             return listed.first(StepList).steps if listed else profile.steps()
         return None
+
+    def export_subject(self) -> str:
+        """What an export's suggested name starts with: the trace's file name (a job: the job's)."""
+        return self.path
 
     def action_export(self) -> None:
         if self._exit or not self.screen_stack:  # issue 13: "q" then "e" quickly: the viewer is closing
@@ -425,84 +432,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             self.notify(f"wrote {plural(frame.height, 'row')} to {clean(written)}", title="exported", timeout=10)
 
         main = self.main_screen()
-        named = name_parts(self.path, parts, main.step if main is not None else None)  # issue 13
+        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 
-#: From this many events a trace opens on its kernel table while the model is built behind it.
-#: From this many events a trace shows its first screen (the early Overview, Kernels) before the
-#: model is linked (about 0.1 s of linking per 100,000 events on one core; issue 13).
-LARGE_TRACE_EVENTS = 100_000
-
-
-def is_large(profile: Profile) -> bool:
-    """Whether ``profile`` is a trace large enough that linking it takes seconds."""
-    return profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
-
-
-def prepare(profile, phase) -> None:  # type: ignore[no-untyped-def]
-    """Build what the first screens show (the linked model, the tables) off the UI thread."""
-    if profile.is_trace:
-        phase("linking GPU work to operators and steps")
-        profile.overview()
-    phase("building tables")
-    for view in ("kernels", "ops", "steps"):
-        if profile.available(view):
-            getattr(profile, view)()
-    if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
-        for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
-            with contextlib.suppress(ProfviewError):  # the pane says why
-                getattr(profile, view)()
-
-
-def remember(profile: Profile) -> None:
-    """Save the views and the linked model: the next open reads them instead of linking again."""
-    from ..profiles.loading import remember_views
-
-    remember_views(profile, model=True)
-
-
-def run(
-    path: str,
-    *,
-    no_cache: bool = False,
-    run: str | None = None,
-    comm_pattern: str | None = None,
-    pending: BackgroundLoad | None = None,
-) -> int:
-    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input).
-
-    ``pending``: the load of ``path`` with these options, already started (see
-    :mod:`profview.profiles.background`)."""
-    if not Path(path).exists():
-        print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
-        return 2
-    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
-    return finish_run(app, app.run())
-
-
-def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> int:
-    """After ``app.run()``: print its one-line error; the exit code.
-
-    A load still running in its thread (a parse, a large trace's linking) cannot be interrupted:
-    leave at once.  ``workers``: the thread drives rank workers (a job), which are stopped first,
-    and leaving then always means interrupted (130).
-    """
-    if app.error:
-        print(f"profview: error: {clean(app.error)}", file=sys.stderr)
-    if app.load_thread is not None and app.load_thread.is_alive():
-        if workers:
-            from ..jobs.executors import stop_workers
-
-            stop_workers()
-        if workers or not app.loaded:
-            print("profview: interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130 if workers else (app.return_code if app.return_code is not None else (code or 130)))
-    return app.return_code or code or 0
-
-
-
-
-__all__ = ["ProfviewApp", "finish_run", "run"]
+__all__ = ["ProfviewApp"]

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,9 @@ KEYMAP: tuple[Key, ...] = (
     Key("timeline", "timeline.pan_left", "left_square_bracket", "timeline('pan', -0.5)", "pan"),
     Key("timeline", "timeline.pan_right", "right_square_bracket", "timeline('pan', 0.5)", "pan"),
     Key("timeline", "timeline.fit", "0", "timeline('reset')", "fit"),
-    # -- a distributed job (tui/job_screen.py) -------------------------------------------------
+    # -- a distributed job (tui/job/screen.py) ------------------------------------------------
     Key("job", "job.ranks", "1", "tab('ranks')", "ranks", "Job: 1 2",
-        "Ranks (rank × step grid, ranks table) / Collectives"),
+        "Ranks (grid and table: s and / sort and filter both) / Collectives (one row each)"),
     Key("job", "job.collectives", "2", "tab('collectives')", "collectives"),
     Key("job", "job.tab", "tab", "next_tab", "tabs", show=True, priority=True),
     Key(
@@ -122,7 +122,7 @@ KEYMAP: tuple[Key, ...] = (
         "next_shade",
         "shade by",
         "Job: c",
-        "shade the grid by step time, then by each category in turn",
+        "shade the grid by wait (the straggler waits least), step time, each category",
         show=True,
     ),
     Key(
@@ -132,7 +132,7 @@ KEYMAP: tuple[Key, ...] = (
         "open_rank",
         "open rank",
         "Job: Enter / o",
-        "open the highlighted rank's own views; q or Esc there come back to the job",
+        "a rank: its own views (q or Esc: back); a collective: its per-rank rows",
         show=True,
     ),
     # -- compare mode (profview diff BEFORE AFTER) ----------------------------------------------
@@ -143,7 +143,7 @@ KEYMAP: tuple[Key, ...] = (
     Key("compare", "compare.steps", "3", "show('steps')", "steps"),
     Key("compare", "compare.moved", "4", "show('moved')", "moved"),
     Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
-        "Enter drills down into AFTER; w switches to BEFORE and back", show=True),
+        "Enter drills into both sides (before/after/delta); w: AFTER, BEFORE, both", show=True),
     # -- compare mode of two jobs (profview diff JOB_A JOB_B; tui/job_compare.py) ---------------
     Key("job_compare", "job_compare.ranks", "1", "show('ranks')", "ranks", "two jobs: 1 2 3, Tab",
         "two jobs compared: Ranks (medians across ranks), Stragglers (wait per rank), Kernels (all ranks)"),
@@ -229,7 +229,7 @@ EXTRA_HELP: tuple[tuple[str, str], ...] = (
 )
 
 
-def bindings(*scopes: str) -> list[Binding]:
+def bindings(*scopes: str) -> list[BindingType]:
     """The Textual bindings of ``scopes``, each with its id (so that a user keymap can remap it)."""
     return [
         Binding(

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
+from textual.screen import Screen
 
 from ..profiles.trace_profile import Profile
 
 if TYPE_CHECKING:
     from ..diff.comparison import Comparison
+    from ..diff.job_comparison import JobComparison
+    from ..jobs.job import Job
 
 
 @dataclass
@@ -43,6 +46,13 @@ class DrillRequested(Message):
 
 
 @dataclass
+class TableShown(Message):
+    """A table view shows new rows (filtered, sorted, or a new frame); ``view`` is the FrameView."""
+
+    view: Any
+
+
+@dataclass
 class StepChosen(Message):
     """A step was selected in the Steps view (None: all steps)."""
 
@@ -51,9 +61,27 @@ class StepChosen(Message):
 
 @dataclass
 class LoadPhase(Message):
-    """The loading thread started a new phase (shown on the loading screen)."""
+    """The loading worker started a new phase, or made progress (shown on the loading screen)."""
 
     phase: str
+
+
+@dataclass
+class DrillReady(Message):
+    """The drill-down worker's outcome: the screen to push, or why there is none.  ``token``:
+    which request it answers (one cancelled with Esc, or overtaken by a newer one, is dropped)."""
+
+    token: int
+    outcome: Screen[Any] | str
+
+
+@dataclass
+class RankOpened(Message):
+    """The worker opening a rank of a job loaded its trace (``outcome``), or says why it could not."""
+
+    token: int
+    rank: int
+    outcome: Profile | str
 
 
 # -- compare mode (profview diff) -------------------------------------------------------------
@@ -64,3 +92,18 @@ class ComparisonLoaded(Message):
 
     comparison: Comparison
     frames: dict[str, Any]
+
+
+# -- jobs (profview JOB, profview diff JOB_A JOB_B) -----------------------------------------------
+@dataclass
+class JobOpened(Message):
+    """Every rank of a job is summarised."""
+
+    job: Job
+
+
+@dataclass
+class JobsCompared(Message):
+    """Both jobs of a ``profview diff JOB_A JOB_B`` are opened and compared."""
+
+    comparison: JobComparison

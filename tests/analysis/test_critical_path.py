@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import tarfile
 from itertools import pairwise
 from pathlib import Path
 
@@ -46,6 +47,23 @@ HTA_FIGURES = {
         },
     ),
     ("resnet50_train_amp.pt.trace.json.gz", 3): (45_664, {"cpu_bound": 45_664}),
+    # Instance 0 of three more traces (DDP with NCCL, TraceLens' Qwen on H100, one rank of HTA's
+    # 128-rank NCCL job).
+    ("ddp_nccl_streams.pt.trace.json.gz", 2): (
+        6_504,
+        {"cpu_bound": 238, "gpu_compute_bound": 6_026, "gpu_kernel_kernel_overhead": 223,
+         "gpu_kernel_launch_overhead": 17},
+    ),
+    ("tracelens_h100_qwen1.5-0.5b.json.gz", 6): (
+        33_613,
+        {"cpu_bound": 1_675, "gpu_compute_bound": 29_151, "gpu_kernel_kernel_overhead": 2_781,
+         "gpu_kernel_launch_overhead": 6},
+    ),
+    ("hta_sampled_rank-0.json.gz", 551): (
+        267_581,
+        {"cpu_bound": 266_597, "gpu_compute_bound": 948, "gpu_kernel_kernel_overhead": 30,
+         "gpu_kernel_launch_overhead": 6},
+    ),
     ("resnet50_train_amp.pt.trace.json.gz", 2): (
         25_268,
         {
@@ -285,3 +303,77 @@ def test_each_ranks_critical_path_in_the_ranks_view() -> None:
         assert sum(shares) == pytest.approx(100.0, abs=0.05)
         cpu = frame.filter(pl.col("bound_by") == "cpu_bound")["duration_us"].sum()
         assert row["path_cpu_bound_pct"] == pytest.approx(100 * cpu / paths.sum(), abs=0.01)
+
+
+# -- HTA's own critical-path test traces -------------------------------------------------------
+#: facebookresearch/HolisticTraceAnalysis (MIT), tests/data/critical_path/{alexnet,simple_add}
+#: (commit 66e3c54), copied as samples/hta_critical_path_*.json.gz.  HTA's tests window them by
+#: the annotation below, instance 1 (its second occurrence, by start).
+HTA_ANNOTATION = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
+
+
+def _annotation_breakdown(name: str, rules: PathRules) -> tuple[float, dict[str, float]]:
+    from profview.analysis.critical_path import BOUNDS, breakdown, build_graph, longest_paths
+
+    profile = loaded(name)
+    events = profile.events
+    assert events is not None
+    window = events.filter(pl.col("name") == HTA_ANNOTATION).sort("ts").row(1, named=True)
+    comm = profile.model_communication().is_not_null().to_numpy()
+    graph = build_graph(profile.model, [(window["ts"], window["ts"] + window["dur"])], rules, comm)
+    table = breakdown(longest_paths(graph))[0]
+    return float(table.sum()), {b: float(v) for b, v in zip(BOUNDS, table, strict=True) if v}
+
+
+def test_htas_simple_add_trace() -> None:
+    """HTA 0.5.0 on simple_add: 241,724 µs — CPU 241,190, GPU 508, gaps 9, launch 17 (the same, to the µs)."""
+    path, kinds = _annotation_breakdown("hta_critical_path_simple_add.json.gz", HTA_RULES)
+    assert path == 241_724
+    assert kinds == {
+        "cpu_bound": 241_190,
+        "gpu_compute_bound": 508,
+        "gpu_kernel_kernel_overhead": 9,
+        "gpu_kernel_launch_overhead": 17,
+    }
+
+
+def test_htas_alexnet_trace_with_sync_events() -> None:
+    """alexnet holds Kineto's cuda_sync events, which HTA 0.5.0 reads: 35,834 µs — CPU 32,042,
+    GPU 3,712, gaps 50, launch 30.  profview reads no cuda_sync event; its default rules infer
+    the same waits from the runtime calls and land on HTA's GPU figures exactly; under HTA's rules
+    without those events the path's length is the same but a stream wait becomes a 0.5 ms gap."""
+    hta = {"cpu_bound": 32_042, "gpu_compute_bound": 3_712, "gpu_kernel_kernel_overhead": 50,
+           "gpu_kernel_launch_overhead": 30}  # fmt: skip
+    path, kinds = _annotation_breakdown("hta_critical_path_alexnet.json.gz", PROFVIEW_RULES)
+    assert abs(path - 35_834) <= 0.01 * 35_834
+    assert {b: round(v) for b, v in kinds.items() if b != "cpu_bound"} == {
+        b: v for b, v in hta.items() if b != "cpu_bound"
+    }
+    assert abs(kinds["cpu_bound"] - hta["cpu_bound"]) <= 0.001 * 35_834
+    path, kinds = _annotation_breakdown("hta_critical_path_alexnet.json.gz", HTA_RULES)
+    assert abs(path - 35_834) <= 1
+    assert kinds["gpu_kernel_kernel_overhead"] == 552
+
+
+def test_straggler_collectives_on_its_critical_path(tmp_path: Path) -> None:
+    """DLRM on 8 V100s (param's test traces): rank 7 waits least (the straggler).  On its own
+    critical path lies one collective kernel, the job's AllReduce #7; six other ranks waited for it
+    there, 4,268 µs in all (their waits in the collectives view)."""
+    from support import SAMPLES
+
+    from profview.jobs.job import open_job
+
+    with open_job([str(SAMPLES / "param_dlrm_8rank_v100.tar.gz")], workers=2, use_cache=False) as job:
+        assert job.stragglers() == [7]
+        frame = job.straggler_path()
+        collectives = job.collectives()
+    with tarfile.open(SAMPLES / "param_dlrm_8rank_v100.tar.gz") as archive:
+        member = next(m for m in archive.getmembers() if Path(m.name).name.startswith("worker7_"))
+        (tmp_path / "rank7.json").write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+    names = profview.load(tmp_path / "rank7.json", use_cache=False).critical_path_names()
+    assert frame.select("collective", "name", "rank").rows() == [(7, "AllReduce", 7)]
+    others = collectives.filter((pl.col("collective") == 7) & (pl.col("rank") != 7))
+    assert frame["waiting_ranks"][0] == int((others["wait_us"] > 0).sum()) == 6
+    assert frame["others_wait_us"][0] == pytest.approx(float(others["wait_us"].sum())) == 4_268
+    on_path = names.filter(pl.col("name").str.contains("(?i)nccl") & (pl.col("on_path_us") > 0))
+    assert on_path.height == 1 and "AllReduce" in on_path["name"][0]

@@ -84,8 +84,8 @@ def test_kernel_us_is_the_ops_view_device_total() -> None:
 
 @cache
 def torch_table(name: str) -> dict[str, tuple[int, float]]:
-    """``# of Calls`` and ``Total GFLOPs`` per operator from torch's key_averages table beside the
-    trace (its first table)."""
+    """``# of Calls`` and the last column (``Total GFLOPs``, or ``Total FLOPs``) per operator from
+    torch's key_averages table beside the trace (its first table)."""
     text = sample(name.replace(".pt.trace.json.gz", ".tables.txt")).read_text()
     out = {}
     for line in text.split("\n\n")[0].splitlines():
@@ -256,3 +256,67 @@ def test_diff_compares_tflops(shared_dir) -> None:  # type: ignore[no-untyped-de
     for row in frame.filter(pl.col("status").is_in(["faster", "slower", "unchanged"])).iter_rows(named=True):
         if row["tflops_s_before"]:
             assert row["tflops_delta_pct"] == pytest.approx((row["tflops_s_after"] / row["tflops_s_before"] - 1) * 100)
+
+
+def test_kineto_flops_beside_the_model() -> None:
+    """Where calls carry Kineto's ``flops`` (with_flops in the torch versions that write it; no
+    trace in ../shared does), kineto_gflops shows it per call beside gflops. Here the Qwen calls
+    get torch's own GEMM rule (2·M·N·K, no bias): equal for mm, short of the model by the bias'
+    M·N for addmm — the one place the two conventions differ."""
+    from profview.analysis.perf_model import call_work, efficiency_table
+
+    profile = loaded(QWEN)
+    calls = call_work(profile._operator_rows).filter(pl.col("name").is_in(["aten::mm", "aten::addmm"]))
+
+    def torch_flops(dims: str) -> int:
+        shapes = [d for d in json.loads(dims) if len(d) == 2]
+        (m, k), (_k, n) = shapes[-2], shapes[-1]
+        return 2 * m * n * k
+
+    calls = calls.with_columns(pl.col("input_dims").map_elements(torch_flops, return_dtype=pl.Int64).alias("flops"))
+    frame = efficiency_table(calls, profile.device_peak()[1])
+    mm = our_row(frame, "aten::mm", "[[8944, 1024], [1024, 2816]]")
+    assert mm["kineto_gflops"] == pytest.approx(mm["gflops"], rel=1e-15)
+    addmm = our_row(frame, "aten::addmm", "[[1024], [8944, 1024], [1024, 1024], [], []]")
+    assert (addmm["gflops"] - addmm["kineto_gflops"]) * 1e9 == pytest.approx(8944 * 1024)
+
+
+def test_a_reopened_trace_reads_the_figures_from_the_cache(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Categories, efficiency, the per-step figures and the kernel view's new columns are kept
+    with the cached views: a second open shows the same frames without linking the model."""
+    import shutil
+
+    from profview.profiles.loading import remember_views
+    from profview.profiles.views import view_frame
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = tmp_path / QWEN
+    shutil.copy(sample(QWEN), trace)
+    views = ("categories", "efficiency", "steps", "kernels", "ops")
+    first = profview.load(trace)
+    before = {view: view_frame(first, view) for view in views}
+    lines = first.efficiency_lines()
+    remember_views(first)
+    again = profview.load(trace)
+    for view in views:
+        assert view_frame(again, view).equals(before[view]), view
+    assert again.efficiency_lines() == lines
+    assert "model" not in vars(again)  # nothing above linked GPU work to operators again
+
+
+def test_resnet_convolution_flops_match_torch_table() -> None:
+    """Convolution forward, 2·N·Cout·Hout·Wout·(Cin/groups)·kh·kw from the recorded shapes and
+    Concrete Inputs (stride, padding, dilation, groups): torch's table lists aten::conv2d with 318
+    calls and 3,138,920,644,608 FLOPs — under autocast each conv2d runs inside a conv2d wrapper and
+    torch counts both — and the model sizes the 159 aten::convolution calls at half of that; the
+    backward (aten::convolution_backward) is 2× the forward by TraceLens' convention."""
+    table = torch_table("resnet50_train_amp.pt.trace.json.gz")
+    assert table["aten::conv2d"] == (318, 3138920644608.0)
+    frame = loaded("resnet50_train_amp.pt.trace.json.gz").efficiency()
+    forward = frame.filter(pl.col("name") == "aten::convolution")
+    backward = frame.filter(pl.col("name") == "aten::convolution_backward")
+    assert int(forward["calls"].sum()) == 159 == int(backward["calls"].sum())
+    assert float((forward["calls"] * forward["gflops"]).sum()) * 1e9 * 2 == pytest.approx(3138920644608.0, rel=1e-12)
+    assert float((backward["calls"] * backward["gflops"]).sum()) == pytest.approx(
+        2 * float((forward["calls"] * forward["gflops"]).sum()), rel=1e-12
+    )

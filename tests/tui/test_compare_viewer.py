@@ -41,8 +41,9 @@ async def test_compare_tabs_header_and_glyphs() -> None:
     async with app.run_test(size=(200, 50)) as pilot:
         screen = await wait_compare(pilot, app)
         text = screen_text(app)
-        assert f"BEFORE  {BEFORE} · 6 steps · span 465.275 ms" in text
-        assert f"AFTER   {AFTER} · 6 steps · span 745.341 ms" in text
+        # file names, not paths, one line each (issue 22)
+        assert f"BEFORE  {BEFORE.name} · 6 steps · span 465.275 ms" in text
+        assert f"AFTER   {AFTER.name} · 6 steps · span 745.341 ms" in text
         view = app.frame_view()
         assert view is not None and view.view == "diff_kernels"
         before, after = raw_kernels(BEFORE), raw_kernels(AFTER)
@@ -70,15 +71,19 @@ async def test_compare_tabs_header_and_glyphs() -> None:
             screen.comparison.moved()
         )
         assert set(moved.filter(pl.col("op") == "aten::mm")["change"]) <= {"▲", "▼"}
-        await pilot.press("enter")  # a moved row drills into its operator's launches (AFTER)
-        await pilot.pause()
-        assert isinstance(app.screen, DrillScreen) and app.screen.path == ["AFTER Operators", f"op {moved['op'][0]}"]
+        await pilot.press("enter")  # a moved row drills into its operator's launches, both sides
+        for _ in range(100):
+            if isinstance(app.screen, DrillScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, DrillScreen)
+        assert app.screen.path == ["Operators · before → after", f"op {moved['op'][0]}"]
         await pilot.press("escape")
         await pilot.press("tab")
         assert screen.pane == "kernels"
 
 
-async def test_enter_drills_into_either_side() -> None:
+async def test_w_drills_into_either_side_alone() -> None:
     app = compare_app()
     async with app.run_test(size=(160, 40)) as pilot:
         screen = await wait_compare(pilot, app)
@@ -86,6 +91,7 @@ async def test_enter_drills_into_either_side() -> None:
         assert view is not None
         names = view.displayed["name"].to_list()
         both = names.index("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)")
+        await pilot.press("w")  # both sides → AFTER only
         await pilot.press(*["down"] * both, "enter")
         await pilot.pause()
         assert isinstance(app.screen, DrillScreen) and app.screen.path[0] == "AFTER Kernels"
@@ -149,6 +155,22 @@ def test_compare_steps_layout(snap_compare, in_repo) -> None:  # type: ignore[no
 
     app = ProfviewApp(BEFORE_REL, no_cache=True, compare={"after": AFTER_REL})
     assert snap_compare(app, terminal_size=(80, 24), run_before=steps)
+
+
+def test_compare_drill_down_layout(snap_compare, in_repo) -> None:  # type: ignore[no-untyped-def]
+    """A kernel's launch paths on both sides at 80x24: the change and the delta first."""
+
+    async def drill(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_compare(pilot, pilot.app)
+        await pilot.press("down", "enter")
+        for _ in range(100):
+            if isinstance(pilot.app.screen, DrillScreen):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+
+    app = ProfviewApp(BEFORE_REL, no_cache=True, compare={"after": AFTER_REL})
+    assert snap_compare(app, terminal_size=(80, 24), run_before=drill)
 
 
 async def test_hostile_names_are_inert_in_compare_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,10 +7,13 @@ trace's first event and goes on to ``aten::view``."""
 
 from __future__ import annotations
 
+import pytest
 from pilot import screen_text, wait_loaded
-from support import viewer
+from support import sample, viewer
 from test_timeline import open_timeline
 
+import profview
+from profview.tui.app import ProfviewApp
 from profview.tui.main.timeline import PATH_GLYPH
 
 GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
@@ -39,3 +42,21 @@ async def test_overview_says_what_bounds_the_steps_and_c_walks_the_path() -> Non
         await pilot.press("C")
         lane, position = timeline.selected_event()
         assert timeline.lanes.names[int(timeline.lanes.lanes[lane].names[position])] == "cudaStreamIsCapturing"
+
+
+async def test_a_large_traces_path_is_computed_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PATH_ON_THE_SPOT events the Overview says 'computing…' and fills the line in when the
+    worker is done (here the limit is lowered so the small sample counts as large)."""
+    from profview.tui.main import overview
+
+    monkeypatch.setattr(overview, "PATH_ON_THE_SPOT", 0)
+    fresh = profview.load(sample(GPT2), use_cache=False)  # no critical path computed yet
+    app = ProfviewApp(str(sample(GPT2)), no_cache=True, profile=fresh)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(pilot, app)
+        for _ in range(100):
+            if "critical path (all steps): 64% GPU compute" in screen_text(app):
+                break
+            await pilot.pause(0.05)
+        assert "critical path (all steps): 64% GPU compute, 34% CPU, 2% kernel-kernel gaps" in screen_text(app)
+        assert "computing…" not in screen_text(app)

@@ -11,7 +11,8 @@ import pytest
 from support import ROOT, SAMPLES
 
 from profview.diff.job_comparison import load_job_comparison
-from profview.tui.job.compare import NO_DRILL, JobCompareApp, JobCompareScreen
+from profview.tui.drill.screen import DrillScreen
+from profview.tui.job.compare import JobCompareApp, JobCompareScreen
 
 GLOO = "samples/gloo_2rank"
 DLRM = "samples/param_dlrm_8rank_v100.tar.gz"
@@ -57,9 +58,13 @@ async def test_tabs_filter_and_enter_on_two_jobs() -> None:
         assert screen.pane == "kernels"
         assert screen.active_frame_view().displayed.height == comparison.kernels().height == 76
         app.notify = lambda message, **_kw: notes.append(message)  # type: ignore[method-assign]
-        await pilot.press("enter")
-        await pilot.pause()
-        assert app.screen is screen and notes == [NO_DRILL]
+        await pilot.press("enter")  # a kernel → rank by rank, before / after (tests/tui/test_drill_paths.py)
+        for _ in range(100):
+            if isinstance(app.screen, DrillScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, DrillScreen) and app.screen.view == "jobdiff_kernel_by_rank"
+        assert notes == []
 
 
 async def test_a_job_and_a_trace_end_with_the_one_line_error() -> None:

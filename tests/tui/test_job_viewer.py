@@ -11,6 +11,7 @@ from profview.tui.job.app import JobApp
 from profview.tui.job.grid import SHADES, RankGrid, grid_text
 from profview.tui.job.screen import JobScreen
 from profview.tui.main.screen import MainScreen
+from profview.tui.messages import LoadPhase
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,8 @@ async def test_ranks_tab_enter_opens_a_rank_and_q_comes_back(job) -> None:  # ty
         screen = app.screen
         assert isinstance(screen, JobScreen)
         assert screen.frame_view().displayed["rank"].to_list() == list(range(8))
-        await pilot.press("c")
+        assert screen.query_one(RankGrid).column == "wait_us"  # issue 22: shaded by wait first
+        await pilot.press("c", "c")
         assert screen.query_one(RankGrid).column == "kernel_us"
         await pilot.press("G", "enter")
         await pilot.pause()
@@ -48,12 +50,13 @@ async def test_ranks_tab_enter_opens_a_rank_and_q_comes_back(job) -> None:  # ty
         assert app.screen is screen
         await pilot.press("2")
         await pilot.pause()
-        shown = screen.frame_view().displayed
-        assert shown["wait_us"][0] == job.collectives()["wait_us"].max()
-        assert shown.height == 64
+        shown = screen.frame_view().displayed  # issue 22: one row per matched collective
+        assert shown["max_wait_us"][0] == job.collectives()["wait_us"].max()
+        assert shown.height == job.collectives()["collective"].n_unique() == 8
         # the longest wait: rank 1 at the first all-to-all (SendRecv), waiting for rank 7
         first = job.collectives().filter(pl.col("collective") == shown["collective"][0])
         assert first.filter(pl.col("last"))["rank"].to_list() == [7]
+        assert (shown["last_rank"][0], shown["waiting_rank"][0]) == (7, 1)
 
 
 def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -74,9 +77,12 @@ def test_job_screen_layout(snap_compare, monkeypatch: pytest.MonkeyPatch) -> Non
 
 async def test_the_viewer_opens_a_job_with_its_progress_on_the_loading_screen() -> None:
     phases: list[str] = []
-    app = JobApp(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
-    original = app._phase
-    app._phase = lambda text: (phases.append(text), original(text))  # type: ignore[method-assign]
+
+    class Recording(JobApp):
+        def on_load_phase(self, message: LoadPhase) -> None:  # Textual calls JobApp's own handler too
+            phases.append(message.phase)
+
+    app = Recording(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(200):
             if isinstance(app.screen, JobScreen):

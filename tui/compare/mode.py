@@ -8,18 +8,24 @@ drill-down hand over to these methods when a compare screen is on.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
 
 from ...errors import ProfviewError
 from ...sanitize import clean
+from .. import launch
 from ..drill.routes import ROUTES
+from ..host import ViewerApp
 from ..main.screen import TITLES
-from ..messages import ComparisonLoaded, DrillRequested, LoadFailed, LoadPhase
+from ..messages import ComparisonLoaded, DrillRequested, LoadPhase
+from ..workers import load_failed
 
 if TYPE_CHECKING:
     from ...diff.comparison import Comparison
+    from ..drill.screen import DrillScreen
+    from .screen import CompareScreen
 
 
 class CompareMode:
@@ -28,10 +34,10 @@ class CompareMode:
     compare: dict[str, Any] | None
     comparison: Comparison | None
 
-    def _load_compare(self, outcome: list[Any]) -> None:
-        """Load BEFORE and AFTER, link both and build the diff frames (a view a side lacks: its reason)."""
+    def _load_compare(self: ViewerApp) -> Message:
+        """Load BEFORE and AFTER, link both and build the diff frames (a view a side lacks: its reason);
+        ComparisonLoaded, or LoadFailed."""
         from ...diff.comparison import DIFF_VIEWS, load_comparison, remember
-        from ..app import prepare
 
         assert self.compare is not None
         try:
@@ -40,7 +46,7 @@ class CompareMode:
                                          **self.compare)
             for which in ("before", "after"):
                 self.post_message(LoadPhase(f"linking {which.upper()}"))
-                prepare(comparison.side(which), lambda _phase: None)
+                launch.prepare(comparison.side(which), lambda _phase: None)
             self.post_message(LoadPhase("comparing"))
             frames: dict[str, Any] = {}
             for view in (*DIFF_VIEWS, "moved"):
@@ -49,16 +55,11 @@ class CompareMode:
                 except ProfviewError as exc:
                     frames[view] = str(exc)
             remember(comparison)
-        except ProfviewError as exc:
-            outcome.append(LoadFailed(str(exc)))
-        except MemoryError:
-            outcome.append(LoadFailed(f"{self.path}: not enough memory to compare these profiles"))
-        except Exception as exc:  # a bug, not a bad input: still one line
-            outcome.append(LoadFailed(f"{self.path}: internal error while comparing: {type(exc).__name__}: {exc}"))
-        else:
-            outcome.append(ComparisonLoaded(comparison, frames))
+        except Exception as exc:
+            return load_failed(exc, self.path, "compare these profiles", "comparing")
+        return ComparisonLoaded(comparison, frames)
 
-    def on_comparison_loaded(self, message: ComparisonLoaded) -> None:
+    def on_comparison_loaded(self: ViewerApp, message: ComparisonLoaded) -> None:
         from .screen import CompareScreen
 
         self.comparison = message.comparison
@@ -71,51 +72,84 @@ class CompareMode:
         if repeated:
             self.notify(f"names repeated in a table are one row, figures summed: {repeated}", title="note", timeout=8)
 
-    def compare_screen(self):  # type: ignore[no-untyped-def]
+    def compare_screen(self: ViewerApp) -> CompareScreen | None:
         """The compare screen when it is the one on screen, else None."""
         from .screen import CompareScreen
 
         return self.screen if isinstance(self.screen, CompareScreen) else None
 
-    async def drill_compare(self, message: DrillRequested) -> None:
-        """Enter on a compare row: the drill-down of one side (see CompareScreen.drill_target),
-        computed in the drill worker as every drill-down (a progress screen; Esc cancels)."""
-        screen = self.compare_screen()
-        if screen is None or self.comparison is None:
+    async def drill_compare(self: ViewerApp, message: DrillRequested) -> None:
+        """Enter on a compare row, or on a row of a both-sides drill-down: the drill-down of both
+        sides (before / after / delta per row), or of the one side chosen with ``w``; computed in the
+        drill worker as every drill-down (a progress screen; Esc cancels)."""
+        from ..drill.screen import DrillScreen
+
+        comparison = self.comparison
+        if comparison is None:
             return
-        target = screen.drill_target(message.row)
+        screen = self.screen
+        row = message.row
+        if isinstance(screen, DrillScreen) and screen.profile is None:  # deeper into both sides
+            path = list(screen.path)
+            if message.view == "diff_kernel_launches":
+                kind, before, after = "ops", row.get("op"), row.get("op")
+            else:
+                status = row.get("status")
+                before = None if status == "added" else row.get("name")
+                after = None if status == "removed" else row.get("name_after") or row.get("name")
+                kind = "kernels"
+            await self.start_drill(both_sides(comparison, kind, before, after, path), _what(kind, before, after))
+            return
+        compare = self.compare_screen()
+        if compare is None:
+            return
+        target = compare.drill_target(row)
         if isinstance(target, str):
             self.notify(target, severity="warning")
             return
-        side, name = target
-        profile = self.comparison.side(side)
+        side, before, after = target
         view = message.view.removeprefix("diff_")
         view = "ops" if view == "moved" else view  # a moved row: the operator's launches
-        route = ROUTES.get(view)
-        if route is None:
+        if side == "both":
+            path = [f"{TITLES.get(view, view)} · before → after"]
+            await self.start_drill(both_sides(comparison, view, before, after, path), _what(view, before, after))
             return
-
-        def side_route(profile: Any, row: dict[str, Any], path: list[str]) -> Any:
-            drill = route(profile, row, path)
-            if not isinstance(drill, str):
-                drill.side_profile = profile  # further Enter on this screen stays on this side
-            return drill
-
+        route = ROUTES.get(view)
+        name = before if side == "before" else after
+        if route is None or name is None:
+            return
+        profile = comparison.side(side)
         path = [f"{side.upper()} {TITLES.get(view, view)}"]
+        # its screen keeps its side's profile: further Enter stays on this side
         what = f"the drill-down of {name} in {side.upper()}"
-        await self.start_drill(side_route, profile, {"name": name}, path, what)  # type: ignore[attr-defined]
+        await self.start_drill(lambda: route(profile, {"name": name}, path), what)
 
 
+def _what(kind: str, before: object, after: object) -> str:
+    name = after or before
+    return f"the drill-down of {name} on both sides"
 
-def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern: str | None = None,
-                **options: Any) -> int:
-    """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
-    ``tolerance_pct`` (see :func:`profview.diff.comparison.load_comparison`)."""
-    from ..app import ProfviewApp, finish_run
 
-    for path in (before, after):
-        if not Path(path).exists():
-            print(f"profview: error: {clean(path)}: no such file", file=sys.stderr)
-            return 2
-    app = ProfviewApp(before, no_cache=no_cache, comm_pattern=comm_pattern, compare={"after": after, **options})
-    return finish_run(app, app.run())
+def both_sides(
+    comparison: Comparison, kind: str, before: object, after: object, path: list[str]
+) -> Callable[[], DrillScreen | str]:
+    """What Enter opens on both sides: a kernel (``kind`` kernels) → its launch paths, an operator
+    (``ops``) → the GPU work it launched; before / after / delta per row."""
+    from ..drill.screen import DrillScreen
+    from .screen import CompareView, compare_frame
+
+    def build() -> DrillScreen | str:
+        b = str(before) if before else None
+        a = str(after) if after else None
+        if kind == "kernels":
+            label = f"{b} → {a}" if a and b and a != b else (a or b)
+            frame = comparison.kernel_launches(b, a)
+            return DrillScreen("diff_kernel_launches", compare_frame("kernel_launches", frame),
+                               [*path, f"kernel {label}"], table=CompareView)
+        if kind == "ops":
+            frame = comparison.op_launches(b, a)
+            return DrillScreen("diff_op_launches", compare_frame("op_launches", frame),
+                               [*path, f"op {a or b}"], table=CompareView)
+        return f"no drill-down from the {kind} rows"
+
+    return build

@@ -4,7 +4,9 @@ delta tables, sorted by the size of the change; Moved: one step of each side ali
 
 Each row starts with a ``change`` cell: ▲ (grew), ▼ (shrank), ``▲ new``, ``▼ gone`` or ``=``,
 coloured red / green where colour is available, readable without (NO_COLOR).  A header names
-each side with its step count and span.  Enter drills down into one side (AFTER; ``w`` switches).
+each side (its file name, one line each) with its step count and span, and a note line says what
+explains surprising figures.  Enter drills down into both sides (a kernel's launch paths, an
+operator's kernels: before / after / delta per row); ``w`` switches to one side's own drill-down.
 """
 
 from __future__ import annotations
@@ -33,12 +35,19 @@ GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
 CHANGE_GLYPHS = frozenset(GLYPHS.values())
 #: Columns shown first (before / after / delta), so that 80 columns show the change first.
 LEADING = {
-    "kernels": ("change", "name", "total_us_before", "total_us_after", "delta_us", "delta_pct"),
+    "kernels": ("change", "name", "delta_us", "delta_pct", "total_us_before", "total_us_after"),
     "ops": ("change", "name", "delta_us", "delta_pct", "device_self_us_before", "device_self_us_after",
             "host_self_us_before", "host_self_us_after"),
-    "steps": ("change", "name", "mean_us_before", "mean_us_after", "delta_us", "delta_pct"),
-    "moved": ("change", "op", "kernels_before", "kernels_after", "delta_us", "calls"),
+    "steps": ("change", "name", "delta_us", "delta_pct", "mean_us_before", "mean_us_after"),
+    "moved": ("change", "op", "delta_us", "kernels_before", "kernels_after", "calls"),
+    # drill-downs of both sides: a kernel's launch paths, an operator's kernels
+    "kernel_launches": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
+                        "total_us_before", "total_us_after"),
+    "op_launches": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
+                    "total_us_before", "total_us_after"),
 }
+#: Where Enter drills: both sides (before / after / delta), or one side's own drill-down; ``w`` cycles.
+DRILL_SIDES = ("both", "after", "before")
 
 
 def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +66,7 @@ def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
 class ChangeTable(RowCursorTable):  # issue 13: whole-row cursor (tui/row_cursor.py)
     """A DataTable whose change glyphs are coloured (▲ red, ▼ green)."""
 
-    def _get_cell_renderable(  # type: ignore[override]
+    def _get_cell_renderable(
         self, row_index: int, column_index: int, max_width: int | None = None
     ) -> RenderableType | Text:
         cell = super()._get_cell_renderable(row_index, column_index, max_width)
@@ -84,7 +93,8 @@ class CompareScreen(CompareTabs):
         super().__init__(comparison, "kernels")
         self.comparison: Comparison = comparison
         self.frames = frames
-        self.drill_side = "after"
+        self.drill_side = "both"
+        self.explained: dict[str, list[str]] = {}
 
     def panes(self) -> Iterator[Widget]:
         for pane in COMPARE_PANES:
@@ -97,30 +107,40 @@ class CompareScreen(CompareTabs):
 
     def tab_line(self) -> Text:
         tabs = super().tab_line()
-        tabs.append(f"  Enter: drill into {self.drill_side.upper()} (w: switch)", style="dim")
+        into = "both sides" if self.drill_side == "both" else f"{self.drill_side.upper()} only"
+        tabs.append(f"  Enter: {into} (w: switch)", style="dim")
         if self.pane == "moved" and isinstance(self.frames.get("moved"), pl.DataFrame):
             steps = (self.comparison.representative_step(w) for w in SIDES)
             tabs.append("  · step {} vs {}, aligned by operator".format(*steps), style="dim")
         return tabs
 
+    def notes(self, pane: str) -> list[str]:
+        if pane not in self.explained:
+            self.explained[pane] = self.comparison.explanations(pane)
+        return self.explained[pane]
+
     def action_switch_side(self) -> None:
-        self.drill_side = "before" if self.drill_side == "after" else "after"
+        self.drill_side = DRILL_SIDES[(DRILL_SIDES.index(self.drill_side) + 1) % len(DRILL_SIDES)]
         self.update_tabs()
-        self.notify(f"Enter now drills down into {self.drill_side.upper()}", timeout=3)
+        into = "both sides, before / after / delta" if self.drill_side == "both" else self.drill_side.upper()
+        self.notify(f"Enter now drills down into {into}", timeout=3)
 
-    def drill_target(self, row: dict[str, Any]) -> tuple[str, str] | str:
-        """(side, name) that Enter on ``row`` opens, or why there is none.
+    def drill_target(self, row: dict[str, Any]) -> tuple[str, str | None, str | None] | str:
+        """(side, name before, name after) that Enter on ``row`` opens, or why there is none.
 
-        The chosen side (``w``) if the row is there; a row on one side only drills into that side.
+        ``side``: ``both``, or the one side chosen with ``w`` (a row on one side only drills into that side).
         """
         if self.pane == "steps":
             return "the mean-step rows have no drill-down (open a side with profview TRACE for its timeline)"
         if self.pane == "moved":
-            return self.drill_side, str(row.get("op"))
+            op = str(row.get("op"))
+            return self.drill_side, op, op
         names = {"before": None if row.get("status") == "added" else row.get("name"),
                  "after": None if row.get("status") == "removed" else row.get("name_after") or row.get("name")}
-        side = self.drill_side if names[self.drill_side] else ("before" if names["before"] else "after")
-        name = names[side]
-        if not name:
+        if not names["before"] and not names["after"]:
             return "this row has no name to drill into"
-        return side, str(name)
+        before, after = (str(n) if n else None for n in (names["before"], names["after"]))
+        if self.drill_side == "both":
+            return "both", before, after
+        side = self.drill_side if names[self.drill_side] else ("before" if names["before"] else "after")
+        return side, before, after

@@ -20,7 +20,7 @@ from ..widgets.filter_bar import FilterBar
 from ..widgets.table_view import FrameView
 
 
-class CompareTabs(Screen):
+class CompareTabs(Screen[None]):
     """A compare screen's tabs; a subclass names them and yields a widget (id: the tab) for each."""
 
     #: The tabs in order (their keys 1, 2, …) and their titles.
@@ -39,6 +39,7 @@ class CompareTabs(Screen):
     def compose(self) -> ComposeResult:
         yield Static(self.header_text(), id="compare-header")
         yield Static(id="tabs")
+        yield Static(id="compare-notes")
         with ContentSwitcher(initial=self.pane, id="panes"):
             yield from self.panes()
         yield FilterBar()
@@ -46,11 +47,22 @@ class CompareTabs(Screen):
 
     def header_text(self) -> Text:
         """BEFORE and AFTER (what each is), and how they are compared."""
-        text = Text()
+        text = Text(no_wrap=True, overflow="ellipsis")  # one line each, whatever the width
         for which in SIDES:
-            text.append(clean(self.comparison.header(which)) + "\n", style="bold" if which == "after" else "")
+            line = clean(self.comparison.header(which, file_name=True))
+            text.append(line + "\n", style="bold" if which == "after" else "")
         text.append(self.comparison.settings_line(), style="dim")
         return text
+
+    def notes(self, pane: str) -> list[str]:
+        """What explains surprising figures on tab ``pane`` (a subclass says; none by default)."""
+        return []
+
+    def update_notes(self) -> None:
+        notes = self.notes(self.pane)
+        box = self.query_one("#compare-notes", Static)
+        box.display = bool(notes)
+        box.update(Text("\n".join(f"note: {clean(n)}" for n in notes), style="italic"))
 
     def on_mount(self) -> None:
         self.update_tabs()
@@ -66,6 +78,7 @@ class CompareTabs(Screen):
 
     def update_tabs(self) -> None:
         self.query_one("#tabs", Static).update(self.tab_line())
+        self.update_notes()
 
     def action_show(self, pane: str) -> None:
         self.show(pane)

@@ -21,15 +21,20 @@ def suggest_name(parts: list[str], folder: Path | None = None) -> str:
     return str((folder or Path.cwd()) / f"profview-{slug}.csv")
 
 
-TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".txt", ".jsonl")
+TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".txt", ".jsonl", ".tar", ".tgz", ".zip")
+
+
+def trace_stem(path: str) -> str:
+    """The file name without its trace suffixes: ``job.tar.gz`` → ``job``."""
+    stem = Path(path).name
+    while stem.endswith(TRACE_SUFFIXES):
+        stem = stem[: stem.rfind(".")]
+    return stem
 
 
 def name_parts(trace: str, parts: list[str], step: int | None) -> list[str]:
     """What the suggested export name says (issue 13): the trace, the view path, the step if one."""
-    stem = Path(trace).name
-    while stem.endswith(TRACE_SUFFIXES):
-        stem = stem[: stem.rfind(".")]
-    return [stem, *parts, *([f"step {step}"] if step is not None else [])]
+    return [trace_stem(trace), *parts, *([f"step {step}"] if step is not None else [])]
 
 
 class ExportDialog(ModalScreen[str | None]):

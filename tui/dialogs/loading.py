@@ -37,7 +37,7 @@ def size_text(path: str) -> str:
     return f"{size / 1e6:,.1f} MB compressed"
 
 
-class LoadingScreen(Screen):
+class LoadingScreen(Screen[None]):
     """Progress while parsing; q or Ctrl+C quits at once."""
 
     def __init__(self, path: str) -> None:

@@ -26,7 +26,7 @@ def _kernel_origins(
     name = row["name"]
     with_stack = bool(profile.metadata.get("with_stack"))
     frame = profile.kernel_launches(name, step)
-    return DrillScreen("kernel_launches", frame, [*path, f"kernel {name}"], with_stack)
+    return DrillScreen("kernel_launches", frame, [*path, f"kernel {name}"], with_stack, profile=profile)
 
 
 def _op_launches(
@@ -36,7 +36,7 @@ def _op_launches(
     name = row["name"]
     if row.get("kind") == "overhead":
         return "a profiler overhead range launches no GPU work"
-    return DrillScreen("op_launches", profile.launches(name, step), [*path, f"op {name}"])
+    return DrillScreen("op_launches", profile.launches(name, step), [*path, f"op {name}"], profile=profile)
 
 
 def _launching_op(
@@ -53,9 +53,10 @@ def _module_kernels(
     module = row.get("path")
     if not isinstance(module, str):  # a row of the source-line table
         name = str(row.get("name"))
-        return DrillScreen("op_launches", profile.source_kernels(name, step), [*path, f"line {name}"])
+        frame = profile.source_kernels(name, step)
+        return DrillScreen("op_launches", frame, [*path, f"line {name}"], profile=profile)
     frame = profile.module_kernels(module, step)
-    return DrillScreen("op_launches", frame, [*path, f"module {module}"])
+    return DrillScreen("op_launches", frame, [*path, f"module {module}"], profile=profile)
 
 
 def _gpu_event(profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None) -> DrillScreen | str:

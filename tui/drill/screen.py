@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static
 
 from ...analysis.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
+from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.breadcrumb import Breadcrumb
@@ -19,13 +20,25 @@ from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 
 
-class DrillScreen(Screen):
+class DrillScreen(Screen[None]):
     """One level of drill-down: a launches table under a breadcrumb; Esc or q goes back."""
 
     BINDINGS = bindings("drill")
 
-    def __init__(self, view: str, frame: pl.DataFrame, path: list[str], with_stack: bool = False) -> None:
+    def __init__(
+        self,
+        view: str,
+        frame: pl.DataFrame,
+        path: list[str],
+        with_stack: bool = False,
+        profile: Profile | None = None,
+        table: type[FrameView] = FrameView,
+    ) -> None:
+        """``profile``: the one the rows come from, where Enter on a row drills further (None: both
+        sides of a comparison); ``table``: the table widget (compare mode's colours its change glyphs)."""
         super().__init__()
+        self.profile = profile
+        self.table_view = table
         self.view = view
         self.frame = frame
         self.shown = frame  # what the table shows: the frame, and for launchers the telling frame
@@ -41,7 +54,7 @@ class DrillScreen(Screen):
         with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
             yield Breadcrumb(self.path, id="breadcrumb")
             yield MessageLine()
-        yield FrameView(self.view, self.shown, id="drill-table")
+        yield self.table_view(self.view, self.shown, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):
                 yield Static(id="launch-text")

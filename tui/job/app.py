@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
-from textual import events
+from textual import events, work
 
 from ...errors import ProfviewError
 from ...jobs.executors import Progress
 from ...jobs.job import Job
+from ...profiles.trace_profile import Profile
 from ...sanitize import clean
-from ..app import ProfviewApp, finish_run, prepare, remember
+from .. import launch
+from ..app import ProfviewApp
+from ..dialogs.export import trace_stem
 from ..dialogs.loading import LoadingScreen
 from ..drill.screen import DrillScreen
 from ..keymap import user_keymap
 from ..main.screen import MainScreen
-from ..messages import DrillRequested
-from ..thread_opener import OpensOnThread
+from ..messages import DrillRequested, JobOpened, LoadPhase, RankOpened
 from ..widgets.table_view import FrameView
-from .screen import JobScreen, rank_of
+from ..workers import Cancelled, detached, load_failed
+from .screen import JobScreen, collective_ranks, rank_of
 
 
 def _ranks_left(done: int, total: int, elapsed: float) -> str:
@@ -27,7 +31,7 @@ def _ranks_left(done: int, total: int, elapsed: float) -> str:
     return f"ranks {done}/{total} done, ~{left:.0f} s left"
 
 
-class JobApp(OpensOnThread, ProfviewApp):
+class JobApp(ProfviewApp):
     """:class:`ProfviewApp` over a :class:`Job`: q/Esc in a rank's views come back to the job."""
 
     def __init__(self, job: Job | Callable[[Progress], Job], label: str = "job") -> None:
@@ -37,6 +41,7 @@ class JobApp(OpensOnThread, ProfviewApp):
         source = job.source if isinstance(job, Job) else label
         super().__init__(source, no_cache=False, comm_pattern=job.comm_pattern if isinstance(job, Job) else None)
         self.job = job if isinstance(job, Job) else None
+        self.rank: int | None = None  # the rank whose views are open
         self.linked = True
         self.loaded = self.job is not None
 
@@ -47,9 +52,28 @@ class JobApp(OpensOnThread, ProfviewApp):
             self.push_screen(JobScreen(self.job))
             return
         self.push_screen(LoadingScreen(self.path))
-        self.open_on_thread(self.opener, "the job", _ranks_left, self._opened)
+        self.open_job()
 
-    def _opened(self, job: Job) -> None:
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def open_job(self) -> None:
+        """Summarise every rank (the loading screen shows the ranks done and the time left); post the job."""
+        opener = self.opener
+        assert opener is not None
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            self.post_message(LoadPhase(_ranks_left(done, total, elapsed)))
+
+        try:
+            job = detached(self.threads, lambda: opener(progress), "profview-open")
+        except Cancelled:
+            return
+        except Exception as exc:
+            self.post_message(load_failed(exc, self.path, "open the job", "opening the job"))
+            return
+        self.post_message(JobOpened(job))
+
+    def on_job_opened(self, message: JobOpened) -> None:
+        job = message.job
         self.job = job
         self.loaded = True
         self.comm_pattern = job.comm_pattern
@@ -63,47 +87,84 @@ class JobApp(OpensOnThread, ProfviewApp):
             return self.screen.frame_view()
         return super().frame_view()
 
-    def open_rank(self, rank: int) -> None:
-        """Load that rank's trace (through the cache) and show its main screen."""
+    async def open_rank(self, rank: int) -> None:
+        """Load that rank's trace (through the cache) in a worker and show its main screen: a
+        progress screen if it takes a while, Esc gives up."""
         if self.job is None:
             return
-        self.notify(f"opening rank {rank}…", timeout=2)
+        token = self.next_token()
+        worker = self.load_rank(token, rank)
+        await self.show_progress_unless_done(worker, token, self.rank_title(rank), "opening")
+
+    def rank_title(self, rank: int) -> str:
+        """``job.tar.gz › rank 7 (worker7_step_12…)``: the job's name and the rank's file (its
+        archive member), never a temporary path."""
+        job = self.job
+        if job is None:
+            return f"rank {rank}"
+        member = os.path.basename(job.summary(rank).path.rsplit(":", 1)[-1])
+        return f"{Path(job.source.rstrip('/')).name} › rank {rank} ({trace_stem(member)})"
+
+    def export_subject(self) -> str:
+        """Exports are named after the job (``param_dlrm_8rank_v100-rank-7-kernels``), never a temporary path."""
+        name = trace_stem(self.job.source if self.job is not None else self.path)
+        return f"{name} rank {self.rank}" if self.rank is not None else name
+
+    @work(thread=True, exclusive=True, group="slow", exit_on_error=False)
+    def load_rank(self, token: int, rank: int) -> None:
+        """Parse and prepare one rank's trace off the UI thread (a rank of an archive re-opened from
+        the cache is extracted again first); post it, or why it cannot open."""
+        from ...profiles import loading
+
+        job = self.job
+        assert job is not None
+
+        def load() -> Profile:
+            path = job.trace_path(rank)
+            use_cache = os.path.realpath(path) == os.path.realpath(job.summary(rank).path)  # not an extracted copy
+            profile = loading.load(path, use_cache=use_cache, comm_pattern=job.comm_pattern)
+            launch.prepare(profile, lambda _phase: None)
+            launch.remember(profile)
+            return profile
+
+        outcome: Profile | str
         try:
-            path = self.job.trace_path(rank)  # a rank of an archive re-opened from the cache: extracted now
-        except ProfviewError as exc:
-            self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
+            outcome = detached(self.threads, load, "profview-rank")
+        except Cancelled:
             return
-        self._open(rank, path)
-
-    def _open(self, rank: int, path: str) -> None:
-        from ...profiles.loading import load
-
-        assert self.job is not None
-        use_cache = os.path.realpath(path) == os.path.realpath(self.job.summary(rank).path)  # not an extracted copy
-        try:
-            profile = load(path, use_cache=use_cache, comm_pattern=self.job.comm_pattern)
-            prepare(profile, lambda _phase: None)
-            remember(profile)
         except ProfviewError as exc:
-            self.notify(clean(exc.problem), title=f"rank {rank}", severity="error")
-            return
-        self.profile = profile
-        self.path = path
-        self.push_screen(MainScreen(profile))
+            outcome = exc.problem
+        except Exception as exc:  # a bug: one line, never a silent Enter
+            outcome = f"internal error while opening it: {type(exc).__name__}: {exc}"
+        self.post_message(RankOpened(token, rank, outcome))
 
-    def on_drill_requested(self, message: DrillRequested) -> None:
+    def on_rank_opened(self, message: RankOpened) -> None:
+        if not self.take_answer(message.token):
+            return
+        if isinstance(message.outcome, str):
+            self.notify(clean(message.outcome), title=f"rank {message.rank}", severity="error")
+            return
+        self.profile = message.outcome
+        self.rank = message.rank
+        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank)))
+
+    async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual
-        if isinstance(self.screen, JobScreen):
+        if isinstance(self.screen, JobScreen) and message.view == "collectives" and self.job is not None:
+            self.push_screen(collective_ranks(self.job, message.row))  # a filter of a small frame: at once
+            return
+        if isinstance(self.screen, JobScreen) or message.view == "collective_ranks":
             rank = rank_of(message.row)
             if rank is not None:
-                self.open_rank(rank)
+                await self.open_rank(rank)
             return
-        super().on_drill_requested(message)
+        await super().on_drill_requested(message)
 
     def _back_to_job(self) -> bool:
         if isinstance(self.screen, MainScreen):
             self.pop_screen()
             self.profile = None
+            self.rank = None
             return True
         return False
 
@@ -113,10 +174,10 @@ class JobApp(OpensOnThread, ProfviewApp):
         elif not self._back_to_job():
             self.exit(return_code=0 if self.loaded else 130)
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         view = self.frame_view()
         if view is not None and view.pattern:
-            super().action_back()
+            await super().action_back()
         elif isinstance(self.screen, DrillScreen):
             self.pop_screen()
         else:
@@ -126,23 +187,3 @@ class JobApp(OpensOnThread, ProfviewApp):
         if isinstance(self.screen, JobScreen) and action in ("cycle", "group", "next_run"):
             return False
         return super().check_action(action, parameters)
-
-
-def run_job(job: Job | Callable[[Progress], Job], label: str = "job") -> int:
-    """Open the viewer on ``job`` (or on what the function opens); return the exit code.
-
-    A job opened here is closed (its extracted archive removed) when the viewer ends.
-    """
-    if not isinstance(job, Job):
-        # The worker pool's resource tracker is started now, while stderr is still the terminal:
-        # started from inside the viewer (whose stderr is a capture with no file descriptor) it fails.
-        from multiprocessing import resource_tracker
-
-        resource_tracker.ensure_running()
-    app = JobApp(job, label)
-    try:
-        code = app.run()
-    finally:
-        if app.job is not None and app.job is not job:
-            app.job.close()
-    return finish_run(app, code, workers=True)  # quitting while ranks are summarised stops the workers

@@ -2,40 +2,49 @@
 (each rank's wait before and after) and Kernels (totals across ranks), each row led by the change
 glyph of compare mode (▲ ▼ ``▲ new`` ``▼ gone`` ``=``, coloured where colour is available).
 
-The app opens both jobs in a thread behind the loading screen; ``/``, ``s`` and ``e`` work on the
-table on screen as everywhere.  Rows have no drill-down: a rank's views are one job's viewer's.
+The app opens both jobs in a worker behind the loading screen; ``/``, ``s`` and ``e`` work on the
+table on screen as everywhere.  Enter drills down, before / after / delta per row: a figure of
+Ranks → that figure rank by rank; a rank of Stragglers → its kernels; a kernel → its calls and
+total rank by rank; and from those, a rank → its kernels, a kernel → rank by rank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import polars as pl
-from textual import events
+from textual import events, work
 from textual.widget import Widget
 
 from ...analysis.diff import GLYPHS
 from ...diff.job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ...jobs.executors import Progress
 from ...sanitize import clean
-from ..app import ProfviewApp, finish_run
+from ..app import ProfviewApp
 from ..compare.screen import CompareView
 from ..compare.tabs import CompareTabs
 from ..dialogs.loading import LoadingScreen
+from ..drill.screen import DrillScreen
 from ..keymap import bindings, user_keymap
-from ..messages import DrillRequested
-from ..thread_opener import OpensOnThread
+from ..messages import DrillRequested, JobsCompared, LoadPhase
 from ..widgets.table_view import FrameView
+from ..workers import Cancelled, detached, load_failed
 
 JOB_COMPARE_TITLES = {"ranks": "Ranks (medians)", "stragglers": "Stragglers", "kernels": "Kernels"}
 #: Columns shown first, so that 80 columns show the change first.
 JOB_LEADING = {
-    "ranks": ("change", "name", "median_us_before", "median_us_after", "delta_us", "delta_pct"),
+    "ranks": ("change", "name", "delta_us", "delta_pct", "median_us_before", "median_us_after"),
     "stragglers": ("change", "rank", "wait_us_before", "wait_us_after", "delta_us", "straggler_before",
                    "straggler_after"),
-    "kernels": ("change", "name", "total_us_before", "total_us_after", "delta_us", "delta_pct"),
+    "kernels": ("change", "name", "delta_us", "delta_pct", "total_us_before", "total_us_after"),
+    # drill-downs
+    "figure_by_rank": ("change", "name", "delta_us", "delta_pct"),
+    "kernel_by_rank": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
+                       "total_us_before", "total_us_after"),
+    "rank_kernels": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
+                     "total_us_before", "total_us_after"),
 }
-NO_DRILL = "no drill-down here: open one job with `profview JOB` for its ranks' own views"
 
 
 def job_compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -62,11 +71,56 @@ class JobCompareScreen(CompareTabs):
             yield CompareView(f"jobdiff_{pane}", job_compare_frame(pane, self.comparison.view(pane)), id=pane)
 
 
+def job_drill(
+    comparison: JobComparison, view: str, row: dict[str, Any], path: list[str]
+) -> tuple[Callable[[], DrillScreen], str] | str:
+    """What Enter on a row of ``view`` opens (a function building the screen, and what it is), or
+    why nothing: the drill-downs of two jobs, before / after / delta per row."""
+    status = row.get("status")
+    if view == "ranks":
+        figure, label = str(row.get("figure")), str(row.get("name"))
+        crumb, where = [*path, f"{label} · rank by rank"], f"{label} rank by rank"
+
+        def frame() -> pl.DataFrame:
+            return comparison.figure_by_rank(figure)
+
+        name = "figure_by_rank"
+    elif view in ("stragglers", "figure_by_rank", "kernel_by_rank"):
+        rank = row.get("rank")
+        if not isinstance(rank, int):
+            return "this row has no rank to drill into"
+        crumb, where = [*path, f"rank {rank} · kernels"], f"rank {rank}'s kernels"
+
+        def frame() -> pl.DataFrame:
+            return comparison.rank_kernels(rank)
+
+        name = "rank_kernels"
+    elif view in ("kernels", "rank_kernels"):
+        before = None if status == "added" else row.get("name")
+        after = None if status == "removed" else row.get("name_after") or row.get("name")
+        kernel = str(after or before)
+        crumb, where = [*path, f"kernel {kernel} · rank by rank"], f"{kernel} rank by rank"
+
+        def frame() -> pl.DataFrame:
+            return comparison.kernel_by_rank(before and str(before), after and str(after))
+
+        name = "kernel_by_rank"
+    else:
+        return "no drill-down from this table"
+    if not path:
+        crumb = [JOB_COMPARE_TITLES.get(view, view), *crumb]
+
+    def build() -> DrillScreen:
+        return DrillScreen(f"jobdiff_{name}", job_compare_frame(name, frame()), crumb, table=CompareView)
+
+    return build, f"{where} (before / after)"
+
+
 def _ranks_done(done: int, total: int, _elapsed: float) -> str:
     return f"ranks {done}/{total} done"
 
 
-class JobCompareApp(OpensOnThread, ProfviewApp):
+class JobCompareApp(ProfviewApp):
     """The viewer on two jobs compared: the loading screen while both open, then the compare tabs."""
 
     def __init__(self, opener: Callable[[Progress], JobComparison], label: str) -> None:
@@ -78,9 +132,26 @@ class JobCompareApp(OpensOnThread, ProfviewApp):
         event.prevent_default()  # ProfviewApp.on_mount would load a file
         self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
-        self.open_on_thread(self.opener, "the jobs", _ranks_done, self._opened)
+        self.open_jobs()
 
-    def _opened(self, comparison: JobComparison) -> None:
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def open_jobs(self) -> None:
+        """Open and compare both jobs (the loading screen counts the ranks done); post the comparison."""
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            self.post_message(LoadPhase(_ranks_done(done, total, elapsed)))
+
+        try:
+            comparison = detached(self.threads, lambda: self.opener(progress), "profview-open")
+        except Cancelled:
+            return
+        except Exception as exc:
+            self.post_message(load_failed(exc, self.path, "compare the jobs", "opening the jobs"))
+            return
+        self.post_message(JobsCompared(comparison))
+
+    def on_jobs_compared(self, message: JobsCompared) -> None:
+        comparison = message.comparison
         self.job_comparison = comparison
         self.loaded = self.linked = True
         self.switch_screen(JobCompareScreen(comparison))
@@ -93,28 +164,20 @@ class JobCompareApp(OpensOnThread, ProfviewApp):
             return self.screen.active_frame_view()
         return super().frame_view()
 
-    def on_drill_requested(self, message: DrillRequested) -> None:
+    async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()
-        self.notify(NO_DRILL, timeout=4)
+        comparison = self.job_comparison
+        if comparison is None:
+            return
+        path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else []
+        target = job_drill(comparison, message.view.removeprefix("jobdiff_"), message.row, path)
+        if isinstance(target, str):
+            self.notify(target, timeout=4)
+            return
+        build, what = target
+        await self.start_drill(build, what)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("cycle", "group", "next_run", "pane"):
             return False
         return super().check_action(action, parameters)
-
-
-def run_job_compare(opener: Callable[[Progress], JobComparison], label: str) -> int:
-    """Open the viewer on two jobs (``opener`` opens them, in a thread); return the exit code.
-
-    The jobs' extracted archives are removed when the viewer ends.
-    """
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # while stderr is still the terminal (see tui/job_app.py)
-    app = JobCompareApp(opener, label)
-    try:
-        code = app.run()
-    finally:
-        if app.job_comparison is not None:
-            app.job_comparison.close()
-    return finish_run(app, code, workers=True)

@@ -1,7 +1,15 @@
-"""The job screen: a Ranks tab (rank × step grid and the ranks table) and a Collectives tab."""
+"""The job screen: a Ranks tab (rank × step grid and the ranks table) and a Collectives tab.
+
+The header says which rank the others wait for and why (the line ``profview summary`` prints:
+:func:`profview.report.job_summary.straggler_line`).  Collectives: one row per collective matched
+across ranks (longest wait first); Enter shows its per-rank rows.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -9,8 +17,11 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from ...jobs.job import Job
+from ...report.job_summary import straggler_line
 from ...sanitize import clean
+from ..drill.screen import DrillScreen
 from ..keymap import bindings
+from ..messages import DrillRequested
 from ..widgets.filter_bar import FilterBar
 from ..widgets.table_view import FrameView
 from .grid import SHADE_BY, RankGrid, shade_label
@@ -19,10 +30,11 @@ JOB_TABS = ("ranks", "collectives")
 JOB_TITLES = {"ranks": "Ranks", "collectives": "Collectives"}
 
 
-class JobScreen(Screen):
+class JobScreen(Screen[None]):
     """Every rank of a job; Enter (or o) on a rank opens its own views."""
 
     BINDINGS = bindings("job")
+    DEFAULT_CSS = "#job-reason { height: auto; max-height: 3; }"
 
     def __init__(self, job: Job) -> None:
         super().__init__()
@@ -31,16 +43,12 @@ class JobScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="tabs")
-        yield Static(id="context")
+        yield Static(id="job-reason")
         with ContentSwitcher(initial="ranks", id="panes"):
             with Vertical(id="ranks"):
-                yield RankGrid(self.job.steps(), self.job.stragglers(), id="rank-grid")
-                yield FrameView("ranks", self.job.ranks_view(), id="ranks-table")
-            yield FrameView(
-                "collectives",
-                self.job.collectives().sort(["wait_us", "collective", "rank"], descending=[True, False, False]),
-                id="collectives",
-            )
+                yield RankGrid(grid_steps(self.job), self.job.stragglers(), id="rank-grid")
+                yield FrameView("ranks", ranks_table(self.job), id="ranks-table")
+            yield FrameView("collectives", self.job.collective_instances(), id="collectives")
         yield FilterBar()
         yield Footer()
 
@@ -49,16 +57,15 @@ class JobScreen(Screen):
         self.focus_table()
 
     def update_header(self) -> None:
-        tabs = Text()
+        tabs = Text(no_wrap=True, overflow="ellipsis")
         for index, tab in enumerate(JOB_TABS, 1):
             style = "reverse bold" if tab == self.tab else ""
             tabs.append(f" {index} {JOB_TITLES[tab]} ", style=style)
-        self.query_one("#tabs", Static).update(tabs)
         job = self.job
-        stragglers = job.stragglers()
-        who = f"straggler: rank {', '.join(map(str, stragglers))}" if stragglers else "no straggler found"
         ranks = job.notes[0] if job.notes else f"{len(job.ranks)} of {job.world_size} ranks"
-        self.query_one("#context", Static).update(Text(f"{clean(ranks)} · {who} · {clean(job.source)}", style="dim"))
+        tabs.append(f"  {clean(Path(job.source.rstrip('/')).name)} · {clean(ranks)}", style="dim")
+        self.query_one("#tabs", Static).update(tabs)
+        self.query_one("#job-reason", Static).update(Text(clean(straggler_line(job))))
 
     def frame_view(self) -> FrameView | None:
         """The table on screen."""
@@ -78,23 +85,67 @@ class JobScreen(Screen):
     def action_next_tab(self) -> None:
         self.action_tab(JOB_TABS[(JOB_TABS.index(self.tab) + 1) % len(JOB_TABS)])
 
+    def on_data_table_cell_highlighted(self) -> None:
+        self.call_after_refresh(self.sync_grid)
+
+    def on_table_shown(self) -> None:  # the ranks table was filtered or sorted
+        self.call_after_refresh(self.sync_grid)
+
+    def sync_grid(self) -> None:
+        """The grid shows the ranks table's rows, in its order (sorted, filtered), around its cursor."""
+        view = self.query_one("#ranks-table", FrameView)
+        row = view.current_row()
+        cursor = row.get("rank") if row else None
+        self.query_one(RankGrid).follow(view.displayed["rank"].to_list(), cursor if isinstance(cursor, int) else None)
+
     def action_next_shade(self) -> None:
         grid = self.query_one(RankGrid)
         column = SHADE_BY[(SHADE_BY.index(grid.column) + 1) % len(SHADE_BY)]
         grid.show(column)
         self.notify(f"grid shaded by {shade_label(column)}", timeout=2)
 
-    def highlighted_rank(self) -> int | None:
-        row = self.frame_view().current_row() if self.frame_view() else None
-        return int(row["rank"]) if row and row.get("rank") is not None else None
-
     def action_open_rank(self) -> None:
-        rank = self.highlighted_rank()
-        if rank is not None:
-            self.app.open_rank(rank)  # type: ignore[attr-defined]
+        """o: as Enter on the highlighted row (the app opens its rank)."""
+        view = self.frame_view()
+        row = view.current_row() if view is not None else None
+        if row is not None:
+            self.post_message(DrillRequested(view.view if view is not None else "ranks", row))
 
 
-def rank_of(row: dict) -> int | None:
+def collective_ranks(job: Job, row: dict[str, object]) -> DrillScreen:
+    """One collective's per-rank rows (Enter on the Collectives tab), longest wait first; Enter on
+    a rank there opens its views."""
+    collective = row.get("collective")
+    frame = (
+        job.collectives()
+        .filter(pl.col("collective") == collective)
+        .sort(["wait_us", "rank"], descending=[True, False])
+        .select(
+            "rank", "wait_us", "start_us", "duration_us",
+            pl.when(pl.col("last")).then(pl.lit("◀ last")).otherwise(pl.lit("")).alias("arrival"),
+            "busbw_gbps", "algbw_gbps", "bytes", "dtype",
+            pl.when(pl.col("mismatch")).then(pl.lit("differs")).otherwise(pl.lit("")).alias("signature"),
+            "name", "process_group", "match",
+        )
+    )
+    return DrillScreen("collective_ranks", frame, ["Collectives", f"collective {collective} {row.get('name')}"])
+
+
+def ranks_table(job: Job) -> pl.DataFrame:
+    """The ranks view as the Ranks tab lists it: led by a ``name`` (``rank 7``) that ``/`` filters
+    and the details line names, ``straggler`` in words (not a boolean), the rank's number last."""
+    view = job.ranks_view()
+    name = pl.format("rank {}", pl.col("rank")).alias("name")
+    marked = pl.when(pl.col("straggler")).then(pl.lit("◀ straggler")).otherwise(pl.lit("")).alias("straggler")
+    return view.select(name, pl.exclude("rank", "straggler"), marked, pl.col("rank"))
+
+
+def grid_steps(job: Job) -> pl.DataFrame:
+    """Every rank's steps with its wait at collectives in each (what the grid is shaded by by default)."""
+    return job.steps().join(job.step_waits(), on=["rank", "step"], how="left")
+
+
+def rank_of(row: dict[str, object]) -> int | None:
     """The rank of a table row of the job screen."""
     value = row.get("rank")
     return int(value) if isinstance(value, int) else None

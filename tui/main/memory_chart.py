@@ -7,6 +7,8 @@ fill; the column holding the peak is marked ``▼`` in the top row.  Pure functi
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 from rich.text import Text
@@ -76,7 +78,7 @@ def memory_chart(memory: pl.DataFrame, width: int, height: int) -> Text:
     return out
 
 
-def chart_caption(device: str, peak: dict, hint: str = "") -> Text:
+def chart_caption(device: str, peak: dict[str, Any], hint: str = "") -> Text:
     """Two lines: 'cuda:0 █ allocated ─ reserved (max …)' and '▼ peak 3.06 GiB at 219.980 ms in
     aten::nll_loss_forward ← the innermost two Python frames' (where the trace has a stack)."""
     text = Text(f"{device}  ", style="bold")

@@ -53,7 +53,7 @@ class ModulesView(Vertical):
         super().__init__(id=id)
         self.profile = profile
         self.modules = profile.modules()
-        self.deepest = int(self.modules["depth"].max() or 0) + 1
+        self.deepest = int(self.modules.select(pl.col("depth").max()).item() or 0) + 1
         self.max_depth: int | None = min(3, self.deepest)
         self.by_source = False
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import polars as pl
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -22,6 +26,20 @@ TOP = 5  # the top kernels and operators on a 24-line terminal; more on a taller
 def top_rows(height: int) -> int:
     """How many top kernels (and operators) the Overview lists on a pane ``height`` lines tall."""
     return max(TOP, (height - 22) // 2 + TOP)
+#: Traces with more events than this get their critical path computed off the UI thread (it takes
+#: about a second per 250,000 events); smaller ones on the spot.
+PATH_ON_THE_SPOT = 200_000
+
+
+def path_pending(profile: Profile) -> bool:
+    """Whether the critical path still has to be computed off the UI thread (see :func:`path_line`)."""
+    return profile.is_trace and not profile.has_step_paths() and profile.event_count > PATH_ON_THE_SPOT
+
+
+def compute_path(profile: Profile) -> None:
+    """Compute the critical path (a worker thread's job); a trace without one is no error here."""
+    with contextlib.suppress(ProfviewError):
+        profile.step_paths()
 
 
 def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str, str, str]) -> Table:
@@ -39,7 +57,7 @@ def steps_phrase(steps: int) -> str:
     return plural(steps, "step") if steps else "no ProfilerStep ranges"
 
 
-def kernel_figures(row: dict) -> tuple[str, str]:
+def kernel_figures(row: dict[str, Any]) -> tuple[str, str]:
     """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
     if row.get("total_us") is None:
         calls = row.get("calls")
@@ -47,9 +65,9 @@ def kernel_figures(row: dict) -> tuple[str, str]:
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
-def title_lines(profile: Profile) -> list[RenderableType]:
-    """The first lines of either Overview: the file, its format, its warnings."""
-    parts: list[RenderableType] = [Text(f"{clean(profile.path)}  ({profile.format})", style="bold")]
+def title_lines(profile: Profile, title: str | None = None) -> list[RenderableType]:
+    """The first lines of either Overview: the file (or ``title``: a rank of a job), its format, its warnings."""
+    parts: list[RenderableType] = [Text(f"{clean(title or profile.path)}  ({profile.format})", style="bold")]
     parts += [Text(f"warning: {clean(warning)}", style="yellow") for warning in profile.warnings]
     return parts
 
@@ -60,11 +78,13 @@ def top_kernels(kernels: pl.DataFrame, title: str, top: int = TOP) -> list[Rende
     return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
 
 
-def overview_renderable(profile: Profile, width: int, step: int | None = None, top: int = TOP) -> RenderableType:
+def overview_renderable(
+    profile: Profile, width: int, step: int | None = None, title: str | None = None, top: int = TOP
+) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
     and its top kernels and operators; issue 13)."""
     chosen = step if profile.is_trace else None  # a text format's tables are not per step
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     if profile.is_trace:
         view = profile.overview()
         rank = rank_line(view)
@@ -87,23 +107,23 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None, t
             parts.append(Text(clean(line)))
         for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
             parts.append(Text(clean(line)))
-        step = view.average_step
-        total = step.get("duration", 0.0)
+        average = view.average_step
+        total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
         parts.append(Text(f"\n{heading}", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step[c] for c in CATEGORIES}, total))
+        parts.append(stacked_bar(average, total, max(width - 2, 10)))
+        parts.append(legend({c: average[c] for c in CATEGORIES}, total))
         parts.append(path_line(profile))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
-        step = profile.metadata["average_step"]
-        total = step.get("duration") or sum(step.get(c, 0.0) for c in CATEGORIES)
+        recorded = profile.metadata["average_step"]
+        total = recorded.get("duration") or sum(recorded.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
-        parts.append(stacked_bar(step, total, max(width - 2, 10)))
-        parts.append(legend({c: step.get(c, 0.0) for c in CATEGORIES}, total))
+        parts.append(stacked_bar(recorded, total, max(width - 2, 10)))
+        parts.append(legend({c: recorded.get(c, 0.0) for c in CATEGORIES}, total))
     for key, value in (profile.metadata.get("environments") or {}).items():
         parts.append(Text(f"{clean(key)}: {clean(value)}"))
     for hint in profile.metadata.get("hints") or []:
@@ -124,13 +144,15 @@ def overview_renderable(profile: Profile, width: int, step: int | None = None, t
     return Group(*parts)
 
 
-def early_overview_renderable(profile: Profile, width: int, top: int = TOP) -> RenderableType:
+def early_overview_renderable(
+    profile: Profile, width: int, title: str | None = None, top: int = TOP
+) -> RenderableType:
     """The Overview of a large trace while its model is built: what the kernel table alone tells.
 
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
     devices, steps, GPU busy and the operators follow when the model is linked (issue 13).
     """
-    parts = title_lines(profile)
+    parts = title_lines(profile, title)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
     launches = plural(totals[0] or 0, "kernel launch", "kernel launches")
@@ -160,6 +182,8 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     (``short``: ``critical path: …`` without saying which steps)."""
     from ...analysis.critical_path_frames import bound_line
 
+    if not profile.has_step_paths() and profile.event_count > PATH_ON_THE_SPOT:
+        return Text("critical path: computing…", style="dim italic")  # the view computes it off the UI thread
     try:
         frame = profile.critical_path()
     except ProfviewError as exc:
@@ -170,7 +194,7 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     line = bound_line(frame, step)
     if short:
         return Text(line)
-    whole = frame["step"].max() < 0  # no ProfilerStep: one window, the whole trace
+    whole = bool((frame["step"] < 0).all())  # no ProfilerStep: one window, the whole trace
     where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
     return Text(line.replace("critical path:", f"critical path ({where}):", 1))
 
@@ -181,9 +205,12 @@ class OverviewView(VerticalScroll):
 
     can_focus = True
 
-    def __init__(self, profile: Profile, *, id: str | None = None, early: bool = False) -> None:
+    def __init__(
+        self, profile: Profile, *, id: str | None = None, early: bool = False, title: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.profile = profile
+        self.title_text = title
         self.early = early
         self.step: int | None = None
 
@@ -203,7 +230,15 @@ class OverviewView(VerticalScroll):
     def on_resize(self) -> None:
         top = top_rows(self.size.height)
         if self.early:
-            body = early_overview_renderable(self.profile, self.size.width, top)
+            body = early_overview_renderable(self.profile, self.size.width, self.title_text, top)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step, top)
+            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text, top)
+            if path_pending(self.profile):
+                self.path_in_background()
         self.query_one("#overview-body", Static).update(body)
+
+    @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
+    def path_in_background(self) -> None:
+        """The critical path of a large trace, off the UI thread; the Overview redraws with it."""
+        compute_path(self.profile)
+        self.app.call_from_thread(self.on_resize)

@@ -121,7 +121,7 @@ def roofline_chart(frame: pl.DataFrame, width: int, height: int) -> Text:
 def chart_caption(frame: pl.DataFrame, device: str | None, peak_name: str | None) -> Text:
     """The line over the chart: the device, its roofs, what the glyphs mean."""
     peak_tflops, peak_tb_s = chart_peaks(frame)
-    if peak_tflops is None:
+    if peak_tflops is None or peak_tb_s is None:
         where = f"{clean(device)}: " if device else ""
         return Text(f"{where}no peak known for this device (profview export --peak-tflops/--peak-tbs)", style="dim")
     skipped = frame.filter(~((pl.col("tflops_s") > 0) & (pl.col("flops_per_byte") > 0))).height

@@ -70,12 +70,14 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     return tabs
 
 
-class MainScreen(Screen):
+class MainScreen(Screen[None]):
     """The four views of one profile."""
 
-    def __init__(self, profile: Profile, *, linked: bool = True) -> None:
+    def __init__(self, profile: Profile, *, linked: bool = True, title: str | None = None) -> None:
+        """``title``: what the tab line names (default: the profile's path)."""
         super().__init__()
         self.profile = profile
+        self.title_text = title or profile.path
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
@@ -91,7 +93,7 @@ class MainScreen(Screen):
                 if self.linked or pane == "kernels":
                     yield self.pane_widget(pane)
                 elif pane == "overview":
-                    yield OverviewView(self.profile, id="overview", early=True)
+                    yield OverviewView(self.profile, id="overview", early=True, title=self.title_text)
                 else:
                     yield self.waiting(pane)
         yield FilterBar()
@@ -100,7 +102,7 @@ class MainScreen(Screen):
     def pane_widget(self, pane: str) -> Widget:
         """The widget of one pane (the model must be built for all but Kernels)."""
         if pane == "overview":
-            return OverviewView(self.profile, id="overview")
+            return OverviewView(self.profile, id="overview", title=self.title_text)
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
         if pane == "memory":
@@ -160,7 +162,7 @@ class MainScreen(Screen):
         return with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))
 
     def update_header(self) -> None:
-        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.profile.path)))
+        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
         context = []
         if self.step is not None:
             context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")

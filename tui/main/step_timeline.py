@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 from rich.text import Text
@@ -56,7 +58,7 @@ class Timeline(ZoomPan, Widget, can_focus=True):
     def cells(self) -> int:
         return max(self.size.width - LABEL - 1, 10)
 
-    def under_cursor(self) -> dict | None:
+    def under_cursor(self) -> dict[str, Any] | None:
         """The GPU event under the cursor on the selected lane (the longest if several)."""
         if not self.lanes:
             return None
@@ -88,7 +90,7 @@ class Timeline(ZoomPan, Widget, can_focus=True):
                 marks = np.zeros(cells + 1, dtype=np.int64)
                 np.add.at(marks, np.clip(first, 0, cells), 1)
                 np.add.at(marks, np.clip(np.maximum(last, first + 1), 0, cells), -1)
-                for i in np.flatnonzero(np.cumsum(marks)[:cells] > 0):
+                for i in np.flatnonzero(np.cumsum(marks)[:cells] > 0).tolist():
                     row[i], styles[i] = KIND_CHAR[kind], KIND_STYLE[kind]
             for i, (char, style) in enumerate(zip(row, styles, strict=True)):
                 if index == self.lane and i == self.cursor:

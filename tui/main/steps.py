@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 from rich.text import Text
-from textual import events
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -42,7 +44,7 @@ class StepList(Widget, can_focus=True):
 
     def render(self) -> Text:
         """The rows that fit, scrolled so that the highlighted step is always among them."""
-        longest = float(self.steps["duration_us"].max() or 0.0)
+        longest = float(self.steps.select(pl.col("duration_us").max()).item() or 0.0)
         width = max(self.size.width - STEP_LABEL - 2, 10)
         shown = max(self.size.height, 1)
         if self.cursor < self.top:
@@ -112,7 +114,7 @@ class StepList(Widget, can_focus=True):
         self.focus()
         self.action_move(self.top + event.y - self.cursor)
 
-    def highlighted(self) -> dict:
+    def highlighted(self) -> dict[str, Any]:
         return self.steps.row(self.cursor, named=True)
 
     def action_move(self, delta: int) -> None:
@@ -209,7 +211,7 @@ class StepsView(VerticalScroll):
             title.append(f" · {OUTLIER} outlier: > {fmt_us(threshold)}", style="dim")
         self.query_one("#steps-sort", Static).update(title)
 
-    def show_step(self, row: dict) -> None:
+    def show_step(self, row: dict[str, Any]) -> None:
         """Totals of a step and its timeline."""
         steps = self.query_one(StepList)
         name = clean(row["name"])
@@ -230,8 +232,10 @@ class StepsView(VerticalScroll):
         self.query_one("#step-totals", Static).update(totals)
         self.call_after_refresh(self.fit_list)
         if self.profile.is_trace:
-            from .overview import path_line
+            from .overview import path_line, path_pending
 
+            if path_pending(self.profile):
+                self.path_in_background(row)
             title = Text(f"GPU streams · {name.replace('ProfilerStep#', 'step ')}", style="bold")
             # What bounds the step (issue 26), on the title line: the layout keeps its height.
             title.append(" · ")
@@ -240,6 +244,14 @@ class StepsView(VerticalScroll):
             self.query_one("#timeline-title", Static).update(title)
             start = self.profile.span_start + row["start_us"]
             self.query_one(Timeline).show(self.profile.gpu, start, start + row["duration_us"])
+
+    @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
+    def path_in_background(self, row: dict) -> None:
+        """The critical path of a large trace, off the UI thread; the step's line redraws with it."""
+        from .overview import compute_path
+
+        compute_path(self.profile)
+        self.app.call_from_thread(self.show_step, row)
 
     @staticmethod
     def outlier_note(steps: StepList) -> Text:

@@ -576,7 +576,7 @@ class TimelinePane(Vertical):
         except ProfviewError as exc:
             self.app.call_from_thread(self.failed, exc.problem)
             return
-        self.app.call_from_thread(self.ready, lanes)
+        self.app.call_from_thread(self.ready, lanes)  # type: ignore[arg-type]  # Textual's hint: no async
 
     def failed(self, problem: str) -> None:
         self.query_one("#timeline-wait", Static).update(Text(f"Timeline: not available — {clean(problem)}"))

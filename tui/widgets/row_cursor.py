@@ -32,7 +32,7 @@ class RowCursorTable(DataTable):
     RowCursorTable:nocolor > .datatable--fixed-cursor { text-style: bold underline; }
     """
 
-    def _render_cell(  # type: ignore[override]
+    def _render_cell(
         self,
         row_index: int,
         column_index: int,

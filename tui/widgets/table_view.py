@@ -21,7 +21,7 @@ from ...profiles.views import filter_column, refine
 from ...report.wording import plural
 from ...sanitize import clean, clean_column
 from ..keymap import bindings
-from ..messages import DrillRequested
+from ..messages import DrillRequested, TableShown
 from .cells import PERCENT_COLUMNS, percent_or_dash
 from .row_cursor import RowCursorTable
 from .row_details import details_text
@@ -210,7 +210,8 @@ class FrameView(Vertical):
 
     def column_order(self) -> list[str]:
         """The columns on screen: the user's order (else the frame's, long text after the figures),
-        less the hidden ones; the sorted column moved next to the name when it would be off screen."""
+        less the hidden ones; the sorted column moved next to the name when it would be off screen
+        (the frame's own sort: only where the name column leads)."""
         base = list(self.base.columns)
         if self.order is not None and set(self.order) == set(base):
             columns = list(self.order)
@@ -218,7 +219,10 @@ class FrameView(Vertical):
             columns = [c for c in base if c not in TRAILING_TEXT] + [c for c in base if c in TRAILING_TEXT]
         columns = [c for c in columns if c not in self.hidden] or columns[:1]
         sort = self.sort_column()
-        if sort in columns and self._cells is not None and columns.index(sort) > 1 and self.order is None:
+        # A sort the user chose always; the frame's own sort only in a table led by its name column
+        # (a table that leads with an id, as the job's collectives, keeps the layout it was given).
+        movable = self.sort is not None or (bool(columns) and columns[0] == filter_column(self.base))
+        if movable and sort in columns and self._cells is not None and columns.index(sort) > 1 and self.order is None:
             width = self.app.size.width if self.is_attached else 200
             name_width = text_width(self._cells, width)
             if sort not in visible_columns(self._cells, columns, name_width, width - 2):
@@ -319,15 +323,17 @@ class FrameView(Vertical):
         if self.displayed.width:
             last_row, last_column = max(self.displayed.height - 1, 0), self.displayed.width - 1
             place = {"row": min(row, last_row), "column": min(column, last_column)}
-            table.move_cursor(**place)
+            table.move_cursor(row=place["row"], column=place["column"])
             # The new table has no size yet, so move_cursor could not scroll: again once laid out.
             self.call_after_refresh(self._reveal_cursor, table, place)
         self.query_one(".status", Static).update(self.status_text())
         self.update_details()
+        self.post_message(TableShown(self))
 
     def _reveal_cursor(self, table: DataTable, place: dict[str, int]) -> None:
         if table is self._table and table.is_attached:
-            table.move_cursor(**place)  # scrolls the cursor's cell into view (right of the frozen name)
+            # scrolls the cursor's cell into view (right of the frozen name)
+            table.move_cursor(row=place["row"], column=place["column"])
 
     def on_resize(self) -> None:
         """Issue 13: the name column's width follows the terminal's (rebuilt when its limit changes)."""

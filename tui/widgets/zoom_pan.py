@@ -23,9 +23,11 @@ class ZoomPan:
     view_start: float
     view_end: float
     cursor: int
-    cells: int
 
     if TYPE_CHECKING:
+
+        @property
+        def cells(self) -> int: ...  # how many cells the window is drawn in (the widget's width)
 
         def refresh(self, *args: Any, **kwargs: Any) -> Any: ...
 

@@ -1,0 +1,138 @@
+"""A Chrome trace read in bounded chunks: the head, the events in windows, the document's end.
+
+The decompressed document passes through a window of bounded size and is never whole in memory.
+The window is cut only between events: the reader (the compiled scanner or the general reader)
+takes the complete events at its start and says where the first event it could not finish
+begins; that event's bytes (a string, a number or an escape cut by the chunk's end) are carried
+into the next window and read again from its '{' with the rest.  The state kept across a chunk
+boundary is therefore the events read so far and the bytes of at most one unfinished event.
+
+Three parts of the document are left to the readers' whole-document code, on a small document:
+
+* the **head**, up to the ``[`` of the events (metadata members, a byte-order mark);
+* the **end**: the array's last event, the ``]`` and what follows (metadata, a cut, junk) are
+  read as ``head + "[" + end``;
+* anything the window reader refuses (invalid JSON mid-way, values only the general reader's
+  repairs read, a second ``traceEvents`` key) makes :class:`NotChunkable` stop the chunked
+  read: the caller reads the whole document instead, so every odd input keeps its answer.
+
+Imports nothing heavy: the compiled scanner's chunked read runs while Polars imports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import msgspec
+
+#: Bytes of a document's start searched for its ``traceEvents`` key before giving up on chunks.
+HEAD_LIMIT = 64 * 2**20
+#: A window is read once it holds this many bytes (and again when it has doubled since the last
+#: try that found no complete event, so that tiny chunks cost linear time, not quadratic).
+WINDOW_BYTES = 8 * 2**20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_SPACE = re.compile(rb"[ \t\r\n]*")
+#: The UTF-8 byte-order mark some editors put first.
+BOM = b"\xef\xbb\xbf"
+
+
+def looks_like_chrome_trace(head: bytes) -> bool:
+    """Whether the first bytes of a document look like a Chrome trace."""
+    text = head.removeprefix(BOM).lstrip()
+    return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
+
+
+class NotChunkable(Exception):
+    """The document cannot be read in chunks with the same answer: read it whole."""
+
+
+#: Reads the complete events of ``window[start:]`` (``start`` is an event's '{'); returns where
+#: the first unread event begins (``start`` when none could be read yet); raises NotChunkable.
+WindowReader = Callable[[bytearray, int], int]
+
+
+@dataclass
+class Chunked:
+    """What a chunked read leaves for the whole-document code: the head and the document's end."""
+
+    head: bytes  # the document up to and including the '[' of its events
+    end: bytearray  # from the first event not read in a window to the end of the document
+    windows: int  # windows read (each handed some events to the reader)
+
+    def rest_document(self) -> bytearray:
+        """``head + end``: a complete document of the events not read in windows, with all the metadata."""
+        document = bytearray(self.head)
+        document += self.end
+        self.end = bytearray()
+        return document
+
+
+def read_chunked(chunks: Iterable[bytes], read_window: WindowReader, window_bytes: int = WINDOW_BYTES) -> Chunked:
+    """Feed ``chunks`` through a bounded window to ``read_window``; the head and end to the caller."""
+    pending = bytearray()
+    head: bytes | None = None
+    wanted = window_bytes
+    windows = 0
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) < wanted:
+            continue
+        if head is None:
+            at = _events_start(pending)
+            if at is None:
+                wanted = max(window_bytes, 2 * len(pending))
+                continue
+            head = bytes(pending[:at])
+            del pending[:at]
+        start = _SPACE.match(pending).end()  # type: ignore[union-attr]
+        if start == len(pending):
+            continue
+        if b'"traceEvents"' in pending:  # a second array, or the key in a string: the whole reader decides
+            raise NotChunkable("a second traceEvents key")
+        used = read_window(pending, start)
+        if used > start:
+            windows += 1
+            del pending[:used]
+        wanted = max(window_bytes, 2 * len(pending))  # an unfinished event: try again once it may be whole
+    if head is None:  # a document shorter than a window: all of it is its end
+        at = _events_start(pending)
+        if at is None:
+            raise NotChunkable("no traceEvents array found")
+        head = bytes(pending[:at])
+        del pending[:at]
+    return Chunked(head, pending, windows)
+
+
+def _events_start(data: bytearray) -> int | None:
+    """Where the events of a document begin (just after their '['), None to read on first.
+
+    A bare array begins at its '['; an object at its top-level ``"traceEvents": [`` (the
+    members before it must read as the start of a JSON object).  NotChunkable when the start is
+    anything else.
+    """
+    first = _SPACE.match(data, 3 if data[:3] == BOM else 0).end()  # type: ignore[union-attr]
+    if first == len(data):
+        if len(data) > HEAD_LIMIT:
+            raise NotChunkable("only whitespace")
+        return None
+    if data[first : first + 1] == b"[":
+        return first + 1
+    if data[first : first + 1] != b"{":
+        raise NotChunkable("not a JSON object or array")
+    match = _EVENTS_KEY.search(data)
+    if match is None:
+        if len(data) > HEAD_LIMIT:
+            raise NotChunkable("no traceEvents key near the start")
+        return None
+    members = bytes(data[first : match.start()]).rstrip(b" \t\r\n")
+    try:
+        opened = members == b"{" or (
+            members.endswith(b",") and isinstance(msgspec.json.decode(members[:-1] + b"}"), dict)
+        )
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        opened = False
+    if not opened:  # the key sits inside a string or a nested value
+        raise NotChunkable("traceEvents is not a top-level key")
+    return match.end()
