@@ -261,7 +261,10 @@ class Profile:
         given = self._require("launches")
         if given is not None:
             self._no_step(step)
-            return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+            rows = given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+            if "total_us" in rows.columns:  # issue 22: longest first, as a trace's drill-down (the log's order is not)
+                rows = rows.sort(["total_us", "name"], descending=[True, False], nulls_last=True, maintain_order=True)
+            return rows
         from ..analysis.launches import op_launches
 
         return op_launches(self.step_model(step), op, input_dims)
