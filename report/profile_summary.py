@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.scalars import as_float
 from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
@@ -26,7 +29,8 @@ def _cell(column: str, value: object, unit_ms: bool) -> Text:
     if column == "name":
         return Text(clean(value))  # cut to the column's width in _table
     if column.endswith("_us"):
-        return Text("-" if value is None else f"{value / 1e3:.1f}" if unit_ms else fmt_us(value))  # type: ignore[operator]
+        us = as_float(value)
+        return Text("-" if us is None else f"{us / 1e3:.1f}" if unit_ms else fmt_us(us))
     if column == "pct":
         return Text("-" if value is None else f"{value:.1f}%")
     return Text(clean(value))
@@ -51,7 +55,7 @@ def _table(
             for cells in rows:
                 cells[index] = Text(middle_cut(cells[index].plain, size))
         else:
-            justify = "left" if column == "step" else "right"
+            justify: Literal["left", "right"] = "left" if column == "step" else "right"
             table.add_column(header, justify=justify, no_wrap=True, min_width=widths[index])
     for cells in rows:
         table.add_row(*cells)
@@ -115,9 +119,9 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
         steps = steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
-        line = outlier_line(profile.steps())  # issue 13
-        if line:
-            console.print(Text(f"  {line}"))
+        outliers = outlier_line(profile.steps())  # issue 13
+        if outliers:
+            console.print(Text(f"  {outliers}"))
     if profile.available("kernels"):
         kernels = profile.kernels().head(top)
         cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
@@ -133,8 +137,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
             "device_total_us": "device total",
         }
         console.print(_table(f"Top {top} operators", ops, cols, console.width, wide=wide))
-    for view, reason in profile.missing.items():
-        console.print(Text(f"  no {view} view: {clean(reason)}"))
+    for missing, reason in profile.missing.items():
+        console.print(Text(f"  no {missing} view: {clean(reason)}"))
 
 
 def outlier_line(steps: pl.DataFrame) -> str | None:
