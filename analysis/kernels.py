@@ -25,7 +25,8 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         pl.col("dur").min().alias("min_us"),
         pl.col("dur").max().alias("max_us"),
         pl.col("dur").std(ddof=0).fill_null(0.0).alias("std_us"),
-        pl.col("occupancy").mean().alias("occupancy"),
+        # Kineto writes 0 where it did not estimate the occupancy: those calls are left out (none: null).
+        pl.col("occupancy").filter(pl.col("occupancy") > 0).mean().alias("occupancy"),
         pl.struct(SHAPE_KEYS).n_unique().cast(pl.Int64).alias("shapes"),
         *shape_aggs,
     )

@@ -191,3 +191,27 @@ def _path_numbers(parent: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> tu
         trie_name += (unique // base).tolist()
         trie_parent += (unique % base - 1).tolist()
     return numbers, trie_name, trie_parent
+
+
+def telling_frames(stacks: list[str], modules: bool = True) -> list[str]:
+    """Per launching path's Python stack (innermost first, :data:`CHAIN_SEPARATOR`-joined), the first
+    frame that differs between the paths: the frames every path shares at its innermost end
+    (``<built-in method conv2d …>``, ``conv.py(534): _conv_forward``) are passed over.  A path
+    whose stack is all shared (or the only one) gets its innermost ``nn.Module`` frame, else its
+    first frame; a path without a stack gets ``""``."""
+    frames = [stack.split(CHAIN_SEPARATOR) if stack else [] for stack in stacks]
+    with_frames = [f for f in frames if f]
+    shared = 0
+    if len(with_frames) > 1:
+        while all(len(f) > shared for f in with_frames) and len({f[shared] for f in with_frames}) == 1:
+            shared += 1
+    out = []
+    for stack in frames:
+        if not stack:
+            out.append("")
+        elif shared < len(stack) and len(with_frames) > 1:
+            out.append(stack[shared])
+        else:
+            module = next((f for f in stack if modules and f.startswith("nn.Module: ")), None)
+            out.append(module or stack[0])
+    return out

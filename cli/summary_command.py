@@ -21,6 +21,9 @@ def summary(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
+    ] = False,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     target = Target.of(path)
@@ -40,7 +43,7 @@ def summary(
         return
     profile = target.load(no_cache, run, comm_pattern)
     try:
-        print_summary(profile, top)
+        print_summary(profile, top, wide=wide)
         sys.stdout.flush()
     except BrokenPipeError:
         raise stdout_closed() from None

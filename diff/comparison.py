@@ -30,7 +30,7 @@ DIFF_VIEWS = ("kernels", "ops", "steps")
 _LAUNCH_SCHEMA: dict[str, Any] = {"op": pl.String, "op_chain": pl.String, "calls": pl.Int64, "total_us": pl.Float64}
 _KERNEL_SCHEMA: dict[str, Any] = {"name": pl.String, "calls": pl.Int64, "total_us": pl.Float64}
 #: Views of one representative step aligned operator by operator (traces only).
-EXTRA_VIEWS = ("align", "moved")
+EXTRA_VIEWS: tuple[str, ...] = ("align", "moved")
 EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
 SIDES = ("before", "after")
 

@@ -14,7 +14,7 @@ import json
 import mmap
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast, overload
 
 import msgspec
 import polars as pl
@@ -36,6 +36,14 @@ _TraceDocument = msgspec.defstruct(
     + [(key, Any, _ANY_DEFAULT) for key in METADATA_KEYS],
 )
 _RAW_LIST = list[msgspec.Raw]
+
+
+class _Document(Protocol):
+    """A decoded ``_TraceDocument`` (``defstruct`` builds the class, so mypy sees only a Struct)."""
+
+    traceEvents: list[msgspec.Raw]
+
+
 # JSON allows raw newlines only as whitespace, so mapping them to spaces keeps every event valid
 # and makes each raw slice one NDJSON line.
 _FLATTEN = bytes.maketrans(b"\n\r", b"  ")
@@ -73,6 +81,14 @@ class ChromeTrace:
     truncated: bool = False
 
 
+@overload
+def flatten_newlines(data: bytearray) -> bytearray: ...
+
+
+@overload
+def flatten_newlines(data: bytes) -> bytes: ...
+
+
 def flatten_newlines(data: bytes | bytearray) -> bytes | bytearray:
     """Newlines → spaces; a bytearray is changed in place (a slice at a time, no second copy)."""
     if not isinstance(data, bytearray):
@@ -99,7 +115,7 @@ def parse_chrome_trace(data: bytes | bytearray | mmap.mmap, path: str) -> Chrome
     if flat[:3] == BOM:  # a byte-order mark is no JSON whitespace; editors on Windows write one
         flat = bytearray(flat) if isinstance(flat, bytes) else flat
         flat[:3] = b"   "
-    warnings = []
+    warnings: list[str] = []
     truncated = False
     metadata: dict[str, Any] = {}
     start = _first_byte(flat)
@@ -303,7 +319,7 @@ def _decode(flat: bytes | bytearray, start: bytes, path: str) -> tuple[list[msgs
     try:
         if start == b"[":
             return msgspec.json.decode(flat, type=_RAW_LIST), {}
-        doc = msgspec.json.decode(flat, type=_TraceDocument)
+        doc = cast(_Document, msgspec.json.decode(flat, type=_TraceDocument))
     except msgspec.ValidationError as exc:
         if "out of range" in str(exc) and (repaired := _numbers_in_range(flat)) is not None:
             return _decode(repaired, start, path)  # 1e400 in metadata: a missing value, as in events
@@ -347,22 +363,23 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
     )
 
 
-def _first_byte(data: bytes) -> bytes:
-    """The first non-whitespace byte of a document (without copying it)."""
+def _first_byte(data: bytes | bytearray) -> bytes:
+    """The first non-whitespace byte of a document (without copying the document)."""
     match = re.compile(rb"\s*").match(data)
-    return data[match.end() : match.end() + 1] if match else b""
+    return bytes(data[match.end() : match.end() + 1]) if match else b""
 
 
-def _top_keys(flat: bytes) -> set[str]:
+def _top_keys(flat: bytes | bytearray) -> set[str]:
     try:
         return set(msgspec.json.decode(flat, type=dict[str, msgspec.Raw]))
     except msgspec.MsgspecError:
         return set()
 
 
-def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Raw], dict[str, Any], str]:
+def _recover_prefix(flat: bytes | bytearray, path: str, error: str) -> tuple[list[msgspec.Raw], dict[str, Any], str]:
     """Read the complete events of a document that was cut short (or is broken mid-way)."""
     match = _EVENTS_KEY.search(flat)
+    header: bytes | bytearray
     if _first_byte(flat) == b"[":
         header, body = b"", flat[flat.index(b"[") :]
     elif match:
@@ -376,7 +393,7 @@ def _recover_prefix(flat: bytes, path: str, error: str) -> tuple[list[msgspec.Ra
     return events, _header_metadata(header), f"the trace is {kind}"
 
 
-def _longest_valid_prefix(body: bytes) -> list[msgspec.Raw] | None:
+def _longest_valid_prefix(body: bytes | bytearray) -> list[msgspec.Raw] | None:
     """The events of ``body`` (a JSON array cut anywhere) up to its last complete event.
 
     Closing braces, from the end, are tried as the end of the last event: the first one that
@@ -400,18 +417,18 @@ def _longest_valid_prefix(body: bytes) -> list[msgspec.Raw] | None:
 
 
 _BRACE_TRIES = 24
+_TEXT_SPACE = re.compile(r"\s*")
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
-def _walk_events(body: bytes) -> list[msgspec.Raw] | None:
+def _walk_events(body: bytes | bytearray) -> list[msgspec.Raw] | None:
     """The complete elements at the start of a JSON array, one at a time (linear, slower)."""
     if not body.startswith(b"["):
         return None
     text = body.decode("utf-8", "replace")
     decoder = json.JSONDecoder()
     events: list[msgspec.Raw] = []
-    space = re.compile(r"\s*")
-    idx = space.match(text, 1).end()
+    idx = _after_space(text, 1)
     while idx < len(text):
         try:
             _, end = decoder.raw_decode(text, idx)
@@ -419,14 +436,21 @@ def _walk_events(body: bytes) -> list[msgspec.Raw] | None:
             break
         if text[idx] == "{":
             events.append(msgspec.Raw(text[idx:end].encode()))
-        idx = space.match(text, end).end()
+        idx = _after_space(text, end)
         if text[idx : idx + 1] != ",":
             break
-        idx = space.match(text, idx + 1).end()
+        idx = _after_space(text, idx + 1)
     return events
 
 
-def _header_metadata(header: bytes) -> dict[str, Any]:
+def _after_space(text: str, pos: int) -> int:
+    """The first non-whitespace position of ``text`` from ``pos``."""
+    match = _TEXT_SPACE.match(text, pos)
+    assert match is not None  # ``\s*`` matches, perhaps empty, at every position
+    return match.end()
+
+
+def _header_metadata(header: bytes | bytearray) -> dict[str, Any]:
     """Metadata keys that precede ``traceEvents`` in a document whose end is missing."""
     text = header.rstrip().rstrip(b",")
     if not text.lstrip().startswith(b"{"):

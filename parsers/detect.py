@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+
 from ..errors import ProfviewError
 from ..frames import ParsedViews
 from .kernel_counts import parse_kernel_counts
@@ -44,7 +46,9 @@ def read_plugin_views(path: str, text: str, warnings: list[str], run: str | None
     )
 
 
-def read_text_views(path: str, data: bytes | bytearray, warnings: list[str], run: str | None = None) -> ParsedViews:
+def read_text_views(
+    path: str, data: bytes | bytearray | mmap.mmap, warnings: list[str], run: str | None = None
+) -> ParsedViews:
     """The views of a text format, or ProfviewError naming the formats tried."""
     text = bytes(data).decode("utf-8", "replace")
     if looks_like_plugin_json(text):

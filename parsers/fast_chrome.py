@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 import msgspec
 
@@ -34,6 +34,27 @@ if TYPE_CHECKING:
 # NumPy and Polars are imported only to build the frame: a chunked scan (ChunkedScan) runs
 # while they import (profview.prefetch).
 _fastscan = compiled_module("_fastscan")  # None: the general reader does the work
+
+#: What the scanner reads: any contiguous buffer (the C functions take ``y*``).
+Buffer = bytes | bytearray | mmap.mmap
+
+
+class _Scanner(Protocol):
+    """The compiled module's functions (``native/fastscan.c``)."""
+
+    def scan_events(self, data: Buffer, start: int, stop: int, final: bool = True, /) -> tuple[Any, ...]: ...
+
+    def next_event(self, data: Buffer, pos: int, stop: int, /) -> int: ...
+
+    def members(self, data: Buffer, pos: int, opening: bool, /) -> tuple[list[tuple[str, int, int]], int]: ...
+
+
+def _scanner() -> _Scanner:
+    """The compiled scanner; callers ask :func:`available` first, so its absence here is a bug."""
+    if _fastscan is None:
+        raise RuntimeError("profview._fastscan is not built or PROFVIEW_PURE_PYTHON is set: check available()")
+    return cast(_Scanner, _fastscan)
+
 
 #: Largest and smallest bytes per scanned range: about four ranges per thread in between, so
 #: that many cores share even a mid-sized trace; ranges run on :func:`scan_threads` threads.
@@ -95,7 +116,7 @@ def _parse(
     if data[start : start + 1] == b"[":
         array = start
     else:
-        members, array = _fastscan.members(data, start, True)
+        members, array = _scanner().members(data, start, True)
         if array < 0 or data[array : array + 1] != b"[":
             return None
     first = _skip_space(data, array + 1)
@@ -110,7 +131,7 @@ def _parse(
         if _skip_space(data, after) != len(data):
             return None
     else:
-        rest, again = _fastscan.members(data, after, False)
+        rest, again = _scanner().members(data, after, False)
         if again >= 0:
             return None  # a second traceEvents key
         members += rest
@@ -166,13 +187,13 @@ def _scan_window(window: bytearray, start: int, pool: Executor | None) -> tuple[
     starts = [start]
     if pool is not None:
         step = max(MIN_RANGE_BYTES // 4, (size - start) // scan_threads())
-        while len(starts) < scan_threads() and (guess := _fastscan.next_event(window, starts[-1] + step, size)) >= 0:
+        while len(starts) < scan_threads() and (guess := _scanner().next_event(window, starts[-1] + step, size)) >= 0:
             starts.append(guess)
     stops = [*starts[1:], size]
-    if len(starts) == 1:
+    if pool is None or len(starts) == 1:  # no pool: only one range was guessed
         results: Iterable[Scanned | ValueError] = [_scan_chunk(window, start, size)]
     else:
-        results = pool.map(_scan_chunk, [window] * len(starts), starts, stops)  # type: ignore[union-attr]
+        results = pool.map(_scan_chunk, [window] * len(starts), starts, stops)
     parts: list[Scanned] = []
     expected = start
     for begin, result in zip(starts, results, strict=True):
@@ -192,7 +213,7 @@ def _scan_window(window: bytearray, start: int, pool: Executor | None) -> tuple[
 def _scan_chunk(window: bytearray, start: int, stop: int) -> Scanned | ValueError:
     """One range of a window (not the document's end: the scan stops where the window may cut)."""
     try:
-        return Scanned(*_fastscan.scan_events(window, start, stop, False))
+        return Scanned(*_scanner().scan_events(window, start, stop, False))
     except ValueError as exc:
         return exc
 
@@ -225,7 +246,7 @@ def _scan_array(data: bytes | bytearray | mmap.mmap, first: int) -> tuple[list[S
     threads = scan_threads()
     step = min(RANGE_BYTES, max(MIN_RANGE_BYTES, (len(data) - first) // (4 * threads)))
     starts = [first]
-    while (guess := _fastscan.next_event(data, starts[-1] + step, len(data))) >= 0:
+    while (guess := _scanner().next_event(data, starts[-1] + step, len(data))) >= 0:
         starts.append(guess)
     stops = [*starts[1:], len(data)]
     if threads == 1 or len(starts) == 1:
@@ -239,7 +260,7 @@ def _scan_array(data: bytes | bytearray | mmap.mmap, first: int) -> tuple[list[S
 
 def _scan_range(data: bytes | bytearray | mmap.mmap, start: int, stop: int) -> Scanned | ValueError:
     try:
-        scanned = Scanned(*_fastscan.scan_events(data, start, stop))
+        scanned = Scanned(*_scanner().scan_events(data, start, stop))
     except ValueError as exc:  # maybe only a wrong guess of where this range starts
         return exc
     if isinstance(data, mmap.mmap):  # a mapped file: its scanned pages can go (they re-read if needed)
@@ -249,9 +270,7 @@ def _scan_range(data: bytes | bytearray | mmap.mmap, start: int, stop: int) -> S
     return scanned
 
 
-def _join(
-    data: bytes | bytearray, starts: list[int], results: Iterable[Scanned | ValueError]
-) -> tuple[list[Scanned], int]:
+def _join(data: Buffer, starts: list[int], results: Iterable[Scanned | ValueError]) -> tuple[list[Scanned], int]:
     """Keep ranges while each starts where the one before stopped; scan the rest in one piece."""
     parts: list[Scanned] = []
     expected = starts[0]

@@ -27,7 +27,9 @@ def needs_lane_labels(events: pl.DataFrame) -> bool:
     complete = pl.col("ph") == "X"
     with_cat = complete & pl.col("cat").is_not_null()
     counts = events.select(complete.sum().alias("complete"), with_cat.sum().alias("cat"))
-    return counts["complete"][0] > 0 and counts["cat"][0] == 0
+    complete_count: int = counts["complete"][0]
+    with_cat_count: int = counts["cat"][0]
+    return complete_count > 0 and with_cat_count == 0
 
 
 def _shape(details: pl.Expr, key: str) -> pl.Expr:
@@ -39,7 +41,10 @@ def _shape(details: pl.Expr, key: str) -> pl.Expr:
 def _launch_shape_columns() -> list[pl.Expr]:
     """grid, block, registers, shared_mem, occupancy from ``kernel_details`` where Kineto's are absent."""
     details = pl.col("kernel_details")
-    number = lambda key: details.str.extract(rf"{key}:(\d+)").cast(pl.Int64, strict=False)  # noqa: E731
+
+    def number(key: str) -> pl.Expr:
+        return details.str.extract(rf"{key}:(\d+)").cast(pl.Int64, strict=False)
+
     return [
         pl.coalesce("grid", _shape(details, "grid")).alias("grid"),
         pl.coalesce("block", _shape(details, "block")).alias("block"),

@@ -29,10 +29,10 @@ class PluginRun:
     """The frames of one run."""
 
     name: str
+    steps: pl.DataFrame  # every run opens with the overview document, which holds the steps
     overview: dict[str, Any] = field(default_factory=dict)
     ops: pl.DataFrame | None = None
     kernels: pl.DataFrame | None = None
-    steps: pl.DataFrame | None = None
 
 
 def looks_like_plugin_json(text: str) -> bool:
@@ -130,9 +130,7 @@ def parse_plugin_runs(text: str) -> list[PluginRun]:
     runs: list[PluginRun] = []
     for doc in _documents(text):
         if isinstance(doc, dict) and "steps" in doc and "performance" in doc:
-            run = PluginRun(name=f"run{len(runs) + 1}", overview=doc)
-            run.steps = step_frame(doc["steps"])
-            runs.append(run)
+            runs.append(PluginRun(name=f"run{len(runs) + 1}", steps=step_frame(doc["steps"]), overview=doc))
         elif not runs:
             continue
         elif isinstance(doc, list) and doc and isinstance(doc[0], dict) and "host_self_duration" in doc[0]:

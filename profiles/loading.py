@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
@@ -18,6 +18,17 @@ if TYPE_CHECKING:
     from ..analysis.model import TraceModel
 
 TRACE_FORMAT = "Chrome trace"
+
+
+class TraceFields(TypedDict):
+    """The :class:`Profile` fields of a parsed trace, stored beside its events in the cache."""
+
+    format: str
+    missing: dict[str, str]
+    metadata: dict[str, Any]
+    warnings: list[str]
+    truncated: bool
+    event_count: int
 
 
 def load(
@@ -147,7 +158,8 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
     if file.chrome:
         trace = read_chrome(file)
-        events, missing, trace_format = trace.events, {}, TRACE_FORMAT
+        events, trace_format = trace.events, TRACE_FORMAT
+        missing: dict[str, str] = {}
         # What the trace holds, not its JSON size, sets what the tables need: many distinct names
         # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
         # The whole peak, against the room left plus what is already held (the frame, the libraries).
@@ -158,7 +170,7 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         elif is_paddle_trace(events):
             events, missing = normalise_paddle_names(events)
             trace_format = "PaddlePaddle Chrome trace"
-        fields = {
+        fields: TraceFields = {
             "format": trace_format,
             "missing": missing,
             "metadata": trace.metadata,

@@ -102,6 +102,13 @@ class Profile:
         source = self.events_source
         return source() if callable(source) else source
 
+    def _trace_events(self) -> pl.DataFrame:
+        """The events frame; :class:`ProfviewError` for a text format, which has none."""
+        events = self.events
+        if events is None:
+            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        return events
+
     @cached_property
     def model(self) -> TraceModel:
         """The linked trace model (traces only): the stored one of a re-opened trace, else built."""
@@ -110,11 +117,10 @@ class Profile:
             if model is not None:
                 self.model_stored = True
                 return model
-        if self.events is None:
-            raise ProfviewError(self.path, f"{self.format} has no trace events")
+        events = self._trace_events()
         from ..analysis.model import build_model
 
-        return build_model(self.events, self.gpu)
+        return build_model(events, self.gpu)
 
     def model_with(self, host: tuple[str, ...], gpu: tuple[str, ...]) -> TraceModel:
         """The model, or of a re-opened trace only these host and GPU columns of the stored one
@@ -129,9 +135,7 @@ class Profile:
     @cached_property
     def gpu(self) -> pl.DataFrame:
         """GPU work of a trace, without the links to operators (enough for kernel tables)."""
-        if self.events is None:
-            raise ProfviewError(self.path, f"{self.format} has no trace events")
-        return gpu_work(self.events)
+        return gpu_work(self._trace_events())
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
@@ -261,7 +265,10 @@ class Profile:
         given = self._require("launches")
         if given is not None:
             self._no_step(step)
-            return given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+            rows = given.filter(pl.col("op") == op).drop("op") if "op" in given.columns else given
+            if "total_us" in rows.columns:  # issue 22: longest first, as a trace's drill-down (the log's order is not)
+                rows = rows.sort(["total_us", "name"], descending=[True, False], nulls_last=True, maintain_order=True)
+            return rows
         from ..analysis.launches import op_launches
 
         return op_launches(self.step_model(step), op, input_dims)
@@ -318,7 +325,7 @@ class Profile:
         """One row per allocator event (see :func:`profview.analysis.memory.memory_events`)."""
         from ..analysis.memory import memory_events
 
-        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self.events))
+        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self._trace_events()))
 
     def memory_ops(self) -> pl.DataFrame:
         """Memory per operator and device (see :func:`profview.analysis.memory.memory_ops`)."""

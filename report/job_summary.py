@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.scalars import as_float
 from ..frames import fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
@@ -70,7 +71,7 @@ def straggler_line(job: Job) -> str:
     view = job.ranks_view()
     row = view.filter(pl.col("rank") == stragglers[0]).row(0, named=True)
     matched = job.collectives().filter(pl.col("ranks") > 1)["collective"].n_unique()
-    others = view.filter(~pl.col("straggler"))["wait_us"].mean()
+    others = as_float(view.filter(~pl.col("straggler"))["wait_us"].mean())
     waits = f"; the other ranks wait {fmt_us(others)} on average" if others is not None else ""
     return (
         f"straggler: {ranks_phrase(stragglers)} (arrives last at {row['last_arrivals']} of {matched} "

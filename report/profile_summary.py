@@ -2,48 +2,60 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.scalars import as_float
 from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
 from .console import ReportConsole
+from .wording import middle_cut, plural
 
 NAME_WIDTH = 60
 
 
 def short(name: object, width: int = NAME_WIDTH) -> Text:
-    """A sanitised, width-limited name as inert Text."""
-    text = clean(name)
-    return Text(text if len(text) <= width else text[: width - 1] + "…")
+    """A sanitised, width-limited name as inert Text, cut in the middle (issue 22: kernels that
+    share a long prefix keep their telling ends: ``sm90_xmma_fprop…128x128_tn``)."""
+    return Text(middle_cut(clean(name), width))
 
 
 def _cell(column: str, value: object, unit_ms: bool) -> Text:
     if column == "name":
-        return short(value)
+        return Text(clean(value))  # cut to the column's width in _table
     if column.endswith("_us"):
-        return Text("-" if value is None else f"{value / 1e3:.1f}" if unit_ms else fmt_us(value))  # type: ignore[operator]
+        us = as_float(value)
+        return Text("-" if us is None else f"{us / 1e3:.1f}" if unit_ms else fmt_us(us))
     if column == "pct":
         return Text("-" if value is None else f"{value:.1f}%")
     return Text(clean(value))
 
 
-def _table(title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False) -> Table:
-    """A borderless table: numbers keep their full width, names give way with an ellipsis."""
+def _table(
+    title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False, wide: bool = False
+) -> Table:
+    """A borderless table: numbers keep their full width, names give way, cut in the middle
+    (``wide``: names whole, folded over lines where the terminal is narrower)."""
     rows = [[_cell(c, row[c], unit_ms) for c in columns] for row in frame.iter_rows(named=True)]
     widths = [max([len(header), *(len(r[i]) for r in rows)]) for i, header in enumerate(columns.values())]
     names = [i for i, column in enumerate(columns) if column == "name"]
     spare = width - sum(w for i, w in enumerate(widths) if i not in names) - 2 * len(widths)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
     for index, (column, header) in enumerate(columns.items()):
-        if column == "name":
+        if column == "name" and wide:
+            table.add_column(header, overflow="fold")
+        elif column == "name":
             size = max(16, min(widths[index], spare))
             table.add_column(header, no_wrap=True, overflow="ellipsis", width=size)
+            for cells in rows:
+                cells[index] = Text(middle_cut(cells[index].plain, size))
         else:
-            justify = "left" if column == "step" else "right"
+            justify: Literal["left", "right"] = "left" if column == "step" else "right"
             table.add_column(header, justify=justify, no_wrap=True, min_width=widths[index])
     for cells in rows:
         table.add_row(*cells)
@@ -63,8 +75,8 @@ def _memory_lines(profile: Profile) -> list[str]:
         return []
 
 
-def print_summary(profile: Profile, top: int, console: Console | None = None) -> None:
-    """Print what a user wants first about a profile."""
+def print_summary(profile: Profile, top: int, console: Console | None = None, wide: bool = False) -> None:
+    """Print what a user wants first about a profile (``wide``: names whole, not cut to the width)."""
     console = console or ReportConsole()
     console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
     if profile.is_trace:
@@ -79,7 +91,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             console.print(Text(f"  {note}"))
         console.print(
             Text(
-                f"  span {fmt_us(view.span_us)}, {f'{view.steps} steps' if view.steps else 'no ProfilerStep ranges'}, "
+                f"  span {fmt_us(view.span_us)}, "
+                f"{plural(view.steps, 'step') if view.steps else 'no ProfilerStep ranges'}, "
                 f"GPU busy {view.gpu_busy_pct:.1f}% "
                 f"({view.gpu_events:,} GPU events)"
             )
@@ -106,13 +119,13 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
         steps = steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
-        line = outlier_line(profile.steps())  # issue 13
-        if line:
-            console.print(Text(f"  {line}"))
+        outliers = outlier_line(profile.steps())  # issue 13
+        if outliers:
+            console.print(Text(f"  {outliers}"))
     if profile.available("kernels"):
         kernels = profile.kernels().head(top)
         cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
-        console.print(_table(f"Top {top} kernels", kernels, cols, console.width))
+        console.print(_table(f"Top {top} kernels", kernels, cols, console.width, wide=wide))
     if profile.available("ops"):
         ops = profile.ops().head(top)
         cols = {
@@ -123,9 +136,9 @@ def print_summary(profile: Profile, top: int, console: Console | None = None) ->
             "device_self_us": "device self",
             "device_total_us": "device total",
         }
-        console.print(_table(f"Top {top} operators", ops, cols, console.width))
-    for view, reason in profile.missing.items():
-        console.print(Text(f"  no {view} view: {clean(reason)}"))
+        console.print(_table(f"Top {top} operators", ops, cols, console.width, wide=wide))
+    for missing, reason in profile.missing.items():
+        console.print(Text(f"  no {missing} view: {clean(reason)}"))
 
 
 def outlier_line(steps: pl.DataFrame) -> str | None:

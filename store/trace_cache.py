@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,7 @@ def _write_atomically(target: Path, write: Any) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def store(path: str, events: pl.DataFrame, fields: dict[str, Any]) -> None:
+def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any]) -> None:
     """Save parsed events for ``path``; failures (read-only disk, full disk) are silent.
 
     Only regular files are cached: a pipe or a device cannot be opened again to match an entry.

@@ -22,11 +22,12 @@ from textual.widgets import Input
 from ..errors import ProfviewError
 from ..profiles.trace_profile import Profile
 from ..report.export import write_table
+from ..report.wording import plural
 from ..sanitize import clean
 from . import launch
 from .compare.mode import CompareMode
 from .dialogs.export import ExportDialog, name_parts, suggest_name
-from .dialogs.help import HelpScreen
+from .dialogs.help import HelpScreen, help_context
 from .dialogs.loading import LoadingScreen
 from .drill.routes import ROUTES
 from .drill.screen import DrillScreen
@@ -34,10 +35,12 @@ from .drill.worker import DrillWorker
 from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
+from .main.timeline import TraceTimeline
 from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
+from .widgets.no_color import no_color_filters
 from .widgets.table_view import FrameView
 from .workers import Cancelled, DetachedThreads, detached, load_failed
 
@@ -70,6 +73,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         is BEFORE and this holds ``after`` and the :func:`profview.diff.comparison.load_comparison` options;
         ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
         super().__init__()
+        if self.no_color:  # issue 22: bold, underline and reverse only; not Textual's greyscale
+            self._filters = no_color_filters(self._filters)
         self.pending = pending
         self.compare = compare
         self.comparison: Comparison | None = None
@@ -184,7 +189,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
     async def action_back(self) -> None:
         """Esc: clear the table's filter if it has one (as k9s does), else close a drill-down."""
-        view = self.frame_view()
+        view = self.search_target()
         if view is not None and view.pattern:
             view.set_filter("")
             self.notify("filter cleared", timeout=2)
@@ -195,7 +200,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         """Offer (and show in the footer) only the keys that do something where you are."""
         screen = self.screen
         if action == "filter":  # in a text box (the filter itself, a file name) "/" is typed
-            return self.frame_view() is not None and not isinstance(self.focused, Input)
+            return self.search_target() is not None and not isinstance(self.focused, Input)
         if action == "sort":
             return self.frame_view() is not None
         if action == "nothing_to_sort":  # issue 13: s is never silent (a text box keeps its "s")
@@ -216,7 +221,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(*help_context(self.screen)))  # issue 22: this screen's keys first
 
     def action_pane(self, pane: str) -> None:
         main = self.main_screen()
@@ -265,8 +270,19 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         else:
             pane.scroll_end(animate=False)
 
-    def action_filter(self) -> None:
+    def search_target(self) -> FrameView | TraceTimeline | None:
+        """What "/" works on: the table on screen, else the Timeline (it marks matching events)."""
         view = self.frame_view()
+        if view is not None:
+            return view
+        screen = self.screen
+        if isinstance(screen, MainScreen) and screen.pane == "trace":
+            found = screen.query(TraceTimeline)
+            return found.first() if found else None
+        return None
+
+    def action_filter(self) -> None:
+        view = self.search_target()
         if view is not None:
             bar = self.screen.query_one(FilterBar)
             bar.open(view)
@@ -348,7 +364,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         # Issue 13: computed in a worker (tui/drill/worker.py); Esc cancels a slow one.
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
         main = self.main_screen()
-        if main is not None and main.step is not None and profile is self.profile and profile.is_trace:
+        one_event = message.view.startswith("timeline_")  # one event of the Timeline: no step to narrow to
+        narrowed = main is not None and main.step is not None and profile is self.profile and profile.is_trace
+        if narrowed and main is not None and not one_event:
             route = functools.partial(route, step=main.step)  # issue 13: the chosen step narrows drill-downs
             what = f"{what} (step {main.step} only)"
             if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)
@@ -411,7 +429,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             except ProfviewError as exc:
                 self.notify(clean(str(exc)), title="export failed", severity="error", timeout=10)
                 return
-            self.notify(f"wrote {frame.height:,} rows to {clean(written)}", title="exported", timeout=10)
+            self.notify(f"wrote {plural(frame.height, 'row')} to {clean(written)}", title="exported", timeout=10)
 
         main = self.main_screen()
         named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13

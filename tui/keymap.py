@@ -69,11 +69,19 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "cursor.up", "k", "cursor('up')", "up"),
     Key("app", "cursor.top", "g", "cursor('top')", "top"),
     Key("app", "cursor.bottom", "G", "cursor('bottom')", "bottom"),
+    # -- every table (issue 22: columns from the keyboard) -----------------------------------
+    Key("table", "table.hide", "minus", "hide_column", "hide col", "Tables: - + < >",
+        "hide the column under the cursor; + shows hidden columns again; < > move it left / right"),
+    Key("table", "table.show", "plus", "show_columns", "show cols"),
+    Key("table", "table.left", "less_than_sign", "move_column(-1)", "col ◀"),
+    Key("table", "table.right", "greater_than_sign", "move_column(1)", "col ▶"),
     # -- a drill-down -------------------------------------------------------------------------
     Key("drill", "drill.back", "escape", "app.back", "back", show=True),
     Key("drill", "drill.stack_down", "J,shift+down", "scroll_detail(3)", "stack", "J K (Shift+↓ ↑)",
         "in a kernel's drill-down: scroll its operator chain and Python stack", show=True, key_display="J/K"),
     Key("drill", "drill.stack_up", "K,shift+up", "scroll_detail(-3)", "stack up"),
+    Key("drill", "drill.stack_toggle", "v", "toggle_stack", "stack pane", "v",
+        "in a kernel's drill-down: hide the operator chain and stack pane (more rows), or show it", show=True),
     # -- the step list ------------------------------------------------------------------------
     Key("steps", "steps.up", "up,k", "move(-1)", "up", "Steps: ↑ ↓ j k PgUp PgDn g G",
         "highlight a step: its totals and GPU timeline show below"),
@@ -168,9 +176,15 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.pan_left", "left_square_bracket", "pan(-0.5)", "pan"),
     Key("trace_timeline", "tl.pan_right", "right_square_bracket", "pan(0.5)", "pan"),
     Key("trace_timeline", "tl.fit", "0", "fit", "fit"),
-    Key("trace_timeline", "tl.next", "n", "step_event(1)", "next", "Timeline: n p",
-        "next / previous event on the lane", show=True, key_display="n/p"),
+    Key("trace_timeline", "tl.next", "n", "search(1)", "next", "Timeline: n p",
+        "next / previous event on the lane (after a / search, n goes to the next match)", show=True,
+        key_display="n/p"),
     Key("trace_timeline", "tl.prev", "p", "step_event(-1)", "previous"),
+    Key("trace_timeline", "tl.match_prev", "N", "search(-1)", "previous match", "Timeline: / n N",
+        "mark the events whose name matches a regex; n / N: the next / previous match on any lane; Esc clears"),
+    Key("trace_timeline", "tl.inspect", "i", "inspect", "inspect", "Timeline: i",
+        "the inspector below the lanes: the selected event's launch arguments, inputs, origin and stack, "
+        "or one line", show=True),
     Key("trace_timeline", "tl.follow", "f", "follow", "launch↔kernel", "Timeline: f",
         "from a kernel to the runtime call that launched it, and back (the trace's flow links)", show=True),
     Key("trace_timeline", "tl.step_next", "t", "next_step(1)", "step", "Timeline: t T c C",
@@ -180,7 +194,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.path_next", "c", "critical_path(1)", "critical path"),  # help: on t T's line
     Key("trace_timeline", "tl.path_prev", "C", "critical_path(-1)", "previous on the critical path"),
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
-        "a kernel: what launched it; an operator: the GPU work under it", show=True),
+        "this event's drill-down: a kernel's launch path and Python stack; an operator call's GPU work",
+        show=True),
     # -- efficiency (issue 24) ------------------------------------------------------------------
     Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
         "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
@@ -199,6 +214,8 @@ KEYMAP: tuple[Key, ...] = (
     Key("drill_progress", "drill.cancel", "escape", "cancel", "cancel", show=True),
     # -- small screens ------------------------------------------------------------------------
     Key("help", "help.close", "escape,q,question_mark", "dismiss", "close", show=True),
+    Key("help_search", "help.search", "slash", "search", "search", "? then /",
+        "search the help (keys and meaning); the keys of the screen you are on come first", show=True),
     Key("export_dialog", "export.cancel", "escape", "cancel", "cancel", show=True),
     Key("filter_bar", "filter.clear", "escape", "clear_filter", "clear filter"),
 )
@@ -232,6 +249,30 @@ def bindings(*scopes: str) -> list[BindingType]:
 def help_lines() -> list[tuple[str, str]]:
     """(keys, meaning) for the help screen: the keymap's lines, then those of no binding."""
     return [(k.help_keys, k.help) for k in KEYMAP if k.help] + list(EXTRA_HELP)
+
+
+def help_sections(scopes: tuple[str, ...], where: str = "") -> list[tuple[str, list[tuple[str, str]]]]:
+    """The help screen's sections: the keys of ``scopes`` (the screen on display, called ``where``)
+    first, then everywhere, then every other scope, then the lines of no binding."""
+    first: list[tuple[str, str]] = []
+    everywhere: list[tuple[str, str]] = []
+    others: list[tuple[str, str]] = []
+    ranked = sorted(KEYMAP, key=lambda k: scopes.index(k.scope) if k.scope in scopes else len(scopes))  # stable
+    for key in ranked:
+        if not key.help:
+            continue
+        line = (key.help_keys, key.help)
+        if key.scope in scopes:
+            first.append(line)
+        elif key.scope == "app" or key.scope.startswith("help"):
+            everywhere.append(line)
+        else:
+            others.append(line)
+    sections = []
+    if first:
+        sections.append((f"This screen: {where}" if where else "This screen", first))
+    sections += [("Everywhere", everywhere + list(EXTRA_HELP)), ("Other screens", others)]
+    return [(title, lines) for title, lines in sections if lines]
 
 
 def user_keymap() -> dict[str, str]:

@@ -27,6 +27,7 @@ from profview.tui.main.steps import StepList
 from profview.tui.main.timeline import TraceTimeline
 from profview.tui.navigation import GotoPrompt
 from profview.tui.widgets.filter_bar import FilterBar
+from profview.tui.widgets.table_view import FrameView
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
@@ -36,6 +37,7 @@ SCOPES = {
     "steps": StepList,
     "timeline": Timeline,
     "help": HelpScreen,
+    "help_search": HelpScreen,
     "export_dialog": ExportDialog,
     "filter_bar": FilterBar,
     "job": JobScreen,
@@ -46,6 +48,7 @@ SCOPES = {
     "trace_timeline": TraceTimeline,
     "goto": GotoPrompt,
     "drill_progress": DrillProgress,
+    "table": FrameView,  # issue 22: hide and move columns
 }
 
 
@@ -67,7 +70,7 @@ def test_ids_are_unique_and_help_comes_from_the_keymap() -> None:
 
 async def test_help_screen_lists_every_help_line() -> None:
     app = viewer(RESNET)
-    async with app.run_test(size=(160, 64)) as pilot:  # issue 24: one more line (8, c: Efficiency)
+    async with app.run_test(size=(160, 100)) as pilot:
         await wait_loaded(pilot, app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)

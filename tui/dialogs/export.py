@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from ...report.wording import plural
 from ..keymap import bindings
 
 
@@ -50,7 +51,7 @@ class ExportDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
-            yield Static(Text(f"Export {self.rows:,} rows (as on screen) to CSV:", style="bold"))
+            yield Static(Text(f"Export {plural(self.rows, 'row')} (as on screen) to CSV:", style="bold"))
             yield Input(value=self.suggestion, id="export-path")
             yield Static("Enter: write · Esc: cancel", id="export-note")
 

@@ -59,6 +59,23 @@ def _module_kernels(
     return DrillScreen("op_launches", frame, [*path, f"module {module}"], profile=profile)
 
 
+def _gpu_event(profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None) -> DrillScreen | str:
+    """One GPU event of the Timeline → its own launch path and Python stack (one row)."""
+    from ...analysis.instance import kernel_instance_launch
+
+    frame = kernel_instance_launch(profile.model, int(row["gpu_row"]))
+    with_stack = bool(profile.metadata.get("with_stack"))
+    return DrillScreen("kernel_launches", frame, [*path, f"{row['name']} at {row['at']}"], with_stack)
+
+
+def _host_event(profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None) -> DrillScreen | str:
+    """One host call of the Timeline → the GPU work launched under this call (not every call of its name)."""
+    from ...analysis.instance import instance_launches
+
+    frame = instance_launches(profile.model, int(row["host_row"]))
+    return DrillScreen("op_launches", frame, [*path, f"{row['name']} at {row['at']}"])
+
+
 def _shape_launches(
     profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
 ) -> DrillScreen | str:
@@ -75,5 +92,7 @@ ROUTES: dict[str, Route] = {
     "ops": _op_launches,
     "kernel_launches": _launching_op,
     "modules": _module_kernels,
+    "timeline_gpu": _gpu_event,  # one event: the step chosen in Steps changes nothing
+    "timeline_host": _host_event,
     "efficiency": _shape_launches,
 }

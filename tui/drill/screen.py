@@ -9,6 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ...analysis.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
@@ -40,6 +41,12 @@ class DrillScreen(Screen[None]):
         self.table_view = table
         self.view = view
         self.frame = frame
+        self.shown = frame  # what the table shows: the frame, and for launchers the telling frame
+        if view == "kernel_launches" and "python_stack" in frame.columns and "launched_from" not in frame.columns:
+            # issue 22: each launcher row names the frame that tells it from the others (or its nn.Module)
+            telling = telling_frames([str(s or "") for s in frame["python_stack"].to_list()])
+            self.shown = frame.with_columns(pl.Series("launched_from", telling, dtype=pl.String))
+        self.stack_shown = True
         self.path = path
         self.with_stack = with_stack
 
@@ -47,7 +54,7 @@ class DrillScreen(Screen[None]):
         with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
             yield Breadcrumb(self.path, id="breadcrumb")
             yield MessageLine()
-        yield self.table_view(self.view, self.frame, id="drill-table")
+        yield self.table_view(self.view, self.shown, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):
                 yield Static(id="launch-text")
@@ -55,13 +62,18 @@ class DrillScreen(Screen[None]):
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "scroll_detail":
+        if action in ("scroll_detail", "toggle_stack"):
             return self.view == "kernel_launches"
         return True
 
     def action_scroll_detail(self, lines: int) -> None:
         """J/K scroll the operator chain and Python stack below the table."""
         self.query_one("#launch-detail").scroll_relative(y=lines, animate=False)
+
+    def action_toggle_stack(self) -> None:
+        """v: hide the operator chain and Python stack pane (more rows), or show it again."""
+        self.stack_shown = not self.stack_shown
+        self.query_one("#launch-detail").display = self.stack_shown
 
     def frame_view(self) -> FrameView:
         return self.query_one(FrameView)

@@ -16,10 +16,16 @@ from textual.widgets import Static
 from ...errors import ProfviewError
 from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
 from ...profiles.trace_profile import Profile
+from ...report.wording import plural
 from ...sanitize import clean
 from ..widgets.bars import legend, stacked_bar
 
-TOP = 5
+TOP = 5  # the top kernels and operators on a 24-line terminal; more on a taller one (issue 22)
+
+
+def top_rows(height: int) -> int:
+    """How many top kernels (and operators) the Overview lists on a pane ``height`` lines tall."""
+    return max(TOP, (height - 22) // 2 + TOP)
 #: Traces with more events than this get their critical path computed off the UI thread (it takes
 #: about a second per 250,000 events); smaller ones on the spot.
 PATH_ON_THE_SPOT = 200_000
@@ -48,14 +54,14 @@ def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str,
 
 def steps_phrase(steps: int) -> str:
     """'3 steps', or why there are none (a trace recorded without ``profiler.step()``)."""
-    return f"{steps:,} steps" if steps else "no ProfilerStep ranges"
+    return plural(steps, "step") if steps else "no ProfilerStep ranges"
 
 
 def kernel_figures(row: dict[str, Any]) -> tuple[str, str]:
     """(total, share) of a top kernel; a kernel with a count and no time (some tables) says so."""
     if row.get("total_us") is None:
         calls = row.get("calls")
-        return (f"{calls:,} calls" if isinstance(calls, int) else "-", "no time")
+        return (plural(calls, "call") if isinstance(calls, int) else "-", "no time")
     return fmt_us(row["total_us"]), f"{(row['pct'] or 0):.1f}%"
 
 
@@ -66,14 +72,14 @@ def title_lines(profile: Profile, title: str | None = None) -> list[RenderableTy
     return parts
 
 
-def top_kernels(kernels: pl.DataFrame, title: str) -> list[RenderableType]:
-    """A blank line and the table of the first :data:`TOP` rows of a kernel table."""
-    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(TOP).iter_rows(named=True)]
+def top_kernels(kernels: pl.DataFrame, title: str, top: int = TOP) -> list[RenderableType]:
+    """A blank line and the table of the first ``top`` rows of a kernel table."""
+    rows = [(r["name"], *kernel_figures(r)) for r in kernels.head(top).iter_rows(named=True)]
     return [Text(""), _top_table(title, rows, ("kernel", "total", "share"))]
 
 
 def overview_renderable(
-    profile: Profile, width: int, step: int | None = None, title: str | None = None
+    profile: Profile, width: int, step: int | None = None, title: str | None = None, top: int = TOP
 ) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
     and its top kernels and operators; issue 13)."""
@@ -127,9 +133,9 @@ def overview_renderable(
     for name, reason in profile.missing.items():
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
-        parts += top_kernels(profile.kernels(step=chosen), f"Top kernels{only(chosen)}")
+        parts += top_kernels(profile.kernels(step=chosen), f"Top kernels{only(chosen)}", top)
     if profile.available("ops"):
-        ops = profile.ops(step=chosen).head(TOP)
+        ops = profile.ops(step=chosen).head(top)
         rows = [
             (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
         ]
@@ -138,7 +144,9 @@ def overview_renderable(
     return Group(*parts)
 
 
-def early_overview_renderable(profile: Profile, width: int, title: str | None = None) -> RenderableType:
+def early_overview_renderable(
+    profile: Profile, width: int, title: str | None = None, top: int = TOP
+) -> RenderableType:
     """The Overview of a large trace while its model is built: what the kernel table alone tells.
 
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);
@@ -147,10 +155,10 @@ def early_overview_renderable(profile: Profile, width: int, title: str | None = 
     parts = title_lines(profile, title)
     kernels = profile.kernels()
     totals = kernels.select(pl.col("calls").sum(), pl.col("total_us").sum()).row(0)
-    parts.append(Text(f"{profile.event_count:,} events · {totals[0] or 0:,} kernel launches · "
-                      f"kernel time {fmt_us(totals[1] or 0.0)}"))
+    launches = plural(totals[0] or 0, "kernel launch", "kernel launches")
+    parts.append(Text(f"{plural(profile.event_count, 'event')} · {launches} · kernel time {fmt_us(totals[1] or 0.0)}"))
     parts.append(Text("linking GPU work to operators and steps… (Kernels is ready: 2)", style="italic"))
-    parts += top_kernels(kernels, "Top kernels")
+    parts += top_kernels(kernels, "Top kernels", top)
     return Group(*parts)
 
 
@@ -220,10 +228,11 @@ class OverviewView(VerticalScroll):
         self.on_resize()
 
     def on_resize(self) -> None:
+        top = top_rows(self.size.height)
         if self.early:
-            body = early_overview_renderable(self.profile, self.size.width, self.title_text)
+            body = early_overview_renderable(self.profile, self.size.width, self.title_text, top)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text)
+            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text, top)
             if path_pending(self.profile):
                 self.path_in_background()
         self.query_one("#overview-body", Static).update(body)

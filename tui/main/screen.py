@@ -26,7 +26,7 @@ from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
-from .timeline import TimelinePane
+from .timeline import TimelinePane, TraceTimeline
 
 PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
@@ -36,6 +36,42 @@ TITLES |= {"efficiency": "Efficiency"}  # issue 24
 #: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
 SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
+#: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
+TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
+
+
+def tab_line(current: str, width: int, path: str = "") -> Text:
+    """The tabs that fit ``width`` (the current one always), ``…`` where some do not; then the path."""
+    titles = dict(TITLES)
+    labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    if sum(len(label) + 1 for label in labels) > width:
+        titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
+        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    if sum(len(label) + 1 for label in labels) > width:
+        titles.update(SHORT_TITLES)  # issue 24: eight
+        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    first, last = 0, len(PANES)  # the tabs shown: PANES[first:last]
+    at = PANES.index(current) if current in PANES else 0
+
+    def used(lo: int, hi: int) -> int:
+        return sum(len(label) + 1 for label in labels[lo:hi]) + (2 if lo > 0 else 0) + (1 if hi < len(PANES) else 0)
+
+    while used(first, last) > width and last - first > 1:
+        if last - 1 > at:
+            last -= 1
+        else:
+            first += 1
+    tabs = Text()
+    if first > 0:
+        tabs.append("… ", style="bold")
+    for index in range(first, last):
+        tabs.append(labels[index], style="bold reverse" if PANES[index] == current else "")
+        tabs.append(" ")
+    if last < len(PANES):
+        tabs.append("…", style="bold")  # issue 22: tabs that do not fit say so
+    if path and tabs.cell_len + 2 < width:
+        tabs.append(f"  {path}", style="dim")
+    return tabs
 
 
 class MainScreen(Screen[None]):
@@ -196,18 +232,7 @@ class MainScreen(Screen[None]):
         return self.with_path(view, with_efficiency(self.profile, view, frame, self.by_shape.get(view, False)))
 
     def update_header(self) -> None:
-        tabs = Text()
-        titles = dict(TITLES)
-        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
-            titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
-        if sum(len(f" {i} {titles[p]}  ") for i, p in enumerate(PANES, 1)) > self.app.size.width:
-            titles.update(SHORT_TITLES)  # issue 24: eight
-        for index, pane in enumerate(PANES, 1):
-            style = "bold reverse" if pane == self.pane else ""
-            tabs.append(f" {index} {titles[pane]} ", style=style)
-            tabs.append(" ")
-        tabs.append(f"  {clean(self.title_text)}", style="dim")
-        self.query_one("#tabs", Static).update(tabs)
+        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
         context = []
         if self.step is not None:
             context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
@@ -281,6 +306,9 @@ class MainScreen(Screen[None]):
         overview = self.query("#overview")
         if overview and isinstance(overview.first(), OverviewView):
             overview.first(OverviewView).set_step(message.step)
+        timelines = self.query(TraceTimeline)  # the Timeline shows the chosen step (built later: it opens on it)
+        if timelines:
+            timelines.first().show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
         self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
 

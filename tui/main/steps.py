@@ -146,6 +146,24 @@ class StepList(Widget, can_focus=True):
         return self.query_ancestor(StepsView)
 
 
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def place_phrase(steps: StepList) -> str:
+    """Where the highlighted step stands: 'step 1 of 3' in step order; '1st longest of 40' (by
+    duration) or '2nd by Kernel of 40' once sorted (issue 22: '(1 of 40)' read like an index)."""
+    count = steps.steps.height
+    if steps.sort_key is None:
+        return f"{steps.cursor + 1} of {count} in step order"
+    if steps.sort_key == "duration":
+        return f"{ordinal(steps.cursor + 1)} longest of {count}"
+    label = CATEGORY_LABELS.get(steps.sort_key, steps.sort_key)
+    return f"{ordinal(steps.cursor + 1)} by {label} time of {count}"
+
+
 class StepsView(VerticalScroll):
     """Steps: bars, legend and totals of the highlighted step, and its per-stream timeline."""
 
@@ -168,6 +186,18 @@ class StepsView(VerticalScroll):
         if step_list.steps.height:
             self.show_step(step_list.highlighted())
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_list)
+
+    def fit_list(self) -> None:
+        """Issue 22: the step list takes the lines the rest leaves (at least 35% of the pane, as
+        before): at 200x50 it lists 30-odd steps where 80x24 lists 7."""
+        step_list = self.query_one(StepList)
+        others = sum(w.outer_size.height for w in self.children if w is not step_list and w.display)
+        free = self.size.height - others - 1
+        rows = max(free, int(self.size.height * 0.35), 2)
+        if step_list.styles.max_height is None or step_list.styles.max_height.value != rows:
+            step_list.styles.max_height = rows
     def show_sort(self) -> None:
         """The step list's title: the sort in force, what s does next, the outlier rule."""
         steps = self.query_one(StepList)
@@ -185,7 +215,7 @@ class StepsView(VerticalScroll):
         """Totals of a step and its timeline."""
         steps = self.query_one(StepList)
         name = clean(row["name"])
-        totals = Text(f"{name} ({steps.cursor + 1} of {steps.steps.height}): {fmt_us(row['duration_us'])} = ")
+        totals = Text(f"{name} ({place_phrase(steps)}): {fmt_us(row['duration_us'])} = ")
         totals.stylize("bold")
         parts = 0
         for category in CATEGORIES:
@@ -200,6 +230,7 @@ class StepsView(VerticalScroll):
             parts += 1
         totals.append(self.outlier_note(steps))
         self.query_one("#step-totals", Static).update(totals)
+        self.call_after_refresh(self.fit_list)
         if self.profile.is_trace:
             from .overview import path_line, path_pending
 

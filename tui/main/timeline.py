@@ -10,6 +10,8 @@ critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter op
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import polars as pl
 from rich.text import Text
@@ -19,16 +21,19 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ...analysis.instance import KernelInstance, OpInstance, kernel_instance, op_instance
 from ...analysis.lanes import Lane, Lanes
-from ...analysis.model import python_stack_at
 from ...errors import ProfviewError
-from ...frames import display_name, fmt_us
+from ...frames import fmt_us
 from ...profiles.trace_profile import Profile
+from ...report.wording import plural
 from ...sanitize import clean
 from ..keymap import bindings
 from ..messages import DrillRequested
 from ..widgets import time_window
+from ..widgets.text_fit import cap_lines
 from ..widgets.zoom_pan import ZoomPan
+from .inspector import kernel_lines, op_lines
 
 LABEL = 12
 #: (character, colour) per lane kind and event style (see Lane.style).
@@ -43,14 +48,23 @@ STYLES = {
 LABEL_STYLE = "bold #ffffff on #2d4f73"
 #: The cells of an event on the critical path, once ``c`` marked it (a glyph: it reads under NO_COLOR).
 PATH_GLYPH = "◆"
+#: Events matching the "/" search: underlined (it reads under NO_COLOR too) on amber.
+MATCH_STYLE = "bold underline #000000 on #ffd75f"
 DRAW_ORDER = {"cpu": (0, 1), "gpu": (2, 1, 0, 3)}
 
 
 def draw_lane(
-    lane: Lane, names: list[str], lo: float, hi: float, width: int, on_path: np.ndarray | None = None
+    lane: Lane,
+    names: list[str],
+    lo: float,
+    hi: float,
+    width: int,
+    matched: np.ndarray | None = None,
+    on_path: np.ndarray | None = None,
 ) -> Text:
-    """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones
-    (``on_path``: a mask over the lane's events; theirs are drawn with :data:`PATH_GLYPH`)."""
+    """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones;
+    ``matched`` (per name index): the cells of matching events are drawn in :data:`MATCH_STYLE`;
+    ``on_path`` (a mask over the lane's events): theirs are drawn with :data:`PATH_GLYPH`."""
     span = (hi - lo) / width
     window = lane.visible(lo, hi)
     starts, ends, styles = lane.start[window], lane.end[window], lane.style[window]
@@ -77,12 +91,24 @@ def draw_lane(
         for a, b in zip(first[marked].tolist(), last[marked].tolist(), strict=True):
             for i in range(a, b):
                 chars[i] = PATH_GLYPH
+    if matched is not None and len(starts):
+        hit = matched[lane.names[window]]
+        if hit.any():
+            marks = np.zeros(width + 1, dtype=np.int64)
+            np.add.at(marks, first[hit], 1)
+            np.add.at(marks, last[hit], -1)
+            for i in np.flatnonzero(np.cumsum(marks)[:width] > 0).tolist():
+                colours[i] = MATCH_STYLE
+                if chars[i] == " ":
+                    chars[i] = "█"
     wide = np.flatnonzero(last - first >= 8)  # room for a name
     for k in wide[:width].tolist():
         name = clean(names[int(lane.names[window][k])])
         room = int(last[k] - first[k]) - 1
         for offset, ch in enumerate(name[:room]):
-            chars[first[k] + offset], colours[first[k] + offset] = ch, LABEL_STYLE
+            cell = first[k] + offset
+            chars[cell] = ch
+            colours[cell] = MATCH_STYLE if colours[cell] == MATCH_STYLE else LABEL_STYLE
     out = Text()
     run_start = 0
     for i in range(1, width + 1):
@@ -93,13 +119,14 @@ def draw_lane(
 
 
 class TraceTimeline(ZoomPan, Widget, can_focus=True):
-    """The lanes of a whole trace; a cursor (cell, lane) selects the event under it."""
+    """The lanes of a whole trace; a cursor (cell, lane) selects the event under it, the inspector
+    below the lanes shows that event, ``/`` marks the events whose name matches a regex."""
 
     BINDINGS = bindings("trace_timeline")
     DEFAULT_CSS = "TraceTimeline { height: 1fr; }"
     MIN_CELL_US = 0.01
     MIN_WIDTH_US = 1.0  # a trace of one instant still has a width
-
+    COUNTED = "events"  # what the filter bar counts
     def __init__(self, profile: Profile, lanes: Lanes, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
@@ -110,8 +137,10 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.lane = self.first_gpu_lane()
         self.top = 0
         self.selected: tuple[int, int] | None = None  # (lane, position) of the chosen event
-        self._stacks: dict[int, str] = {}  # host row → its innermost Python frames
-        self.has_python = bool(profile.model.host["is_python"].any())
+        self.inspecting = True  # i: the inspector's full lines, or one line
+        self.pattern = ""  # "/": events whose name matches are marked; n/N jump between them
+        self.matched: np.ndarray | None = None  # per name index: whether it matches
+        self._inspected: dict[tuple[int, int], object] = {}
         #: After ``c``: the critical path's events (lane, position), by start, and a mask per lane.
         self.path: list[tuple[int, int]] | None = None
         self.on_path: dict[int, np.ndarray] = {}
@@ -132,80 +161,107 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         lanes = self.lanes.lanes
         if not lanes:
             return Text("No events to draw.", style="italic")
-        rows = max(self.size.height - 5, 1)  # a header line, the event, its Python stack, the step (2)
+        below = self.describe()
+        rows = max(self.size.height - 1 - len(below.plain.split("\n")), 1)
         if self.lane < self.top:
             self.top = self.lane
         elif self.lane >= self.top + rows:
             self.top = self.lane - rows + 1
         out = Text()
-        out.append(
+        head = Text(
             f"{'':<{LABEL}} {fmt_us(self.view_start - self.start)} … {fmt_us(self.view_end - self.start)}"
             f"  ({fmt_us(self.cell_span())}/cell)  lanes {self.top + 1}-{min(self.top + rows, len(lanes))}"
-            f" of {len(lanes)}\n",
+            f" of {len(lanes)}",
             style="dim",
         )
+        if self.pattern:  # the search first: it must not be the part cut off
+            found = Text(f"/{clean(self.pattern)}/ {plural(self.match_count(), 'match', 'matches')} · n N  ")
+            found.stylize(MATCH_STYLE, 0, len(self.pattern) + 2)
+            head = found + Text(head.plain.lstrip(), style="dim")
+        head.truncate(max(self.size.width, 20), overflow="ellipsis")
+        out.append_text(head)
+        out.append("\n")
         for index in range(self.top, min(self.top + rows, len(lanes))):
             lane = lanes[index]
             label = clean(lane.label)[:LABEL]
             out.append(f"{label:<{LABEL}} ", style="bold reverse" if index == self.lane else "bold")
-            row = draw_lane(lane, self.lanes.names, self.view_start, self.view_end, self.cells, self.on_path.get(index))
+            window = (self.view_start, self.view_end)
+            row = draw_lane(lane, self.lanes.names, *window, self.cells, self.matched, self.on_path.get(index))
             if index == self.lane:
                 row.stylize("reverse", self.cursor, self.cursor + 1)
                 if row.plain[self.cursor] == " ":
                     row = row[: self.cursor] + Text("│", style="reverse") + row[self.cursor + 1 :]
             out.append_text(row)
             out.append("\n")
-        out.append_text(self.describe())
+        out.append_text(below)
         return out
 
     def describe(self) -> Text:
-        """The selected event: what, where, how long; and its step's GPU idle and overlap figures."""
-        text = Text()
-        event = self.selected_event()
-        if event is None:
-            text.append("(nothing under the cursor)", style="dim")
-        else:
-            lane = self.lanes.lanes[event[0]]
-            name = clean(self.lanes.names[int(lane.names[event[1]])])
-            start, end = lane.start[event[1]], lane.end[event[1]]
-            text.append(f"{name[: max(self.size.width - 50, 20)]}", style="bold")
-            text.append(f"  {fmt_us(end - start)} at {fmt_us(start - self.start)}  ({clean(lane.label)})")
-            if event[0] in self.on_path and self.on_path[event[0]][event[1]]:
-                text.append(f"  {PATH_GLYPH} on the critical path", style="bold")
+        """The inspector: the selected event (figures first, then its name, arguments, origin and
+        Python stack; ``i`` folds it to one line), then the busy/idle line of the step in view."""
         width = max(self.size.width - 1, 20)
-        stack = self.python_stack(*event) if event is not None else ""
-        text.append("\n")
-        text.append(f"py: {clean(stack)}"[:width] if stack else "", style="italic")
-        text.append("\n")
-        text.append(self.step_line(), style="dim")
-        return text
+        event = self.selected_event()
+        lines: list[Text]
+        if event is None:
+            lines = [Text("(nothing under the cursor: n/p the next/previous event on the lane)", style="dim")]
+        else:
+            lines = self.inspect(*event, width)
+            if event[0] in self.on_path and self.on_path[event[0]][event[1]]:
+                lines[0] = lines[0] + Text(f"  {PATH_GLYPH} on the critical path", style="bold")
+            if not self.inspecting:
+                lines = [lines[0] + Text("  · i: inspect", style="dim")]
+        lines += cap_lines(Text(self.step_line(), style="dim"), width, 2)
+        out = Text()
+        for number, line in enumerate(lines):
+            if number:
+                out.append("\n")
+            line.truncate(width, overflow="ellipsis")  # one screen line each: the lanes get the rest
+            out.append_text(line)
+        return out
 
-    def python_stack(self, lane_index: int, position: int) -> str:
-        """The innermost Python frames open where the event ran (a GPU event: where it was launched)."""
-        model = self.profile.model
+    def inspect(self, lane_index: int, position: int, width: int) -> list[Text]:
+        """The inspector's lines for one event (its instance read once and kept)."""
         lane = self.lanes.lanes[lane_index]
         row = int(lane.rows[position])
-        if lane.kind == "gpu":
-            launch = model.gpu["launch_row"][row]
-            if launch is None:
-                return ""
-            row = int(launch)
-        if row not in self._stacks:
-            frames = python_stack_at(model, row) if self.has_python else []
-            names = model.host["name"]
-            self._stacks[row] = " > ".join(str(names[f]) for f in frames[-3:])
-        return self._stacks[row]
+        key = (0 if lane.kind == "gpu" else 1, row)
+        found = self._inspected.get(key)
+        model = self.profile.model
+        if found is None:
+            found = kernel_instance(model, row) if lane.kind == "gpu" else op_instance(model, row)
+            self._inspected[key] = found
+        if isinstance(found, KernelInstance):
+            return kernel_lines(found, self.start, width)
+        assert isinstance(found, OpInstance)
+        return op_lines(found, self.start, width)
 
-    def step_line(self) -> str:
+    def step_in_view(self) -> dict | None:
+        """The step whose window holds the window on screen (None: the view spans several, or none)."""
         try:
             idle = self.profile.gpu_idle()
         except ProfviewError:
-            return ""
-        at = self.instant() - self.profile.span_start
-        row = idle.filter((pl.col("start_us") <= at) & (pl.col("start_us") + pl.col("duration_us") > at))
-        if row.height == 0:
-            return "outside the steps  ·  t/T: next/previous step"
-        r = row.row(0, named=True)
+            return None
+        origin = self.profile.span_start
+        lo, hi = self.view_start - origin, self.view_end - origin
+        tolerance = max((hi - lo) * 1e-6, 1e-3)
+        inside = idle.filter(
+            (pl.col("start_us") <= lo + tolerance) & (pl.col("start_us") + pl.col("duration_us") >= hi - tolerance)
+        )
+        if inside.height == 0:
+            return None
+        return inside.row(0, named=True)
+
+    def step_line(self) -> str:
+        """GPU busy and idle (by cause) of the step in view; of the whole trace when the view spans more."""
+        r = self.step_in_view()
+        if r is None:
+            try:
+                view = self.profile.overview()
+            except ProfviewError:
+                return ""
+            return (
+                f"whole trace: GPU busy {fmt_us(view.gpu_busy_us)} of {fmt_us(view.span_us)} "
+                f"({view.gpu_busy_pct:.1f}%)  ·  t/T: one step"
+            )
         causes = ", ".join(
             f"{c} {fmt_us(r[f'idle_{c}_us'])}" for c in ("host", "sync", "data", "other") if r[f"idle_{c}_us"]
         )
@@ -217,7 +273,7 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         where = "the whole trace" if r["step"] is None or r["step"] < 0 else f"step {r['step']}"
         return (
             f"{where}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
-            f"{fmt_us(r['idle_us'])} in {r['gaps']} gaps ({causes}); {comm}"
+            f"{fmt_us(r['idle_us'])} in {plural(r['gaps'], 'gap')} ({causes}); {comm}"
         )
 
     # -- selection ----------------------------------------------------------------------------
@@ -250,6 +306,72 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.cursor = int(np.clip((start - self.view_start) / self.cell_span(), 0, self.cells - 1))
         self.refresh()
 
+    def show_step(self, step: int | None) -> None:
+        """Show step ``step`` whole (None: the whole trace), as chosen in Steps."""
+        self.selected = None
+        if step is None:
+            self.fit_view()
+            return
+        try:
+            steps = self.profile.steps()
+        except ProfviewError:
+            return
+        row = steps.filter(pl.col("step") == step)
+        if row.height == 0:
+            return
+        start = self.profile.span_start + float(row["start_us"][0])
+        self.view_start, self.view_end = start, start + max(float(row["duration_us"][0]), 1.0)
+        self.cursor = 0
+        self.refresh()
+
+    # -- "/" search (the filter bar drives it, as it drives a table) ---------------------------
+    def set_filter(self, pattern: str) -> str | None:
+        """Mark the events whose name matches ``pattern`` (case-insensitive); the reason if it is no regex."""
+        if not pattern:
+            self.pattern, self.matched = "", None
+            self.refresh()
+            return None
+        try:
+            regex = re.compile(pattern, re.IGNORECASE)
+        except re.error as exc:
+            return f"not a regex: {exc}"
+        self.pattern = pattern
+        self.matched = np.array([bool(regex.search(name)) for name in self.lanes.names], dtype=bool)
+        self.refresh()
+        return None
+
+    def match_count(self) -> int:
+        if self.matched is None:
+            return 0
+        return int(sum(int(self.matched[lane.names].sum()) for lane in self.lanes.lanes))
+
+    def counts(self) -> tuple[int, int]:
+        """(events matching the search, all events): the filter bar's count."""
+        total = sum(len(lane.start) for lane in self.lanes.lanes)
+        return (self.match_count() if self.pattern else total), total
+
+    def focus_table(self) -> None:
+        self.focus()
+
+    def action_search(self, direction: int) -> None:
+        """n / N with a search: the next / previous matching event in time, on any lane (wrapping)."""
+        if self.matched is None:
+            if direction > 0:
+                self.action_step_event(1)
+            else:
+                self.notify("N: the previous match of a / search (p: the previous event on the lane)")
+            return
+        event = self.selected_event()
+        if event is not None:
+            here = (float(self.lanes.lanes[event[0]].start[event[1]]), event[0])
+        else:
+            here = (self.instant() - (1e-9 if direction > 0 else -1e-9), -1 if direction > 0 else len(self.lanes.lanes))
+        found = next_match(self.lanes.lanes, self.matched, here, direction)
+        if found is None:
+            self.notify(f"no event matches /{clean(self.pattern)}/", severity="warning")
+            return
+        self.select(*found)
+
     # -- keys ---------------------------------------------------------------------------------
     def action_move(self, delta: int) -> None:
         self.cursor = int(np.clip(self.cursor + delta, 0, self.cells - 1))
@@ -263,6 +385,11 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
     def action_fit(self) -> None:
         self.fit_view()
+
+    def action_inspect(self) -> None:
+        """i: the inspector's full lines, or one line (more lanes on a small screen)."""
+        self.inspecting = not self.inspecting
+        self.refresh()
 
     def action_step_event(self, delta: int) -> None:
         """n / p: the event after / before the selected one on the lane; with none selected, the
@@ -363,20 +490,53 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.refresh()
 
     def action_drill(self) -> None:
-        """Enter: a kernel's launch chain and Python stack; an operator's GPU work."""
+        """Enter: this one event's drill-down: a GPU event's launch path and Python stack; a host
+        call's GPU work (this call's, not every call of its name)."""
         event = self.selected_event()
         if event is None:
             return
         lane = self.lanes.lanes[event[0]]
+        row = int(lane.rows[event[1]])
         name = self.lanes.names[int(lane.names[event[1]])]
+        at = fmt_us(float(lane.start[event[1]]) - self.start)
         if lane.kind == "gpu":
-            kind = str(self.profile.model.gpu["kind"][int(lane.rows[event[1]])])
-            self.post_message(DrillRequested("kernels", {"name": name, "kind": kind}))
-        elif int(lane.style[event[1]]) == 0:
-            shown = pl.select(display_name(pl.lit(name))).item()
-            self.post_message(DrillRequested("ops", {"name": shown}))
+            self.post_message(DrillRequested("timeline_gpu", {"name": name, "gpu_row": row, "at": at}))
         else:
-            self.notify("f: the GPU work this call launched", severity="information")
+            self.post_message(DrillRequested("timeline_host", {"name": name, "host_row": row, "at": at}))
+
+
+def next_match(
+    lanes: list[Lane], matched: np.ndarray, here: tuple[float, int], direction: int
+) -> tuple[int, int] | None:
+    """The matching event after (``direction`` 1) or before (-1) ``here`` = (start, lane), ordered by
+    (start, lane); wrapping around the trace.  Returns (lane, position) or None."""
+    best: tuple[float, int, int] | None = None
+    wrap: tuple[float, int, int] | None = None
+    for index, lane in enumerate(lanes):
+        hits = np.flatnonzero(matched[lane.names])
+        if not len(hits):
+            continue
+        starts = lane.start[hits]
+        if direction > 0:
+            after = (starts > here[0]) | ((starts == here[0]) & (index > here[1]))
+            pick = np.flatnonzero(after)
+            candidate = (float(starts[pick[0]]), index, int(hits[pick[0]])) if len(pick) else None
+            first = (float(starts[0]), index, int(hits[0]))
+            if candidate is not None and (best is None or candidate[:2] < best[:2]):
+                best = candidate
+            if wrap is None or first[:2] < wrap[:2]:
+                wrap = first
+        else:
+            before = (starts < here[0]) | ((starts == here[0]) & (index < here[1]))
+            pick = np.flatnonzero(before)
+            candidate = (float(starts[pick[-1]]), index, int(hits[pick[-1]])) if len(pick) else None
+            last = (float(starts[-1]), index, int(hits[-1]))
+            if candidate is not None and (best is None or candidate[:2] > best[:2]):
+                best = candidate
+            if wrap is None or last[:2] > wrap[:2]:
+                wrap = last
+    chosen = best or wrap
+    return None if chosen is None else (chosen[1], chosen[2])
 
 
 class TimelinePane(Vertical):
@@ -395,7 +555,10 @@ class TimelinePane(Vertical):
         for key, (char, colour) in STYLES.items():
             caption.append(char * 2, style=colour)
             caption.append(f" {LEGEND[key]} ")
-        caption.append("  n/p event · f launch↔kernel · t/T step · c/C critical path · Enter drill", style="dim")
+        caption.append(
+            "  / search · n/p event · i inspect · f launch↔kernel · t/T step · c/C critical path · Enter drill",
+            style="dim",
+        )
         yield Static(caption, id="timeline-caption")
         yield Static(Text("building the lanes…", style="italic"), id="timeline-wait")
 
@@ -421,6 +584,9 @@ class TimelinePane(Vertical):
     async def ready(self, lanes: Lanes) -> None:
         timeline = TraceTimeline(self.profile, lanes, id="trace-timeline")
         await self.mount(timeline)
+        step = getattr(self.screen, "step", None)  # the step chosen in Steps: the timeline opens on it
+        if step is not None:
+            timeline.show_step(step)
         await self.query_one("#timeline-wait").remove()
         if self.display:
             timeline.focus()

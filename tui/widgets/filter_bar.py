@@ -39,9 +39,17 @@ class FilterBar(Input):
         self.target = target
         self.value = target.pattern
         self.border_title = "filter by regex"
-        self.border_subtitle = f"{target.displayed.height:,} of {target.base.height:,} rows"
+        self.border_subtitle = self.count_text()
         self.display = True
         self.focus()  # takes effect after the keys already queued: the app holds those for the bar
+
+    def count_text(self) -> str:
+        """'3 of 78 rows' (a table), '12 of 2,495 events' (the Timeline, which marks instead of hiding)."""
+        if self.target is None:
+            return ""
+        shown, total = self.target.counts()
+        noun = getattr(self.target, "COUNTED", "rows")
+        return f"{shown:,} of {total:,} {noun}"
 
     def close(self) -> None:
         self.display = False
@@ -55,7 +63,7 @@ class FilterBar(Input):
         if self._pending is not None:
             self._pending.stop()
             self._pending = None
-        if self.target.base.height > DEBOUNCE_ROWS:
+        if self.target.counts()[1] > DEBOUNCE_ROWS:
             self._pending = self.set_timer(DEBOUNCE_S, self.apply)
         else:
             self.apply()
@@ -66,7 +74,7 @@ class FilterBar(Input):
         if self.target is None:
             return
         problem = regex_problem(self.value) or self.target.set_filter(self.value)
-        self.border_subtitle = problem or f"{self.target.displayed.height:,} of {self.target.base.height:,} rows"
+        self.border_subtitle = problem or self.count_text()
         self.set_class(problem is not None, "invalid")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

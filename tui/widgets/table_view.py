@@ -16,31 +16,74 @@ from textual.widgets import Static
 from textual_fastdatatable import ArrowBackend, DataTable
 
 from ...errors import ProfviewError
+from ...frames import fmt_us
 from ...profiles.views import filter_column, refine
+from ...report.wording import plural
 from ...sanitize import clean, clean_column
+from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
+from .cells import PERCENT_COLUMNS, percent_or_dash
 from .row_cursor import RowCursorTable
 from .row_details import details_text
 
 NAME_WIDTH = 70
+#: Long text columns that go after the figures (issue 22: figures before text at 80 columns).
+TRAILING_TEXT = ("op_chain", "python_stack")
+#: Columns a table's default order may be sorted by, most telling first (the context line names it).
+DEFAULT_SORTS = ("total_us", "device_total_us", "delta_us", "duration_us", "allocated_bytes", "bytes")
+#: What the filtered rows' time is a share of, per view (else the column's name).
+SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
 ROW = "__profview_row"  # a row number carried through refine() to pick the formatted cells
 
 
+def fixed3(values: pl.Series) -> pl.Series:
+    """Floats as 3-decimal numbers by the one rounding rule of the viewer, the details line and the
+    CSV: the float's exact value rounded to the nearest nanosecond (Python's and the CSV writer's
+    ``%.3f``), not Polars' ``round`` (which scales first: 6633.7935 → 6633.794, where the float
+    is 6633.79349999… → 6633.793)."""
+    text = [None if v is None or v != v or v in (float("inf"), float("-inf")) else f"{v:.3f}" for v in values]
+    return pl.Series(values.name, text, dtype=pl.String).cast(pl.Decimal(38, 3), strict=False)
+
+
 def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """The frame as cells: text made inert, floats with 3 decimals (the nanosecond)."""
-    exprs = []
+    exprs: list[pl.Expr | pl.Series] = []
     for column, dtype in frame.schema.items():
         if dtype == pl.String:
             exprs.append(clean_column(column))
+        elif column in PERCENT_COLUMNS and dtype.is_numeric():
+            exprs.append(percent_or_dash(frame[column]))
         elif dtype.is_float():
             # Fixed 3 decimals (the nanosecond), never scientific notation.
-            exprs.append(pl.col(column).round(3).cast(pl.Decimal(38, 3), strict=False))
+            exprs.append(fixed3(frame[column]))
         elif dtype == pl.Boolean or dtype.is_integer():
             exprs.append(pl.col(column))
         else:
             exprs.append(pl.col(column).cast(pl.String))
     return frame.select(exprs)
+
+
+def cell_widths(cells: pl.DataFrame, name_width: int) -> dict[str, int]:
+    """How wide each column is drawn: its header or its longest cell (the first 1,000 rows), capped."""
+    if not cells.width:
+        return {}
+    sample = cells.head(1000).select(pl.all().cast(pl.String).str.len_chars().max().fill_null(1))
+    lengths = sample.row(0, named=True) if cells.height else {}
+    return {c: min(max(len(c), lengths.get(c) or 1), name_width) + 2 for c in cells.columns}
+
+
+def visible_columns(cells: pl.DataFrame, columns: list[str], name_width: int, width: int) -> list[str]:
+    """The columns of ``columns`` (in that order) that fit in ``width`` cells, the first always."""
+    widths = cell_widths(cells, name_width)
+    shown: list[str] = []
+    used = 0
+    for column in columns:
+        used += widths.get(column, len(column) + 2)
+        if shown and used > width:
+            break
+        shown.append(column)
+    return shown
 
 
 def text_width(cells: pl.DataFrame, width: int) -> int:
@@ -60,7 +103,11 @@ def text_width(cells: pl.DataFrame, width: int) -> int:
 
 
 class FrameView(Vertical):
-    """A table with a status line (rows, filter, sort) that posts DrillRequested on Enter."""
+    """A table with a status line (rows, filter and the filtered rows' time, sort, hidden columns)
+    that posts DrillRequested on Enter; ``-`` hides the column under the cursor, ``+`` shows them
+    all again, ``<``/``>`` move it left/right (the name column stays first)."""
+
+    BINDINGS = bindings("table")
 
     DEFAULT_CSS = """
     FrameView { height: 1fr; }
@@ -85,6 +132,9 @@ class FrameView(Vertical):
         self._generation = 0
         self._table: DataTable | None = None
         self._name_width = 0  # the name column's width limit the table was built with (issue 13)
+        self.hidden: set[str] = set()  # issue 22: columns hidden with "-"
+        self.order: list[str] | None = None  # issue 22: the column order after "<" / ">" (None: the frame's)
+        self._shown: list[str] = []  # the columns on screen, in their order
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="status")
@@ -106,6 +156,10 @@ class FrameView(Vertical):
         if self.sort not in frame.columns:
             self.sort = None
         self.rebuild(keep_row=name)
+
+    def counts(self) -> tuple[int, int]:
+        """(rows shown, rows in all): the filter bar's count."""
+        return self.displayed.height, self.base.height
 
     def set_filter(self, pattern: str) -> str | None:
         """Filter rows by regex (case-insensitive); return an error text for a bad regex."""
@@ -137,17 +191,95 @@ class FrameView(Vertical):
         return self.displayed.row(min(table.cursor_row, self.displayed.height - 1), named=True)
 
     def cells(self) -> pl.DataFrame:
-        """The displayed rows as cells: the base frame is formatted once and rows taken from it."""
+        """The displayed rows as cells: the base frame is formatted once and rows taken from it.
+
+        Columns come in :meth:`column_order`, without the hidden ones: the CSV export of
+        ``displayed`` has the columns the screen has."""
         if self._cells is None:
             self._cells = display_frame(self.base)
+        columns = self.column_order()
+        self._shown = columns
         if not self.pattern and not self.sort:
-            self.displayed = self.base
-            return self._cells
+            self.displayed = self.base.select(columns)
+            return self._cells.select(columns)
         numbered = refine(
             self.base.with_row_index(ROW), pattern=self.pattern or None, sort=self.sort, ascending=self.ascending
         )
-        self.displayed = numbered.drop(ROW)
-        return self._cells[numbered[ROW]]
+        self.displayed = numbered.drop(ROW).select(columns)
+        return self._cells[numbered[ROW]].select(columns)
+
+    def column_order(self) -> list[str]:
+        """The columns on screen: the user's order (else the frame's, long text after the figures),
+        less the hidden ones; the sorted column moved next to the name when it would be off screen
+        (the frame's own sort: only where the name column leads)."""
+        base = list(self.base.columns)
+        if self.order is not None and set(self.order) == set(base):
+            columns = list(self.order)
+        else:
+            columns = [c for c in base if c not in TRAILING_TEXT] + [c for c in base if c in TRAILING_TEXT]
+        columns = [c for c in columns if c not in self.hidden] or columns[:1]
+        sort = self.sort_column()
+        # A sort the user chose always; the frame's own sort only in a table led by its name column
+        # (a table that leads with an id, as the job's collectives, keeps the layout it was given).
+        movable = self.sort is not None or (bool(columns) and columns[0] == filter_column(self.base))
+        if movable and sort in columns and self._cells is not None and columns.index(sort) > 1 and self.order is None:
+            width = self.app.size.width if self.is_attached else 200
+            name_width = text_width(self._cells, width)
+            if sort not in visible_columns(self._cells, columns, name_width, width - 2):
+                columns.remove(sort)
+                columns.insert(1, sort)
+        return columns
+
+    def default_sort(self) -> str | None:
+        """The column the frame came sorted by (descending), as the context line names it."""
+        frame = self.base
+        if frame.height < 2:
+            return None
+        for column in DEFAULT_SORTS:
+            if column in frame.columns and frame.schema[column].is_numeric():
+                values = frame[column]
+                if values.null_count() == 0 and values.is_sorted(descending=True) and values.n_unique() > 1:
+                    return column
+        return None
+
+    def sort_column(self) -> str | None:
+        return self.sort or self.default_sort()
+
+    # -- columns from the keyboard (issue 22) ---------------------------------------------------
+    def cursor_column(self) -> str | None:
+        table = self.table
+        if table is None or not self.displayed.width:
+            return None
+        return self.displayed.columns[min(table.cursor_column, self.displayed.width - 1)]
+
+    def action_hide_column(self) -> None:
+        """-: hide the column under the cursor (not the name column)."""
+        column = self.cursor_column()
+        if column is None or column == self.displayed.columns[0]:
+            self.app.notify("the name column stays (- hides the column under the cursor)", timeout=3)
+            return
+        self.hidden.add(column)
+        self.rebuild()
+
+    def action_show_columns(self) -> None:
+        """+: show the hidden columns again."""
+        if self.hidden:
+            self.hidden.clear()
+            self.rebuild()
+
+    def action_move_column(self, delta: int) -> None:
+        """< / >: move the column under the cursor left / right (the name column stays first)."""
+        column = self.cursor_column()
+        if column is None:
+            return
+        order = [c for c in (self.order or self._shown + [c for c in self.base.columns if c not in self._shown])]
+        at = order.index(column)
+        to = at + delta
+        if at == 0 or to < 1 or to >= len(order):
+            return
+        order[at], order[to] = order[to], order[at]
+        self.order = order
+        self.rebuild(keep_column=column)
 
     def rebuild(self, keep_column: str | None = None, keep_row: object = None, row: int = 0) -> None:
         """Recompute the displayed frame (``views.refine`` of the base) and replace the table widget.
@@ -208,6 +340,7 @@ class FrameView(Vertical):
         table = self.table
         if table is None or not self.is_attached:
             return
+        self.call_after_refresh(self.update_details)  # its lines follow the width
         if text_width(self.cells(), self.app.size.width) != self._name_width:
             self.rebuild(row=table.cursor_row)
 
@@ -218,7 +351,9 @@ class FrameView(Vertical):
 
     def update_details(self) -> None:
         """Show the full name and the figures of the row under the cursor below the table."""
-        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed))
+        box = self.query_one(".details", Static)
+        width = box.content_size.width or (self.size.width if self.is_attached else 0) or 80
+        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed), width)
         self.query_one(".details", Static).update(details)
 
     def current_name(self) -> str | None:
@@ -232,15 +367,34 @@ class FrameView(Vertical):
         self.update_details()
 
     def status_text(self) -> Text:
-        """'N rows · filter /x/ (M of N) · sorted by col ↓'."""
-        text = Text(f"{self.displayed.height:,} rows", style="bold")
+        """'3 of 78 rows · /gemm/ · 712.300 ms · 27.4% of kernel time · sorted by total_us ↓'."""
         if self.pattern:
-            column = filter_column(self.base) or "name"
-            shown = f"{self.displayed.height:,} of {self.base.height:,}"
-            text.append(f" · filter /{clean(self.pattern)}/ on {column}: {shown}")
-        if self.sort:
-            text.append(f" · sorted by {self.sort} {'↑' if self.ascending else '↓'}")
+            text = Text(f"{self.displayed.height:,} of {plural(self.base.height, 'row')}", style="bold")
+            text.append(f" · /{clean(self.pattern)}/")
+            text.append_text(self.filtered_time())
+        else:
+            text = Text(plural(self.displayed.height, "row"), style="bold")
+        sort = self.sort_column()
+        if sort:
+            ascending = self.ascending if self.sort else False
+            text.append(f" · sorted by {sort} {'↑' if ascending else '↓'}")
+        if self.hidden:
+            text.append(f" · {plural(len(self.hidden), 'column')} hidden (+ shows)", style="dim")
         return text
+
+    def filtered_time(self) -> Text:
+        """' · 712.300 ms · 27.4% of kernel time': the filtered rows' time and its share of all rows'."""
+        column = next((c for c in ("total_us", "device_self_us", "duration_us") if c in self.base.columns), None)
+        if self.view == "ops" and "device_self_us" in self.base.columns:
+            column = "device_self_us"  # nested operators' totals overlap; self times add up
+        if column is None or not self.base.schema[column].is_numeric():
+            return Text("")
+        shown = float(self.displayed[column].sum() or 0.0) if column in self.displayed.columns else None
+        if shown is None:  # the column is hidden: summed from the rows all the same
+            shown = float(refine(self.base, pattern=self.pattern)[column].sum() or 0.0)
+        total = float(self.base[column].sum() or 0.0)
+        share = f" · {shown / total * 100:.1f}% of {SHARE_OF.get(self.view, column)}" if total > 0 else ""
+        return Text(f" · {fmt_us(shown)}{share}")
 
     def focus_table(self) -> None:
         table = self.table
