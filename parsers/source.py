@@ -474,8 +474,9 @@ class SourceStream:
         self.warnings.append(f"{problem}; read {total:,} decompressed bytes")
 
 
-#: How often (in decompressed bytes) a chunked read checks the memory it will need.
-CHECK_EVERY = 256 * 2**20
+#: How often (in decompressed bytes) a chunked read checks the memory it will need: often enough that a
+#: gzip bomb is refused within a few chunks of crossing the budget (a check reads /proc, it is cheap).
+CHECK_EVERY = 16 * 2**20
 
 
 def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:

@@ -201,8 +201,16 @@ def test_nan_and_non_utf8(tmp_path: Path) -> None:
 
 
 def test_memory_check_fails_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before reading, by the documented rule (docs/performance.md, the memory guard): a gzip
+    file's content taken as 4x its size, times the chunked reader's factor for this install, plus
+    the libraries' base."""
+    from profview.parsers.source import BASE_MEMORY, memory_factor
+
+    size = sample(DDP).stat().st_size
+    expected = round((int(size * 4 * memory_factor(chunked=True)) + BASE_MEMORY) / 2**20)
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(10 * 2**20))
-    with pytest.raises(ProfviewError, match=r"needs about 200 MiB of memory to load, but only 10 MiB is available"):
+    refused = rf"needs about {expected} MiB of memory to load, but only 10 MiB is available"
+    with pytest.raises(ProfviewError, match=refused):
         profview.load(sample(DDP), use_cache=False)
 
 
@@ -251,7 +259,8 @@ def test_forged_gzip_trailer_neither_refuses_nor_allocates_it(
 def test_gzip_bomb_fails_early_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(300 * 2**20))
     target = tmp_path / "bomb.json.gz"
-    target.write_bytes(gzip.compress(b"[" + b" " * (64 * 2**20), 1))
+    # 128 MiB of spaces: over the 300 MiB budget by both readers' chunked factors (1.2x, 2.4x, + 200 MiB)
+    target.write_bytes(gzip.compress(b"[" + b" " * (128 * 2**20), 1))
     with pytest.raises(ProfviewError, match=r"needs about \d+ MiB of memory to load, but only 300 MiB is available"):
         profview.load(target, use_cache=False)
 
