@@ -179,6 +179,20 @@ SOURCE_COLUMNS: tuple[str, ...] = ("name", "kernels", "self_us", "total_us", "pc
 NO_MODULE = "(no module)"
 NO_SOURCE = "(no Python frame)"
 
+# -- critical path ----------------------------------------------------------------------------
+
+#: What an edge on a critical path is bound by, in HTA's names (``data_loading`` is HTA's too: the
+#: host time of ``enumerate(DataLoader)`` ranges, counted apart from ``cpu_bound``); see
+#: :mod:`profview.analysis.critical_path`.
+PATH_BOUNDS: tuple[str, ...] = (
+    "cpu_bound",
+    "data_loading",
+    "gpu_compute_bound",
+    "gpu_communication_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+)
+
 # -- step categories --------------------------------------------------------------------------
 
 #: Step categories in priority order: an instant belongs to the first one active then.

@@ -33,22 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ..frames import PATH_BOUNDS
 from .calltree import subtree_mask
 from .model import TraceModel
 
 #: Edge kinds (HTA's CPEdgeType), as stored in :attr:`PathGraph.kind`.
 OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC = range(5)
 EDGE_KINDS = ("operator", "dependency", "launch_delay", "kernel_kernel_delay", "sync")
-#: What an edge on the path is bound by, in HTA's names (``data_loading`` is HTA's too: the
-#: host time of ``enumerate(DataLoader)`` ranges, counted apart from ``cpu_bound``).
-BOUNDS = (
-    "cpu_bound",
-    "data_loading",
-    "gpu_compute_bound",
-    "gpu_communication_bound",
-    "gpu_kernel_kernel_overhead",
-    "gpu_kernel_launch_overhead",
-)
+BOUNDS = PATH_BOUNDS  # what an edge on the path is bound by (frames.PATH_BOUNDS)
 #: Runtime calls whose own time HTA 0.5 never puts on the path (it treats them as waits).
 HTA_BLOCKING = (
     "cudaDeviceSynchronize",

@@ -10,7 +10,7 @@ communication); ``wait_us`` (the sum of the rank's waits at matched collectives,
 was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
 wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
 at least two ranks; ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
-:data:`~profview.analysis.critical_path.BOUNDS` (its share of the rank's critical paths, see
+:data:`~profview.frames.PATH_BOUNDS` (its share of the rank's critical paths, see
 docs/critical_path.md; null when the rank has none).
 """
 
@@ -21,19 +21,8 @@ from typing import Any
 
 import polars as pl
 
-from ..frames import CATEGORIES
+from ..frames import CATEGORIES, PATH_BOUNDS
 from .scalars import as_float
-
-#: The kinds of bound of a critical path (as :data:`profview.analysis.critical_path.BOUNDS`,
-#: repeated here so the ranks view needs no NumPy).
-PATH_BOUNDS = (
-    "cpu_bound",
-    "data_loading",
-    "gpu_compute_bound",
-    "gpu_communication_bound",
-    "gpu_kernel_kernel_overhead",
-    "gpu_kernel_launch_overhead",
-)
 
 RANK_COLUMNS: tuple[str, ...] = (
     "rank",
