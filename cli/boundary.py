@@ -25,14 +25,6 @@ def _path_of(args: list[str]) -> str:
     return f"{args[1]}: " if len(args) > 1 and not args[1].startswith("-") else ""
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush does not fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
 class Terminated(BaseException):
     """SIGTERM (a scheduler ending the job): unwinds like Ctrl+C, so no partial file is left."""
 

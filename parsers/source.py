@@ -384,10 +384,7 @@ class SourceStream:
         self.decompressed = 0
         self.whole: SourceBytes | None = None
         name = self.path
-        if not os.path.exists(name):
-            raise ProfviewError(name, "no such file")
-        if os.path.isdir(name):
-            raise ProfviewError(name, "is a directory, not a trace file")
+        _check_exists(name)
         try:
             mode = os.stat(name).st_mode
             self.size = os.stat(name).st_size
@@ -504,13 +501,18 @@ def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
         rest = dec.unused_data
 
 
-def read_source(path: str | os.PathLike[str]) -> SourceBytes:
-    """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
-    name = os.fspath(path)
+def _check_exists(name: str) -> None:
+    """A missing path or a directory is one line, before anything is opened."""
     if not os.path.exists(name):
         raise ProfviewError(name, "no such file")
     if os.path.isdir(name):
         raise ProfviewError(name, "is a directory, not a trace file")
+
+
+def read_source(path: str | os.PathLike[str]) -> SourceBytes:
+    """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
+    name = os.fspath(path)
+    _check_exists(name)
     try:
         mode = os.stat(name).st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
