@@ -533,5 +533,5 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
             # External id 0 means "none" in Kineto.
             pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id"),
         )
-        .select(list(EVENT_SCHEMA))
+        .select(pl.col(column).cast(dtype) for column, dtype in EVENT_SCHEMA.items())
     )

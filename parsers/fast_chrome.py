@@ -330,11 +330,14 @@ def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series | pl.E
     import numpy as np
     import polars as pl
 
+    from .schema import EVENT_SCHEMA
+
+    dtype = EVENT_SCHEMA[name]  # String or Categorical: the gather copies 16 or 4 bytes a row
     missing = "" if name == "name" else None  # an event without a name has the empty name
     if all(part.texts[name][0] is None for part in parts):  # no range has a value
         for part in parts:
             del part.texts[name]
-        return _constant(missing, pl.String, name)
+        return _constant(missing, dtype, name)
     codes = np.empty(rows, dtype=np.uint32)
     uniques: list[str | None] = []
     at = 0
@@ -347,7 +350,7 @@ def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series | pl.E
             np.add(scanned, len(uniques), out=codes[at : at + part.rows])
         uniques += [missing, *values[1:]]
         at += part.rows
-    return pl.Series(name, uniques, dtype=pl.String).gather(codes)
+    return pl.Series(name, uniques, dtype=dtype).gather(codes)
 
 
 def _number_column(parts: list[Scanned], group: str, name: str, rows: int) -> pl.Series | pl.Expr:
@@ -373,7 +376,7 @@ def _number_column(parts: list[Scanned], group: str, name: str, rows: int) -> pl
     return pl.Series(name, values).set(pl.Series(is_null), None) if is_null.any() else pl.Series(name, values)
 
 
-def _constant(value: str | None, dtype: type[pl.DataType], name: str) -> pl.Expr:
+def _constant(value: str | None, dtype: pl.DataType | type[pl.DataType], name: str) -> pl.Expr:
     """A column with one value throughout, as a constant: no buffer of one value per row.
 
     ``pl.repeat`` would reserve the buffers of a full column (address space that ``ulimit -v``

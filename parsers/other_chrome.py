@@ -46,8 +46,8 @@ def _launch_shape_columns() -> list[pl.Expr]:
         return details.str.extract(rf"{key}:(\d+)").cast(pl.Int64, strict=False)
 
     return [
-        pl.coalesce("grid", _shape(details, "grid")).alias("grid"),
-        pl.coalesce("block", _shape(details, "block")).alias("block"),
+        pl.coalesce(pl.col("grid").cast(pl.String), _shape(details, "grid")).alias("grid"),
+        pl.coalesce(pl.col("block").cast(pl.String), _shape(details, "block")).alias("block"),
         pl.coalesce("registers", number("regs")).alias("registers"),
         pl.coalesce("shared_mem", number("static_shared") + number("dynamic_shared")).alias("shared_mem"),
         pl.coalesce("occupancy", details.str.extract(r"occ_pct:([\d.]+)").cast(pl.Float64, strict=False)).alias(
@@ -59,11 +59,13 @@ def _launch_shape_columns() -> list[pl.Expr]:
 def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     """Kinds from process and thread names; (events, missing views with the reason)."""
     meta = events.filter(pl.col("ph") == "M")
-    processes = meta.filter(pl.col("name") == "process_name").select("pid", pl.col("label").alias("process"))
+    processes = meta.filter(pl.col("name") == "process_name").select(
+        "pid", pl.col("label").cast(pl.String).alias("process")
+    )
     gpu_pids = processes.filter(pl.col("process").str.contains(GPU_PROCESS)).unique("pid")
     threads = (
         meta.filter(pl.col("name") == "thread_name")
-        .select("pid", "tid", pl.col("label").alias("thread"))
+        .select("pid", "tid", pl.col("label").cast(pl.String).alias("thread"))
         .unique(["pid", "tid"], keep="last")
     )
     # A GPU process whose threads include named streams: only those are lanes of GPU work.
@@ -102,14 +104,17 @@ def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, st
                 "stream",
                 pl.when(on_gpu & lane)
                 .then(
-                    pl.coalesce(pl.col("thread").str.extract(STREAM_NUMBER), pl.col("tid").str.extract(STREAM_NUMBER))
+                    pl.coalesce(
+                        pl.col("thread").str.extract(STREAM_NUMBER),
+                        pl.col("tid").cast(pl.String).str.extract(STREAM_NUMBER),
+                    )
                 )
                 .cast(pl.Int64, strict=False),
             ).alias("stream"),
             *_launch_shape_columns(),
         )
     )
-    return labelled.select(events.columns), missing
+    return labelled.select(pl.col(column).cast(dtype) for column, dtype in events.schema.items()), missing
 
 
 #: Categories only PaddlePaddle's trace writer uses (lower-cased).
@@ -121,7 +126,7 @@ PADDLE_DURATION_SUFFIX = r"\[-?\d+(?:\.\d+)? (?:ms|us|ns|s)\]$"
 def is_paddle_trace(events: pl.DataFrame) -> bool:
     """True for a trace written by PaddlePaddle's profiler (its own categories)."""
     cats = events.select(pl.col("cat").filter(pl.col("ph") == "X").drop_nulls().unique())["cat"]
-    return bool(cats.str.to_lowercase().is_in(PADDLE_CATEGORIES).any())
+    return bool(cats.cast(pl.String).str.to_lowercase().is_in(PADDLE_CATEGORIES).any())
 
 
 def normalise_paddle_names(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:

@@ -141,17 +141,29 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("mem_addr", ("Addr",), pl.Int64()),
 )
 
+#: Text columns held as ``pl.Categorical`` (4 bytes a row and each distinct text once) instead of
+#: ``pl.String`` (16 bytes a row): a trace repeats a few hundred distinct values of these over
+#: hundreds of thousands of events (issue 25: the events frame is most of a cold open's memory).
+#: They compare with text (``== "X"``, ``is_in``), group, sort and write as text; ``.str`` and a
+#: join with a ``String`` column need ``.cast(pl.String)`` first.
+CATEGORICAL_COLUMNS: frozenset[str] = frozenset(
+    {"ph", "cat", "pid", "tid", "grid", "block", "input_dims", "input_type", "concrete_inputs", "label"}
+)
+
 EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "ph": pl.String(),
-    "cat": pl.String(),
-    "kind": KIND,
-    "name": pl.String(),
-    "pid": pl.String(),
-    "tid": pl.String(),
-    "ts": pl.Float64(),
-    "dur": pl.Float64(),
-    "flow_id": pl.Int64(),
-    **{column: dtype for column, _keys, dtype in ARG_COLUMNS},
+    column: pl.Categorical() if column in CATEGORICAL_COLUMNS else dtype
+    for column, dtype in {
+        "ph": pl.String(),
+        "cat": pl.String(),
+        "kind": KIND,
+        "name": pl.String(),
+        "pid": pl.String(),
+        "tid": pl.String(),
+        "ts": pl.Float64(),
+        "dur": pl.Float64(),
+        "flow_id": pl.Int64(),
+        **{column: dtype for column, _keys, dtype in ARG_COLUMNS},
+    }.items()
 }
 
 

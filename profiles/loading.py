@@ -134,7 +134,7 @@ def unsupported_devices(events: pl.DataFrame) -> list[str]:
     would otherwise read as one with no GPU work)."""
     warnings = []
     for prefix, device in UNSUPPORTED_DEVICES.items():
-        count = events.filter(pl.col("cat").str.to_lowercase().str.starts_with(prefix)).height
+        count = events.filter(pl.col("cat").cast(pl.String).str.to_lowercase().str.starts_with(prefix)).height
         if count:
             warnings.append(
                 f"device type {device} is not supported: its {count:,} {prefix}_* events (runtime calls and "

@@ -84,6 +84,8 @@ def write_table(
     raw_formulas: bool = False,
 ) -> str:
     """Write ``frame`` to ``target`` atomically; return the path written (or ``-``)."""
+    # Categorical text (the events frame's repeated values) is written, and guarded, as text.
+    frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
     fmt = export_format(target)
     if fmt == "csv" and not raw_formulas:
         frame = neutralise_formulas(frame)
