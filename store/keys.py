@@ -22,8 +22,9 @@ from .. import __version__
 #: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
 #: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model;
 #: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads; 12: host events of equal
-#: start and duration keep their file order in the call tree, so stored views from 11 may differ).
-CACHE_FORMAT = 12
+#: start and duration keep their file order in the call tree, so stored views from 11 may differ;
+#: 13: the events frame's repeated text columns (and the stored model's) are Categorical).
+CACHE_FORMAT = 13
 META_FILE = "meta.json"
 
 
