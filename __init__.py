@@ -6,7 +6,16 @@ __version__ = "0.1.0"
 
 # Absolute, unlike the rest of the package: the checkout's root is this package, and pytest
 # imports this file as a plain module when the checkout's folder name is no Python identifier.
+import os
+import sys
 from typing import Any
+
+# Polars' allocator returns freed memory at once (see ALLOCATOR_CONF): only if Polars is not
+# loaded yet (jemalloc reads it once) and the variable is not set (a user's own setting wins).
+if "polars" not in sys.modules:
+    from profview.parsers.source import ALLOCATOR_CONF
+
+    os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR_CONF)
 
 #: Names served on first use (module ``__getattr__``): a CLI run that opens one trace does not
 #: pay for importing the job and diff machinery (the cached re-open is measured against

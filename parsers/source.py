@@ -22,6 +22,11 @@ from ..errors import ProfviewError
 if TYPE_CHECKING:
     import gzip
 
+#: Polars' allocator (jemalloc) gives the pages it frees back to the system at once, instead of
+#: keeping them for 10 s (its default decay): reading gpt2_train_big peaks at 189 MB instead of
+#: 210 MB, its cold kernel export at 319 MB instead of 383 MB, in the same time (issue 25,
+#: docs/performance.md).  profview's ``__init__`` sets it before Polars loads (jemalloc reads it once).
+ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
 #: Peak memory of a load read whole (a pipe, or a document only the whole-document code can
@@ -159,7 +164,8 @@ def economise_address_space() -> None:
         # Polars' allocator (jemalloc) otherwise keeps the address space of memory it freed, for a
         # while or for good (0.7 GiB after reading a 1 GB trace): a 1 GB trace then opens within
         # 3 GiB.  Read when Polars loads, so only before it is imported.
-        os.environ.setdefault("_RJEM_MALLOC_CONF", "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0")
+        if os.environ.get("_RJEM_MALLOC_CONF", ALLOCATOR_CONF) == ALLOCATOR_CONF:  # unset, or profview's
+            os.environ["_RJEM_MALLOC_CONF"] = "retain:false," + ALLOCATOR_CONF
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
     except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
         return
