@@ -30,4 +30,5 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         pl.struct(SHAPE_KEYS).n_unique().cast(pl.Int64).alias("shapes"),
         *shape_aggs,
     )
-    return with_share(table).select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+    table = with_share(table).select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])
+    return table.with_columns(pl.col(SHAPE_KEYS[:2]).cast(pl.String))  # as text tables' (not Categorical)
