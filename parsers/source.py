@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     import gzip
 
 #: Polars' allocator (jemalloc) gives the pages it frees back to the system at once, instead of
-#: keeping them for 10 s (its default decay): reading gpt2_train_big peaks at 189 MB instead of
-#: 210 MB, its cold kernel export at 319 MB instead of 383 MB, in the same time (issue 25,
-#: docs/performance.md).  profview's ``__init__`` sets it before Polars loads (jemalloc reads it once).
+#: keeping them 0.5 s (dirty) and 1 s (muzzy) as Polars configures it: reading gpt2_train_big
+#: peaks at 189 MB instead of 210 MB, its cold kernel export at 319 MB instead of 383 MB, in the
+#: same time with the compiled scanner (issue 25, docs/performance.md).  profview's ``__init__``
+#: sets it before Polars loads (Polars appends it to its own setting; jemalloc reads it once).
 ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
