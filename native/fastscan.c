@@ -1002,6 +1002,123 @@ static PyObject *column_new(void **data, size_t size) {
     return (PyObject *)c;
 }
 
+/* ---- a column handed to Polars (Arrow C data interface) ------------------------------------
+ * ``arrow_column(column, format, length)`` moves a column's buffer into an Arrow array that Polars
+ * takes without a copy (``pl.Series`` of an object with ``__arrow_c_array__``): the array's
+ * release frees the buffer, so no Python object (and no GIL) is needed when Polars lets it go.
+ * The column is left empty.  ``format``: "l" int64, "g" float64, "I" uint32; no validity
+ * buffer (null markers are replaced on the Python side). */
+
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+static void release_schema(struct ArrowSchema *schema) { schema->release = NULL; }
+
+static void release_array(struct ArrowArray *array) {
+    if (array->buffers != NULL) {
+        free((void *)array->buffers[1]);
+        free(array->buffers);
+        array->buffers = NULL;
+    }
+    array->release = NULL;
+}
+
+static void schema_capsule_free(PyObject *capsule) {
+    struct ArrowSchema *schema = PyCapsule_GetPointer(capsule, "arrow_schema");
+    if (schema == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (schema->release != NULL) schema->release(schema);
+    free(schema);
+}
+
+static void array_capsule_free(PyObject *capsule) {
+    struct ArrowArray *array = PyCapsule_GetPointer(capsule, "arrow_array");
+    if (array == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (array->release != NULL) array->release(array); /* not taken by Polars: free it here */
+    free(array);
+}
+
+static PyObject *arrow_column(PyObject *self, PyObject *args) {
+    (void)self;
+    Column *column;
+    const char *format;
+    Py_ssize_t length;
+    if (!PyArg_ParseTuple(args, "O!sn", &ColumnType, &column, &format, &length)) return NULL;
+    static const char *const FORMATS[] = {"l", "g", "I"};
+    static const Py_ssize_t WIDTHS[] = {8, 8, 4};
+    int kind = -1;
+    for (int k = 0; k < 3; k++)
+        if (strcmp(format, FORMATS[k]) == 0) kind = k;
+    if (kind < 0) return PyErr_Format(PyExc_ValueError, "unknown Arrow format %s", format);
+    if (length < 0 || column->data == NULL || length > column->size / WIDTHS[kind])
+        return PyErr_Format(PyExc_ValueError, "a column of %zd bytes has no %zd values", column->size, length);
+    struct ArrowSchema *schema = calloc(1, sizeof *schema);
+    struct ArrowArray *array = calloc(1, sizeof *array);
+    const void **buffers = calloc(2, sizeof *buffers);
+    PyObject *schema_capsule = NULL, *array_capsule = NULL;
+    if (schema == NULL || array == NULL || buffers == NULL) {
+        free(schema);
+        free(array);
+        free(buffers);
+        return PyErr_NoMemory();
+    }
+    *schema = (struct ArrowSchema){.format = FORMATS[kind], .name = "", .flags = 2 /* nullable */,
+                                   .release = release_schema};
+    schema_capsule = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
+    if (schema_capsule == NULL) {
+        free(schema);
+        free(array);
+        free(buffers);
+        return NULL;
+    }
+    buffers[1] = column->data; /* the array owns the buffer from here on */
+    *array = (struct ArrowArray){.length = length, .n_buffers = 2, .buffers = buffers, .release = release_array};
+    column->data = NULL;
+    column->size = 0;
+    array_capsule = PyCapsule_New(array, "arrow_array", array_capsule_free);
+    if (array_capsule == NULL) {
+        release_array(array);
+        free(array);
+        Py_DECREF(schema_capsule);
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, schema_capsule, array_capsule);
+    Py_DECREF(schema_capsule);
+    Py_DECREF(array_capsule);
+    return pair;
+}
+
+static const char arrow_column_doc[] =
+    "arrow_column(column, format, length) -> (schema capsule, array capsule): the column's buffer "
+    "moved into an Arrow array (format l int64, g float64, I uint32), for __arrow_c_array__.";
+
 /* A column without a value costs nothing: None stands for it (and its buffer is freed now). */
 static PyObject *none_column(void **data) {
     free(*data);
@@ -1290,6 +1407,7 @@ static PyMethodDef METHODS[] = {
     {"scan_events", scan_events, METH_VARARGS, scan_events_doc},
     {"next_event", next_event, METH_VARARGS, next_event_doc},
     {"members", members, METH_VARARGS, members_doc},
+    {"arrow_column", arrow_column, METH_VARARGS, arrow_column_doc},
     {NULL, NULL, 0, NULL},
 };
 
