@@ -22,12 +22,15 @@ from ..errors import ProfviewError
 if TYPE_CHECKING:
     import gzip
 
-#: Polars' allocator (jemalloc) gives the pages it frees back to the system at once, instead of
-#: keeping them 0.5 s (dirty) and 1 s (muzzy) as Polars configures it: reading gpt2_train_big
-#: peaks at 189 MB instead of 210 MB, its cold kernel export at 319 MB instead of 383 MB, in the
-#: same time with the compiled scanner (issue 25, docs/performance.md).  profview's ``__init__``
-#: sets it before Polars loads (Polars appends it to its own setting; jemalloc reads it once).
-ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+#: Polars' allocator (jemalloc) gives the pages it frees back to the system after 50 ms (dirty)
+#: and at once (muzzy), instead of the 0.5 s and 1 s Polars configures: reading gpt2_train_big
+#: peaks at 187 MB instead of 194 MB, its cold kernel export at about 390 MB instead of 415 MB, in
+#: the same time with the compiled scanner (issue 25, docs/performance.md; ``dirty_decay_ms:0``
+#: gives 320 MB for that export, 9% slower).  profview's ``__init__`` sets it before Polars loads
+#: (Polars appends it to its own setting; jemalloc reads it once).
+ALLOCATOR_CONF = "dirty_decay_ms:50,muzzy_decay_ms:0"
+#: Under an address-space limit: freed address space returned at once (see economise_address_space).
+LIMITED_ALLOCATOR_CONF = "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0"
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
 #: Peak memory of a load read whole (a pipe, or a document only the whole-document code can
@@ -166,7 +169,7 @@ def economise_address_space() -> None:
         # while or for good (0.7 GiB after reading a 1 GB trace): a 1 GB trace then opens within
         # 3 GiB.  Read when Polars loads, so only before it is imported.
         if os.environ.get("_RJEM_MALLOC_CONF", ALLOCATOR_CONF) == ALLOCATOR_CONF:  # unset, or profview's
-            os.environ["_RJEM_MALLOC_CONF"] = "retain:false," + ALLOCATOR_CONF
+            os.environ["_RJEM_MALLOC_CONF"] = LIMITED_ALLOCATOR_CONF
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
     except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
         return
