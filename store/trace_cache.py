@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..parsers.source import BASE_MEMORY, check_memory
 from .keys import META_FILE, cache_root
 from .keys import identity as _identity
 from .keys import key as _key
+from .staging import STAGING_PREFIX, is_staging, sweep_if_stale, write_entry
 
 EVENTS_FILE = "events.arrow"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
@@ -44,8 +44,6 @@ MODEL_GPU_FILE = "model-gpu.arrow"
 MODEL_FACTS_FILE = "model.json"
 #: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
 EVENTS_MEMORY_FACTOR = 3.6
-#: A staging folder older than this was left by a killed process and is swept.
-STALE_STAGING_S = 3600.0
 
 
 @dataclass
@@ -179,7 +177,7 @@ def store_model(path: str, host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[fl
 
 
 def _write_atomically(target: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=STAGING_PREFIX, dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -202,16 +200,16 @@ def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any]) -> None:
         entry = root / _key(identity)
         if entry.exists():
             return
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-        try:
+
+        def fill(staging: Path) -> None:
             events.write_ipc(staging / EVENTS_FILE, compression="zstd")  # smallest, and the fastest to read back
             meta = {"identity": identity, "fields": fields}
             (staging / META_FILE).write_bytes(orjson.dumps(meta, default=str))
-            os.rename(staging, entry)
+
+        try:
+            write_entry(entry, fill)
         except (OSError, TypeError):  # TypeError: metadata JSON cannot hold (an integer above 64 bits)
             return
-        finally:  # also on Ctrl+C: no half-written entry is left behind
-            shutil.rmtree(staging, ignore_errors=True)
         _prune(root, identity["path"], entry.name)
     except OSError:
         return
@@ -225,10 +223,9 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
             continue
         if not _is_entry_name(entry.name):
             continue  # another kind of folder (job summaries, extracted archives) keeps its own rules
-        if entry.name.startswith(".tmp-"):
-            if _age(entry) > STALE_STAGING_S:  # left by a process killed mid-write
-                shutil.rmtree(entry, ignore_errors=True)
-            continue  # else another process may be writing it
+        if is_staging(entry):
+            sweep_if_stale(entry)  # left by a process killed mid-write; else another may be writing it
+            continue
         try:
             meta = orjson.loads((entry / META_FILE).read_bytes())
             owner = meta["identity"]["path"]
@@ -243,13 +240,6 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
-def _age(path: Path) -> float:
-    try:
-        return time.time() - path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 def _is_entry_name(name: str) -> bool:
     """A trace entry (a key of 32 hex digits) or a staging folder of one."""
-    return name.startswith(".tmp-") or (len(name) == 32 and all(c in "0123456789abcdef" for c in name))
+    return name.startswith(STAGING_PREFIX) or (len(name) == 32 and all(c in "0123456789abcdef" for c in name))
