@@ -146,7 +146,8 @@ class Profile:
             if stored is not None:
                 self.launch_index_stored = True
                 return stored
-        from ..analysis.launches import KERNEL_LAUNCH_GPU_COLUMNS, KERNEL_LAUNCH_HOST_COLUMNS, launch_index
+        from ..analysis.launch_index import KERNEL_LAUNCH_GPU_COLUMNS
+        from ..analysis.launches import KERNEL_LAUNCH_HOST_COLUMNS, launch_index
 
         return launch_index(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS))
 
