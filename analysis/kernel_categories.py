@@ -161,9 +161,8 @@ def categorize(gpu: pl.DataFrame, op_names: pl.Series | None = None) -> pl.DataF
 
 def operator_names(host: pl.DataFrame, op_rows: pl.Series) -> pl.Series:
     """The name of the host row each GPU event's ``op_row`` points at (null where none)."""
-    names = host["name"]
-    rows = op_rows.to_list()
-    return pl.Series("op_name", [names[r] if r is not None else None for r in rows], dtype=pl.String)
+    names: pl.Series = host["name"].cast(pl.String).gather(op_rows)
+    return names.rename("op_name")
 
 
 def category_table(gpu: pl.DataFrame) -> pl.DataFrame:

@@ -45,8 +45,6 @@ class TraceModel:
 
 #: Columns the host frame keeps (the rest describe GPU work or nothing any view shows).
 HOST_COLUMNS = (
-    "ph",
-    "cat",
     "kind",
     "name",
     "pid",
@@ -83,32 +81,21 @@ def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceM
         .otherwise(OP_LAYER)
         .cast(pl.Int8)
     )
-    host = events.filter(pl.col("kind").is_in(HOST_KINDS) & COMPLETE).select(HOST_COLUMNS)
-    host = host.with_columns(
-        pl.col("dur").clip(lower_bound=0.0),
-        (pl.col("kind") == "python_function").alias("is_python"),
-        layer.alias("layer"),
-        pl.col("pid").alias("nest_pid"),
-        pl.col("tid").alias("nest_tid"),
-    )
-    host, tree = _nest(host.sort(["layer", "nest_pid", "nest_tid", "ts", "dur"], descending=[*[False] * 4, True]))
+    host, tree = _nest(_gather_host(events, _host_order(events, layer), layer))
     stray = stray_calls(host, tree, gpu)
     if stray is not None:
-        # Re-sort with the moved calls on the main thread: by (layer-thread number, ts, -dur),
-        # numbers being faster to sort than the pid/tid strings.
+        # Sorted again with the moved calls on the main thread (their nest_pid/nest_tid), by
+        # (layer-thread number, ts, -dur, file order), and gathered from the events again.
         moved, main = stray
         thread = thread_index(host).copy()
         thread[moved] = thread[main]
-        host = host.with_columns(
-            *(
-                pl.when(pl.Series(moved)).then(pl.lit(host[key][main])).otherwise(pl.col(key)).alias(f"nest_{key}")
-                for key in ("pid", "tid")
-            ),
-            pl.Series("thread", thread),
-        )
-        host = host.sort(["thread", "ts", "dur"], descending=[False, False, True]).drop("thread", "row", "end", "is_op")
-        host, tree = _nest(host)
-    gpu = _attribute_gpu_work(gpu, host, tree)
+        keys = host.select("_at", "ts", "dur", pl.Series("_thread", thread), pl.Series("_moved", moved))
+        nest = {"nest_pid": host["pid"][main], "nest_tid": host["tid"][main]}
+        del host  # the first host frame is let go before the second one is gathered
+        order = keys.sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])
+        host, tree = _nest(_gather_host(events, order["_at"], layer, order["_moved"], nest))
+    gpu = _attribute_gpu_work(gpu, host.drop("_at"), tree)
+    host = host.drop("_at")
     in_span = COMPLETE & ~pl.col("kind").is_in(["other", "overhead"])
     span = events.select(
         pl.col("ts").filter(in_span).min().alias("start"),
@@ -134,6 +121,59 @@ def model_from_frames(host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[float, 
     return TraceModel(host.drop(TREE_COLUMNS), gpu, CallTree(*links), float(span[0]), float(span[1]))
 
 
+def _host_order(events: pl.DataFrame, layer: pl.Expr) -> pl.Series:
+    """Positions in ``events`` of the host events, in the order (layer, pid, tid, ts, -dur, file
+    order): found on the sort keys alone, the (layer, pid, tid) triples numbered in their own order
+    first, so the long sort compares numbers, not strings."""
+    keys = ["layer", "pid", "tid"]
+    candidates = events.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"),
+        layer.alias("layer"),
+        "pid",
+        "tid",
+        "ts",
+        pl.col("dur").clip(lower_bound=0.0),
+        (pl.col("kind").is_in(HOST_KINDS) & COMPLETE).alias("_host"),
+    ).filter("_host")
+    threads = (
+        candidates.select(keys)
+        .unique()
+        .sort(keys, nulls_last=False)
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int32).alias("_thread"))
+    )
+    numbered = candidates.join(threads, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return numbered.sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])["_at"]
+
+
+def _gather_host(
+    events: pl.DataFrame,
+    order: pl.Series,
+    layer: pl.Expr,
+    moved: pl.Series | None = None,
+    nest: dict[str, object] | None = None,
+) -> pl.DataFrame:
+    """The host frame: :data:`HOST_COLUMNS` of the events at ``order`` (gathered once, so no
+    unsorted copy is held beside it) with ``is_python``, ``layer``, ``nest_pid``/``nest_tid`` (``nest``'s
+    values on the ``moved`` rows) and ``_at``, the event's position."""
+    nested = [pl.col("pid").alias("nest_pid"), pl.col("tid").alias("nest_tid")]
+    if moved is not None and nest is not None:
+        nested = [
+            pl.when(moved).then(pl.lit(value)).otherwise(pl.col(key.removeprefix("nest_"))).alias(key)
+            for key, value in nest.items()
+        ]
+    return (
+        events.select(HOST_COLUMNS)
+        .gather(order)
+        .with_columns(
+            pl.col("dur").clip(lower_bound=0.0),
+            (pl.col("kind") == "python_function").alias("is_python"),
+            layer.alias("layer"),
+            *nested,
+            order.alias("_at"),
+        )
+    )
+
+
 def _nest(host: pl.DataFrame) -> tuple[pl.DataFrame, CallTree]:
     """Number the host events (sorted by layer, nesting thread, ts, -dur) and nest them."""
     host = host.with_columns(
@@ -155,7 +195,7 @@ def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> tuple[
     annotations (else the most operators).  There torch makes them children of the operator
     running at the time, so that operator's Self CPU time is shorter by their length.
     """
-    ops = host.filter(pl.col("is_op") & (pl.col("layer") == OP_LAYER))
+    ops = host.select("is_op", "layer", "pid", "tid", "name").filter(pl.col("is_op") & (pl.col("layer") == OP_LAYER))
     if ops.height == 0:
         return None
     main = (
@@ -188,14 +228,15 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
     innermost operator enclosing that call).  A CUDA-graph launch gives many GPU events one
     correlation; they all link to the one cudaGraphLaunch call.
     """
-    host = host.with_columns(pl.Series("op_parent", tree.op_parent))
+    # Only the columns the links need are filtered (a filter of the whole frame copies every column).
+    links = host.select("kind", "is_op", "row", "correlation", "external_id", pl.Series("op_parent", tree.op_parent))
     launches = (
-        host.filter(pl.col("kind").is_in(["runtime", "driver"]) & pl.col("correlation").is_not_null())
+        links.filter(pl.col("kind").is_in(["runtime", "driver"]) & pl.col("correlation").is_not_null())
         .group_by("correlation")
         .agg(pl.col("row").first().alias("launch_row"), pl.col("op_parent").first().alias("launch_op"))
     )
     by_external = (
-        host.filter(pl.col("is_op") & pl.col("external_id").is_not_null())
+        links.filter(pl.col("is_op") & pl.col("external_id").is_not_null())
         .group_by("external_id")
         .agg(pl.col("row").first().alias("external_op"))
     )

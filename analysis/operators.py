@@ -33,7 +33,9 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     device_total = cumulative[tree.subtree_end] - cumulative[np.arange(n)]
     durations = host["dur"].to_numpy()
     in_op_layer = (host["layer"] == OP_LAYER).to_numpy()
-    names = host.select(pl.col("name").fill_null("").rank("dense"))[:, 0].to_numpy()
+    # One code per distinct name (only equality matters): a categorical's codes, no string sort.
+    codes = pl.col("name").cast(pl.String).fill_null("").cast(pl.Categorical).to_physical()
+    names = host.select(codes)[:, 0].to_numpy()
     into = fold_same_name(tree, names, in_op_layer)
     folded = into != np.arange(n)
     np.add.at(device_self, into[folded], device_self[folded])

@@ -90,7 +90,7 @@ def export(
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
-    from ..profiles.views import DRILL_VIEWS, refine, view_frame
+    from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, refine, view_frame
     from ..report.export import check_target, export_format, write_table
 
     export_format(out)
@@ -120,6 +120,7 @@ def export(
         say_written(written, frame.height, frame.width)
         return
     profile = target.load(no_cache, run, comm_pattern)
+    profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
         what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,

@@ -92,6 +92,18 @@ def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
         return profile.events
 
 
+def _read_events_again(name: str, use_cache: bool, event_count: int) -> pl.DataFrame:
+    """The events of a trace parsed earlier in this process, whose frame was let go
+    (:meth:`Profile.release_events`): from the cache entry written then, else parsed again."""
+    hit = cache.lookup(name, EVENT_SCHEMA) if use_cache else None
+    if hit is not None and hit.fields.get("event_count") == event_count:
+        return _cached_events(hit, name)
+    events = _parse(name, use_cache=False, run=None).events
+    if events is None or events.height != event_count:
+        raise ProfviewError(name, "the trace changed while it was being read; open it again")
+    return events
+
+
 def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] | None = None) -> TraceModel | None:
     """The linked model stored in a cache entry (``columns``: only these host and GPU columns, the
     call tree always), or None (then it is built from the events)."""
@@ -195,7 +207,13 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         }
         if use_cache:
             cache.store(name, events, fields)
-        return Profile(path=file.path, events_source=events, cacheable=use_cache, **fields)
+        return Profile(
+            path=file.path,
+            events_source=events,
+            cacheable=use_cache,
+            reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
+            **fields,
+        )
     from ..parsers.detect import read_text_views
 
     source = file.source

@@ -87,6 +87,13 @@ class Profile:
     #: Whether the cache holds this profile's launch index (then it is not written again).
     launch_index_stored: bool = field(default=False, repr=False)
     cacheable: bool = False
+    #: Reads the events frame again (from the cache, or by parsing the file again); set by
+    #: :func:`profview.profiles.loading.load` for a trace it parsed.
+    reread_events: Callable[[], pl.DataFrame] | None = field(default=None, repr=False)
+    #: Let the events frame go once the model is linked (a one-shot export of a view that reads
+    #: only the model and the GPU frame): the rest of the command runs in that much less memory;
+    #: anything that still asks for the events reads them again (:attr:`reread_events`).
+    release_events_after_link: bool = field(default=False, repr=False)
     #: Views computed in this process (not read from ``saved``), and facts about them.
     fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     fresh_facts: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -125,7 +132,17 @@ class Profile:
         events = self._trace_events()
         from ..analysis.model import build_model
 
-        return build_model(events, self.gpu)
+        model = build_model(events, self.gpu)
+        del events
+        if self.release_events_after_link:
+            self.release_events()
+        return model
+
+    def release_events(self) -> None:
+        """Let the held events frame go, if it can be read again (:attr:`reread_events`)."""
+        if self.reread_events is not None and isinstance(self.events_source, pl.DataFrame):
+            self.events_source = self.reread_events
+            vars(self).pop("events", None)
 
     def model_with(self, host: tuple[str, ...], gpu: tuple[str, ...]) -> TraceModel:
         """The model, or of a re-opened trace only these host and GPU columns of the stored one

@@ -19,6 +19,10 @@ PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
 VIEW_NAMES += PATH_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
+#: Views that read the events frame themselves; every other view of a trace reads only the linked
+#: model and the GPU frame, so a one-shot export of it lets the events go once they are linked
+#: (:attr:`Profile.release_events_after_link`).
+EVENT_VIEWS = ("memory", "memory_ops", "memory_peaks")
 
 
 def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:

@@ -21,8 +21,9 @@ from .. import __version__
 #: 6: the ``overhead`` kind, operator rows as torch's key_averages, the steps' pre-window column;
 #: 7: both of the above together; 8: and the memory columns of ``[memory]`` events;
 #: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model;
-#: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads).
-CACHE_FORMAT = 11
+#: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads; 12: host events of equal
+#: start and duration keep their file order in the call tree, so stored views from 11 may differ).
+CACHE_FORMAT = 12
 META_FILE = "meta.json"
 
 
