@@ -42,6 +42,10 @@ MAX_ENTRIES = 20
 MODEL_HOST_FILE = "model-host.arrow"
 MODEL_GPU_FILE = "model-gpu.arrow"
 MODEL_FACTS_FILE = "model.json"
+#: The launching path of every operator row that launched GPU work, and the paths' text
+#: (``analysis.launch_index.LaunchIndex``): a kernel's launchers then read no host row (issue 25).
+LAUNCH_ROWS_FILE = "launch-rows.arrow"
+LAUNCH_PATHS_FILE = "launch-paths.arrow"
 #: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
 EVENTS_MEMORY_FACTOR = 3.6
 
@@ -78,6 +82,17 @@ class CachedTrace:
             host, gpu = (pl.read_ipc(path, columns=pick) for path, pick in zip(stored, picks, strict=True))
             return host, gpu, (float(facts["span"][0]), float(facts["span"][1]))
         except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
+            return None
+
+    def launch_index(self, gpu_columns: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
+        """The stored launch index: ``gpu_columns`` of the model's GPU frame, the launching rows'
+        path numbers and the paths; None when absent or unreadable."""
+        try:
+            if not (self.entry / MODEL_FACTS_FILE).is_file():  # the GPU frame is the stored model's
+                return None
+            gpu = pl.read_ipc(self.entry / MODEL_GPU_FILE, columns=gpu_columns)
+            return gpu, pl.read_ipc(self.entry / LAUNCH_ROWS_FILE), pl.read_ipc(self.entry / LAUNCH_PATHS_FILE)
+        except (OSError, pl.exceptions.PolarsError):
             return None
 
     def views(self, settings: dict[str, Any]) -> SavedViews:
@@ -173,6 +188,21 @@ def store_model(path: str, host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[fl
             _write_atomically(entry / name, lambda fh, f=frame: f.write_ipc(fh, compression="zstd"))
         _write_atomically(entry / MODEL_FACTS_FILE, lambda fh: fh.write(orjson.dumps({"span": list(span)})))
     except (OSError, TypeError, pl.exceptions.PolarsError):
+        return
+
+
+def store_launch_paths(path: str, rows: pl.DataFrame, paths: pl.DataFrame) -> None:
+    """Add the launch paths of ``path``'s stored model to its entry (if it has both); silent on failure.
+
+    The paths file is written last: they count as stored only once both files are there.
+    """
+    try:
+        entry = cache_root() / _key(_identity(path))
+        if not (entry / MODEL_FACTS_FILE).is_file() or (entry / LAUNCH_PATHS_FILE).is_file():
+            return
+        for name, frame in ((LAUNCH_ROWS_FILE, rows), (LAUNCH_PATHS_FILE, paths)):
+            _write_atomically(entry / name, lambda fh, f=frame: f.write_ipc(fh, compression="zstd"))
+    except (OSError, pl.exceptions.PolarsError):
         return
 
 
