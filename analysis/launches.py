@@ -13,13 +13,19 @@ import polars as pl
 from ..frames import (
     CHAIN_SEPARATOR,
     HOST_CALL_KINDS,
-    KERNEL_LAUNCH_COLUMNS,
     OP_LAUNCH_COLUMNS,
     UNATTRIBUTED,
     display_name,
     with_share,
 )
 from .calltree import subtree_mask
+from .launch_index import (
+    KERNEL_LAUNCH_GPU_COLUMNS,
+    LAUNCH_PATHS_SCHEMA,
+    LAUNCH_ROWS_SCHEMA,
+    LaunchIndex,
+    kernel_launchers,
+)
 from .model import TraceModel, innermost_frames
 
 
@@ -71,9 +77,25 @@ def launch_table(launched: pl.DataFrame) -> pl.DataFrame:
     return table.select(OP_LAUNCH_COLUMNS).sort(["total_us", "name"], descending=[True, False])
 
 
-#: The columns of the model :func:`kernel_launches` reads (a cached model is read with these only).
+#: The columns of the model :func:`launch_index` reads (a cached model is read with these only).
 KERNEL_LAUNCH_HOST_COLUMNS = ("name", "call_stack", "is_python", "pid", "tid", "ts", "end", "row")
-KERNEL_LAUNCH_GPU_COLUMNS = ("name", "op_row", "dur")
+
+
+def launch_index(model: TraceModel, op_rows: list[int] | None = None) -> LaunchIndex:
+    """The model's GPU events with the launching paths of the operator rows ``op_rows`` (None:
+    every row that launched GPU work: what a trace computes once, issue 25)."""
+    if op_rows is None:
+        op_rows = model.gpu["op_row"].drop_nulls().unique().sort().to_list()
+    found = _launch_paths(model, list(op_rows))
+    numbers: dict[tuple[str, str, str], int] = {}
+    path_of = [numbers.setdefault(path, len(numbers)) for path in found]
+    rows = pl.DataFrame({"op_row": op_rows, "path": path_of}, schema=LAUNCH_ROWS_SCHEMA)
+    texts = list(zip(*numbers, strict=True)) if numbers else [(), (), ()]
+    paths = pl.DataFrame(
+        {"path": list(numbers.values()), "op": texts[0], "op_chain": texts[1], "python_stack": texts[2]},
+        schema=LAUNCH_PATHS_SCHEMA,
+    )
+    return LaunchIndex(model.gpu.select(KERNEL_LAUNCH_GPU_COLUMNS), rows, paths)
 
 
 def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
@@ -83,29 +105,12 @@ def kernel_launches(model: TraceModel, kernel_name: str) -> pl.DataFrame:
     (outermost first), ``python_stack`` the Python frames enclosing it, innermost first (the frame
     nearest the operator leads, so launches from different call sites differ at a glance) when the
     trace was recorded with_stack, or the legacy ``Call stack`` argument (innermost first too).
+
+    Only this kernel's launching rows get their paths here; a profile computes every row's once
+    (:func:`launch_index`) and answers each kernel with :func:`kernel_launchers`: the same frame.
     """
-    calls = model.gpu.filter(pl.col("name") == kernel_name)
-    per_op = calls.group_by("op_row").agg(
-        pl.len().cast(pl.Int64).alias("calls"),
-        pl.col("dur").sum().alias("total_us"),
-        pl.col("dur").min().alias("min_us"),
-        pl.col("dur").max().alias("max_us"),
-    )
-    paths = _launch_paths(model, per_op["op_row"].to_list())
-    per_op = per_op.with_columns(
-        pl.Series("op", [p[0] for p in paths], dtype=pl.String),
-        pl.Series("op_chain", [p[1] for p in paths], dtype=pl.String),
-        pl.Series("python_stack", [p[2] for p in paths], dtype=pl.String),
-    )
-    table = per_op.group_by("op", "op_chain", "python_stack").agg(
-        pl.col("calls").sum(),
-        pl.col("total_us").sum(),
-        pl.col("min_us").min(),
-        pl.col("max_us").max(),
-    )
-    table = with_share(table.with_columns((pl.col("total_us") / pl.col("calls")).alias("mean_us")))
-    order = ["total_us", "op_chain", "python_stack"]  # all three: ties come out in one order on every run
-    return table.select(KERNEL_LAUNCH_COLUMNS).sort(order, descending=[True, False, False])
+    op_rows = model.gpu.filter(pl.col("name") == kernel_name)["op_row"].drop_nulls().unique().sort()
+    return kernel_launchers(launch_index(model, op_rows.to_list()), kernel_name)
 
 
 def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[str, str, str]]:

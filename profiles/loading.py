@@ -15,6 +15,7 @@ from ..store import trace_cache as cache
 from .trace_profile import Profile
 
 if TYPE_CHECKING:
+    from ..analysis.launch_index import LaunchIndex
     from ..analysis.model import TraceModel
 
 TRACE_FORMAT = "Chrome trace"
@@ -58,6 +59,7 @@ def load(
                 events_source=partial(_cached_events, hit, name),
                 saved=hit.views(settings),
                 saved_model=partial(_cached_model, hit),
+                saved_launch_index=partial(_cached_launch_index, hit),
                 settings=settings,
                 cacheable=True,
                 **hit.fields,
@@ -115,11 +117,20 @@ def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] |
     return model_from_frames(*stored)
 
 
+def _cached_launch_index(hit: cache.CachedTrace) -> LaunchIndex | None:
+    """The launch index stored in a cache entry, or None (then it is computed from the model)."""
+    from ..analysis.launch_index import KERNEL_LAUNCH_GPU_COLUMNS, LaunchIndex
+
+    stored = hit.launch_index(list(KERNEL_LAUNCH_GPU_COLUMNS))
+    return None if stored is None else LaunchIndex(*stored)
+
+
 def remember_views(profile: Profile, *, model: bool = False) -> None:
     """Save the views ``profile`` computed in this process beside its cached events.
 
     ``model``: also the linked model, if it was built here (the viewer and drill-down exports ask
-    for it: a later drill-down then skips linking; a plain export does not pay for writing it).
+    for it: a later drill-down then skips linking; a plain export does not pay for writing it),
+    and the launching paths of its operator rows, if they were computed here (issue 25).
     """
     if profile.cacheable and (profile.fresh or profile.fresh_facts):
         cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
@@ -130,6 +141,10 @@ def remember_views(profile: Profile, *, model: bool = False) -> None:
 
         cache.store_model(profile.path, *model_frames(profile.model))
         profile.model_stored = True
+    if model and profile.cacheable and "launch_index" in vars(profile) and not profile.launch_index_stored:
+        index = profile.launch_index
+        cache.store_launch_paths(profile.path, index.rows, index.paths)
+        profile.launch_index_stored = True
 
 
 #: Peak memory of the tables per byte of the events frame (measured: 808 MB for a 223 MB frame of

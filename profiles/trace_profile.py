@@ -22,6 +22,7 @@ from ..frames import Overview, with_share
 
 if TYPE_CHECKING:
     from ..analysis.critical_path_frames import StepPaths
+    from ..analysis.launch_index import LaunchIndex
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
 
@@ -81,6 +82,10 @@ class Profile:
     #: Whether the cache holds this profile's linked model (read from it, or written by
     #: :func:`profview.profiles.loading.remember_views`): then it is not written again.
     model_stored: bool = field(default=False, repr=False)
+    #: Reads the launch index stored by an earlier run (None: none stored, compute it from the model).
+    saved_launch_index: Callable[[], LaunchIndex | None] | None = field(default=None, repr=False)
+    #: Whether the cache holds this profile's launch index (then it is not written again).
+    launch_index_stored: bool = field(default=False, repr=False)
     cacheable: bool = False
     #: Reads the events frame again (from the cache, or by parsing the file again); set by
     #: :func:`profview.profiles.loading.load` for a trace it parsed.
@@ -148,6 +153,20 @@ class Profile:
         if key not in self._partial_models:
             self._partial_models[key] = self.saved_model((list(host), list(gpu))) or self.model
         return self._partial_models[key]
+
+    @cached_property
+    def launch_index(self) -> LaunchIndex:
+        """GPU events with the launching path of every operator row that launched them (traces
+        only): the stored one of a re-opened trace, else computed once from the model (issue 25)."""
+        if self.saved_launch_index is not None:
+            stored = self.saved_launch_index()
+            if stored is not None:
+                self.launch_index_stored = True
+                return stored
+        from ..analysis.launch_index import KERNEL_LAUNCH_GPU_COLUMNS
+        from ..analysis.launches import KERNEL_LAUNCH_HOST_COLUMNS, launch_index
+
+        return launch_index(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS))
 
     @cached_property
     def gpu(self) -> pl.DataFrame:
@@ -294,10 +313,12 @@ class Profile:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
         given = self._require("launches")
         if given is None:
-            from ..analysis.launches import KERNEL_LAUNCH_GPU_COLUMNS, KERNEL_LAUNCH_HOST_COLUMNS, kernel_launches
+            if step is None:  # every launching row's path, once (of a re-opened trace: read, no host row)
+                from ..analysis.launch_index import kernel_launchers
 
-            if step is None:  # a re-opened trace: only the stored model's columns it needs
-                return kernel_launches(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS), kernel)
+                return kernel_launchers(self.launch_index, kernel)
+            from ..analysis.launches import kernel_launches
+
             return kernel_launches(self.step_model(step), kernel)
         self._no_step(step)
         rows = given.filter(pl.col("name") == kernel)  # a format's operator → kernel tree, read backwards

@@ -16,10 +16,8 @@ written atomically, validated when read (a damaged one is removed), and pruned p
 
 from __future__ import annotations
 
-import os
 import shutil
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -30,6 +28,7 @@ import polars as pl
 
 from .keys import cache_root, identity, key
 from .rank_summaries import FRAMES, REQUIRED_COLUMNS, valid_info
+from .staging import prune_oldest, write_entry
 
 FOLDER = "jobs"
 MAX_JOBS = 200
@@ -110,35 +109,33 @@ def save(
 ) -> None:
     """Save a job (silently nothing on a read-only or full disk); ``views``: its collectives and
     ranks views and clock offsets, read back into the job's ``views`` document entry."""
+
+    def fill(staging: Path) -> None:
+        doc: dict[str, Any] = {"ranks": ranks, "failures": failures, "notes": notes, "groups": {}, "members": {}}
+        for name in FRAMES:
+            groups: dict[tuple[Any, ...], list[int]] = {}
+            for index, rank_frames in enumerate(frames):
+                groups.setdefault(tuple(rank_frames[name].schema.items()), []).append(index)
+            doc["groups"][name], doc["members"][name] = [], []
+            for number, members in enumerate(groups.values()):
+                file = f"{name}-{number}.arrow"
+                table = pl.concat(
+                    [frames[i][name].with_columns(pl.lit(i, dtype=pl.Int32).alias(INDEX)) for i in members]
+                )
+                table.write_ipc(staging / file, compression="zstd")
+                doc["groups"][name].append(file)
+                doc["members"][name].append(members)
+        if views is not None:
+            for name in VIEW_FRAMES:
+                views[name].write_ipc(staging / f"view-{name}.arrow", compression="zstd")
+            doc["views"] = {"offsets": {str(rank): value for rank, value in views["offsets"].items()}}
+        (staging / INFO_FILE).write_bytes(orjson.dumps(doc, default=str))
+
     try:
         entry = _entry(job)
         if entry.exists():
             return
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
-        try:
-            doc: dict[str, Any] = {"ranks": ranks, "failures": failures, "notes": notes, "groups": {}, "members": {}}
-            for name in FRAMES:
-                groups: dict[tuple[Any, ...], list[int]] = {}
-                for index, rank_frames in enumerate(frames):
-                    groups.setdefault(tuple(rank_frames[name].schema.items()), []).append(index)
-                doc["groups"][name], doc["members"][name] = [], []
-                for number, members in enumerate(groups.values()):
-                    file = f"{name}-{number}.arrow"
-                    table = pl.concat(
-                        [frames[i][name].with_columns(pl.lit(i, dtype=pl.Int32).alias(INDEX)) for i in members]
-                    )
-                    table.write_ipc(staging / file, compression="zstd")
-                    doc["groups"][name].append(file)
-                    doc["members"][name].append(members)
-            if views is not None:
-                for name in VIEW_FRAMES:
-                    views[name].write_ipc(staging / f"view-{name}.arrow", compression="zstd")
-                doc["views"] = {"offsets": {str(rank): value for rank, value in views["offsets"].items()}}
-            (staging / INFO_FILE).write_bytes(orjson.dumps(doc, default=str))
-            os.rename(staging, entry)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        write_entry(entry, fill)
     except (OSError, TypeError, pl.exceptions.PolarsError):
         return
     prune()
@@ -146,9 +143,4 @@ def save(
 
 def prune(limit: int = MAX_JOBS) -> None:
     """Drop the oldest saved jobs past ``limit``."""
-    try:
-        entries = [(e.stat().st_mtime, e) for e in (cache_root() / FOLDER).iterdir() if e.is_dir()]
-    except OSError:
-        return
-    for _mtime, entry in sorted(entries)[: max(0, len(entries) - limit)]:
-        shutil.rmtree(entry, ignore_errors=True)
+    prune_oldest(cache_root() / FOLDER, limit)

@@ -11,9 +11,7 @@ Failures are silent.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import orjson
 import polars as pl
 
 from .keys import cache_root, identity, key
+from .staging import prune_oldest, write_entry
 
 FOLDER = "ranks"
 MAX_SUMMARIES = 20_000
@@ -94,29 +93,21 @@ def discard(path: str, settings: dict[str, Any]) -> None:
 
 def save(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], info: dict[str, Any]) -> None:
     """Save one rank's summary (silently nothing on a read-only or full disk)."""
+
+    def fill(staging: Path) -> None:
+        for name in FRAMES:
+            frames[name].write_ipc(staging / f"{name}.arrow", compression="zstd")
+        (staging / INFO_FILE).write_bytes(orjson.dumps(info, default=str))
+
     try:
         entry = _entry(path, settings)
         if entry.exists() and load(path, settings) is not None:
             return  # a sound entry (an unsound one was just removed by load)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
-        try:
-            for name in FRAMES:
-                frames[name].write_ipc(staging / f"{name}.arrow", compression="zstd")
-            (staging / INFO_FILE).write_bytes(orjson.dumps(info, default=str))
-            os.rename(staging, entry)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        write_entry(entry, fill)
     except (OSError, TypeError, pl.exceptions.PolarsError):
         return
 
 
 def prune(limit: int = MAX_SUMMARIES) -> None:
     """Drop the oldest summaries past ``limit``."""
-    try:
-        folder = cache_root() / FOLDER
-        entries = [(e.stat().st_mtime, e) for e in folder.iterdir() if e.is_dir()]
-    except OSError:
-        return
-    for _mtime, entry in sorted(entries)[: max(0, len(entries) - limit)]:
-        shutil.rmtree(entry, ignore_errors=True)
+    prune_oldest(cache_root() / FOLDER, limit)

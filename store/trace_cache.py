@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..parsers.source import BASE_MEMORY, check_memory
 from .keys import META_FILE, cache_root
 from .keys import identity as _identity
 from .keys import key as _key
+from .staging import STAGING_PREFIX, is_staging, sweep_if_stale, write_entry
 
 EVENTS_FILE = "events.arrow"
 #: Inside an entry, one folder of views per analysis setting (``views-<hash>``).
@@ -42,10 +42,12 @@ MAX_ENTRIES = 20
 MODEL_HOST_FILE = "model-host.arrow"
 MODEL_GPU_FILE = "model-gpu.arrow"
 MODEL_FACTS_FILE = "model.json"
+#: The launching path of every operator row that launched GPU work, and the paths' text
+#: (``analysis.launch_index.LaunchIndex``): a kernel's launchers then read no host row (issue 25).
+LAUNCH_ROWS_FILE = "launch-rows.arrow"
+LAUNCH_PATHS_FILE = "launch-paths.arrow"
 #: Peak memory of a cached load per byte of the stored events (the frame, then tables from it).
 EVENTS_MEMORY_FACTOR = 3.6
-#: A staging folder older than this was left by a killed process and is swept.
-STALE_STAGING_S = 3600.0
 
 
 @dataclass
@@ -80,6 +82,17 @@ class CachedTrace:
             host, gpu = (pl.read_ipc(path, columns=pick) for path, pick in zip(stored, picks, strict=True))
             return host, gpu, (float(facts["span"][0]), float(facts["span"][1]))
         except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
+            return None
+
+    def launch_index(self, gpu_columns: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
+        """The stored launch index: ``gpu_columns`` of the model's GPU frame, the launching rows'
+        path numbers and the paths; None when absent or unreadable."""
+        try:
+            if not (self.entry / MODEL_FACTS_FILE).is_file():  # the GPU frame is the stored model's
+                return None
+            gpu = pl.read_ipc(self.entry / MODEL_GPU_FILE, columns=gpu_columns)
+            return gpu, pl.read_ipc(self.entry / LAUNCH_ROWS_FILE), pl.read_ipc(self.entry / LAUNCH_PATHS_FILE)
+        except (OSError, pl.exceptions.PolarsError):
             return None
 
     def views(self, settings: dict[str, Any]) -> SavedViews:
@@ -178,8 +191,23 @@ def store_model(path: str, host: pl.DataFrame, gpu: pl.DataFrame, span: tuple[fl
         return
 
 
+def store_launch_paths(path: str, rows: pl.DataFrame, paths: pl.DataFrame) -> None:
+    """Add the launch paths of ``path``'s stored model to its entry (if it has both); silent on failure.
+
+    The paths file is written last: they count as stored only once both files are there.
+    """
+    try:
+        entry = cache_root() / _key(_identity(path))
+        if not (entry / MODEL_FACTS_FILE).is_file() or (entry / LAUNCH_PATHS_FILE).is_file():
+            return
+        for name, frame in ((LAUNCH_ROWS_FILE, rows), (LAUNCH_PATHS_FILE, paths)):
+            _write_atomically(entry / name, lambda fh, f=frame: f.write_ipc(fh, compression="zstd"))
+    except (OSError, pl.exceptions.PolarsError):
+        return
+
+
 def _write_atomically(target: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=STAGING_PREFIX, dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -202,16 +230,16 @@ def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any]) -> None:
         entry = root / _key(identity)
         if entry.exists():
             return
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-        try:
+
+        def fill(staging: Path) -> None:
             events.write_ipc(staging / EVENTS_FILE, compression="zstd")  # smallest, and the fastest to read back
             meta = {"identity": identity, "fields": fields}
             (staging / META_FILE).write_bytes(orjson.dumps(meta, default=str))
-            os.rename(staging, entry)
+
+        try:
+            write_entry(entry, fill)
         except (OSError, TypeError):  # TypeError: metadata JSON cannot hold (an integer above 64 bits)
             return
-        finally:  # also on Ctrl+C: no half-written entry is left behind
-            shutil.rmtree(staging, ignore_errors=True)
         _prune(root, identity["path"], entry.name)
     except OSError:
         return
@@ -225,10 +253,9 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
             continue
         if not _is_entry_name(entry.name):
             continue  # another kind of folder (job summaries, extracted archives) keeps its own rules
-        if entry.name.startswith(".tmp-"):
-            if _age(entry) > STALE_STAGING_S:  # left by a process killed mid-write
-                shutil.rmtree(entry, ignore_errors=True)
-            continue  # else another process may be writing it
+        if is_staging(entry):
+            sweep_if_stale(entry)  # left by a process killed mid-write; else another may be writing it
+            continue
         try:
             meta = orjson.loads((entry / META_FILE).read_bytes())
             owner = meta["identity"]["path"]
@@ -243,13 +270,6 @@ def _prune(root: Path, trace_path: str, keep: str) -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
-def _age(path: Path) -> float:
-    try:
-        return time.time() - path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 def _is_entry_name(name: str) -> bool:
     """A trace entry (a key of 32 hex digits) or a staging folder of one."""
-    return name.startswith(".tmp-") or (len(name) == 32 and all(c in "0123456789abcdef" for c in name))
+    return name.startswith(STAGING_PREFIX) or (len(name) == 32 and all(c in "0123456789abcdef" for c in name))

@@ -53,9 +53,15 @@ def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
 
 
 def remember(profile: Profile) -> None:
-    """Save the views and the linked model: the next open reads them instead of linking again."""
+    """Save the views and the linked model: the next open reads them instead of linking again.
+
+    A trace's launch index (every launching operator row's path) is made ready first, off the UI
+    thread, so that Enter on a kernel only groups its GPU events (issue 25); it is saved too."""
     from ..profiles.loading import remember_views
 
+    if profile.is_trace and profile.available("launches"):
+        with contextlib.suppress(ProfviewError):
+            profile.launch_index  # noqa: B018 (computed or read now, kept on the profile)
     remember_views(profile, model=True)
 
 

@@ -17,6 +17,7 @@ from support import run_cli, sample
 
 import profview
 from profview.parsers.schema import EVENT_SCHEMA
+from profview.store import staging
 from profview.store import trace_cache as cache
 
 GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
@@ -81,7 +82,7 @@ def test_stale_staging_folders_are_swept(own_cache: Path, plain_trace: Path, tmp
     for folder in (stale, fresh):
         folder.mkdir()
         (folder / cache.EVENTS_FILE).write_bytes(b"half")
-    hours_ago = time.time() - 2 * cache.STALE_STAGING_S
+    hours_ago = time.time() - 2 * staging.STALE_STAGING_S
     os.utime(stale, (hours_ago, hours_ago))
     profview.load(plain_trace)  # a store prunes
     assert not stale.exists() and fresh.exists()  # a fresh one may be another process's

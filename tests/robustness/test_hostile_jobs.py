@@ -33,7 +33,7 @@ from profview.errors import ProfviewError
 from profview.jobs import archives
 from profview.jobs.inputs import MAX_RANKS, check_ranks, find_inputs
 from profview.jobs.job import Job, open_job
-from profview.store import job_summaries, rank_summaries
+from profview.store import job_summaries, rank_summaries, staging
 
 GLOO = SAMPLES / "gloo_2rank"
 PROFVIEW = [sys.executable, "-m", "profview"]
@@ -496,6 +496,28 @@ def test_14_a_wrong_typed_cache_entry_is_replaced(tmp_path: Path) -> None:
             assert again.ranks_view().equals(expected)
     healed = [json.loads((e / rank_summaries.INFO_FILE).read_text()) for e in (tmp_path / "cache" / "ranks").iterdir()]
     assert all(isinstance(d["facts"], dict) for d in healed) and len(healed) == 2
+
+
+def test_a_killed_writers_staging_folders_are_swept_from_the_job_caches(tmp_path: Path) -> None:
+    """The rank and job caches are pruned as the trace cache is: a staging folder older than an
+    hour (a writer killed mid-write) is removed, a fresh one (maybe another process's) is kept,
+    and neither counts as an entry (they used to stay for ever, and count against the limit)."""
+    cache = tmp_path / "cache"
+    hours_ago = time.time() - 2 * staging.STALE_STAGING_S
+    left = {}
+    for folder in (rank_summaries.FOLDER, job_summaries.FOLDER):
+        for age in ("stale", "fresh"):
+            path = cache / folder / f"{staging.STAGING_PREFIX}{age}"
+            path.mkdir(parents=True)
+            (path / rank_summaries.INFO_FILE).write_bytes(b"{half")
+            left[folder, age] = path
+        os.utime(left[folder, "stale"], (hours_ago, hours_ago))
+    with open_job(_job_dir(tmp_path), workers=1) as job:  # saving the ranks and the job prunes both
+        assert job.ranks_view().height == 2
+    for folder in (rank_summaries.FOLDER, job_summaries.FOLDER):
+        assert not left[folder, "stale"].exists() and left[folder, "fresh"].exists()
+        entries = [e for e in (cache / folder).iterdir() if not staging.is_staging(e)]
+        assert len(entries) == (2 if folder == rank_summaries.FOLDER else 1)
 
 
 def shutil_rmtree(path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from support import sample
+from support import run_cli, sample
 
 import profview
 from profview.parsers.schema import EVENT_SCHEMA
@@ -147,3 +147,33 @@ def test_plain_exports_do_not_store_the_model(trace: Path) -> None:
     remember_views(first)
     (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
     assert not (entry / cache.MODEL_FACTS_FILE).exists()
+
+
+def test_launch_index_is_stored_once_and_a_reopens_launchers_read_no_host_row(trace: Path) -> None:
+    """Issue 25: a drill-down export stores the launch index beside the model; a re-open's
+    launchers read it (no host row, no events, no model) and equal a fresh parse's, kernel by
+    kernel, which add up to the kernel table's calls; a damaged index is computed again."""
+    first = profview.load(trace)
+    kernels = first.kernels()["name"].to_list()
+    out = str(trace.with_name("launchers.csv"))
+    assert run_cli(["export", str(trace), "--view", "launches", "--kernel", kernels[0], "-o", out]) == 0
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    assert (entry / cache.LAUNCH_PATHS_FILE).is_file() and (entry / cache.LAUNCH_ROWS_FILE).is_file()
+    fresh = profview.load(trace, use_cache=False)
+    again = profview.load(trace)
+    for kernel, calls in first.kernels().select("name", "calls").iter_rows():
+        assert again.kernel_launches(kernel).equals(fresh.kernel_launches(kernel))
+        assert again.kernel_launches(kernel)["calls"].sum() == calls
+    assert again.launch_index_stored and not vars(again).keys() & {"model", "events"} and not again._partial_models
+    (entry / cache.LAUNCH_PATHS_FILE).write_bytes(b"not arrow")
+    damaged = profview.load(trace)
+    assert damaged.kernel_launches(kernels[0]).equals(fresh.kernel_launches(kernels[0]))
+    assert not damaged.launch_index_stored  # computed from the stored model's columns
+
+
+def test_plain_exports_do_not_store_the_launch_index(trace: Path) -> None:
+    first = profview.load(trace)
+    first.kernel_launches(first.kernels()["name"][0])  # computed, not remembered by a plain export
+    remember_views(first)
+    (entry,) = [p for p in cache.cache_root().iterdir() if p.is_dir()]
+    assert not (entry / cache.LAUNCH_PATHS_FILE).exists()

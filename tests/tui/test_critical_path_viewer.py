@@ -60,3 +60,43 @@ async def test_a_large_traces_path_is_computed_off_the_ui_thread(monkeypatch: py
             await pilot.pause(0.05)
         assert "critical path (all steps): 64% GPU compute, 34% CPU, 2% kernel-kernel gaps" in screen_text(app)
         assert "computing…" not in screen_text(app)
+
+
+async def test_c_waits_for_the_path_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25: ``c`` before the path is known does not block the viewer: the path is found by a
+    worker (here held back until the test lets it go, while the UI keeps answering), and then ``c``
+    selects the path's first event, as when the path was ready (HTA's witness above)."""
+    import threading
+
+    from profview.tui.main import overview
+
+    monkeypatch.setattr(overview, "PATH_ON_THE_SPOT", 0)  # the Overview's own worker, not the UI thread
+    fresh = profview.load(sample(GPT2), use_cache=False)
+    release = threading.Event()
+    compute = fresh._compute_step_paths
+
+    def held_back(*args, **kwargs):  # type: ignore[no-untyped-def]
+        release.wait(10)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(fresh, "_compute_step_paths", held_back)
+    app = ProfviewApp(str(sample(GPT2)), no_cache=True, profile=fresh)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(pilot, app, path=False)  # the path is held back: not waited for
+        timeline = await open_timeline(pilot, app)
+        await pilot.press("c")
+        await pilot.pause(0.1)
+        assert timeline.path is None and timeline.finding_path  # asked, not waited for
+        inspecting = timeline.inspecting
+        await pilot.press("i")  # the viewer still answers keys
+        assert timeline.inspecting is not inspecting
+        await pilot.press("i")
+        release.set()
+        for _ in range(200):
+            if timeline.path is not None:
+                break
+            await pilot.pause(0.05)
+        lane, position = timeline.selected_event()
+        events = timeline.lanes.lanes[lane]
+        assert timeline.lanes.names[int(events.names[position])] == "cudaStreamIsCapturing"
+        assert not timeline.finding_path

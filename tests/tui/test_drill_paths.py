@@ -25,9 +25,11 @@ from profview.tui.drill.worker import DrillProgress
 from profview.tui.job.app import JobApp
 from profview.tui.job.screen import JobScreen
 from profview.tui.main.screen import MainScreen
+from profview.tui.widgets.table_view import FrameView
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 DLRM = "param_dlrm_8rank_v100.tar.gz"
+QWEN = "tracelens_h100_qwen1.5-0.5b.json.gz"
 
 
 async def until(pilot, done: Callable[[], bool], seconds: float = 20.0) -> None:  # type: ignore[no-untyped-def]
@@ -68,6 +70,31 @@ async def test_one_trace_a_kernel_drills_into_its_launch_paths() -> None:
         assert isinstance(drill, DrillScreen) and drill.view == "kernel_launches"
         name = drill.path[-1].removeprefix("kernel ")
         assert int(drill.frame["calls"].sum()) == kernel_count(raw_events(RESNET), name) > 0
+
+
+async def test_enter_on_a_decode_loops_gemm_shows_the_launchers_of_the_precomputed_index() -> None:
+    """Issue 25: the viewer computes every launching row's path once, after linking (the launch
+    index); Enter on the most launched GEMM of a decode loop shows what the per-kernel computation
+    gives, and its launches add up to the trace's kernel events (counted with the standard library)."""
+    from profview.analysis.launches import kernel_launches
+
+    app = viewer(QWEN)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        await until(pilot, lambda: not app.threads.busy())  # the load's last part: the index made
+        profile = app.profile
+        assert profile is not None and "launch_index" in vars(profile)
+        await pilot.press("2")
+        await pilot.pause()
+        view = next(v for v in app.screen.query(FrameView) if v.view == "kernels")
+        gemm = profile.kernels().sort("calls", descending=True)["name"][0]
+        view.table.move_cursor(row=view.displayed["name"].to_list().index(gemm), column=0)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.path[-1] == f"kernel {gemm}"
+        assert drill.frame.equals(kernel_launches(profile.model, gemm))
+        assert int(drill.frame["calls"].sum()) == kernel_count(raw_events(QWEN), gemm) == 241
 
 
 async def test_a_rank_of_a_job_drills_down(job) -> None:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ from profview.tui.widgets.message_line import MessageLine
 from profview.tui.widgets.row_cursor import RowCursorTable
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
+GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
 
 
 def kernels() -> list[dict]:
@@ -326,3 +327,21 @@ async def test_steps_of_a_trace_without_steps_name_the_whole_trace_uncut_at_80x2
         row = next(line for line in text.splitlines() if line.strip().startswith("whole "))
         assert f"{span_ms:.3f} ms" in row  # its one row spans the raw events
         assert "(whole tra " not in text
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("size", "form"), [((80, 24), "step 2 only (a: all steps)"), ((200, 50), "drill-downs")])
+async def test_a_chosen_steps_context_line_and_its_notice_both_fit(size: tuple[int, int], form: str) -> None:
+    """Enter on a step: the header's context line names it and the message line says "now: step 2";
+    at 80 columns the context line takes its short form, so the notice no longer cuts it (it read
+    "…(Steps: a =  now: step 2"); at 200 the long form, naming what the step narrows."""
+    app = viewer(GPT2)
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("4", "enter")
+        await pilot.pause()
+        header = screen_text(app).splitlines()[1]
+        assert form in header and header.rstrip().endswith("now: step 2")
+        context = app.screen.query_one("#context")
+        line = app.screen.query_one(MessageLine)
+        assert cell_len(str(context.render()).rstrip()) < line.region.x  # side by side, not over each other

@@ -74,6 +74,9 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     return tabs
 
 
+#: Columns the header's context line leaves for a notice of the message line ("now: step 12").
+NOTICE_ROOM = 18
+
 class MainScreen(Screen[None]):
     """The four views of one profile."""
 
@@ -234,8 +237,6 @@ class MainScreen(Screen[None]):
     def update_header(self) -> None:
         self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
         context = []
-        if self.step is not None:
-            context.append(f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)")
         if self.by_shape["kernels"]:
             context.append("kernels by launch shape")
         if self.by_shape["ops"]:
@@ -243,6 +244,13 @@ class MainScreen(Screen[None]):
         phrase = self.path_phrase()
         if phrase:
             context.append(phrase)
+        if self.step is not None:
+            # The long form names what a step narrows; where it would not fit beside a notice of the
+            # message line (80 columns), the short one.
+            full = f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)"
+            short = f"step {self.step} only (a: all steps)"
+            fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
+            context.insert(0, full if fits else short)
         self.query_one("#context", Static).update(Text(" · ".join(context) or "all steps", style="dim"))
 
     def show(self, pane: str) -> None:

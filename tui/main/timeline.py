@@ -10,6 +10,7 @@ critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter op
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import numpy as np
@@ -143,6 +144,7 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self._inspected: dict[tuple[int, int], object] = {}
         #: After ``c``: the critical path's events (lane, position), by start, and a mask per lane.
         self.path: list[tuple[int, int]] | None = None
+        self.finding_path = False  # the path is being found off the UI thread (``c`` pressed)
         self.on_path: dict[int, np.ndarray] = {}
 
     def first_gpu_lane(self) -> int:
@@ -429,7 +431,14 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
     def action_critical_path(self, delta: int) -> None:
         """c / C: mark the critical path of every step and select its next / previous event (after
-        or before the selected one, else the first starting in or after / before the cursor's cell)."""
+        or before the selected one, else the first starting in or after / before the cursor's cell).
+        A path not computed yet is found off the UI thread first (issue 25: no wait on a key)."""
+        if self.path is None and not self.profile.has_step_paths():
+            if not self.finding_path:
+                self.finding_path = True
+                self.notify("finding the critical path of every step…", timeout=3)
+                self.find_path(delta)
+            return
         if self.path is None and not self.mark_path():
             return
         path = self.path or []
@@ -445,6 +454,17 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             index = int(np.searchsorted(starts, at, side="left"))
             index = index if delta > 0 else index - 1
         self.select(*path[int(np.clip(index, 0, len(path) - 1))])
+
+    @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
+    def find_path(self, delta: int) -> None:
+        """The critical path of every step (a worker); then ``c``/``C`` goes on where it was asked."""
+        with contextlib.suppress(ProfviewError):  # a trace with no path: said when it is marked
+            self.profile.step_paths()
+        self.app.call_from_thread(self.path_found, delta)
+
+    def path_found(self, delta: int) -> None:
+        self.finding_path = False
+        self.action_critical_path(delta)
 
     def mark_path(self) -> bool:
         """Find the events on the critical paths (once) and mark them on their lanes."""
