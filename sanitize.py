@@ -40,6 +40,7 @@ def clean_column(column: str) -> pl.Expr:
 
     return (
         pl.col(column)
+        .cast(pl.String)  # a Categorical column is text too
         .str.replace_all("\x1b", "␛", literal=True)
         .str.replace_all(_UNSAFE.pattern, "\ufffd")
     )

@@ -50,7 +50,7 @@ def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """The frame as cells: text made inert, floats with 3 decimals (the nanosecond)."""
     exprs: list[pl.Expr | pl.Series] = []
     for column, dtype in frame.schema.items():
-        if dtype == pl.String:
+        if dtype in (pl.String, pl.Categorical):  # Categorical: the events' repeated text (input_dims)
             exprs.append(clean_column(column))
         elif column in PERCENT_COLUMNS and dtype.is_numeric():
             exprs.append(percent_or_dash(frame[column]))
