@@ -24,4 +24,4 @@ export PYTHONPATH="$work" PROFVIEW_CACHE_DIR="$work/cache"
 "$python" -c "import profview._fastscan as m, profview._calltree as c, sys; \
 assert m.__file__.startswith('$work') and c.__file__.startswith('$work'), m.__file__; print('sanitized:', m.__file__)"
 "$python" -m pytest -q -p no:cacheprovider profview/tests/parsers/test_fast_scanner.py profview/tests/parsers/test_differential_fuzz.py \
-    profview/tests/parsers/test_chunked_reading.py
+    profview/tests/parsers/test_chunked_reading.py profview/tests/parsers/test_categorical_frame.py
