@@ -67,41 +67,74 @@ HOST_COLUMNS = (
 
 def build_model(events: pl.DataFrame, gpu: pl.DataFrame | None = None) -> TraceModel:
     """Sort, nest and link the events of one trace (``gpu``: :func:`gpu_work`, if already made)."""
-    # Three layers per thread, each nested on its own: operators with the runtime calls they make,
-    # Python frames, and async collective annotations (never nested).  Operators and frames
-    # interleave (a frame that calls prof.step() outlives the ProfilerStep range), so Python
-    # stacks are looked up by time, not by nesting.  The operator layer is nested twice when some
-    # calls belong under the main thread (:func:`stray_calls`), as torch's key_averages nests them.
     gpu = gpu_work(events) if gpu is None else gpu
-    layer = (
-        pl.when(pl.col("kind") == "python_function")
-        .then(PYTHON_LAYER)
-        .when((pl.col("kind") == "user_annotation") & pl.col("name").str.contains(ASYNC_ANNOTATION))
-        .then(ASYNC_LAYER)
-        .otherwise(OP_LAYER)
-        .cast(pl.Int8)
-    )
-    host, tree = _nest(_gather_host(events, _host_order(events, layer), layer))
-    stray = stray_calls(host, tree, gpu)
-    if stray is not None:
-        # Sorted again with the moved calls on the main thread (their nest_pid/nest_tid), by
-        # (layer-thread number, ts, -dur, file order), and gathered from the events again.
-        moved, main = stray
-        thread = thread_index(host).copy()
-        thread[moved] = thread[main]
-        keys = host.select("_at", "ts", "dur", pl.Series("_thread", thread), pl.Series("_moved", moved))
-        nest = {"nest_pid": host["pid"][main], "nest_tid": host["tid"][main]}
-        del host  # the first host frame is let go before the second one is gathered
-        order = keys.sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])
-        host, tree = _nest(_gather_host(events, order["_at"], layer, order["_moved"], nest))
-    gpu = _attribute_gpu_work(gpu, host.drop("_at"), tree)
-    host = host.drop("_at")
+    return link_model(nest_host(events), gpu)
+
+
+@dataclass
+class NestedHost:
+    """The first stage of :func:`build_model`, the only one that reads the events: the host frame
+    sorted (with ``_at``, each row's position in the events) and the trace's span.  A caller that
+    holds the events for nothing else lets them go before :func:`link_model`, which nests it."""
+
+    host: pl.DataFrame
+    span_start: float
+    span_end: float
+
+
+#: The event columns :func:`nest_host` reads (a caller may hand it only these, and let the rest go).
+NEST_COLUMNS = tuple(dict.fromkeys(("ph", *HOST_COLUMNS)))
+
+#: Each host event's layer: operators with the runtime calls they make, Python frames, and async
+#: collective annotations (never nested).
+_LAYER = (
+    pl.when(pl.col("kind") == "python_function")
+    .then(PYTHON_LAYER)
+    .when((pl.col("kind") == "user_annotation") & pl.col("name").str.contains(ASYNC_ANNOTATION))
+    .then(ASYNC_LAYER)
+    .otherwise(OP_LAYER)
+    .cast(pl.Int8)
+)
+
+
+def nest_host(events: pl.DataFrame) -> NestedHost:
+    """The host events of a trace (``events``: at least :data:`NEST_COLUMNS`), sorted by (layer,
+    pid, tid, ts, -dur, file order), for :func:`link_model` to nest per layer and thread (each layer
+    nests on its own: operators and Python frames interleave, a frame that calls prof.step()
+    outliving the ProfilerStep range, so Python stacks are looked up by time, not by nesting)."""
+    host = _gather_host(events, _host_order(events, _LAYER), _LAYER)
     in_span = COMPLETE & ~pl.col("kind").is_in(["other", "overhead"])
     span = events.select(
         pl.col("ts").filter(in_span).min().alias("start"),
         (pl.col("ts") + pl.col("dur").clip(lower_bound=0.0)).filter(in_span).max().alias("end"),
     ).row(0)
-    return TraceModel(host, gpu, tree, float(span[0] or 0.0), float(span[1] or 0.0))
+    return NestedHost(host, float(span[0] or 0.0), float(span[1] or 0.0))
+
+
+def link_model(nested: NestedHost, gpu: pl.DataFrame) -> TraceModel:
+    """The model from :func:`nest_host`'s stage and the GPU work (:func:`gpu_work`): the operator
+    layer nested again when some calls belong under the main thread (:func:`stray_calls`), as
+    torch's key_averages nests them, and each GPU event linked to its launch and operator."""
+    host, tree = _nest(nested.host)
+    stray = stray_calls(host, tree, gpu)
+    if stray is not None:
+        # Sorted again with the moved calls on the main thread (their nest_pid/nest_tid), by
+        # (layer-thread number, ts, -dur, file order).
+        moved, main = stray
+        thread = thread_index(host).copy()
+        thread[moved] = thread[main]
+        nest = {
+            key: pl.when(pl.Series(moved)).then(pl.lit(host[key[5:]][main])).otherwise(pl.col(key)).alias(key)
+            for key in ("nest_pid", "nest_tid")
+        }
+        host = (
+            host.with_columns(*nest.values(), pl.Series("_thread", thread))
+            .sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])
+            .drop("_thread", "row", "end", "is_op")
+        )
+        host, tree = _nest(host)
+    host = host.drop("_at")
+    return TraceModel(host, _attribute_gpu_work(gpu, host, tree), tree, nested.span_start, nested.span_end)
 
 
 #: Columns that carry the call tree when a model is stored as frames (see :func:`model_frames`).
@@ -126,41 +159,31 @@ def _host_order(events: pl.DataFrame, layer: pl.Expr) -> pl.Series:
     order): found on the sort keys alone, the (layer, pid, tid) triples numbered in their own order
     first, so the long sort compares numbers, not strings."""
     keys = ["layer", "pid", "tid"]
-    candidates = events.select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"),
-        layer.alias("layer"),
-        "pid",
-        "tid",
-        "ts",
-        pl.col("dur").clip(lower_bound=0.0),
-        (pl.col("kind").is_in(HOST_KINDS) & COMPLETE).alias("_host"),
-    ).filter("_host")
+    candidates = (  # lazily: the filter runs before the columns are taken, so only host rows are held
+        events.lazy()
+        .with_row_index("_at")
+        .filter(pl.col("kind").is_in(HOST_KINDS) & COMPLETE)
+        .select("_at", layer.alias("layer"), "pid", "tid", "ts", pl.col("dur").clip(lower_bound=0.0))
+        .collect()
+    )
     threads = (
         candidates.select(keys)
         .unique()
         .sort(keys, nulls_last=False)
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int32).alias("_thread"))
     )
-    numbered = candidates.join(threads, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    return numbered.sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])["_at"]
+    # Only the thread number is joined on and only the positions are sorted: no copy of the candidates.
+    thread = candidates.select(keys).join(threads, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    candidates = candidates.with_columns(thread["_thread"])
+    by = pl.arg_sort_by(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])
+    order: pl.Series = candidates["_at"].gather(candidates.select(by).to_series())
+    return order
 
 
-def _gather_host(
-    events: pl.DataFrame,
-    order: pl.Series,
-    layer: pl.Expr,
-    moved: pl.Series | None = None,
-    nest: dict[str, object] | None = None,
-) -> pl.DataFrame:
+def _gather_host(events: pl.DataFrame, order: pl.Series, layer: pl.Expr) -> pl.DataFrame:
     """The host frame: :data:`HOST_COLUMNS` of the events at ``order`` (gathered once, so no
-    unsorted copy is held beside it) with ``is_python``, ``layer``, ``nest_pid``/``nest_tid`` (``nest``'s
-    values on the ``moved`` rows) and ``_at``, the event's position."""
-    nested = [pl.col("pid").alias("nest_pid"), pl.col("tid").alias("nest_tid")]
-    if moved is not None and nest is not None:
-        nested = [
-            pl.when(moved).then(pl.lit(value)).otherwise(pl.col(key.removeprefix("nest_"))).alias(key)
-            for key, value in nest.items()
-        ]
+    unsorted copy is held beside it) with ``is_python``, ``layer``, ``nest_pid``/``nest_tid`` and
+    ``_at``, the event's position."""
     return (
         events.select(HOST_COLUMNS)
         .gather(order)
@@ -168,7 +191,8 @@ def _gather_host(
             pl.col("dur").clip(lower_bound=0.0),
             (pl.col("kind") == "python_function").alias("is_python"),
             layer.alias("layer"),
-            *nested,
+            pl.col("pid").alias("nest_pid"),
+            pl.col("tid").alias("nest_tid"),
             order.alias("_at"),
         )
     )

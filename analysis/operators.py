@@ -10,6 +10,25 @@ from ..frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_na
 from .calltree import fold_same_name
 from .model import ASYNC_LAYER, OP_LAYER, TraceModel
 
+#: The host columns an operator row keeps (what the operator, efficiency and step views read):
+#: the rest of the host frame (links, stacks, nesting threads) is not copied with the rows.
+OPERATOR_ROW_COLUMNS = (
+    "row",
+    "kind",
+    "name",
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "end",
+    "is_op",
+    "layer",
+    "input_dims",
+    "input_type",
+    "concrete_inputs",
+    "flops",
+)
+
 
 def operator_rows(model: TraceModel) -> pl.DataFrame:
     """One row per operator call, runtime/driver call and overhead range (host row), times in µs.
@@ -46,7 +65,8 @@ def operator_rows(model: TraceModel) -> pl.DataFrame:
     # An async annotation is nobody's parent: torch gives it no self time (its span is the
     # collective's, and the calls inside it are their caller's children), so self times add up.
     self_time = np.where(host["layer"].to_numpy() == ASYNC_LAYER, 0.0, np.clip(durations - child_time, 0.0, None))
-    rows = host.with_columns(
+    rows = host.select(
+        *OPERATOR_ROW_COLUMNS,
         pl.Series("host_self_us", self_time),
         pl.col("dur").alias("host_total_us"),
         pl.Series("device_self_us", device_self),

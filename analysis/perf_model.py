@@ -479,7 +479,8 @@ def kernel_tflops(gpu: pl.DataFrame) -> pl.DataFrame:
     ``model_flops`` column); null for a kernel no modelled call launched."""
     known = pl.col("model_flops").is_not_null()
     return (
-        gpu.filter(pl.col("kind") == "kernel")
+        gpu.lazy()  # only the four columns it reads are filtered, not every column of the GPU frame
+        .filter(pl.col("kind") == "kernel")
         .group_by("name")
         .agg(
             pl.col("model_flops").filter(known).sum().alias("flops"),
@@ -490,6 +491,7 @@ def kernel_tflops(gpu: pl.DataFrame) -> pl.DataFrame:
             "name",
             pl.when(pl.col("known") & (pl.col("us") > 0)).then(pl.col("flops") / pl.col("us") / 1e6).alias("tflops_s"),
         )
+        .collect()
     )
 
 

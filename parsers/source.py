@@ -31,6 +31,14 @@ if TYPE_CHECKING:
 ALLOCATOR_CONF = "dirty_decay_ms:50,muzzy_decay_ms:0"
 #: Under an address-space limit: freed address space returned at once (see economise_address_space).
 LIMITED_ALLOCATOR_CONF = "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0"
+#: For a large trace, every page freed goes back at once: the cold kernel export of a 1 GB trace
+#: peaks 6-10% lower (0.94x the JSON instead of 1.0-1.05x in the one-line layout) for 10-20% more
+#: time, where a 172 MB trace would pay 9% for memory it does not need (issue 25).
+LARGE_TRACE_ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+#: A trace whose JSON is at least this large (a gzip file: :data:`GZIP_RATIO_GUESS` times its size)
+#: is read with :data:`LARGE_TRACE_ALLOCATOR_CONF`.
+LARGE_TRACE_BYTES = 512 * 2**20
+GZIP_RATIO_GUESS = 8
 GZIP_MAGIC = b"\x1f\x8b"
 SALVAGE_PIECE = 64 * 1024
 #: Peak memory of a load read whole (a pipe, or a document only the whole-document code can
@@ -150,6 +158,23 @@ def _gunzip_partial(raw: bytes | bytearray, path: str) -> tuple[bytearray, str |
         if len(out) > 2 * len(raw) * 8 + (64 << 20):  # check now and then, not per piece
             check_memory(path, _needed(len(out), raw))
     return out, problem
+
+
+def tune_allocator_for(path: str) -> None:
+    """Before Polars loads: a large trace (:data:`LARGE_TRACE_BYTES`) is read with
+    :data:`LARGE_TRACE_ALLOCATOR_CONF` instead of profview's default, unless the user set their own."""
+    import sys
+
+    if "polars" in sys.modules or os.environ.get("_RJEM_MALLOC_CONF") != ALLOCATOR_CONF:
+        return
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            gzipped = fh.read(2) == GZIP_MAGIC
+    except OSError:
+        return
+    if size * (GZIP_RATIO_GUESS if gzipped else 1) >= LARGE_TRACE_BYTES:
+        os.environ["_RJEM_MALLOC_CONF"] = LARGE_TRACE_ALLOCATOR_CONF
 
 
 def economise_address_space() -> None:

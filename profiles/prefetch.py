@@ -69,6 +69,9 @@ def start(path: str, *, use_cache: bool = True) -> None:
     stamp = _stamp(name)
     if stamp is None or not os.path.isfile(name) or (use_cache and has_entry(name)) or _memory_limited():
         return
+    from ..parsers.source import tune_allocator_for
+
+    tune_allocator_for(name)  # before Polars loads: its allocator reads the setting once
     with _lock:
         if name not in _reads:
             _reads[name] = _Read(name, stamp)

@@ -129,14 +129,15 @@ class Profile:
             if model is not None:
                 self.model_stored = True
                 return model
-        events = self._trace_events()
-        from ..analysis.model import build_model
+        from ..analysis.model import NEST_COLUMNS, link_model, nest_host
 
-        model = build_model(events, self.gpu)
-        del events
+        gpu = self.gpu
+        host_events = self._trace_events().select(NEST_COLUMNS)  # the same buffers, not a copy
         if self.release_events_after_link:
-            self.release_events()
-        return model
+            self.release_events()  # the other columns go now, the host events once sorted
+        nested = nest_host(host_events)  # the one stage that reads the events
+        del host_events
+        return link_model(nested, gpu)
 
     def release_events(self) -> None:
         """Let the held events frame go, if it can be read again (:attr:`reread_events`)."""
@@ -616,13 +617,15 @@ class Profile:
 
         def compute() -> pl.DataFrame:
             return (
-                self._categorized.filter(pl.col("kind") == "kernel")
+                self._categorized.lazy()  # the four columns it reads, not a copy of every column
+                .filter(pl.col("kind") == "kernel")
                 .group_by("name", "category")
                 .agg(pl.col("dur").sum())
                 .sort(["name", "dur", "category"], descending=[False, True, False])
                 .group_by("name", maintain_order=True)
                 .first()
                 .select("name", "category")
+                .collect()
             )
 
         return self._trace_only("kernel_categories", "no kernels in this trace", compute)
