@@ -123,12 +123,12 @@ def link_model(nested: NestedHost, gpu: pl.DataFrame) -> TraceModel:
         moved, main = stray
         thread = thread_index(host).copy()
         thread[moved] = thread[main]
-        nest = {
-            key: pl.when(pl.Series(moved)).then(pl.lit(host[key[5:]][main])).otherwise(pl.col(key)).alias(key)
-            for key in ("nest_pid", "nest_tid")
-        }
+        on_main = [
+            pl.when(pl.Series(moved)).then(pl.lit(host[column][main])).otherwise(pl.col(nested_on)).alias(nested_on)
+            for nested_on, column in (("nest_pid", "pid"), ("nest_tid", "tid"))
+        ]
         host = (
-            host.with_columns(*nest.values(), pl.Series("_thread", thread))
+            host.with_columns(*on_main, pl.Series("_thread", thread))
             .sort(["_thread", "ts", "dur", "_at"], descending=[False, False, True, False])
             .drop("_thread", "row", "end", "is_op")
         )

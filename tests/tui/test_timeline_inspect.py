@@ -9,25 +9,12 @@ import re
 import pytest
 from pilot import screen_text, type_text, wait_loaded
 from support import ROOT, loaded, raw_events, viewer
+from test_timeline import GPU_CATS, HOST_CATS, open_timeline
 
 from profview.tui.app import ProfviewApp
 from profview.tui.drill.screen import DrillScreen
-from profview.tui.main.timeline import TraceTimeline
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead")
-
-
-async def open_timeline(pilot, app) -> TraceTimeline:  # type: ignore[no-untyped-def]
-    await pilot.press("7")
-    for _ in range(200):
-        found = app.screen.query(TraceTimeline)
-        if found:
-            await pilot.pause()
-            return found.first()
-        await pilot.pause(0.05)
-    raise AssertionError("the timeline was not built")
 
 
 def union_us(intervals: list[tuple[float, float]]) -> float:

@@ -10,7 +10,6 @@ critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter op
 
 from __future__ import annotations
 
-import contextlib
 import re
 
 import numpy as np
@@ -35,6 +34,7 @@ from ..widgets import time_window
 from ..widgets.text_fit import cap_lines
 from ..widgets.zoom_pan import ZoomPan
 from .inspector import kernel_lines, op_lines
+from .overview import compute_path
 
 LABEL = 12
 #: (character, colour) per lane kind and event style (see Lane.style).
@@ -457,9 +457,9 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
     @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
     def find_path(self, delta: int) -> None:
-        """The critical path of every step (a worker); then ``c``/``C`` goes on where it was asked."""
-        with contextlib.suppress(ProfviewError):  # a trace with no path: said when it is marked
-            self.profile.step_paths()
+        """The critical path of every step (a worker, as the Overview's); then ``c``/``C`` goes on
+        where it was asked (a trace with no path: said when it is marked)."""
+        compute_path(self.profile)
         self.app.call_from_thread(self.path_found, delta)
 
     def path_found(self, delta: int) -> None:
