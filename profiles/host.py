@@ -1,0 +1,65 @@
+"""What the view mixins of a profile use of the rest of it, as a Protocol: their type-checking base.
+
+:class:`~profview.profiles.trace_profile.Profile` is its core (fields, events, the linked model,
+the default views) and one mixin per group of views (memory and modules, the timeline and the
+critical path, one step, efficiency).  Each mixin subclasses :class:`ProfileHost` for the type
+checker only (at run time its base is ``object``), so the checker sees both sides: what a mixin
+reads and calls here, the core or another mixin must provide, or ``Profile()`` is abstract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from ..analysis.model import TraceModel
+    from ..store.trace_cache import SavedViews
+
+
+class ProfileHost(Protocol):
+    """A profile as its view mixins see it."""
+
+    path: str
+    format: str
+    metadata: dict[str, Any]
+    saved: SavedViews | None
+    fresh_facts: dict[str, Any]
+    _facts: dict[str, Any]
+
+    @property
+    def is_trace(self) -> bool: ...
+
+    @property
+    def model(self) -> TraceModel: ...
+
+    @property
+    def gpu(self) -> pl.DataFrame: ...
+
+    @property
+    def span_start(self) -> float: ...
+
+    @property
+    def comm_pattern(self) -> str | None: ...
+
+    @property
+    def _operator_rows(self) -> pl.DataFrame: ...
+
+    def _trace_events(self) -> pl.DataFrame: ...
+
+    def _require(self, view: str) -> pl.DataFrame | None: ...
+
+    def _default_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame: ...
+
+    def _trace_only(self, view: str, why: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame: ...
+
+    def steps(self) -> pl.DataFrame: ...
+
+    # one step (step_views.StepViews), which the other view groups narrow to
+    def step_numbers(self) -> list[int]: ...
+
+    def step_model(self, step: int | None) -> TraceModel: ...
+
+    def _step_mask(self, step: int) -> pl.Series: ...

@@ -1,0 +1,107 @@
+"""Issue 15: a profile's memory and module views: allocator events, memory per operator and the
+peak per device, GPU time by ``nn.Module`` path and by Python source line, and the GPU work under
+one module or source line.  A mixin of :class:`~profview.profiles.trace_profile.Profile`; every
+figure comes from :mod:`profview.analysis.memory` and :mod:`profview.analysis.modules`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ..errors import ProfviewError
+
+if TYPE_CHECKING:
+    from .host import ProfileHost
+else:
+    ProfileHost = object  # the Protocol is the type checker's base only
+
+#: Why a trace has no memory / modules / sources view.
+NO_MEMORY = "no memory events in this trace (record with torch.profiler.profile(profile_memory=True))"
+NO_MODULES = "no nn.Module frames in this trace (record with with_stack=True or with_modules=True)"
+NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
+
+
+class MemoryViews(ProfileHost):
+    """Memory, modules and sources (issue 15)."""
+
+    def memory(self) -> pl.DataFrame:
+        """One row per allocator event (see :func:`profview.analysis.memory.memory_events`)."""
+        from ..analysis.memory import memory_events
+
+        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self._trace_events()))
+
+    def memory_ops(self) -> pl.DataFrame:
+        """Memory per operator and device (see :func:`profview.analysis.memory.memory_ops`)."""
+        from ..analysis.memory import memory_ops
+
+        return self._trace_only("memory_ops", NO_MEMORY, lambda: memory_ops(self.memory()))
+
+    def memory_peaks(self) -> pl.DataFrame:
+        """The peak per device (see :func:`profview.analysis.memory.memory_peaks`)."""
+        from ..analysis.memory import memory_peaks
+
+        return self._trace_only("memory_peaks", NO_MEMORY, lambda: memory_peaks(self.memory()))
+
+    @cached_property
+    def _launch_frames(self) -> Any:
+        from ..analysis.modules import launch_frames
+
+        return launch_frames(self.model)
+
+    @cached_property
+    def _gpu_attribution(self) -> pl.DataFrame:
+        from ..analysis.modules import gpu_attribution
+
+        return gpu_attribution(self.model, self._launch_frames)
+
+    @cached_property
+    def _gpu_modules(self) -> pl.Series:
+        return self._gpu_attribution["module"]
+
+    def modules(self) -> pl.DataFrame:
+        """GPU time by module path (see :func:`profview.analysis.modules.module_table`)."""
+        from ..analysis.modules import has_modules, module_table
+
+        def compute() -> pl.DataFrame:
+            if not has_modules(self.model):
+                return pl.DataFrame()
+            return module_table(self.model, self._gpu_attribution)
+
+        return self._trace_only("modules", NO_MODULES, compute)
+
+    def module_kernels(self, path: str, step: int | None = None) -> pl.DataFrame:
+        """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""
+        from ..analysis.modules import module_kernels
+
+        if path not in set(self.modules()["path"].to_list()):
+            raise ProfviewError(self.path, f"no module {path!r}")
+        if step is None:
+            return module_kernels(self.model, self._gpu_modules, path)
+        mask = self._step_mask(step)
+        return module_kernels(self.step_model(step), self._gpu_modules.filter(mask), path)
+
+    def source_kernels(self, name: str, step: int | None = None) -> pl.DataFrame:
+        """The GPU work launched while source line ``name`` (as the sources view shows it) was open
+        (``step``: in that step)."""
+        from ..analysis.modules import source_kernels
+
+        if name not in set(self.sources()["name"].to_list()):
+            raise ProfviewError(self.path, f"no source line {name!r}")
+        if step is None:
+            return source_kernels(self.model, self._launch_frames, name)
+        mask = self._step_mask(step).to_numpy()  # the frames are per GPU row: narrow both together
+        return source_kernels(self.step_model(step), self._launch_frames[mask], name)
+
+    def sources(self) -> pl.DataFrame:
+        """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
+        from ..analysis.modules import source_table
+
+        def compute() -> pl.DataFrame:
+            if not self.model.host["is_python"].any():
+                return pl.DataFrame()
+            return source_table(self.model, self._launch_frames)
+
+        return self._trace_only("sources", NO_SOURCES, compute)

@@ -1,0 +1,147 @@
+"""Issues 15 and 26: a profile's timeline and critical path: GPU idle time and gaps per step, the
+timeline's lanes, each step's critical path (its bound kinds, its events, per name its time on it)
+and what-if scalings of it.  A mixin of :class:`~profview.profiles.trace_profile.Profile`; every
+figure comes from :mod:`profview.analysis` (gaps, lanes, critical_path, what_if).
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ..errors import ProfviewError
+
+if TYPE_CHECKING:
+    from ..analysis.critical_path_frames import StepPaths
+    from .host import ProfileHost
+else:
+    ProfileHost = object  # the Protocol is the type checker's base only
+
+#: Computing a critical path is done once, by whichever thread asks first (a viewer's workers
+#: may ask for the same path at once: the others wait for it instead of computing it again).
+_PATH_LOCK = threading.Lock()
+#: Why a trace has no critical path (issue 26).
+NO_RUNTIME = (
+    "no runtime launch events link the GPU work to the host in this trace (the critical path needs "
+    "cuda_runtime/cuda_driver events with correlation ids: record with ProfilerActivity.CPU and CUDA)"
+)
+
+
+class PathViews(ProfileHost):
+    """The timeline (issue 15) and the critical path (issue 26)."""
+
+    # -- the timeline (issue 15) ------------------------------------------------------------------
+    @cached_property
+    def _idle(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        from ..analysis.gaps import idle_gaps
+
+        return idle_gaps(self.model, self.model_communication())
+
+    def model_communication(self) -> pl.Series:
+        """Per ``model.gpu`` row, its communication backend (null: not communication)."""
+        from ..analysis.communication import classify_communication
+
+        backend = (self.metadata.get("distributedInfo") or {}).get("backend")
+        frame = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
+        return frame["backend"]
+
+    def gpu_idle(self) -> pl.DataFrame:
+        """Per step: GPU busy, compute, communication and their overlap, idle time by likely cause
+        (see :func:`profview.analysis.gaps.idle_gaps`)."""
+        return self._trace_only("gpu_idle", "no GPU work in this trace", lambda: self._idle[0])
+
+    def gaps(self) -> pl.DataFrame:
+        """The GPU's idle gaps, one row each, with their likely cause."""
+        return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
+
+    def timeline_lanes(self) -> Any:
+        """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
+        if "lanes" not in self._facts:
+            from ..analysis.lanes import build_lanes
+
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no timeline")
+            self._facts["lanes"] = build_lanes(self.model, self.model_communication())
+        return self._facts["lanes"]
+
+    # -- the critical path (issue 26) ----------------------------------------------------------------
+    def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
+        """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
+        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each (and so is the
+        reason a trace has none)."""
+        key = f"critical_path:{rules}:{step}"
+        if key not in self._facts:
+            with _PATH_LOCK:
+                if key not in self._facts:
+                    try:
+                        self._facts[key] = self._compute_step_paths(step, rules)
+                    except ProfviewError as exc:
+                        self._facts[key] = exc
+        found = self._facts[key]
+        if isinstance(found, ProfviewError):
+            raise found
+        paths: StepPaths = found
+        return paths
+
+    def _compute_step_paths(self, step: int | None, rules: str) -> StepPaths:
+        from ..analysis.critical_path import RULES
+        from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
+        if rules not in RULES:
+            raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+        if self.model.gpu.height and not has_runtime(self.model):
+            raise ProfviewError(self.path, NO_RUNTIME)
+        if step is not None and step not in step_ranges(self.model)["step"].to_list():
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        comm = self.model_communication().is_not_null().to_numpy()
+        try:
+            return step_paths(self.model, RULES[rules], comm, step=step)
+        except ValueError as exc:  # a dependency cycle: events out of order in the trace
+            raise ProfviewError(self.path, f"no critical path: {exc}") from None
+
+    def has_step_paths(self, step: int | None = None, rules: str = "profview") -> bool:
+        """Whether :meth:`step_paths` has been computed, or found there is none (a viewer shows
+        either without waiting)."""
+        return f"critical_path:{rules}:{step}" in self._facts
+
+    def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per step and bound kind, its µs on the critical path (see
+        :func:`profview.analysis.critical_path_frames.path_frame`)."""
+        from ..analysis.critical_path_frames import path_frame
+
+        return path_frame(self.step_paths(step, rules))
+
+    def critical_path_events(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The events on each step's critical path, in order."""
+        from ..analysis.critical_path_frames import events_frame
+
+        return events_frame(self.step_paths(step, rules))
+
+    def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """Per operator and kernel name, its time on the critical path beside its total (computed
+        once per step and rules: the viewer's on-path column reads it on every redraw)."""
+        from ..analysis.critical_path_frames import names_frame
+
+        key = f"critical_path_names:{rules}:{step}"
+        if key not in self._facts:
+            self._facts[key] = names_frame(self.step_paths(step, rules))
+        names: pl.DataFrame = self._facts[key]
+        return names
+
+    def what_if(self, scalings: list[str], step: int | None = None, rules: str = "profview") -> pl.DataFrame:
+        """The critical path before and after scaling the events named by ``scalings``
+        (``'REGEX=FACTOR'`` each): a model (see :mod:`profview.analysis.what_if`)."""
+        from ..analysis.what_if import parse_scaling, what_if
+
+        try:
+            parsed = [parse_scaling(text) for text in scalings]
+        except ValueError as exc:
+            raise ProfviewError(None, str(exc)) from None
+        steps = self.steps()
+        durations = dict(zip(steps["step"].to_list(), steps["duration_us"].to_list(), strict=True))
+        return what_if(self.step_paths(step, rules), parsed, durations)[0]
