@@ -264,9 +264,17 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
         .group_by("external_id")
         .agg(pl.col("row").first().alias("external_op"))
     )
-    gpu = gpu.join(launches, on="correlation", how="left").join(by_external, on="external_id", how="left")
-    launch_op = pl.when(pl.col("launch_op") >= 0).then(pl.col("launch_op"))
-    return gpu.with_columns(pl.coalesce("external_op", launch_op).alias("op_row")).drop("external_op", "launch_op")
+    # The keys alone are joined, in the GPU frame's order: its other columns gain two, never copied.
+    linked = (
+        gpu.select("correlation", "external_id")
+        .join(launches, on="correlation", how="left", maintain_order="left")
+        .join(by_external, on="external_id", how="left", maintain_order="left")
+        .select(
+            "launch_row",
+            pl.coalesce("external_op", pl.when(pl.col("launch_op") >= 0).then(pl.col("launch_op"))).alias("op_row"),
+        )
+    )
+    return gpu.with_columns(linked.get_columns())
 
 
 def python_stack_at(model: TraceModel, row: int) -> list[int]:
