@@ -131,9 +131,11 @@ def classify_communication(
     """
     kernels = pl.col("kind") == "kernel"
     arg = pl.col("collective") if "collective" in gpu.columns else pl.lit(None, dtype=pl.String)
-    names = gpu.filter(kernels)["name"].unique().drop_nulls().sort().to_list()
+    # The two columns alone are filtered: a filter of the GPU frame would copy all its columns.
+    kernel_keys = gpu.select(kernels.alias("k"), "name", arg.alias("a")).filter(pl.col("k"))
+    names = kernel_keys["name"].unique().drop_nulls().sort().to_list()
     backends, kinds = _name_classes(names, pattern)
-    args = gpu.filter(kernels).select(arg.alias("a"))["a"].unique().drop_nulls().sort().to_list()
+    args = kernel_keys["a"].unique().drop_nulls().sort().to_list()
     arg_kinds = [collective_type(a) for a in args]
     by_name = pl.col("name").replace_strict(names, backends, default=None, return_dtype=pl.String)
     kind_by_name = pl.col("name").replace_strict(names, kinds, default=None, return_dtype=pl.String)

@@ -114,8 +114,11 @@ def nest_host(events: pl.DataFrame) -> NestedHost:
 def link_model(nested: NestedHost, gpu: pl.DataFrame) -> TraceModel:
     """The model from :func:`nest_host`'s stage and the GPU work (:func:`gpu_work`): the operator
     layer nested again when some calls belong under the main thread (:func:`stray_calls`), as
-    torch's key_averages nests them, and each GPU event linked to its launch and operator."""
-    host, tree = _nest(nested.host)
+    torch's key_averages nests them, and each GPU event linked to its launch and operator.
+    ``nested`` is consumed: its host frame is taken from it, so that the sorted copy replaces it
+    rather than sitting beside it (30 MB on gpt2_train_big)."""
+    host, nested.host = nested.host, nested.host.clear()
+    host, tree = _nest(host)
     stray = stray_calls(host, tree, gpu)
     if stray is not None:
         # Sorted again with the moved calls on the main thread (their nest_pid/nest_tid), by
@@ -252,15 +255,19 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
     innermost operator enclosing that call).  A CUDA-graph launch gives many GPU events one
     correlation; they all link to the one cudaGraphLaunch call.
     """
-    # Only the columns the links need are filtered (a filter of the whole frame copies every column).
+    # Only the columns the links need are filtered (a filter of the whole frame copies every column),
+    # and only the rows of ids some GPU event carries are grouped: 6 MB instead of 34 MB for
+    # gpt2_train_big's 250 k operators (most launch nothing), and 2.5x faster.
     links = host.select("kind", "is_op", "row", "correlation", "external_id", pl.Series("op_parent", tree.op_parent))
+    launched = gpu["correlation"].drop_nulls().unique().implode()
+    externals = gpu["external_id"].drop_nulls().unique().implode()
     launches = (
-        links.filter(pl.col("kind").is_in(["runtime", "driver"]) & pl.col("correlation").is_not_null())
+        links.filter(pl.col("kind").is_in(["runtime", "driver"]) & pl.col("correlation").is_in(launched))
         .group_by("correlation")
         .agg(pl.col("row").first().alias("launch_row"), pl.col("op_parent").first().alias("launch_op"))
     )
     by_external = (
-        links.filter(pl.col("is_op") & pl.col("external_id").is_not_null())
+        links.filter(pl.col("is_op") & pl.col("external_id").is_in(externals))
         .group_by("external_id")
         .agg(pl.col("row").first().alias("external_op"))
     )
