@@ -196,5 +196,5 @@ def host_collective_kinds(host: pl.DataFrame) -> pl.DataFrame:
         )
         .group_by("backend", "collective_name")
         .agg(pl.len().cast(pl.Int64).alias("calls"), pl.col("dur").sum().alias("total_us"))
-        .sort("total_us", descending=True)
+        .sort(["total_us", "backend", "collective_name"], descending=[True, False, False])
     )

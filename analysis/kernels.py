@@ -30,5 +30,8 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         pl.struct(SHAPE_KEYS).n_unique().cast(pl.Int64).alias("shapes"),
         *shape_aggs,
     )
-    table = with_share(table).select(KERNEL_COLUMNS).sort(["total_us", "name"], descending=[True, False])
-    return table.with_columns(pl.col(SHAPE_KEYS[:2]).cast(pl.String))  # as text tables' (not Categorical)
+    table = with_share(table).select(KERNEL_COLUMNS)
+    table = table.with_columns(pl.col(SHAPE_KEYS[:2]).cast(pl.String))  # as text tables' (not Categorical)
+    # Ties broken by every key (a name's shapes of equal time), so that the view is the same from run to run.
+    order = ["total_us", *keys]
+    return table.sort(order, descending=[True] + [False] * len(keys))

@@ -117,4 +117,6 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
             extra["input_dims"] = [None]
         table = pl.concat([table, pl.DataFrame(extra).select(table.columns).cast(table.schema)])
     columns = [*OPERATOR_COLUMNS, "input_dims"] if by_shapes else list(OPERATOR_COLUMNS)
-    return table.select(columns).sort(["device_total_us", "host_total_us", "name"], descending=[True, True, False])
+    # Ties broken by every key (a name's shapes of equal time), so that the view is the same from run to run.
+    order = ["device_total_us", "host_total_us", *keys]
+    return table.select(columns).sort(order, descending=[True, True] + [False] * len(keys))

@@ -400,7 +400,10 @@ def efficiency_table(
         .then(pl.col("tflops_s") / roof * 100.0)
         .alias("pct_of_roofline"),
     )
-    return table.select(EFFICIENCY_COLUMNS).sort(["kernel_us", "name"], descending=[True, False])
+    # Ties broken by every key, so that one trace's view is the same from run to run.
+    return table.select(EFFICIENCY_COLUMNS).sort(
+        ["kernel_us", "name", "input_dims", "input_types"], descending=[True, False, False, False]
+    )
 
 
 def wrapper_calls(rows: list[int], parent: Any) -> list[bool]:

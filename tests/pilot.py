@@ -33,6 +33,15 @@ async def wait_path(pilot, screen: MainScreen) -> None:  # type: ignore[no-untyp
     assert screen.path_settled(), "the critical path never reached the tables"
 
 
+async def wait_until(pilot, done, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until ``done()`` holds (or ``seconds`` pass): queued events handled on a
+    loaded machine, where a fixed pause may be too short (the caller asserts what it expects)."""
+    for _ in range(int(seconds / 0.05)):
+        if done():
+            return
+        await pilot.pause(0.05)
+
+
 def screen_text(app: ProfviewApp) -> str:
     """Everything on screen as plain text, rendered the way export_screenshot renders it."""
     width, height = app.size

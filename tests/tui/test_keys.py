@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from pilot import screen_text, type_text, wait_loaded
+from pilot import screen_text, type_text, wait_loaded, wait_until
 from support import loaded, raw_events, sample, viewer
 from textual.app import App
 
@@ -326,9 +326,9 @@ async def test_keys_typed_straight_after_slash_go_to_the_filter() -> None:
         await pilot.pause()
         for key, character in [("slash", "/"), ("g", "g"), ("e", "e"), ("m", "m"), ("m", "m"), ("slash", "/")]:
             app.post_message(events.Key(key, character))  # all queued before any is handled
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, MainScreen)  # no export dialog
         bar = app.screen.query_one(FilterBar)
+        await wait_until(pilot, lambda: bar.value == "gemm/" or not isinstance(app.screen, MainScreen))
+        assert isinstance(app.screen, MainScreen)  # no export dialog
         assert bar.value == "gemm/" and app.focused is bar
         await pilot.press("backspace", "enter")
         view = app.screen.active_frame_view()
