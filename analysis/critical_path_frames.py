@@ -274,7 +274,8 @@ def names_frame(paths: StepPaths) -> pl.DataFrame:
             pl.col("on_path_us").round(3),
             pl.col("total_us").round(3),
         )
-        .sort(["on_path_us", "total_us"], descending=True)
+        # Ties broken by kind and name: the same file from run to run.
+        .sort(["on_path_us", "total_us", "kind", "name"], descending=[True, True, False, False])
         .select(NAME_COLUMNS)
     )
 

@@ -54,3 +54,10 @@ def test_host_collectives_of_equal_time_are_ordered_by_backend_and_type() -> Non
     for rows in (host, host.reverse()):
         table = host_collective_kinds(rows)
         assert table["collective_name"].to_list() == sorted(table["collective_name"].to_list())
+
+
+def test_critical_path_names_of_equal_time_are_ordered_by_kind_and_name() -> None:
+    frame = loaded(TRACE).critical_path_names()
+    time = ["on_path_us", "total_us"]
+    assert _ties(frame, time) >= 10
+    assert _ordered(frame, time, ["kind", "name"])
