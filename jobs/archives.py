@@ -15,16 +15,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tarfile
-import tempfile
 import time
-import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ..errors import ProfviewError
+
+if TYPE_CHECKING:  # tarfile, zipfile and tempfile load for an archive only (2-4 ms a command)
+    import tarfile
 
 #: File names that are traces (a Kineto trace, plain or gzipped).
 TRACE_NAME = re.compile(r"\.json(\.gz)?$", re.IGNORECASE)
@@ -68,12 +68,16 @@ class Extracted:
 
 def make_temp_dir() -> str:
     """A fresh extraction folder whose name carries this process's id (for :func:`sweep_stale`)."""
+    import tempfile
+
     sweep_stale()
     return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-")
 
 
 def sweep_stale(root: str | None = None) -> list[str]:
     """Remove extraction folders whose profview is gone (killed before it could clean up)."""
+    import tempfile
+
     root = root or tempfile.gettempdir()
     removed: list[str] = []
     try:
@@ -115,6 +119,9 @@ def extract(archive: str, into: str) -> Extracted:
     Raises :class:`ProfviewError` (one line, naming the archive) for an archive that cannot be
     opened, that goes past a limit, or that holds no trace.
     """
+    import tarfile
+    import zipfile
+
     label = os.path.basename(archive)
     limit = _expansion_limit(os.path.getsize(archive))
     out = Extracted()
@@ -161,6 +168,8 @@ class _Budget:
 
 
 def _from_zip(archive: str, label: str, into: str, limit: int, out: Extracted) -> None:
+    import zipfile
+
     budget = _Budget(limit, into)
     with zipfile.ZipFile(archive) as z:
         seen: set[int] = set()
@@ -188,6 +197,8 @@ def _from_zip(archive: str, label: str, into: str, limit: int, out: Extracted) -
 
 
 def _from_tar(archive: str, label: str, into: str, limit: int, out: Extracted) -> None:
+    import tarfile
+
     budget = _Budget(limit, into)
     members: list[tarfile.TarInfo] = []
     damage: BaseException | None = None
@@ -233,6 +244,8 @@ def _members(t: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
 def _check_end(t: tarfile.TarFile) -> None:
     """Read the archive to its end: a damaged header (which ``tarfile`` takes for the end) or a
     gzip stream whose checksum fails is an error, not a shorter archive."""
+    import tarfile
+
     fileobj = t.fileobj
     assert fileobj is not None
     fileobj.seek(t.offset)
