@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from pilot import screen_text, wait_loaded
-from support import loaded, raw_events, viewer
+from support import loaded, raw_events, sample, viewer
 from witness import backward_witness, device_of, memory_raw, raw_peaks, witness
 
 from profview.tui.drill.screen import DrillScreen
@@ -115,3 +115,28 @@ async def test_text_tables_say_why_there_is_no_memory_modules_or_timeline() -> N
             assert f"{title}: not available for this profile — a PyTorch key_averages table has no" in screen_text(app)
         await pilot.press("q")
     assert app.return_code == 0
+
+
+@pytest.mark.asyncio
+async def test_the_viewer_lets_the_events_go_once_its_views_are_saved(tmp_path: Path, monkeypatch) -> None:
+    """Issue 25: a trace parsed with the cache on is viewed without its events frame; the memory
+    pane, which is made from the events, still shows the raw events' peak, and the events asked for
+    again equal the first read (from the cache entry)."""
+    from profview.tui.app import ProfviewApp
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path))
+    app = ProfviewApp(str(sample(RESNET)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        profile = app.profile
+        assert profile is not None and "events" not in vars(profile)
+        assert not isinstance(profile.events_source, pl.DataFrame)
+        await pilot.press("5")
+        chart = app.screen.query_one(MemoryView).query_one(MemoryChart)
+        alloc, _res, _start, _end = column_levels(chart.memory, chart.size.width - 11)
+        assert alloc.max() == raw_peaks(raw_events(RESNET))["cuda:0"]
+        assert profile.events is not None and profile.events.equals(loaded(RESNET).events)
+    app = viewer(RESNET)  # --no-cache: reading the events again would mean parsing again
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        assert app.profile is not None and isinstance(app.profile.events_source, pl.DataFrame)
