@@ -34,6 +34,11 @@ GPU_COLUMNS = (
 COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()
 
 
+#: The columns linking the model adds to :func:`gpu_work`'s frame (:func:`.model.link_model`): the
+#: launching runtime call's host row and the innermost launching operator's.
+GPU_LINK_COLUMNS = ("launch_row", "op_row")
+
+
 def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
     """GPU work (kernel, memcpy, memset events) with ``end``; enough for the kernel table."""
     gpu = events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select(GPU_COLUMNS)

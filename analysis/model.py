@@ -10,7 +10,7 @@ import polars as pl
 
 from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME
 from .calltree import CallTree, build_call_tree, subtree_mask, thread_index
-from .events import COMPLETE, gpu_work
+from .events import COMPLETE, GPU_LINK_COLUMNS, gpu_work
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", *HOST_CALL_KINDS)
 #: Host annotations that a collective opens on the calling thread and closes when the work is
@@ -281,7 +281,7 @@ def _attribute_gpu_work(gpu: pl.DataFrame, host: pl.DataFrame, tree: CallTree) -
             pl.coalesce("external_op", pl.when(pl.col("launch_op") >= 0).then(pl.col("launch_op"))).alias("op_row"),
         )
     )
-    return gpu.with_columns(linked.get_columns())
+    return gpu.with_columns(linked.get_columns()).select(*gpu.columns, *GPU_LINK_COLUMNS)
 
 
 def python_stack_at(model: TraceModel, row: int) -> list[int]:

@@ -59,6 +59,7 @@ def load(
                 events_source=partial(_cached_events, hit, name),
                 saved=hit.views(settings),
                 saved_model=partial(_cached_model, hit),
+                saved_gpu=hit.model_gpu,
                 saved_launch_index=partial(_cached_launch_index, hit),
                 settings=settings,
                 cacheable=True,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ..analysis.events import gpu_work
+from ..analysis.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
 from ..analysis.kernels import kernel_table
 from ..errors import ProfviewError
 from ..frames import Overview, with_share
@@ -77,6 +77,9 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
     #: Whether the cache holds this profile's linked model (read from it, or written by
     #: :func:`profview.profiles.loading.remember_views`): then it is not written again.
     model_stored: bool = field(default=False, repr=False)
+    #: Reads the GPU work of the linked model stored by an earlier run, given its columns (None:
+    #: no model stored; the GPU work then comes from the events).
+    saved_gpu: Callable[[list[str]], pl.DataFrame | None] | None = field(default=None, repr=False)
     #: Reads the launch index stored by an earlier run (None: none stored, compute it from the model).
     saved_launch_index: Callable[[], LaunchIndex | None] | None = field(default=None, repr=False)
     #: Whether the cache holds this profile's launch index (then it is not written again).
@@ -126,7 +129,9 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
                 return model
         from ..analysis.model import NEST_COLUMNS, link_model, nest_host
 
-        gpu = self.gpu
+        gpu = vars(self).get("gpu")  # made for the kernel table already, or made here (not self.gpu,
+        if gpu is None:  # which asks for this model when one is stored)
+            gpu = gpu_work(self._trace_events())
         host_events = self._trace_events().select(NEST_COLUMNS)  # the same buffers, not a copy
         if self.release_events_after_link:
             self.release_events()  # the other columns go now, the host events once sorted
@@ -166,7 +171,16 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
 
     @cached_property
     def gpu(self) -> pl.DataFrame:
-        """GPU work of a trace, without the links to operators (enough for kernel tables)."""
+        """GPU work of a trace, without the links to operators (enough for kernel tables): the
+        linked model's GPU frame less its links when the model is held, or read alone from the
+        cache when one is stored (the same rows and columns, and no NumPy or call tree: a re-opened
+        trace's viewer then reads no events, 93 MB for gpt2_train_big), else made from the events."""
+        if "model" in vars(self):
+            return self.model.gpu.drop(GPU_LINK_COLUMNS)
+        if self.saved_gpu is not None:
+            stored = self.saved_gpu([*GPU_COLUMNS, "end"])
+            if stored is not None:
+                return stored
         return gpu_work(self._trace_events())
 
     @cached_property

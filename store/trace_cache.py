@@ -84,6 +84,16 @@ class CachedTrace:
         except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
             return None
 
+    def model_gpu(self, columns: list[str]) -> pl.DataFrame | None:
+        """``columns`` of the stored model's GPU frame (GPU work and its links), in that order, or
+        None when no model is stored or it is unreadable: GPU work without reading the events."""
+        try:
+            if not (self.entry / MODEL_FACTS_FILE).is_file():
+                return None
+            return pl.read_ipc(self.entry / MODEL_GPU_FILE, columns=columns).select(columns)
+        except (OSError, pl.exceptions.PolarsError):
+            return None
+
     def launch_index(self, gpu_columns: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
         """The stored launch index: ``gpu_columns`` of the model's GPU frame, the launching rows'
         path numbers and the paths; None when absent or unreadable."""

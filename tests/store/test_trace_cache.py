@@ -72,6 +72,31 @@ def test_reopen_imports_no_parser_and_no_numpy(trace: Path) -> None:
     assert out.stdout.split(maxsplit=1) == [str(profview.load(trace).kernels().height), "[]\n"]
 
 
+def test_reopen_reads_gpu_work_from_the_stored_model(trace: Path) -> None:
+    """With a model stored, a re-open's GPU work is its GPU frame less the links (the same rows and
+    columns as the events give), read without the events, NumPy or the model; a kernel table from it
+    equals a fresh parse's.  Without a stored model it comes from the events, as before."""
+    import subprocess
+    import sys
+
+    from profview.analysis.events import gpu_work
+
+    first = profview.load(trace)
+    first.model  # noqa: B018 (linked here, then stored)
+    remember_views(first, model=True)
+    again = profview.load(trace)
+    assert again.gpu.equals(gpu_work(profview.load(trace, use_cache=False).events))
+    assert "events" not in again.__dict__ and "model" not in again.__dict__
+    probe = (
+        "import sys, profview; p = profview.load(sys.argv[1]); k = p.kernels(by_shape=True); "
+        "print(k.height, sorted(m for m in ('numpy', 'profview.analysis.model') if m in sys.modules), "
+        "'events' in p.__dict__, 'model' in p.__dict__)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, check=True)
+    expected = profview.load(trace, use_cache=False).kernels(by_shape=True).height
+    assert out.stdout.split() == [str(expected), "[]", "False", "False"]
+
+
 def test_reopen_serves_saved_views_without_reading_events(trace: Path) -> None:
     """Views computed once are read back on the next open; the events stay on disk until needed."""
     first = profview.load(trace)
