@@ -28,12 +28,17 @@ ONE_CORE = {"POLARS_MAX_THREADS": "1"}
 RATIOS: dict[str, float] = {}
 #: Goals in milliseconds (the viewer's drill-down, issue 25), printed with the ratios.
 VIEWER_DRILL_MS: dict[str, float] = {}
+#: The benchmarks ``--parts`` chooses from, in the order they run.
+PARTS = ("big", "memory", "drill", "first", "scaled", "viewer", "interactive")
 #: Goals that are a yes or no (a trace opens under a limit), printed with the ratios.
 OUTCOMES: dict[str, str] = {}
 
 
 def measure(command: list[str], env: dict[str, str] | None = None, cores: str | None = None) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one subprocess; ``cores`` pins it with taskset (e.g. "0")."""
+    """(seconds, peak RSS in MB) of one subprocess; ``cores`` pins it with taskset (e.g. "0").
+
+    MB here is 10^6 bytes, as for the JSON sizes the ratios divide by (``ru_maxrss`` is in KiB:
+    the benchmark divided it by 1024 before, a MiB against a JSON MB, which read 4.9% low)."""
     if cores is not None:
         command = ["taskset", "-c", cores, *command]
     start = time.perf_counter()
@@ -45,7 +50,7 @@ def measure(command: list[str], env: dict[str, str] | None = None, cores: str | 
     if os.waitstatus_to_exitcode(status) != 0:
         error = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
         raise SystemExit(f"benchmark command failed: {' '.join(command)}\n{error}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss * 1024 / 1e6
 
 
 def profview_export(trace: Path, out: Path, view: str = "kernels", *extra: str) -> list[str]:
@@ -73,7 +78,7 @@ def hta_load(trace: Path, python: str) -> list[str] | None:
     if probe.returncode != 0:
         return None
     folder = Path(tempfile.mkdtemp(prefix="hta-"))
-    (folder / trace.name).symlink_to(trace)
+    (folder / trace.name).symlink_to(trace.resolve())
     code = "import sys; from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir=sys.argv[1])"
     return [python, "-c", code, str(folder)]
 
@@ -329,21 +334,27 @@ async def main():
         first = time.perf_counter() - start
         while not app.linked:
             await pilot.pause(0.02)
-        print(f"{first:.2f} {time.perf_counter() - start:.2f}")
+        ready = time.perf_counter() - start
+        for key in "2345678":  # every pane once, as a user looking around would
+            await pilot.press(key)
+            await pilot.pause(0.3)
+        await pilot.pause(1.0)
+        held = next((int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS")), 0)
+        print(f"{first:.2f} {ready:.2f} {held * 1024 / 1e6:.0f}")
 
 asyncio.run(main())
 """
 
 
-def viewer_times(trace: Path, cache: str, size: tuple[int, int] = (120, 40)) -> tuple[float, float, float]:
-    """(seconds to the first screen of tables, seconds until every view is ready, peak RSS MB) of
-    the viewer driven headless by Textual's test pilot."""
+def viewer_times(trace: Path, cache: str, size: tuple[int, int] = (120, 40)) -> tuple[float, float, float, float]:
+    """(seconds to the first screen of tables, seconds until every view is ready, peak RSS MB, RSS
+    MB held after visiting every pane) of the viewer driven headless by Textual's test pilot."""
     env = {**os.environ, "PROFVIEW_CACHE_DIR": cache}
     command = [sys.executable, "-c", VIEWER_PROBE, str(trace), str(size[0]), str(size[1])]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
     _pid, _status, usage = os.wait4(proc.pid, 0)
-    first, ready = (float(x) for x in proc.stdout.read().split()) if proc.stdout else (0.0, 0.0)
-    return first, ready, usage.ru_maxrss / 1024
+    first, ready, held = (float(x) for x in proc.stdout.read().split()) if proc.stdout else (0.0, 0.0, 0.0)
+    return first, ready, usage.ru_maxrss * 1024 / 1e6, held
 
 
 def first_screen_ratio(trace: Path, out: Path, runs: int = 3) -> None:
@@ -361,12 +372,12 @@ def first_screen_ratio(trace: Path, out: Path, runs: int = 3) -> None:
 
 
 def bench_viewer(traces: list[Path]) -> None:
-    print("\nViewer (headless, Textual pilot): first screen / every view ready / peak RSS")
+    print("\nViewer (headless, Textual pilot): first screen / every view ready / peak RSS / held after every pane")
     for trace in traces:
         cache = tempfile.mkdtemp(prefix="profview-cache-")
         for label in ("cold", "cached"):
-            first, ready, rss = viewer_times(trace, cache)
-            print(f"  {trace.name:<46} {label:<6} {first:6.2f} s {ready:6.2f} s {rss:7.0f} MB")
+            first, ready, rss, held = viewer_times(trace, cache)
+            print(f"  {trace.name:<46} {label:<6} {first:6.2f} s {ready:6.2f} s {rss:7.0f} MB {held:7.0f} MB")
 
 
 def bench_interactive(folder: Path, mb: int) -> None:
@@ -398,6 +409,7 @@ def bench_interactive(folder: Path, mb: int) -> None:
 
 
 def main() -> None:
+    global BIG
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only gpt2_train_big")
     parser.add_argument("--sizes", default="250,500,1000", help="scaled trace sizes in MB")
@@ -412,26 +424,43 @@ def main() -> None:
     parser.add_argument(
         "--decode-copies", type=int, default=80, help="copies of the Qwen decode trace (80: 1.45 M events, issue 25)"
     )
+    parser.add_argument("--trace", default=str(BIG), help="the big trace (default: ../shared's gpt2_train_big)")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="which benchmarks, comma-separated: " + ", ".join(PARTS) + " (big,first: a machine without ../shared)",
+    )
     args = parser.parse_args()
+    BIG = Path(args.trace).resolve()
+    parts = set(args.parts.split(","))
+    if unknown := parts - set(PARTS):
+        raise SystemExit(f"unknown --parts: {', '.join(sorted(unknown))} (known: {', '.join(PARTS)})")
     if not BIG.exists():
-        raise SystemExit(f"{BIG} is absent: benchmarks need ../shared beside the checkout")
+        raise SystemExit(f"{BIG} is absent: benchmarks need ../shared beside the checkout (or --trace)")
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "out.csv"
     print(f"profview benchmark: {os.cpu_count()} cores, Python {sys.version.split()[0]}; traces in {folder}")
-    bench_big(out, args.hta_python)
-    if args.memory_mb:
+    if "big" in parts:
+        bench_big(out, args.hta_python)
+    if args.memory_mb and "memory" in parts:
         memory_ratios(out, folder, args.memory_mb, args.styles.split(","))
-    drilldown_ratio(folder, out, args.decode_copies)
-    first_screen_ratio(BIG, out)
+    if "drill" in parts:
+        drilldown_ratio(folder, out, args.decode_copies)
+    if "first" in parts:
+        first_screen_ratio(BIG, out)
     if args.quick:
-        bench_viewer([BIG])
+        if "viewer" in parts:
+            bench_viewer([BIG])
         print_ratios()
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    bench_scaled(out, sizes, args.styles.split(","), folder)
-    bench_viewer([BIG, scaled_trace(folder, max(sizes), "kineto")])
-    bench_interactive(folder, max(sizes))
+    if "scaled" in parts:
+        bench_scaled(out, sizes, args.styles.split(","), folder)
+    if "viewer" in parts:
+        bench_viewer([BIG, scaled_trace(folder, max(sizes), "kineto")])
+    if "interactive" in parts:
+        bench_interactive(folder, max(sizes))
     print_ratios()
 
 
