@@ -14,7 +14,7 @@ import sys
 import typer
 
 from ..errors import ProfviewError
-from ..parsers.source import economise_address_space
+from ..parsers.source import cap_polars_threads, economise_address_space
 from ..sanitize import clean
 from .app import COMMANDS, app
 from .output import silence_stdout
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         args.insert(0, "open")
     signal.signal(signal.SIGTERM, _terminated)
     economise_address_space()
+    cap_polars_threads()
     try:
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)

@@ -81,8 +81,12 @@ def stop_workers() -> None:
 
 
 def _worker_threads(count: int) -> dict[str, str]:
+    """Each worker's thread settings: the user's, else its share of the cores (a setting that
+    profview made for this process, :data:`SET_BY_PROFVIEW`, is not the user's)."""
+    from ..parsers.source import SET_BY_PROFVIEW
+
     share = str(max(1, default_workers() // count))
-    return {name: os.environ.get(name) or share for name in THREAD_VARIABLES}
+    return {name: (None if name in SET_BY_PROFVIEW else os.environ.get(name)) or share for name in THREAD_VARIABLES}
 
 
 def die_with_parent(parent: int) -> None:

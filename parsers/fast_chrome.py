@@ -70,15 +70,30 @@ def available() -> bool:
     return _fastscan is not None
 
 
+#: Threads that build the frame's columns from the scanned ranges (at most; fewer CPUs, fewer).
+#: Each column is Polars work on Polars' own threads: on a 16-core node, with 16 builders a read
+#: of gpt2_train_big peaked at 244 MB, with 4 at 199 MB, in the same time (benchmarks/threads.py).
+COLUMN_THREADS = 4
+
+
+#: Threads that scan, at most, unless ``PROFVIEW_THREADS`` says otherwise.  More threads cut each
+#: window into more ranges, and every range costs the frame's building its own pieces: on a 16-core
+#: node a read of gpt2_train_big took 0.93 s with 4, 1.10 s with 8 and 1.13 s with 16 (Polars on
+#: 4; benchmarks/threads.py --vary scan), though the scan alone gains to 8.
+SCAN_THREADS = 4
+
+
 def scan_threads() -> int:
-    """Threads for scanning: ``PROFVIEW_THREADS``, else the CPUs this process may use."""
+    """Threads for scanning: ``PROFVIEW_THREADS``, else the CPUs this process may use, at most
+    :data:`SCAN_THREADS`."""
     configured = os.environ.get("PROFVIEW_THREADS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, SCAN_THREADS))
 
 
 @dataclass
@@ -309,7 +324,7 @@ def _frame(parts: list[Scanned]) -> pl.DataFrame:
     builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
     builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
     constants: list[pl.Expr] = []
-    with ThreadPoolExecutor(scan_threads(), thread_name_prefix="profview-columns") as pool:
+    with ThreadPoolExecutor(min(scan_threads(), COLUMN_THREADS), thread_name_prefix="profview-columns") as pool:
         for column in pool.map(_built_and_trimmed, builders):
             if isinstance(column, pl.Series):
                 columns[column.name] = column

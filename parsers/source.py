@@ -177,6 +177,32 @@ def tune_allocator_for(path: str) -> None:
         os.environ["_RJEM_MALLOC_CONF"] = LARGE_TRACE_ALLOCATOR_CONF
 
 
+#: Polars' threads in a profview command, at most (``POLARS_MAX_THREADS`` set by the user wins).
+#: On a 16-core node a cold kernel export of gpt2_train_big took 1.75 s and 381 MB with Polars
+#: and the scanner on 16 threads, 1.24 s and 302 MB on 4 (benchmarks/threads.py, docs/performance.md):
+#: the frames of one trace are too small to share among 16 threads, and each thread keeps its own
+#: allocator arena.
+POLARS_THREADS = 4
+#: Environment variables that profview set itself (not the user's): a job's workers get their share
+#: of the cores instead (:mod:`profview.jobs.executors`).
+SET_BY_PROFVIEW: set[str] = set()
+
+
+def cap_polars_threads() -> None:
+    """Before Polars loads (the command line and the viewer): Polars on at most
+    :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``."""
+    import sys
+
+    if "polars" in sys.modules or os.environ.get("POLARS_MAX_THREADS"):  # loaded already, or the user's
+        return
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    os.environ["POLARS_MAX_THREADS"] = str(max(1, min(cpus, POLARS_THREADS)))
+    SET_BY_PROFVIEW.add("POLARS_MAX_THREADS")
+
+
 def economise_address_space() -> None:
     """Under an address-space limit (``ulimit -v``), keep glibc to one malloc arena.
 
