@@ -357,10 +357,19 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
         warnings.append(f"{counts['no_time']:,} complete events without a valid ts or dur were left out of the tables")
     if counts["negative"]:
         warnings.append(f"{counts['negative']:,} events with a negative duration were counted as 0")
-    # -0 and 0 are one value (both readers give 0.0, as Polars writes it without a sign)
+    # -0 and 0 are one value (both readers give 0.0, as Polars writes it without a sign); the
+    # columns are copied only where a -0 is there to change (8 MB of gpt2_train_big's peak)
+    signed = [name for name in ("ts", "dur") if events.select(_negative_zero(name).any()).item()]
     return events.with_columns(
-        pl.when(pl.col(name) == 0).then(pl.lit(0.0)).otherwise(pl.col(name)).alias(name) for name in ("ts", "dur")
+        pl.when(pl.col(name) == 0).then(pl.lit(0.0)).otherwise(pl.col(name)).alias(name) for name in signed
     )
+
+
+def _negative_zero(name: str) -> pl.Expr:
+    """Whether each zero of the float column ``name`` is -0.0 (1/x is -inf): the zeros alone, so
+    that no column as long as the frame is made to find out."""
+    zeros = pl.col(name).filter(pl.col(name) == 0)
+    return (1.0 / zeros) < 0
 
 
 def _first_byte(data: bytes | bytearray) -> bytes:
