@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from run import measure  # benchmarks/run.py, beside this script: (seconds, peak RSS MB) of a process
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = ROOT.parent / "shared" / "traces" / "gpt2_train_big.pt.trace.json.gz"
@@ -47,18 +47,6 @@ def stages(trace: Path, out: Path) -> dict[str, list[str]]:
         "read": [python, "-c", READ, str(trace)],
         "export": export,
     }
-
-
-def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB of 10^6 bytes) of one fresh process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        error = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-        raise SystemExit(f"failed: {' '.join(command)}\n{error[-2000:]}")
-    return elapsed, usage.ru_maxrss * 1024 / 1e6
 
 
 def main() -> None:
