@@ -23,10 +23,9 @@ DASK_ENV = "DASK_SCHEDULER_ADDRESS"
 
 def default_workers() -> int:
     """All cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+    from ..parsers.source import usable_cpus
+
+    return usable_cpus()
 
 
 def map_ranks(

@@ -26,7 +26,7 @@ import msgspec
 
 from ..compiled import compiled_module
 from .chunked import Chunked, NotChunkable
-from .source import give_back_freed_memory
+from .source import give_back_freed_memory, usable_cpus
 
 if TYPE_CHECKING:
     import polars as pl
@@ -89,11 +89,7 @@ def scan_threads() -> int:
     configured = os.environ.get("PROFVIEW_THREADS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, SCAN_THREADS))
+    return min(usable_cpus(), SCAN_THREADS)
 
 
 @dataclass

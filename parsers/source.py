@@ -188,6 +188,14 @@ POLARS_THREADS = 4
 SET_BY_PROFVIEW: set[str] = set()
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use (``taskset`` and container limits count), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def cap_polars_threads() -> None:
     """Before Polars loads (the command line and the viewer): Polars on at most
     :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``."""
@@ -195,11 +203,7 @@ def cap_polars_threads() -> None:
 
     if "polars" in sys.modules or os.environ.get("POLARS_MAX_THREADS"):  # loaded already, or the user's
         return
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    os.environ["POLARS_MAX_THREADS"] = str(max(1, min(cpus, POLARS_THREADS)))
+    os.environ["POLARS_MAX_THREADS"] = str(min(usable_cpus(), POLARS_THREADS))
     SET_BY_PROFVIEW.add("POLARS_MAX_THREADS")
 
 

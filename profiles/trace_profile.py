@@ -129,8 +129,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
                 return model
         from ..analysis.model import NEST_COLUMNS, link_model, nest_host
 
-        gpu = vars(self).get("gpu")  # made for the kernel table already, or made here (not self.gpu,
-        if gpu is None:  # which asks for this model when one is stored)
+        gpu = vars(self).get("gpu")  # made for the kernel table already, or made here and not kept
+        if gpu is None:  # (the model holds it with its links: self.gpu then drops them from that)
             gpu = gpu_work(self._trace_events())
         host_events = self._trace_events().select(NEST_COLUMNS)  # the same buffers, not a copy
         if self.release_events_after_link:

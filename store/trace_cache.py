@@ -97,10 +97,10 @@ class CachedTrace:
     def launch_index(self, gpu_columns: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
         """The stored launch index: ``gpu_columns`` of the model's GPU frame, the launching rows'
         path numbers and the paths; None when absent or unreadable."""
+        gpu = self.model_gpu(gpu_columns)  # the GPU frame is the stored model's
+        if gpu is None:
+            return None
         try:
-            if not (self.entry / MODEL_FACTS_FILE).is_file():  # the GPU frame is the stored model's
-                return None
-            gpu = pl.read_ipc(self.entry / MODEL_GPU_FILE, columns=gpu_columns)
             return gpu, pl.read_ipc(self.entry / LAUNCH_ROWS_FILE), pl.read_ipc(self.entry / LAUNCH_PATHS_FILE)
         except (OSError, pl.exceptions.PolarsError):
             return None
