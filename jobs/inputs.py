@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import stat
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +51,35 @@ class JobInputs:
     labels: dict[str, str] = field(default_factory=dict)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     archives: list[str] = field(default_factory=list)
+    #: Removes ``temp_dir`` when these inputs are dropped, or at exit, if :meth:`cleanup` was not
+    #: called (a ``profview.load(ARCHIVE)`` never closed left its extracted traces behind).
+    _remover: weakref.finalize | None = field(default=None, repr=False, compare=False)
+
+    def extraction_dir(self) -> str:
+        """The folder archives are extracted into, made on first use."""
+        if self.temp_dir is None:
+            self.temp_dir = make_temp_dir()
+            self._remover = weakref.finalize(self, _remove_own_folder, self.temp_dir, os.getpid())
+        return self.temp_dir
 
     def cleanup(self) -> None:
         """Remove the extracted archive, if any."""
-        if self.temp_dir:
+        if self._remover is not None:
+            self._remover()  # once: a finalizer that ran is dead
+            self._remover = None
+        elif self.temp_dir:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
-            self.temp_dir = None
+        self.temp_dir = None
 
     def label(self, path: str) -> str:
         """The name to show for ``path`` (its archive member, or the path itself)."""
         return self.labels.get(path, path)
+
+
+def _remove_own_folder(folder: str, owner: int) -> None:
+    """Remove ``folder`` in the process that made it (a forked child's exit must not)."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_job(args: Sequence[str]) -> bool:
@@ -133,8 +153,7 @@ def find_inputs(args: Sequence[str] | Listing) -> JobInputs:
         for where, found in listing.found:
             inputs.paths += _traces_only(found, inputs.notes, where)
         for archive in listing.archives:
-            inputs.temp_dir = inputs.temp_dir or make_temp_dir()
-            got = extract(archive, inputs.temp_dir)
+            got = extract(archive, inputs.extraction_dir())
             inputs.archives.append(os.path.abspath(archive))
             inputs.paths += got.paths
             inputs.labels.update(got.labels)

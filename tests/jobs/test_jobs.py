@@ -87,6 +87,26 @@ def test_the_dlrm_archive_opens_as_eight_ranks_and_its_folder_is_removed(dlrm: J
     assert not os.path.exists(extracted)
 
 
+def test_an_archive_job_never_closed_leaves_no_extracted_traces() -> None:
+    """A ``profview.load(ARCHIVE)`` that is dropped, or still open when Python exits, removes its
+    extraction folder (it stayed in the temporary folder until the next profview swept it)."""
+    import gc
+    import subprocess
+    import sys
+
+    inputs = find_inputs([str(DLRM)])
+    dropped = inputs.temp_dir
+    assert dropped and os.path.isdir(dropped)
+    del inputs
+    gc.collect()
+    assert not os.path.exists(dropped)
+    code = "import sys, profview; j = profview.load(sys.argv[1], workers=1, use_cache=False); print(j.inputs.temp_dir)"
+    done = subprocess.run([sys.executable, "-c", code, str(DLRM)], capture_output=True, text=True, check=True)
+    at_exit = done.stdout.strip()
+    assert at_exit.startswith(os.path.join(os.path.dirname(dropped), "profview-job-"))
+    assert not os.path.exists(at_exit)
+
+
 def test_directory_glob_files_and_zip_name_the_same_job(tmp_path: Path) -> None:
     names = sorted(p.name for p in GLOO.glob("*.json.gz"))
     with zipfile.ZipFile(tmp_path / "job.zip", "w") as z:
