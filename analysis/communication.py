@@ -25,9 +25,12 @@ kernel launch) are not: they only launch GPU work, which rule 1-3 count.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:  # NumPy is imported where intervals are merged: a kernel table's names need none
+    import numpy as np
 
 #: Columns :func:`classify_communication` adds.
 COMM_COLUMNS = ("backend", "collective_name")
@@ -114,6 +117,11 @@ def _name_classes(names: list[str], pattern: str | None) -> tuple[list[str | Non
     return backends, kinds
 
 
+def name_backends(names: list[str], pattern: str | None = None) -> list[str | None]:
+    """The backend rules 2 and 3 give each kernel name (None: not communication by its name)."""
+    return _name_classes(names, pattern)[0]
+
+
 def classify_communication(
     gpu: pl.DataFrame, pattern: str | None = None, default_backend: str | None = None
 ) -> pl.DataFrame:
@@ -159,6 +167,8 @@ def host_collective_intervals(host: pl.DataFrame) -> tuple[np.ndarray, np.ndarra
     ``host`` is the model's host frame (``name``, ``ts``, ``end``, ``is_op``).  The intervals may
     overlap; callers take their union.
     """
+    import numpy as np
+
     ops = host.filter(pl.col("is_op"))
     work = ops.filter(pl.col("name").str.contains(CPU_COLLECTIVE))
     if work.height == 0:
@@ -174,6 +184,8 @@ def host_collective_intervals(host: pl.DataFrame) -> tuple[np.ndarray, np.ndarra
 
 def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint (starts, ends)."""
+    import numpy as np
+
     if not len(starts):
         return np.zeros(0), np.zeros(0)
     order = np.argsort(starts, kind="stable")

@@ -1,6 +1,10 @@
 """Kernel categories: what kind of work each GPU event is (GEMM, attention, elementwise ...).
 
-Each GPU event gets the first category that applies, in this order:
+Two rules, one per kind of view (docs/efficiency.md says which view uses which, with a worked
+example and how often they differ on the shared traces):
+
+**By operator** (:func:`categorize`; the categories and efficiency views, the Overview, once the
+model is linked).  Each GPU event gets the first category that applies, in this order:
 
 1. its kind: a memcpy is ``memcpy``, a memset ``memset`` (whatever operator launched it: the
    workspace memset cuBLAS issues under ``aten::mm`` is memory work, as HTA counts it);
@@ -12,13 +16,22 @@ Each GPU event gets the first category that applies, in this order:
    (``Cijk_*``), flash/efficient/cuDNN attention, cuDNN convolutions, Triton kernels ...;
 5. ``other``.
 
+**By name** (:func:`name_categories`; the kernel table, which links no model for it, issue 32).
+A kernel name gets the first category that applies:
+
+1. ``communication``: a name :mod:`.communication`'s name rules (or ``--comm-pattern``) match;
+2. an Inductor Triton kernel by its prefix (:data:`INDUCTOR_RULES`: ``triton_poi_``/``_for_``
+   elementwise, ``triton_red_``/``_per_`` reduction, or normalization where its fused operators
+   name a norm, ``triton_tem_`` GEMM or convolution where its fused operators say which);
+3. :data:`NAME_RULES`, as step 4 above;
+4. ``other``.
+
 :data:`COARSE` folds the categories into HTA's three kernel types (computation, communication,
-memory), so that both splits of one trace can be checked against each other.  No I/O.
+memory), so that both splits of one trace can be checked against each other.  Every regular
+expression here runs in Polars' engine (linear in the text), once per distinct name.  No I/O.
 """
 
 from __future__ import annotations
-
-import re
 
 import polars as pl
 
@@ -98,7 +111,7 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     (
         "convolution",
         r"(?i)fprop|dgrad|wgrad|implicit_gemm|implicit_convolve|winograd|conv2d|conv3d|convolve|"
-        r"\bconv_|_conv_|depthwise|igemm|miopen.*conv",
+        r"\bconv_|_conv_|depthwise|igemm|miopen.*conv|[sh]cudnn_",
     ),
     (
         "gemm",
@@ -106,7 +119,8 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "normalization",
-        r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm",
+        r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm"
+        r"|RowwiseMoments",
     ),
     (
         "reduction",
@@ -115,41 +129,107 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     (
         "elementwise",
         r"(?i)elementwise|pointwise|vectorized|unrolled|CatArrayBatchedCopy|fill_kernel|copy_kernel|"
-        r"multi_tensor_apply|index_elementwise|_foreach|binary|unary",
+        r"multi_tensor_apply|index_elementwise|_foreach|binary|unary|dropout",
     ),
 )
 
-_OPERATOR_RX = [(category, re.compile(rx)) for category, rx in OPERATOR_RULES]
-_NAME_RX = [(category, re.compile(rx)) for category, rx in NAME_RULES]
+#: Inductor's Triton kernels (``triton_<kind>_fused_<operators>_<n>``), in order: the prefix says
+#: what kind of kernel it is (``poi`` pointwise, ``for`` foreach, ``red``/``per`` a reduction, ``tem``
+#: a template); the fused operators refine it only within that kind (a reduction that is a norm, a
+#: template that is a matrix product or a convolution).  Any other ``triton_`` name goes on to
+#: :data:`NAME_RULES` (``triton``).
+INDUCTOR_RULES: tuple[tuple[str, str], ...] = (
+    ("elementwise", r"^triton_(?:poi|for)_"),
+    ("normalization", r"^triton_(?:red|per)_fused_.*(?:layer|batch|group|instance|rms)_norm"),
+    ("reduction", r"^triton_(?:red|per)_"),
+    ("gemm", r"^triton_tem_fused_(?:\w*_)?(?:mm|addmm|bmm|baddbmm|_scaled_mm|_int_mm)(?:_|$)"),
+    ("convolution", r"^triton_tem_fused_(?:\w*_)?convolution"),
+)
+
+
+def _first_match(text: pl.Expr, rules: tuple[tuple[str, str], ...]) -> pl.Expr:
+    """The category of the first rule whose regex ``text`` contains (null: none, or null text)."""
+    return pl.coalesce(pl.when(text.str.contains(rx)).then(pl.lit(category)) for category, rx in rules)
+
+
+def _per_distinct(values: pl.Series, rules: tuple[tuple[str, str], ...]) -> pl.Series:
+    """:func:`_first_match` of each value, the rules run once per distinct value."""
+    text = values.cast(pl.String)
+    distinct = text.unique().drop_nulls()
+    found = pl.DataFrame({"v": distinct}).select(_first_match(pl.col("v"), rules).alias("v"))["v"]
+    each: pl.Series = text.replace_strict(distinct, found, default=None, return_dtype=pl.String)
+    return each
+
+
+def operator_categories(ops: pl.Series) -> pl.Series:
+    """The category each operator name gives its kernels (rule 3 by operator; null: none)."""
+    return _per_distinct(ops, OPERATOR_RULES).rename("category")
 
 
 def operator_category(op: str | None) -> str | None:
     """The category an operator's name gives its kernels (rule 3), or None."""
-    if not op:
-        return None
-    return next((category for category, rx in _OPERATOR_RX if rx.search(op)), None)
+    return operator_categories(pl.Series([op], dtype=pl.String))[0] if op else None
 
 
 def name_category(kernel: str | None) -> str | None:
-    """The category a kernel's name gives it (rule 4), or None."""
-    if not kernel:
-        return None
-    return next((category for category, rx in _NAME_RX if rx.search(kernel)), None)
+    """The category a kernel's name gives it by :data:`NAME_RULES` (rule 4 by operator), or None."""
+    return _per_distinct(pl.Series([kernel], dtype=pl.String), NAME_RULES)[0] if kernel else None
 
 
 def kernel_category(kind: str, backend: str | None, op: str | None, kernel: str | None) -> str:
-    """One GPU event's category by the module's rules (``backend``: its communication backend)."""
-    if kind in ("memcpy", "memset"):
-        return kind
-    if backend is not None:
-        return "communication"
-    return operator_category(op) or name_category(kernel) or "other"
+    """One GPU event's category by operator (``backend``: its communication backend)."""
+    frame = pl.DataFrame(
+        {"kind": [kind], "backend": [backend], "op_name": [op], "name": [kernel]},
+        schema={"kind": pl.String, "backend": pl.String, "op_name": pl.String, "name": pl.String},
+    )
+    return str(_by_operator(frame)[0])
+
+
+def _by_operator(frame: pl.DataFrame) -> pl.Series:
+    """The by-operator rule over ``kind``, ``backend``, ``op_name`` and ``name`` (text columns)."""
+    kind = pl.col("kind")
+    return frame.select(
+        pl.when(kind.is_in(["memcpy", "memset"]))
+        .then(kind)
+        .when(pl.col("backend").is_not_null())
+        .then(pl.lit("communication"))
+        .otherwise(
+            pl.coalesce(
+                operator_categories(frame["op_name"]), _per_distinct(frame["name"], NAME_RULES), pl.lit("other")
+            )
+        )
+        .alias("category")
+    )["category"]
+
+
+def name_categories(names: pl.Series, communication: pl.Series) -> pl.Series:
+    """The kernel table's rule: each kernel name's category from the name alone (the module's
+    rule by name; ``communication``: per name, whether :mod:`.communication` names it a collective)."""
+    by_name = _per_distinct(names, (*INDUCTOR_RULES, *NAME_RULES))
+    frame = pl.DataFrame({"comm": communication.fill_null(False), "found": by_name})
+    return frame.select(
+        pl.when(pl.col("comm"))
+        .then(pl.lit("communication"))
+        .otherwise(pl.col("found").fill_null("other"))
+        .alias("category")
+    )["category"]
+
+
+def with_name_category(table: pl.DataFrame, comm_pattern: str | None = None) -> pl.DataFrame:
+    """A kernel table (one row per kernel name, or name and shape) with ``category`` at the end, by
+    the rule by name (:func:`name_categories`); ``comm_pattern``: the user's ``--comm-pattern``."""
+    from .communication import name_backends
+
+    distinct = table["name"].unique().drop_nulls().sort()
+    comm = [backend is not None for backend in name_backends(distinct.to_list(), comm_pattern)]
+    is_comm = table["name"].replace_strict(distinct, comm, default=False, return_dtype=pl.Boolean)
+    return table.with_columns(name_categories(table["name"], is_comm))
 
 
 def categorize(gpu: pl.DataFrame, op_names: pl.Series | None = None) -> pl.DataFrame:
     """``gpu`` (GPU work with ``backend`` from :func:`~.communication.classify_communication`) with
     ``op_name`` (the launching operator's name, from ``op_names``, per row; null when unknown) and
-    ``category``.  The rules run once per distinct (kind, backend, operator, kernel)."""
+    ``category`` by operator.  The rules run once per distinct (kind, backend, operator, kernel)."""
     ops = op_names if op_names is not None else pl.Series("op_name", [None] * gpu.height, dtype=pl.String)
     frame = gpu.with_columns(ops.alias("op_name"))
     keys = ["kind", "backend", "op_name", "name"]
@@ -158,7 +238,7 @@ def categorize(gpu: pl.DataFrame, op_names: pl.Series | None = None) -> pl.DataF
     codes = frame.select(pl.col(k).cast(pl.String).cast(pl.Categorical).to_physical() for k in keys)
     first = codes.with_row_index("_first").unique(subset=keys, keep="first", maintain_order=True)
     distinct = frame.select(pl.col("kind").cast(pl.String), *keys[1:])[first["_first"]]
-    categories = pl.Series("category", [kernel_category(*row) for row in distinct.iter_rows()], dtype=pl.String)
+    categories = _by_operator(distinct)
     found = codes.join(first.with_columns(categories), on=keys, how="left", nulls_equal=True, maintain_order="left")
     return frame.with_columns(found["category"])
 

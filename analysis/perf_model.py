@@ -447,68 +447,6 @@ def dominant_precision(calls: pl.DataFrame) -> str | None:
     return str(sums.sort(["model_flops", "precision"], descending=[True, False])["precision"][0])
 
 
-def kernel_flops(gpu: pl.DataFrame, calls: pl.DataFrame, subtree_end: Any) -> pl.Series:
-    """Per GPU event, the model FLOPs it did (null: no modelled call launched it).
-
-    A modelled call's FLOPs go to the kernels launched in its subtree (``op_row`` in
-    ``[row, subtree_end[row])``: ``aten::convolution``'s kernels are launched by the
-    ``cudnn_convolution`` under it), shared by duration, so that each of them runs at the call's
-    TFLOP/s.  Wrappers are no calls here, so no event falls in two calls.
-    """
-    import numpy as np
-
-    if calls.height == 0:
-        return pl.Series("model_flops", [None] * gpu.height, dtype=pl.Float64)
-    ordered = calls.select("row", "model_flops").sort("row")
-    rows = ordered["row"].to_numpy()
-    ends = np.asarray(subtree_end)[rows]
-    op_row = gpu["op_row"].fill_null(-1).to_numpy()
-    kernel = (gpu["kind"].cast(pl.String) == "kernel").to_numpy()
-    at = np.searchsorted(rows, op_row, side="right") - 1
-    inside = kernel & (op_row >= 0) & (at >= 0)
-    inside &= op_row < ends[np.clip(at, 0, None)]
-    call = np.where(inside, at, -1)
-    dur = gpu["dur"].to_numpy()
-    call_time = np.bincount(call[inside], weights=dur[inside], minlength=len(rows))
-    flops = ordered["model_flops"].to_numpy()
-    share = np.full(len(dur), np.nan)
-    timed = inside & (call_time[np.clip(call, 0, None)] > 0)
-    share[timed] = flops[call[timed]] * dur[timed] / call_time[call[timed]]
-    return pl.Series("model_flops", share).fill_nan(None)
-
-
-def kernel_tflops(gpu: pl.DataFrame) -> pl.DataFrame:
-    """Per kernel name: ``tflops_s`` over its launches with model FLOPs (:func:`kernel_flops`, a
-    ``model_flops`` column); null for a kernel no modelled call launched."""
-    known = pl.col("model_flops").is_not_null()
-    return (
-        gpu.lazy()  # only the four columns it reads are filtered, not every column of the GPU frame
-        .filter(pl.col("kind") == "kernel")
-        .group_by("name")
-        .agg(
-            pl.col("model_flops").filter(known).sum().alias("flops"),
-            pl.col("dur").filter(known).sum().alias("us"),
-            known.any().alias("known"),
-        )
-        .select(
-            "name",
-            pl.when(pl.col("known") & (pl.col("us") > 0)).then(pl.col("flops") / pl.col("us") / 1e6).alias("tflops_s"),
-        )
-        .collect()
-    )
-
-
-def operator_tflops(calls: pl.DataFrame, by_shapes: bool = False) -> pl.DataFrame:
-    """Per operator name (and input dims): ``tflops_s`` of its modelled calls (model FLOPs ÷ their
-    device total time)."""
-    keys = ["name", "input_dims"] if by_shapes else ["name"]
-    return calls.group_by(keys).agg(
-        pl.when(pl.col("device_total_us").sum() > 0)
-        .then(pl.col("model_flops").sum() / pl.col("device_total_us").sum() / 1e6)
-        .alias("tflops_s")
-    )
-
-
 def diff_efficiency(before: pl.DataFrame, after: pl.DataFrame, tolerance_pct: float = 5.0) -> pl.DataFrame:
     """Two efficiency views compared by (operator, input dims, input types): ``calls``,
     ``kernel_us`` and ``tflops_s`` before and after, ``tflops_delta_pct`` (the change of the rate

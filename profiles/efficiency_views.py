@@ -1,6 +1,6 @@
 """Issue 24: a profile's efficiency views: GPU time by kernel category, the perf model per operator
-and shapes, per step model FLOPs, TFLOP/s and MFU, the kernel and operator tables' efficiency
-columns, and the Overview's efficiency lines.  A mixin of
+and shapes, per step model FLOPs, TFLOP/s and MFU, and the Overview's efficiency lines (the kernel
+and operator tables' categories need no model: issue 32, :func:`profview.profiles.views.with_efficiency`).  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; every figure comes from
 :mod:`profview.analysis.kernel_categories`, :mod:`~profview.analysis.perf_model` and
 :mod:`~profview.analysis.device_peaks`.
@@ -51,25 +51,6 @@ class EfficiencyViews(ProfileHost):
             return category_table(self._categorized.filter(self._step_mask(step)))
         return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
 
-    def kernel_categories(self) -> pl.DataFrame:
-        """Per kernel name, its category (the one holding most of its time when operators of
-        several categories launch it): ``name``, ``category``."""
-
-        def compute() -> pl.DataFrame:
-            return (
-                self._categorized.lazy()  # the four columns it reads, not a copy of every column
-                .filter(pl.col("kind") == "kernel")
-                .group_by("name", "category")
-                .agg(pl.col("dur").sum())
-                .sort(["name", "dur", "category"], descending=[False, True, False])
-                .group_by("name", maintain_order=True)
-                .first()
-                .select("name", "category")
-                .collect()
-            )
-
-        return self._trace_only("kernel_categories", "no kernels in this trace", compute)
-
     def device_peak(self) -> tuple[str | None, Any]:
         """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
         from ..analysis.device_peaks import trace_device
@@ -99,12 +80,12 @@ class EfficiencyViews(ProfileHost):
         # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
         rows = vars(self).get("_operator_rows")
         calls = call_work(rows if rows is not None else operator_rows(self.model, only=modeled))
-        tf32_ops = (
-            self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
-                "op_row"
-            ]
-            .unique()
-            .implode()
+        tf32_ops = (  # the two columns it reads (no categories needed: issue 32)
+            self.model.gpu.lazy()
+            .filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())
+            .select(pl.col("op_row").unique().implode())
+            .collect()
+            .to_series()
         )
         wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
         return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
@@ -180,40 +161,6 @@ class EfficiencyViews(ProfileHost):
                 else pl.lit(None, dtype=pl.Float64)
             ).alias("mfu_pct"),
         )
-
-    def kernel_efficiency(self) -> pl.DataFrame:
-        """Per kernel name: ``category`` and ``tflops_s`` (model FLOPs of the calls that launched it
-        ÷ its time; null where none was modelled) — the columns the kernel view gains."""
-        from ..analysis.perf_model import kernel_flops, kernel_tflops
-
-        def compute() -> pl.DataFrame:
-            flops = kernel_flops(self._categorized, self._call_work, self.model.tree.subtree_end)
-            tflops = kernel_tflops(self._categorized.with_columns(flops))
-            return self.kernel_categories().join(tflops, on="name", how="left")
-
-        return self._trace_only("kernel_efficiency", "no kernels in this trace", compute)
-
-    def operator_efficiency(self, by_shapes: bool = False) -> pl.DataFrame:
-        """Per operator name (and input dims): ``category`` (by the operator rule of
-        :mod:`..analysis.kernel_categories`) and ``tflops_s`` of its modelled calls."""
-        from ..analysis.kernel_categories import operator_category
-        from ..analysis.perf_model import operator_tflops
-
-        def compute(by_shapes: bool) -> pl.DataFrame:
-            frame = operator_tflops(self._call_work, by_shapes)
-            names = self._operator_rows["name"].unique().to_list() if not by_shapes else frame["name"].to_list()
-            categories = pl.DataFrame(
-                {"name": names, "category": [operator_category(n) for n in names]},
-                schema={"name": pl.String, "category": pl.String},
-            ).unique("name")
-            keys = ["name", "input_dims"] if by_shapes else ["name"]
-            if by_shapes:
-                return frame.join(categories, on="name", how="left").select(*keys, "category", "tflops_s")
-            return categories.join(frame, on="name", how="left").select(*keys, "category", "tflops_s")
-
-        if by_shapes:
-            return compute(True)
-        return self._default_view("op_efficiency", lambda: compute(False))
 
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's

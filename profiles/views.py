@@ -26,19 +26,17 @@ EVENT_VIEWS = ("memory", "memory_ops", "memory_peaks")
 
 
 def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
-    """Issue 24: a trace's kernel or operator table with ``category`` and ``tflops_s`` at the end
-    (per kernel / operator name over the whole trace; per input dims for operators by shapes);
-    a text format's table as it is."""
+    """A trace's kernel or operator table with ``category`` at the end (issue 32: a view pays only for
+    what it shows): kernels by their name alone, operators by the operator rule
+    (:mod:`profview.analysis.kernel_categories`); no model is linked and no perf model run for it
+    (TFLOP/s per operator and shapes is the efficiency view's).  A text format's table as it is."""
     if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
         return frame
+    from ..analysis.kernel_categories import operator_categories, with_name_category
+
     if view == "kernels":
-        return frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
-    if not by_shape:
-        return frame.join(profile.operator_efficiency(), on="name", how="left", maintain_order="left")
-    categories = profile.operator_efficiency().select("name", "category")
-    rates = profile.operator_efficiency(by_shapes=True).select("name", "input_dims", "tflops_s")
-    frame = frame.join(categories, on="name", how="left", maintain_order="left")
-    return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
+        return with_name_category(frame, profile.comm_pattern)
+    return frame.with_columns(operator_categories(frame["name"]))
 
 
 #: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.
@@ -175,7 +173,7 @@ def _categorised_view(
     peak_tflops: float | None,
     peak_tb_s: float | None,
 ) -> pl.DataFrame:
-    """kernels, ops (with ``category`` and ``tflops_s``), efficiency and categories."""
+    """kernels, ops (with ``category``), efficiency and categories."""
     if view == "kernels":
         return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
     if view == "ops":

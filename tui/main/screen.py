@@ -230,9 +230,10 @@ class MainScreen(Screen[None]):
             frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
         else:
             frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
-        if not self.linked:  # issue 24: category and TFLOP/s need the linked model
+        if not self.linked and view == "ops":  # issue 24: the operators' TFLOP/s needs the linked model
             return frame
-        return self.with_path(view, with_efficiency(self.profile, view, frame, self.by_shape.get(view, False)))
+        frame = with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))  # kernels: by name
+        return self.with_path(view, frame) if self.linked else frame
 
     def update_header(self) -> None:
         self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
