@@ -26,6 +26,7 @@ class ProfileHost(Protocol):
     format: str
     metadata: dict[str, Any]
     saved: SavedViews | None
+    fresh: dict[str, pl.DataFrame]
     fresh_facts: dict[str, Any]
     _facts: dict[str, Any]
 

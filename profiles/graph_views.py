@@ -1,0 +1,272 @@
+"""Issue 36: a profile's graph views: the graphs its replays ran, their nodes, and every GPU
+microsecond by (operator, module) with replayed kernels charged through their capture.  A mixin of
+:class:`~profview.profiles.trace_profile.Profile`; the figures come from
+:mod:`profview.analysis.graphs` (and :mod:`~profview.analysis.graph_replays`,
+:mod:`~profview.analysis.graph_capture`, :mod:`~profview.analysis.graph_align`).
+
+The captures are those in the trace itself and those of ``--capture PATH`` (:meth:`use_capture`: a
+capture trace, or a folder with vLLM's or SGLang's ``execution_details.json``).  Nothing here runs
+unless a graph view, or a view that uses the attribution, asks; the attributed frames are kept with
+the trace in the cache, per set of captures (their identity is in the views' names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ..errors import ProfviewError
+
+if TYPE_CHECKING:
+    from ..analysis.graph_capture import Capture
+    from ..analysis.graphs import GraphFrames
+    from .host import ProfileHost
+else:
+    ProfileHost = object  # the Protocol is the type checker's base only
+
+#: Why a trace has no graph views.
+NO_GRAPHS = "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch, and no run of GPU work one launch made)"
+#: What to do where a graph has no capture (summary, Overview, the graphs view's note).
+CAPTURE_REMEDY = (
+    "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "
+    "torch.compile: profile the first compiled call), or give it with --capture PATH"
+)
+#: The file vLLM and SGLang write beside their capture traces.
+EXECUTION_DETAILS = "execution_details.json"
+#: The frames of :class:`~profview.analysis.graphs.GraphFrames` as the cache keeps them.
+_STORED = ("events", "replays", "nodes", "graphs")
+
+
+class GraphViews(ProfileHost):
+    """Graph replays (issue 36): graphs, graph nodes, operators through the capture."""
+
+    capture: list[str]
+    capture_use_cache: bool
+
+    def use_capture(self, paths: list[str], use_cache: bool = True) -> None:
+        """Attribute replays through the captures in ``paths`` too (files or capture folders); a
+        path that is missing or holds no capture is an error naming it."""
+        for path in paths:
+            if not os.path.exists(path):
+                raise ProfviewError(path, "--capture: no such file or folder")
+        self.capture = list(paths)
+        self.capture_use_cache = use_cache
+        for kept in ("_graph_frames", "_capture_key"):
+            vars(self).pop(kept, None)
+
+    # -- the captures --------------------------------------------------------------------------
+    @cached_property
+    def _capture_key(self) -> str:
+        """A short key for the set of captures (their files' identities): views are kept per set."""
+        if not self.capture:
+            return "own"
+        from ..store.keys import identity, key
+
+        files = [file for path in self.capture for file, _size in _capture_files(path)]
+        return key({"captures": [identity(f) for f in files]})[:16]
+
+    def _captures(self) -> list[Capture]:
+        """The captures in this trace, then those of ``--capture`` (each file's, in order)."""
+        from ..analysis.graph_capture import find_captures
+
+        found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
+        for path in self.capture:
+            for file, size in _capture_files(path):
+                found += _captures_of(file, size, self.capture_use_cache)
+        return found
+
+    @staticmethod
+    def _launch_kernels(events: pl.DataFrame) -> pl.DataFrame | None:
+        """The kernel each launch call names (ROCm), by correlation; None where none does."""
+        if "launch_kernel" not in events.columns or events["launch_kernel"].null_count() == events.height:
+            return None
+        named = events.filter(pl.col("launch_kernel").is_not_null())
+        return named.select("correlation", pl.col("launch_kernel").cast(pl.String))
+
+    # -- the attribution -----------------------------------------------------------------------
+    @cached_property
+    def _graph_frames(self) -> GraphFrames:
+        """The replays attributed through the captures: from the cache, else computed once."""
+        from ..analysis.graphs import GraphFrames
+
+        names = [f"graph_{part}-{self._capture_key}" for part in _STORED]
+        saved = [self.saved.frame(name) if self.saved else None for name in names]
+        if all(frame is not None for frame in saved):
+            events, replays, nodes, graphs = saved
+            assert events is not None and replays is not None and nodes is not None and graphs is not None
+            return GraphFrames(events, replays, nodes, graphs)
+        frames = self._attribute()
+        for name, frame in zip(names, (frames.events, frames.replays, frames.nodes, frames.graphs), strict=True):
+            self.fresh[name] = frame
+        return frames
+
+    def _attribute(self) -> GraphFrames:
+        from ..analysis.graph_replays import find_replays, has_replays
+        from ..analysis.graphs import attribute, replay_batch_sizes
+
+        model = self.model
+        if not has_replays(model):
+            replays = find_replays(model)
+            return attribute(replays, [])
+        replays = find_replays(model, self._graph_ids())
+        captures = self._captures()
+        return attribute(replays, captures, replay_batch_sizes(model, replays))
+
+    def _graph_ids(self) -> pl.DataFrame | None:
+        """Per ``model.gpu`` row, Kineto's ``graph id`` and ``graph node id`` (None: the trace has none)."""
+        events = self._trace_events()
+        if "graph_id" not in events.columns or events["graph_id"].null_count() == events.height:
+            return None
+        from ..analysis.events import COMPLETE
+        from ..frames import GPU_KINDS
+
+        return events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select("graph_id", "graph_node_id")
+
+    def has_graphs(self) -> bool:
+        """Whether the trace replays any graph (a cheap look at the model: no attribution)."""
+        if not self.is_trace:
+            return False
+        if "_graph_frames" in vars(self):
+            return not self._graph_frames.empty
+        from ..analysis.graph_replays import has_replays
+
+        return has_replays(self.model)
+
+    def _require_graphs(self) -> GraphFrames:
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no graph views")
+        frames = self._graph_frames
+        if frames.empty:
+            raise ProfviewError(self.path, NO_GRAPHS)
+        return frames
+
+    # -- the views -----------------------------------------------------------------------------
+    def graphs(self) -> pl.DataFrame:
+        """One row per graph (see :func:`profview.analysis.graphs.graph_table`); the note of a graph
+        no capture attributes says how to get one."""
+        from ..analysis.graphs import NO_CAPTURE, graph_table
+
+        frames = self._require_graphs()
+        table = graph_table(frames, self.gpu)
+        remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {CAPTURE_REMEDY}", literal=True)
+        return table.with_columns(remedy)
+
+    def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
+        """One row per node (see :func:`profview.analysis.graphs.graph_node_table`); ``graph``: its only."""
+        from ..analysis.graphs import graph_node_table
+
+        frames = self._require_graphs()
+        if graph is not None and graph not in set(frames.graphs["graph"].to_list()):
+            raise ProfviewError(self.path, f"no graph {graph} (graphs: {frames.graphs['graph'].to_list()})")
+        return graph_node_table(frames, self.gpu, graph)
+
+    def graph_ops(self) -> pl.DataFrame:
+        """Every GPU microsecond by (operator, module), replays through their capture (see
+        :func:`profview.analysis.graphs.graph_ops_table`)."""
+        from ..analysis.graphs import graph_ops_table
+
+        frames = self._require_graphs()
+
+        def compute() -> pl.DataFrame:
+            modules, sources = self._direct_modules_and_sources()
+            return graph_ops_table(frames, self.model, modules, sources)
+
+        return self._default_view(f"graph_ops-{self._capture_key}", compute)
+
+    def _direct_modules_and_sources(self) -> tuple[pl.Series, pl.Series]:
+        """Per ``model.gpu`` row, the module path and source line the modules and sources views give it."""
+        from ..analysis.modules import gpu_attribution, launch_frames, source_stacks
+        from ..frames import NO_MODULE, NO_SOURCE
+
+        model = self.model
+        if not model.host["is_python"].any():
+            height = model.gpu.height
+            return pl.repeat(NO_MODULE, height, eager=True), pl.repeat(NO_SOURCE, height, eager=True)
+        frames = launch_frames(model)
+        stacks = source_stacks(model, frames)
+        return gpu_attribution(model, frames)["module"], pl.Series([stacks[f][0] for f in frames.tolist()])
+
+    def graph_summary(self) -> dict[str, Any] | None:
+        """The Overview's and summary's figures: GPU time replayed by graphs, the part attributed,
+        graphs without a capture; None where the trace replays no graph.  Kept with the trace's
+        views (a re-opened trace's summary reads them, no model)."""
+        if not self.is_trace:
+            return None
+        name = f"graph_summary-{self._capture_key}"
+        saved = self.saved.facts().get(name) if self.saved else None
+        if isinstance(saved, dict):
+            return saved or None
+        if name not in self._facts:
+            self._facts[name] = self.fresh_facts[name] = self._graph_figures()
+        figures: dict[str, Any] = self._facts[name]
+        return figures or None
+
+    def _graph_figures(self) -> dict[str, Any]:
+        if not self.has_graphs():
+            return {}
+        from ..analysis.graphs import replayed
+
+        frames = self._graph_frames
+        events = replayed(frames, self.gpu)
+        return {
+            "all_gpu_us": float(self.gpu["dur"].sum() or 0.0),
+            "replayed_us": float(events["dur"].sum() or 0.0),
+            "attributed_us": float(events.filter(pl.col("attributed"))["dur"].sum() or 0.0),
+            "graphs": frames.graphs.height,
+            "without_capture": frames.graphs["capture"].null_count(),
+        }
+
+
+def _capture_files(path: str) -> list[tuple[str, int | None]]:
+    """The capture traces ``path`` names: itself, or a folder's (those its ``execution_details.json``
+    lists, with their batch sizes; else every trace file in it)."""
+    if not os.path.isdir(path):
+        return [(path, None)]
+    details = os.path.join(path, EXECUTION_DETAILS)
+    if os.path.isfile(details):
+        try:
+            with open(details, "rb") as fh:
+                entries = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise ProfviewError(details, f"--capture: not readable as JSON ({exc})") from None
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries
+        ):
+            raise ProfviewError(details, "--capture: expected a list of objects with a 'file' each")
+        files = []
+        for entry in entries:
+            file = os.path.join(path, os.path.basename(entry["file"]))
+            if not os.path.isfile(file):
+                raise ProfviewError(file, f"--capture: listed in {EXECUTION_DETAILS} but not there")
+            size = entry.get("batch_size")
+            files.append((file, size if isinstance(size, int) and not isinstance(size, bool) else None))
+        return files
+    traces = sorted(
+        os.path.join(path, name)
+        for name in os.listdir(path)
+        if name.endswith((".json", ".json.gz")) and name != EXECUTION_DETAILS
+    )
+    if not traces:
+        raise ProfviewError(path, f"--capture: no {EXECUTION_DETAILS} and no trace files in this folder")
+    return [(file, None) for file in traces]
+
+
+def _captures_of(file: str, batch_size: int | None, use_cache: bool) -> list[Capture]:
+    """The captures in one capture trace (an error naming it where it holds none)."""
+    from ..analysis.graph_capture import find_captures
+    from .loading import load
+
+    profile = load(file, use_cache=use_cache)
+    if not profile.is_trace:
+        raise ProfviewError(file, f"--capture: a {profile.format}, not a trace")
+    events = profile._trace_events()
+    found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
+    if not found:
+        raise ProfviewError(
+            file, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
+        )
+    return found
