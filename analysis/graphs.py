@@ -32,6 +32,7 @@ from ..frames import NO_MODULE, NO_SOURCE, UNATTRIBUTED, display_name
 from .graph_align import Alignment, Lane, align_graph, node_kind, template_of
 from .graph_capture import LAUNCH_SCHEMA, Capture
 from .graph_replays import FULL, Replays
+from .launch_index import LaunchIndex
 from .model import TraceModel
 
 #: The ``graphs`` view.
@@ -64,6 +65,8 @@ GRAPH_NODE_COLUMNS = (
 )
 #: The ``graph_ops`` view.
 GRAPH_OP_COLUMNS = ("name", "module", "calls", "device_us", "graph_us", "pct", "source")
+#: Marks an operator chain that a replayed kernel took from its captured launch (a kernel's launchers).
+CAPTURED = "(captured)"
 #: Replayed GPU work whose node no capture decides (graph_ops' row for it).
 NOT_ATTRIBUTED = "(graph replay, not attributed)"
 #: Why a graph has no capture at all (the remedy is the profile's to say: it knows the options).
@@ -392,3 +395,38 @@ def graph_ops_table(frames: GraphFrames, model: TraceModel, modules: pl.Series, 
         )
     )
     return table.select(GRAPH_OP_COLUMNS).sort(["device_us", "name", "module"], descending=[True, False, False])
+
+
+def with_replayed_paths(index: LaunchIndex, events: pl.DataFrame) -> LaunchIndex:
+    """``index`` with the replayed GPU events of ``events`` (:func:`replayed`, attributed ones)
+    launched from their captured launch's path: each distinct path a row and path number of its own
+    (rows below -1, paths after the index's), its chain led by :data:`CAPTURED`."""
+    paths = events.select("op", "op_chain", "python_stack").unique(maintain_order=True)
+    first = int(index.paths.select(pl.col("path").max()).item() or 0) + 1 if index.paths.height else 0
+    paths = paths.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("number"),
+        pl.format("{} > {}", pl.lit(CAPTURED), "op_chain").alias("op_chain"),
+    )
+    numbered = events.select("gpu_row", "op", "op_chain", "python_stack").join(
+        paths.select("op", pl.col("op_chain").str.strip_prefix(CAPTURED + " > "), "python_stack", "number"),
+        on=["op", "op_chain", "python_stack"],
+        how="left",
+        nulls_equal=True,
+    )
+    rows = pl.concat(
+        [
+            index.rows,
+            paths.select((-2 - pl.col("number")).alias("op_row"), (first + pl.col("number")).alias("path")),
+        ]
+    )
+    texts = pl.concat(
+        [index.paths, paths.select((first + pl.col("number")).alias("path"), "op", "op_chain", "python_stack")]
+    )
+    replaced = index.gpu.with_row_index("gpu_row").with_columns(pl.col("gpu_row").cast(pl.Int64))
+    replaced = replaced.join(
+        numbered.select("gpu_row", (-2 - pl.col("number")).alias("captured_row")), on="gpu_row", how="left"
+    )
+    gpu = replaced.select("name", pl.coalesce("captured_row", "op_row").alias("op_row"), "dur").select(
+        index.gpu.columns
+    )
+    return LaunchIndex(gpu, rows.cast(index.rows.schema), texts.cast(index.paths.schema))

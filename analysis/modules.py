@@ -299,26 +299,43 @@ def source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]
     return stacks
 
 
-def source_kernels(model: TraceModel, frames: np.ndarray, name: str) -> pl.DataFrame:
+def source_kernels(
+    model: TraceModel, frames: np.ndarray, name: str, replaced: dict[int, list[str]] | None = None
+) -> pl.DataFrame:
     """The GPU work launched while source line ``name`` was open (:data:`OP_LAUNCH_COLUMNS`);
-    ``direct_calls``: while it was the innermost source-line frame."""
+    ``direct_calls``: while it was the innermost source-line frame.  ``replaced``: per GPU row,
+    the source lines to use instead of its launch's (issue 36: a replayed kernel's captured launch)."""
     stacks = source_stacks(model, frames)
-    inside = np.array([name in stacks[f] for f in frames.tolist()], dtype=bool)
-    direct = np.array([stacks[f][0] == name for f in frames.tolist()], dtype=bool)
+    per_row = [stacks[f] for f in frames.tolist()]
+    for row, stack in (replaced or {}).items():
+        per_row[row] = stack
+    inside = np.array([name in stack for stack in per_row], dtype=bool)
+    direct = np.array([stack[0] == name for stack in per_row], dtype=bool)
     launched = model.gpu.with_columns(pl.Series("direct", direct)).filter(pl.Series(inside))
     return launch_table(launched)
 
 
-def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.DataFrame:
+def source_table(
+    model: TraceModel, frames: np.ndarray | None = None, replaced: dict[int, list[str]] | None = None
+) -> pl.DataFrame:
     """GPU time per source-line frame (:data:`SOURCE_COLUMNS`), most total time first.
 
     ``self_us``: launched while the frame was the innermost non-module Python frame; ``total_us``:
     while it was open anywhere in the stack (once per GPU event, however deep the recursion).
+    ``replaced``: per GPU row, the source lines (innermost first) to use instead of its launch's
+    (issue 36: a replayed kernel's captured launch).
     """
     frames = launch_frames(model) if frames is None else frames
     stacks = source_stacks(model, frames)
+    keys = frames.copy()
+    if replaced:  # each distinct replaced stack gets a key of its own, below every frame row
+        numbered: dict[tuple[str, ...], int] = {}
+        for row, stack in replaced.items():
+            number = numbered.setdefault(tuple(stack), -2 - len(numbered))
+            keys[row] = number
+            stacks[number] = stack
     per_frame = (
-        pl.DataFrame({"frame": frames, "dur": model.gpu["dur"]})
+        pl.DataFrame({"frame": keys, "dur": model.gpu["dur"]})
         .group_by("frame")
         .agg(pl.col("dur").sum(), pl.len().alias("count"))
     )

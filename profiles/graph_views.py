@@ -24,6 +24,7 @@ from ..errors import ProfviewError
 if TYPE_CHECKING:
     from ..analysis.graph_capture import Capture
     from ..analysis.graphs import GraphFrames
+    from ..analysis.launch_index import LaunchIndex
     from .host import ProfileHost
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
@@ -143,6 +144,107 @@ class GraphViews(ProfileHost):
         if frames.empty:
             raise ProfviewError(self.path, NO_GRAPHS)
         return frames
+
+    # -- what the other views take from the attribution --------------------------------------
+    def _graph_view_name(self, name: str) -> str:
+        """The name a view that uses the attribution is kept under: its own, but with captures
+        given (``--capture``), one per set of them."""
+        return name if not self.capture else f"{name}-{self._capture_key}"
+
+    def _attributed_replays(self) -> pl.DataFrame | None:
+        """The replayed GPU events a capture attributes (see :func:`profview.analysis.graphs.replayed`);
+        None where the trace replays no graph (a cheap look first: no attribution)."""
+        if not self.is_trace or not self.has_graphs():
+            return None
+        from ..analysis.graphs import replayed
+
+        events = replayed(self._graph_frames, self.gpu).filter(pl.col("attributed"))
+        return events if events.height else None
+
+    def _with_replayed_modules(self, attribution: pl.DataFrame) -> pl.DataFrame:
+        """Per ``model.gpu`` row ``module`` and ``pass`` (:func:`profview.analysis.modules.gpu_attribution`),
+        a replayed kernel's taken from its captured launch (forward: a graph is replayed inference)."""
+        events = self._attributed_replays()
+        if events is None:
+            return attribution
+        from ..analysis.modules import FORWARD
+
+        rows = events["gpu_row"].to_numpy()
+        module = attribution["module"].to_numpy().copy()
+        passes = attribution["pass"].to_numpy().copy()
+        module[rows] = events["module"].to_numpy()
+        passes[rows] = FORWARD
+        return pl.DataFrame({"module": module, "pass": passes}, schema=attribution.schema)
+
+    def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None:
+        """Per replayed ``model.gpu`` row, its captured launch's source lines (innermost first);
+        ``mask`` (per GPU row): only those rows, numbered among them."""
+        events = self._attributed_replays()
+        if events is None:
+            return None
+        rows = events["gpu_row"].to_list()
+        stacks = events["sources"].to_list()
+        if mask is None:
+            return dict(zip(rows, stacks, strict=True))
+        import numpy as np
+
+        kept = np.asarray(mask, dtype=bool)
+        renumbered = np.cumsum(kept) - 1
+        return {int(renumbered[r]): s for r, s in zip(rows, stacks, strict=True) if kept[r]}
+
+    def graph_device_by_op(self, step: int | None = None) -> pl.DataFrame | None:
+        """Per operator name (as the ops view shows it): the replayed GPU time attributed to it
+        through a capture (``graph_device_us``) and its captured calls that ran (``graph_calls``:
+        once per replay); ``step``: in that step.  None where the trace replays no graph."""
+        events = self._attributed_replays()
+        if events is None:
+            return None
+        from ..frames import display_name
+
+        if step is not None:
+            rows = self._step_mask(step).arg_true()
+            events = events.filter(pl.col("gpu_row").is_in(rows.implode()))
+        return (
+            events.group_by(display_name(pl.col("op")).alias("name"))
+            .agg(
+                pl.struct("replay", "op_row").n_unique().cast(pl.Int64).alias("graph_calls"),
+                pl.col("dur").sum().alias("graph_device_us"),
+            )
+            .sort("name")
+        )
+
+    def replayed_launches(self, op: str, step: int | None = None) -> pl.DataFrame | None:
+        """The replayed GPU events attributed to operator ``op`` through a capture, or to an operator
+        under it there (``direct``: to ``op`` itself), as ``model.gpu`` rows; None where none is."""
+        events = self._attributed_replays()
+        if events is None:
+            return None
+        from ..frames import CHAIN_SEPARATOR, display_name
+
+        if step is not None:
+            events = events.filter(pl.col("gpu_row").is_in(self._step_mask(step).arg_true().implode()))
+        shown = display_name(pl.col("op"))
+        inside = (shown == op) | pl.col("op_chain").str.split(CHAIN_SEPARATOR).list.contains(op)
+        picked = events.filter(inside).select("gpu_row", (shown == op).alias("direct"))
+        if picked.height == 0:
+            return None
+        gpu = self.gpu.with_row_index("gpu_row").with_columns(pl.col("gpu_row").cast(pl.Int64))
+        return gpu.join(picked, on="gpu_row").drop("gpu_row")
+
+    def launch_index_with_replays(self) -> LaunchIndex:
+        """The launch index (:attr:`Profile.launch_index`) with each replayed kernel a capture
+        attributes launched from its captured launch's path (the operator chain marked
+        :data:`~profview.analysis.graphs.CAPTURED`), not from the graph launch's."""
+        events = self._attributed_replays()
+        index = self.launch_index
+        if events is None:
+            return index
+        if "_replay_index" not in vars(self):
+            from ..analysis.graphs import with_replayed_paths
+
+            vars(self)["_replay_index"] = with_replayed_paths(index, events)
+        replay_index: LaunchIndex = vars(self)["_replay_index"]
+        return replay_index
 
     # -- the views -----------------------------------------------------------------------------
     def graphs(self) -> pl.DataFrame:

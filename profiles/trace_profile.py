@@ -309,7 +309,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
             return rows
         from ..analysis.launches import op_launches
 
-        return op_launches(self.step_model(step), op, input_dims)
+        replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
+        return op_launches(self.step_model(step), op, input_dims, replayed)
 
     def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
@@ -318,7 +319,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
             if step is None:  # every launching row's path, once (of a re-opened trace: read, no host row)
                 from ..analysis.launch_index import kernel_launchers
 
-                return kernel_launchers(self.launch_index, kernel)
+                return kernel_launchers(self.launch_index_with_replays(), kernel)  # issue 36: through captures
             from ..analysis.launches import kernel_launches
 
             return kernel_launches(self.step_model(step), kernel)

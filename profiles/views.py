@@ -74,6 +74,32 @@ def with_on_path(
     return joined.select(*order[:at], *ON_PATH_COLUMNS, *order[at:])
 
 
+def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
+    """Issue 36: a trace's operator table with ``graph_device_us`` at the end, where it replays graphs:
+    per operator, the replayed GPU time a capture attributes to it (the table's own figures stay
+    torch's, which charge a replay to the call around the graph launch).  An operator that ran only
+    in the capture gets a row of its own (``kind`` ``captured``: no host time, no device time of
+    torch's; ``calls``: its captured calls that ran, once per replay)."""
+    if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
+        return frame
+    graph = profile.graph_device_by_op(step)
+    if graph is None:
+        return frame
+    joined = frame.join(graph.select("name", "graph_device_us"), on="name", how="left", maintain_order="left")
+    joined = joined.with_columns(pl.col("graph_device_us").fill_null(0.0))
+    captured = graph.join(frame.select("name"), on="name", how="anti")
+    if captured.height == 0:
+        return joined
+    rows = captured.select(
+        "name",
+        pl.lit("captured").alias("kind"),
+        pl.col("graph_calls").alias("calls"),
+        *[pl.lit(0.0).alias(c) for c in ("host_self_us", "host_total_us", "device_self_us", "device_total_us")],
+        "graph_device_us",
+    )
+    return pl.concat([joined, rows], how="diagonal_relaxed").select(joined.columns)
+
+
 def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
     """Rows of ``category`` (a view with a ``category`` column: kernels, ops, efficiency, categories)."""
     if category is None:
@@ -190,7 +216,8 @@ def _categorised_view(
     if view == "kernels":
         return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
     if view == "ops":
-        return with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+        frame = with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+        return frame if by_shape else with_graph_time(profile, frame, step)
     if view == "categories":
         return profile.categories(step)
     if step is not None:
