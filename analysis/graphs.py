@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -430,3 +431,35 @@ def with_replayed_paths(index: LaunchIndex, events: pl.DataFrame) -> LaunchIndex
         index.gpu.columns
     )
     return LaunchIndex(gpu, rows.cast(index.rows.schema), texts.cast(index.paths.schema))
+
+
+def node_launch_frame(node: dict[str, Any]) -> pl.DataFrame:
+    """One row of a kernel's launchers (:data:`~profview.frames.KERNEL_LAUNCH_COLUMNS`) for a
+    ``graph_nodes`` row: its captured launch's operator, chain (marked :data:`CAPTURED`) and Python
+    stack, and the GPU time of the replays that ran it."""
+    calls = int(node.get("replays") or 0)
+    total = float(node.get("device_us") or 0.0)
+    return pl.DataFrame(
+        {
+            "op": [node.get("op")],
+            "op_chain": [f"{CAPTURED} > {node.get('op_chain') or ''}"],
+            "python_stack": [node.get("python_stack") or ""],
+            "calls": [calls],
+            "total_us": [total],
+            "mean_us": [node.get("mean_us")],
+            "min_us": [None],
+            "max_us": [None],
+            "pct": [100.0 if total else None],
+        },
+        schema={
+            "op": pl.String,
+            "op_chain": pl.String,
+            "python_stack": pl.String,
+            "calls": pl.Int64,
+            "total_us": pl.Float64,
+            "mean_us": pl.Float64,
+            "min_us": pl.Float64,
+            "max_us": pl.Float64,
+            "pct": pl.Float64,
+        },
+    )

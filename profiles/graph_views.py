@@ -310,6 +310,7 @@ class GraphViews(ProfileHost):
     def _graph_figures(self) -> dict[str, Any]:
         if not self.has_graphs():
             return {}
+        from ..analysis.graph_replays import FULL
         from ..analysis.graphs import replayed
 
         frames = self._graph_frames
@@ -319,8 +320,35 @@ class GraphViews(ProfileHost):
             "replayed_us": float(events["dur"].sum() or 0.0),
             "attributed_us": float(events.filter(pl.col("attributed"))["dur"].sum() or 0.0),
             "graphs": frames.graphs.height,
+            "replays": int((frames.replays["partial"] == FULL).sum()),
+            "partial_replays": int((frames.replays["partial"] != FULL).sum()),
             "without_capture": frames.graphs["capture"].null_count(),
+            "captures": sorted(set(frames.graphs["capture"].drop_nulls().to_list())),
         }
+
+    def graph_lines(self) -> list[str]:
+        """The Overview's and summary's graph lines: how much GPU time graph replays took and how
+        much of it is attributed through a capture; where a graph has none, how to get one."""
+        figures = self.graph_summary()
+        if not figures:
+            return []
+        from ..frames import fmt_us
+
+        share = figures["replayed_us"] / figures["all_gpu_us"] * 100.0 if figures["all_gpu_us"] else 0.0
+        partial = f" + {figures['partial_replays']} cut by the window" if figures["partial_replays"] else ""
+        counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
+        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
+        if figures["without_capture"] == figures["graphs"]:
+            return [first, f"graph replays not attributed to operators: no capture; {CAPTURE_REMEDY}"]
+        attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
+        second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
+        if figures["without_capture"]:
+            second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {CAPTURE_REMEDY}"
+        return [first, second]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def _capture_files(path: str) -> list[tuple[str, int | None]]:

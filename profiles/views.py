@@ -87,9 +87,9 @@ def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = No
         return frame
     joined = frame.join(graph.select("name", "graph_device_us"), on="name", how="left", maintain_order="left")
     joined = joined.with_columns(pl.col("graph_device_us").fill_null(0.0))
+    order = [*frame.columns]  # right after torch's device columns, where 80 columns still show it
+    order.insert(order.index("device_total_us") + 1 if "device_total_us" in order else len(order), "graph_device_us")
     captured = graph.join(frame.select("name"), on="name", how="anti")
-    if captured.height == 0:
-        return joined
     rows = captured.select(
         "name",
         pl.lit("captured").alias("kind"),
@@ -97,7 +97,10 @@ def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = No
         *[pl.lit(0.0).alias(c) for c in ("host_self_us", "host_total_us", "device_self_us", "device_total_us")],
         "graph_device_us",
     )
-    return pl.concat([joined, rows], how="diagonal_relaxed").select(joined.columns)
+    table = pl.concat([joined, rows], how="diagonal_relaxed").select(order)
+    # A captured operator takes its place among the others by its replayed time.
+    key = pl.max_horizontal(pl.col("device_total_us").fill_null(0.0), pl.col("graph_device_us"))
+    return table.sort(key, descending=True, maintain_order=True)
 
 
 def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
