@@ -30,18 +30,13 @@ GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
 #: How a replay joined its graph (``partial`` column): the whole graph, or the window cut it.
 FULL, SUFFIX, PREFIX = "full", "suffix", "prefix"
 
-#: One row per replayed GPU event: ``gpu_row`` (its row in ``model.gpu``), the ``replay``, its
-#: ``graph`` (null: a partial replay no graph could be chosen for), ``node`` (position in the
-#: graph's node order; null with the graph), the event's ``name``, ``kind``, ``stream``, ``dur``.
+#: One row per replayed GPU event: ``gpu_row`` (its row in ``model.gpu``: its name and times are
+#: there), the ``replay``, its ``graph`` and ``node`` (position in the graph's node order).
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "gpu_row": pl.Int64(),
     "replay": pl.Int64(),
     "graph": pl.Int64(),
     "node": pl.Int64(),
-    "name": pl.String(),
-    "kind": pl.String(),
-    "stream": pl.Int64(),
-    "dur": pl.Float64(),
 }
 
 
@@ -109,14 +104,18 @@ def find_replays(model: TraceModel, ids: pl.DataFrame | None = None) -> Replays:
     )
     orphans = _orphans(gpu).select("gpu_row", pl.col("correlation").alias("key"), pl.lit(True).alias("orphan"))
     picked = pl.concat([launched, orphans])
-    columns = ["name", "kind", "stream", "ts", "dur", "launch_row"]
-    events = picked.join(
-        gpu.select(columns).with_row_index("gpu_row").with_columns(pl.col("gpu_row").cast(pl.Int64)),
-        on="gpu_row",
-        how="left",
-    ).with_columns(pl.col("kind").cast(pl.String), pl.col("stream").fill_null(-1))
+    # Each event's columns gathered by row (no join), the texts as categorical codes: the sorts and
+    # joins below then move numbers, not kernel names (100,000 replays are millions of events).
+    columns = gpu.select(
+        pl.col("name").cast(pl.Categorical),
+        pl.col("kind").cast(pl.String).cast(pl.Categorical),
+        pl.col("stream").fill_null(-1),
+        "ts",
+        "launch_row",
+    )
+    events = pl.concat([picked, columns[picked["gpu_row"]]], how="horizontal")
     if ids is not None:
-        events = events.join(ids.with_row_index("gpu_row").with_columns(pl.col("gpu_row").cast(pl.Int64)), on="gpu_row")
+        events = pl.concat([events, ids[picked["gpu_row"]]], how="horizontal")
     return _identify(events, ids is not None)
 
 
@@ -139,11 +138,7 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
             (pl.col("stream").rank("dense").over("replay") - 1).cast(pl.Int64).alias("lane"),
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("replay", "lane").alias("position"))
-        .with_columns(
-            (pl.col("lane") * (1 << 32) + pl.col("name").cast(pl.Categorical).to_physical().cast(pl.Int64)).alias(
-                "token"
-            )
-        )
+        .with_columns((pl.col("lane") * (1 << 32) + pl.col("name").to_physical().cast(pl.Int64)).alias("token"))
     )
     if with_ids and events["graph_id"].is_not_null().all():
         return _identify_by_id(events, replay_order)
@@ -228,7 +223,9 @@ def _identify_by_id(events: pl.DataFrame, replay_order: pl.DataFrame) -> Replays
         )
         .sort("replay")
     )
-    node_frame = nodes.select("graph", "node", "name", "kind", "stream", "lane", "position")
+    node_frame = nodes.select(
+        "graph", "node", pl.col("name").cast(pl.String), pl.col("kind").cast(pl.String), "stream", "lane", "position"
+    )
     return Replays(placed.select(EVENT_SCHEMA.keys()).cast(pl.Schema(EVENT_SCHEMA)), replays, node_frame, True, {})
 
 
@@ -351,7 +348,11 @@ def _node_frame(events: pl.DataFrame, graphs: pl.DataFrame) -> pl.DataFrame:
     first = events.join(graphs.select(pl.col("first").alias("replay"), "graph"), on="replay")
     return (
         first.sort("graph", "lane", "position")
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("graph").alias("node"))
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).over("graph").alias("node"),
+            pl.col("name").cast(pl.String),
+            pl.col("kind").cast(pl.String),
+        )
         .select("graph", "node", "name", "kind", "stream", "lane", "position")
     )
 

@@ -265,19 +265,16 @@ def _empty_node_frame() -> pl.DataFrame:
 # -- per replayed GPU event ----------------------------------------------------------------------
 
 
-def replayed(frames: GraphFrames, gpu: pl.DataFrame) -> pl.DataFrame:
+def replayed(
+    frames: GraphFrames, gpu: pl.DataFrame, attributes: tuple[str, ...] = (*NODE_ATTRIBUTES, "how")
+) -> pl.DataFrame:
     """One row per replayed GPU event: ``gpu_row``, ``graph``, ``node``, ``replay``, ``dur``,
-    ``name`` (the kernel), ``attributed`` and the node's :data:`NODE_ATTRIBUTES` and ``how``."""
-    durations = gpu.select(pl.col("dur"), pl.col("name")).with_row_index("gpu_row")
-    return (
-        frames.events.join(durations.with_columns(pl.col("gpu_row").cast(pl.Int64)), on="gpu_row", how="left")
-        .join(
-            frames.nodes.select("graph", "node", "how", *NODE_ATTRIBUTES),
-            on=["graph", "node"],
-            how="left",
-        )
-        .with_columns(pl.col("op").is_not_null().alias("attributed"))
-    )
+    ``name`` (the kernel), ``attributed`` and the node's ``attributes`` (:data:`NODE_ATTRIBUTES`
+    and ``how``; fewer: less to copy per event)."""
+    rows = frames.events["gpu_row"]
+    events = frames.events.with_columns(gpu["dur"].gather(rows), gpu["name"].gather(rows))
+    nodes = frames.nodes.select("graph", "node", pl.col("op").is_not_null().alias("attributed"), *attributes)
+    return events.join(nodes, on=["graph", "node"], how="left", maintain_order="left")
 
 
 # -- the views ------------------------------------------------------------------------------------
@@ -288,7 +285,7 @@ def graph_table(frames: GraphFrames, gpu: pl.DataFrame) -> pl.DataFrame:
     the GPU time its replays took, that as a share of all GPU time, the share of it attributed
     through a capture, the capture, and what is not known and why."""
     all_gpu = float(gpu["dur"].sum() or 0.0)
-    events = replayed(frames, gpu)
+    events = replayed(frames, gpu, ())
     per_graph = events.group_by("graph").agg(
         pl.col("dur").sum().alias("device_us"),
         pl.col("dur").filter(pl.col("attributed")).sum().alias("attributed_us"),
@@ -317,7 +314,7 @@ def graph_node_table(frames: GraphFrames, gpu: pl.DataFrame, graph: int | None =
     kernel, the operator, module and source line of its captured launch, how many replays ran it,
     their GPU time and mean, and ``how`` it was attributed (or why not)."""
     nodes = frames.nodes if graph is None else frames.nodes.filter(pl.col("graph") == graph)
-    events = replayed(frames, gpu)
+    events = replayed(frames, gpu, ())
     per_node = events.group_by("graph", "node").agg(
         pl.col("replay").n_unique().cast(pl.Int64).alias("replays"),
         pl.col("dur").sum().alias("device_us"),
@@ -362,7 +359,7 @@ def graph_ops_table(frames: GraphFrames, model: TraceModel, modules: pl.Series, 
         pl.format("row {}", pl.coalesce(launch_of, -pl.col("gpu_row") - 1)).alias("call"),
         pl.lit(0.0).alias("graph_us"),
     )
-    events = replayed(frames, gpu)
+    events = replayed(frames, gpu, ("op", "op_row", "module", "source"))
     captured = events.select(
         "gpu_row",
         pl.coalesce("op", pl.lit(NOT_ATTRIBUTED)).alias("name"),

@@ -151,20 +151,21 @@ class GraphViews(ProfileHost):
         given (``--capture``), one per set of them."""
         return name if not self.capture else f"{name}-{self._capture_key}"
 
-    def _attributed_replays(self) -> pl.DataFrame | None:
-        """The replayed GPU events a capture attributes (see :func:`profview.analysis.graphs.replayed`);
-        None where the trace replays no graph (a cheap look first: no attribution)."""
+    def _attributed_replays(self, *attributes: str) -> pl.DataFrame | None:
+        """The replayed GPU events a capture attributes, with their nodes' ``attributes`` (see
+        :func:`profview.analysis.graphs.replayed`); None where the trace replays no graph (a cheap
+        look first: no attribution) or a capture attributes none of it."""
         if not self.is_trace or not self.has_graphs():
             return None
         from ..analysis.graphs import replayed
 
-        events = replayed(self._graph_frames, self.gpu).filter(pl.col("attributed"))
+        events = replayed(self._graph_frames, self.gpu, attributes).filter(pl.col("attributed"))
         return events if events.height else None
 
     def _with_replayed_modules(self, attribution: pl.DataFrame) -> pl.DataFrame:
         """Per ``model.gpu`` row ``module`` and ``pass`` (:func:`profview.analysis.modules.gpu_attribution`),
         a replayed kernel's taken from its captured launch (forward: a graph is replayed inference)."""
-        events = self._attributed_replays()
+        events = self._attributed_replays("module")
         if events is None:
             return attribution
         from ..analysis.modules import FORWARD
@@ -179,7 +180,7 @@ class GraphViews(ProfileHost):
     def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None:
         """Per replayed ``model.gpu`` row, its captured launch's source lines (innermost first);
         ``mask`` (per GPU row): only those rows, numbered among them."""
-        events = self._attributed_replays()
+        events = self._attributed_replays("sources")
         if events is None:
             return None
         rows = events["gpu_row"].to_list()
@@ -196,7 +197,7 @@ class GraphViews(ProfileHost):
         """Per operator name (as the ops view shows it): the replayed GPU time attributed to it
         through a capture (``graph_device_us``) and its captured calls that ran (``graph_calls``:
         once per replay); ``step``: in that step.  None where the trace replays no graph."""
-        events = self._attributed_replays()
+        events = self._attributed_replays("op", "op_row")
         if events is None:
             return None
         from ..frames import display_name
@@ -216,7 +217,7 @@ class GraphViews(ProfileHost):
     def replayed_launches(self, op: str, step: int | None = None) -> pl.DataFrame | None:
         """The replayed GPU events attributed to operator ``op`` through a capture, or to an operator
         under it there (``direct``: to ``op`` itself), as ``model.gpu`` rows; None where none is."""
-        events = self._attributed_replays()
+        events = self._attributed_replays("op", "op_chain")
         if events is None:
             return None
         from ..frames import CHAIN_SEPARATOR, display_name
@@ -235,7 +236,7 @@ class GraphViews(ProfileHost):
         """The launch index (:attr:`Profile.launch_index`) with each replayed kernel a capture
         attributes launched from its captured launch's path (the operator chain marked
         :data:`~profview.analysis.graphs.CAPTURED`), not from the graph launch's."""
-        events = self._attributed_replays()
+        events = self._attributed_replays("op", "op_chain", "python_stack")
         index = self.launch_index
         if events is None:
             return index
@@ -314,7 +315,7 @@ class GraphViews(ProfileHost):
         from ..analysis.graphs import replayed
 
         frames = self._graph_frames
-        events = replayed(frames, self.gpu)
+        events = replayed(frames, self.gpu, ())
         return {
             "all_gpu_us": float(self.gpu["dur"].sum() or 0.0),
             "replayed_us": float(events["dur"].sum() or 0.0),
