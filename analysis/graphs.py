@@ -63,6 +63,7 @@ GRAPH_NODE_COLUMNS = (
     "stream",
     "op_chain",
     "python_stack",
+    "block",
 )
 #: The ``graph_ops`` view.
 GRAPH_OP_COLUMNS = ("name", "module", "calls", "device_us", "graph_us", "pct", "source")
@@ -320,12 +321,60 @@ def graph_node_table(frames: GraphFrames, gpu: pl.DataFrame, graph: int | None =
         pl.col("dur").sum().alias("device_us"),
         pl.col("dur").mean().alias("mean_us"),
     )
+    blocks = [
+        pl.DataFrame(
+            {"graph": group["graph"], "node": group["node"], "block": repeated_blocks(group["name"].to_list())},
+            schema={"graph": pl.Int64, "node": pl.Int64, "block": pl.String},
+        )
+        for _graph, group in nodes.sort("graph", "node").group_by("graph", maintain_order=True)
+    ]
+    labelled = (
+        pl.concat(blocks) if blocks else pl.DataFrame(schema={"graph": pl.Int64, "node": pl.Int64, "block": pl.String})
+    )
     return (
         nodes.join(per_node, on=["graph", "node"], how="left")
+        .join(labelled, on=["graph", "node"], how="left")
         .with_columns(pl.col("replays").fill_null(0), pl.col("device_us").fill_null(0.0))
         .select(GRAPH_NODE_COLUMNS)
         .sort("graph", "node")
     )
+
+
+#: Fewest back-to-back repeats of one block of nodes that :func:`repeated_blocks` labels.
+MIN_REPEATS = 3
+
+
+def repeated_blocks(names: list[str]) -> list[str | None]:
+    """Per node, ``"k/K (inferred)"`` where the nodes hold ``K`` (at least :data:`MIN_REPEATS`)
+    back-to-back repeats of one block of kernel names (a layer's kernels, once per layer) and the
+    node is in the ``k``-th; else None.  Inferred from the names alone (a model's layers, or a loop,
+    look the same): the run that covers the most nodes, of the shortest block."""
+    import numpy as np
+
+    n = len(names)
+    codes = np.unique(np.array(names, dtype=object), return_inverse=True)[1] if n else np.array([], dtype=np.int64)
+    best: tuple[int, int, int, int] | None = None  # (covered, -period, start, count)
+    for period in range(2, n // MIN_REPEATS + 1):
+        same = np.concatenate([[False], codes[period:] == codes[:-period], [False]])
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        if len(edges) == 0:
+            continue
+        starts, ends = edges[0::2], edges[1::2]
+        longest = int(np.argmax(ends - starts))
+        length = int(ends[longest] - starts[longest])
+        count = (length + period) // period
+        if count < MIN_REPEATS:
+            continue
+        found = (count * period, -period, int(starts[longest]), count)
+        if best is None or found[:2] > best[:2]:
+            best = found
+    labels: list[str | None] = [None] * n
+    if best is not None:
+        covered, _period, start, count = best
+        period = covered // count
+        for at in range(start, start + covered):
+            labels[at] = f"{(at - start) // period + 1}/{count} (inferred)"
+    return labels
 
 
 def graph_ops_table(frames: GraphFrames, model: TraceModel, modules: pl.Series, sources: pl.Series) -> pl.DataFrame:

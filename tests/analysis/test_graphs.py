@@ -243,3 +243,20 @@ def test_the_last_replay_cut_at_the_windows_end_is_a_prefix_of_its_graph(tmp_pat
     partial = frames.replays.filter(pl.col("partial") == "prefix")
     head = replayed(frames, profile.gpu).filter(pl.col("replay") == partial["replay"][0]).sort("node")
     assert head["node"].to_list() == list(range(20))
+
+
+def test_repeated_layers_are_labelled_as_inferred_blocks() -> None:
+    """Qwen3-8B's graph repeats one decoder layer's kernels: the blocks found from the kernel names
+    alone are as many as the capture's distinct Qwen3DecoderLayer module frames (the raw events)."""
+    nodes = attributed(SGLANG_REPLAY, SGLANG_FOLDER).graph_nodes()
+    labels = nodes["block"].drop_nulls()
+    counts = {label.split("/")[1].split(" ")[0] for label in labels.to_list()}
+    layers = {
+        e["name"]
+        for e in read(SGLANG_CAPTURE)
+        if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: Qwen3DecoderLayer_")
+    }
+    assert counts == {str(len(layers))}  # 36
+    assert labels.str.ends_with("(inferred)").all()
+    per_block = nodes.drop_nulls("block").group_by("block").len()["len"].unique().to_list()
+    assert len(per_block) == 1 and per_block[0] * len(layers) == labels.len()
