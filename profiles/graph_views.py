@@ -36,6 +36,8 @@ CAPTURE_REMEDY = (
     "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "
     "torch.compile: profile the first compiled call), or give it with --capture PATH"
 )
+#: The fact saying whether a trace replays graphs at all (kept with its views).
+HAS_REPLAYS = "graph_replays"
 #: The file vLLM and SGLang write beside their capture traces.
 EXECUTION_DETAILS = "execution_details.json"
 #: The frames of :class:`~profview.analysis.graphs.GraphFrames` as the cache keeps them.
@@ -133,9 +135,24 @@ class GraphViews(ProfileHost):
             return False
         if "_graph_frames" in vars(self):
             return not self._graph_frames.empty
-        from ..analysis.graph_replays import has_replays
+        facts = self.saved.facts() if self.saved else {}
+        saved = facts.get(f"graph_summary-{self._capture_key}")
+        if isinstance(saved, dict):
+            return bool(saved)
+        if isinstance(facts.get(HAS_REPLAYS), bool):  # kept with the linked model (remember_views)
+            return bool(facts[HAS_REPLAYS])
+        if HAS_REPLAYS not in self._facts:
+            from ..analysis.graph_replays import has_replays
 
-        return has_replays(self.model)
+            # Without the model, four columns of the stored one (a kernel's launchers stay a few
+            # columns' read, issue 25); the answer is kept with the views.
+            model = (
+                self.model
+                if "model" in vars(self)
+                else self.model_with(("kind", "name", "row"), ("correlation", "launch_row"))
+            )
+            self._facts[HAS_REPLAYS] = self.fresh_facts[HAS_REPLAYS] = has_replays(model)
+        return bool(self._facts[HAS_REPLAYS])
 
     def _require_graphs(self) -> GraphFrames:
         if not self.is_trace:
