@@ -75,7 +75,7 @@ def with_on_path(
 
 
 def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
-    """Issue 36: a trace's operator table with ``graph_device_us`` at the end, where it replays graphs:
+    """Issue 36: a trace's operator table with ``graph_device_us`` after ``calls``, where it replays graphs:
     per operator, the replayed GPU time a capture attributes to it (the table's own figures stay
     torch's, which charge a replay to the call around the graph launch).  An operator that ran only
     in the capture gets a row of its own (``kind`` ``captured``: no host time, no device time of
@@ -87,8 +87,8 @@ def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = No
         return frame
     joined = frame.join(graph.select("name", "graph_device_us"), on="name", how="left", maintain_order="left")
     joined = joined.with_columns(pl.col("graph_device_us").fill_null(0.0))
-    order = [*frame.columns]  # right after torch's device columns, where 80 columns still show it
-    order.insert(order.index("device_total_us") + 1 if "device_total_us" in order else len(order), "graph_device_us")
+    order = [*frame.columns]  # right after calls: what such a trace is about shows at 80 columns
+    order.insert(order.index("calls") + 1 if "calls" in order else len(order), "graph_device_us")
     captured = graph.join(frame.select("name"), on="name", how="anti")
     rows = captured.select(
         "name",
