@@ -19,6 +19,8 @@
     I_PYTHON_PARENT_ID, \
     I_SEQUENCE_NUMBER, \
     I_FWD_THREAD_ID, \
+    I_GRAPH_ID, \
+    I_GRAPH_NODE_ID, \
     I_IN_NELEMS, \
     I_OUT_NELEMS, \
     I_GROUP_SIZE, \
@@ -44,6 +46,8 @@
     "python_parent_id", \
     "sequence_number", \
     "fwd_thread_id", \
+    "graph_id", \
+    "graph_node_id", \
     "in_nelems", \
     "out_nelems", \
     "group_size", \
@@ -66,6 +70,7 @@
     S_COLLECTIVE, \
     S_LABEL, \
     S_KERNEL_DETAILS, \
+    S_LAUNCH_KERNEL, \
     S_DTYPE, \
     S_PROCESS_GROUP, \
     S_PROCESS_GROUP_RANKS,
@@ -80,6 +85,7 @@
     "collective", \
     "label", \
     "kernel_details", \
+    "launch_kernel", \
     "dtype", \
     "process_group", \
     "process_group_ranks",
@@ -110,6 +116,9 @@
     A_COLLECTIVE, \
     A_LABEL, \
     A_KERNEL_DETAILS, \
+    A_LAUNCH_KERNEL, \
+    A_GRAPH_ID, \
+    A_GRAPH_NODE_ID, \
     A_DTYPE, \
     A_IN_NELEMS, \
     A_OUT_NELEMS, \
@@ -151,6 +160,9 @@
     {"Collective name", R_TEXT, S_COLLECTIVE, A_COLLECTIVE}, \
     {"name", R_TEXT, S_LABEL, A_LABEL}, \
     {"kernel_details", R_TEXT, S_KERNEL_DETAILS, A_KERNEL_DETAILS}, \
+    {"kernel", R_TEXT, S_LAUNCH_KERNEL, A_LAUNCH_KERNEL}, \
+    {"graph id", R_INT, I_GRAPH_ID, A_GRAPH_ID}, \
+    {"graph node id", R_INT, I_GRAPH_NODE_ID, A_GRAPH_NODE_ID}, \
     {"dtype", R_TEXT, S_DTYPE, A_DTYPE}, \
     {"In msg nelems", R_INT, I_IN_NELEMS, A_IN_NELEMS}, \
     {"Out msg nelems", R_INT, I_OUT_NELEMS, A_OUT_NELEMS}, \

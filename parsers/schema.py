@@ -32,6 +32,9 @@ sequence_number    Int64      autograd ``Sequence number``
 fwd_thread_id      Int64      ``Fwd thread id`` of a backward op
 collective         String     ``Collective name`` of an NCCL/RCCL operation
 label              String     ``args.name`` of a metadata event (process/thread name)
+launch_kernel      String     ``kernel`` of a ROCm launch call: the kernel it launches (issue 36)
+graph_id           Int64      ``graph id`` of a replayed GPU event (newer Kineto)
+graph_node_id      Int64      ``graph node id`` of a replayed GPU event (newer Kineto)
 dtype              String     ``dtype`` of a collective (``Float``, ``BFloat16``)
 in_nelems          Int64      ``In msg nelems``: elements a collective sends
 out_nelems         Int64      ``Out msg nelems``: elements it receives
@@ -123,6 +126,12 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("label", ("name",), pl.String()),
     # XLA/TensorFlow pack a kernel's launch shape into one string (see parsers/other_chrome.py).
     ("kernel_details", ("kernel_details",), pl.String()),
+    # -- graph replays (issue 36): the kernel a ROCm launch call names (a capture's launches are
+    # never executed, so this is what ties them to the replayed kernels), and the graph and node
+    # ids newer Kineto writes on a replayed GPU event
+    ("launch_kernel", ("kernel",), pl.String()),
+    ("graph_id", ("graph id",), pl.Int64()),
+    ("graph_node_id", ("graph node id",), pl.Int64()),
     # -- collective arguments (distributed jobs: matching a collective across ranks) --
     ("dtype", ("dtype",), pl.String()),
     ("in_nelems", ("In msg nelems",), pl.Int64()),
@@ -148,6 +157,7 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
 #: join with a ``String`` column need ``.cast(pl.String)`` first.
 CATEGORICAL_COLUMNS: frozenset[str] = frozenset(
     {"ph", "cat", "pid", "tid", "grid", "block", "input_dims", "input_type", "concrete_inputs", "label"}
+    | {"launch_kernel"}  # issue 36
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
