@@ -5,9 +5,10 @@ TraceLens' conventions, so that its reports check these figures (docs/efficiency
 * GEMM (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``_scaled_mm``): FLOPs = 2·B·M·N·K, plus M·N
   (B·M·N) for a bias; bytes = the elements of A, B, the output and the bias × element size.
   ``linear`` and ``matmul`` are not rows of their own: they run one of these, which is.
-  Likewise a modelled call that encloses another (autocast's outer ``addmm`` around the cast and
-  the bf16 ``addmm``; math SDPA around its ``bmm``) is a wrapper: its enclosed calls are the rows
-  (:func:`wrapper_calls`).
+  Likewise a modelled call that encloses another of its rank or above (autocast's outer ``addmm``
+  around the cast and the bf16 ``addmm``; math SDPA around its ``bmm``) is a wrapper: its enclosed
+  calls are the rows; a lighter call inside one that is the real work (flash SDPA's ``fill_``, a
+  convolution's bias ``add_``) is part of it (:func:`nested_calls`).
 * SDPA forward (flash, efficient, cuDNN, math): FLOPs = 2·B·H·Nq·Nkv·(d_qk + d_v), which is
   4·B·H·Nq·Nkv·d, halved when causal; bytes = Q, K, V and the output.  Backward: 2.5× the
   forward FLOPs; bytes = Q, K, V, the output and its gradient read, the three gradients written.
@@ -406,27 +407,65 @@ def efficiency_table(
     )
 
 
-def wrapper_calls(rows: list[int], parent: Any) -> list[bool]:
-    """Per modelled call (its host ``row``), whether it encloses another modelled call: a wrapper
-    (autocast's outer ``aten::addmm`` around the cast and the bf16 ``aten::addmm``, math SDPA
-    around its ``bmm``/``softmax``), whose work is its enclosed calls' (``parent``: the call tree's).
-    Wrappers are no rows of the view and count in no total, so nothing is counted twice."""
-    modelled = set(rows)
-    wrappers: set[int] = set()
-    for row in rows:
-        node = int(parent[row])
-        while node >= 0:
-            if node in modelled:
-                if node in wrappers:
-                    break  # its own ancestors were marked when it was
-                wrappers.add(node)
-            node = int(parent[node])
-    return [row in wrappers for row in rows]
+#: How much of the work a call's family stands for when modelled calls nest: a call is a wrapper
+#: when it encloses a modelled call of its rank or above (autocast's outer ``addmm`` around the bf16
+#: ``addmm``; math SDPA around its ``bmm``), and a call of a higher rank is the real work of the
+#: lighter calls it encloses (flash SDPA's ``fill_`` of its log-sum-exp, a convolution's bias
+#: ``add_``), which are inner parts of it, no rows of their own.
+FAMILY_RANK: dict[str, int] = {
+    "gemm": 2,
+    "attention": 2,
+    "convolution": 2,
+    "moe": 2,
+    "normalization": 1,
+    "elementwise": 0,
+    "reduction": 0,
+}
+
+
+def nested_calls(rows: Any, families: list[str], subtree_end: Any) -> tuple[list[bool], list[bool]]:
+    """(wrapper, inner) per modelled call, for calls given by host ``row`` (in the call tree's
+    order: a call's descendants are the rows up to ``subtree_end[row]``) and their ``families``.
+
+    A wrapper encloses a modelled call of its rank or above (:data:`FAMILY_RANK`): its work is
+    that call's.  An inner call lies under a modelled call that is no wrapper (one of a higher
+    rank): it is part of that call's work, whose kernel time already holds its kernels.  Neither
+    is a row of the view nor counted in a total, so nothing is counted twice."""
+    import numpy as np
+
+    order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
+    sorted_rows = np.asarray(rows, dtype=np.int64)[order]
+    ends = np.asarray(subtree_end)[sorted_rows] if len(sorted_rows) else sorted_rows
+    rank = [FAMILY_RANK.get(families[i], 0) for i in order]
+    count = len(sorted_rows)
+    enclosing = [-1] * count  # the innermost modelled call around each one (by position)
+    stack: list[int] = []
+    for at in range(count):
+        while stack and ends[stack[-1]] <= sorted_rows[at]:
+            stack.pop()
+        enclosing[at] = stack[-1] if stack else -1
+        stack.append(at)
+    heaviest_inside = [-1] * count
+    for at in range(count - 1, -1, -1):
+        up = enclosing[at]
+        if up >= 0:
+            heaviest_inside[up] = max(heaviest_inside[up], rank[at], heaviest_inside[at])
+    wrapper = [heaviest_inside[at] >= rank[at] for at in range(count)]
+    inner = [False] * count
+    for at in range(count):
+        up = enclosing[at]
+        inner[at] = up >= 0 and (not wrapper[up] or inner[up])
+    out_wrapper = [False] * count
+    out_inner = [False] * count
+    for at, original in enumerate(order):
+        out_wrapper[original] = wrapper[at]
+        out_inner[original] = inner[at]
+    return out_wrapper, out_inner
 
 
 def step_flops(calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """Model FLOPs per step: ``step`` and ``model_flops``, the FLOPs of the modelled calls (no
-    wrappers, :func:`wrapper_calls`) that started in the step's host range (``ranges``: ``step``,
+    wrappers nor inner calls, :func:`nested_calls`) that started in the step's host range (``ranges``: ``step``,
     ``start``, ``end`` in the trace's µs), as the operator table under a step takes its calls."""
     ts = calls["ts"].to_numpy()
     flops = calls["model_flops"].to_numpy()

@@ -91,9 +91,9 @@ class EfficiencyViews(ProfileHost):
     @cached_property
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
-        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped."""
         from ..analysis.operators import operator_rows
-        from ..analysis.perf_model import call_work, modeled, wrapper_calls
+        from ..analysis.perf_model import call_work, modeled, nested_calls
 
         # The operator rows if they are made already, else those of modelled operators alone: a
         # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
@@ -106,8 +106,9 @@ class EfficiencyViews(ProfileHost):
             .unique()
             .implode()
         )
-        wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
-        return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        wrapper, inner = nested_calls(calls["row"].to_numpy(), calls["family"].to_list(), self.model.tree.subtree_end)
+        dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
+        return calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
         """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
