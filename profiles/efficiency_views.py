@@ -93,7 +93,7 @@ class EfficiencyViews(ProfileHost):
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
         ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped."""
         from ..analysis.operators import operator_rows
-        from ..analysis.perf_model import call_work, modeled, nested_calls
+        from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
 
         # The operator rows if they are made already, else those of modelled operators alone: a
         # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
@@ -106,7 +106,8 @@ class EfficiencyViews(ProfileHost):
             .unique()
             .implode()
         )
-        wrapper, inner = nested_calls(calls["row"].to_numpy(), calls["family"].to_list(), self.model.tree.subtree_end)
+        ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
         return calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
 

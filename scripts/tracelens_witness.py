@@ -1,0 +1,72 @@
+"""Write TraceLens' perf-model figures for traces into samples/tracelens_live/ (the efficiency
+tests' second witness, docs/efficiency.md): TraceLens' own perf report is run on each trace, and
+of every perf-model sheet (GEMM, SDPA, CONV, Normalization, elementwise, reductions …) the columns
+the tests compare are kept, one CSV per trace and sheet.
+
+Usage (a TraceLens checkout and a Python with pandas, openpyxl and matplotlib)::
+
+    python scripts/tracelens_witness.py --tracelens /tmp/TraceLens --python /tmp/tlvenv/bin/python \\
+        NAME=TRACE [NAME=TRACE ...]
+
+The run of this repository's CSVs: TraceLens 171dd74721ca1ec45709e5805b68ae1f65e27811, pandas 3.1.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "samples" / "tracelens_live"
+KEPT = (
+    "name",
+    "Input Dims_first",
+    "Input type_first",
+    "Concrete Inputs_first",
+    "name_count",
+    "Kernel Time (µs)_sum",
+    "GFLOPS_first",
+    "Data Moved (MB)_first",
+)
+#: The report's sheets that are no perf-model sheet.
+OTHER_SHEETS = {"gpu_timeline", "ops_summary", "ops_summary_by_category", "ops_unique_args", "unified_perf_summary"}
+
+
+def run(tracelens: Path, python: str, name: str, trace: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, PYTHONPATH=str(tracelens))
+        command = [python, "-m", "TraceLens.Reporting.generate_perf_report_pytorch"]
+        command += ["--profile_json_path", str(trace), "--output_csvs_dir", tmp]
+        subprocess.run(command, check=True, env=env, cwd=tracelens, stdout=subprocess.DEVNULL)
+        for sheet in sorted(Path(tmp).glob("*.csv")):
+            if sheet.stem in OTHER_SHEETS or sheet.stem.startswith("coll"):
+                continue
+            with open(sheet, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            if not rows or "GFLOPS_first" not in rows[0]:
+                continue
+            OUT.mkdir(parents=True, exist_ok=True)
+            with open(OUT / f"{name}.{sheet.stem}.csv", "w", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=KEPT, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(rows)
+            print(f"wrote {OUT / f'{name}.{sheet.stem}.csv'} ({len(rows)} rows)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tracelens", type=Path, required=True, help="a TraceLens checkout")
+    parser.add_argument("--python", default=sys.executable, help="the Python that runs TraceLens")
+    parser.add_argument("traces", nargs="+", help="NAME=TRACE")
+    args = parser.parse_args()
+    for item in args.traces:
+        name, _, trace = item.partition("=")
+        run(args.tracelens, args.python, name, Path(trace).resolve())
+
+
+if __name__ == "__main__":
+    main()
