@@ -95,10 +95,9 @@ class EfficiencyViews(ProfileHost):
         from ..analysis.operators import operator_rows
         from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
 
-        # The operator rows if they are made already, else those of modelled operators alone: a
-        # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
-        rows = vars(self).get("_operator_rows")
-        calls = call_work(rows if rows is not None else operator_rows(self.model, only=modeled))
+        # Folded calls are calls here (the innermost of autocast's mul-in-mul is the row), and only
+        # the modelled operators' rows are made: a kernel export needs no others (issue 25).
+        calls = call_work(operator_rows(self.model, only=modeled, keep_folded=True))
         tf32_ops = (
             self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
                 "op_row"
