@@ -10,7 +10,7 @@ import polars as pl
 
 from ..frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
 from .calltree import fold_same_name
-from .model import ASYNC_LAYER, OP_LAYER, TraceModel
+from .model import ASYNC_LAYER, OP_LAYER, TRITON_HOST_COLUMNS, TraceModel
 
 #: The host columns an operator row keeps (what the operator, efficiency and step views read):
 #: the rest of the host frame (links, stacks, nesting threads) is not copied with the rows.
@@ -73,8 +73,10 @@ def operator_rows(
     # An async annotation is nobody's parent: torch gives it no self time (its span is the
     # collective's, and the calls inside it are their caller's children), so self times add up.
     self_time = np.where(host["layer"].to_numpy() == ASYNC_LAYER, 0.0, np.clip(durations - child_time, 0.0, None))
+    triton = [c for c in TRITON_HOST_COLUMNS if c in host.columns]  # issue 36: Triton host ops' kernels
     rows = host.select(
         *OPERATOR_ROW_COLUMNS,
+        *triton,
         pl.Series("host_self_us", self_time),
         pl.col("dur").alias("host_total_us"),
         pl.Series("device_self_us", device_self),

@@ -91,13 +91,17 @@ class EfficiencyViews(ProfileHost):
     @cached_property
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
-        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped."""
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped.
+        Compiled Triton kernels are one call per execution (:meth:`_triton_calls`)."""
         from ..analysis.operators import operator_rows
         from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.work_triton import is_triton
 
         # Folded calls are calls here (the innermost of autocast's mul-in-mul is the row), and only
         # the modelled operators' rows are made: a kernel export needs no others (issue 25).
-        calls = call_work(operator_rows(self.model, only=modeled, keep_folded=True))
+        rows = operator_rows(self.model, only=modeled, keep_folded=True)
+        triton = [n for n in rows["name"].unique().to_list() if n and is_triton(n)]
+        calls = call_work(rows.filter(~pl.col("name").is_in(triton)))
         tf32_ops = (
             self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
                 "op_row"
@@ -108,7 +112,29 @@ class EfficiencyViews(ProfileHost):
         ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
         wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
-        return calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        if not triton:
+            return calls
+        return pl.concat([calls, self._triton_calls(rows.filter(pl.col("name").is_in(triton)))], how="diagonal_relaxed")
+
+    def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
+        """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's
+        arguments (:func:`.analysis.triton_kernels.executions`); an execution no call sizes keeps
+        its time, and the reason."""
+        from ..analysis.perf_model import call_work
+        from ..analysis.triton_kernels import executions
+
+        names = host_ops["name"].unique().implode()
+        kernels = self.model.gpu.filter((pl.col("kind") == "kernel") & pl.col("name").is_in(names))
+        runs = executions(host_ops, kernels).rename({"note": "how_note"})
+        sized = call_work(runs.filter(pl.col("how") != "none"))
+        sized = sized.with_columns(pl.coalesce("note", "how_note").alias("note"))
+        unsized = runs.filter(pl.col("how") == "none").with_columns(
+            pl.col("how_note").alias("note"), pl.lit("triton").alias("family")
+        )
+        return pl.concat([sized, unsized], how="diagonal_relaxed").drop("how_note", "how").with_columns(
+            pl.lit(False).alias("tf32")
+        )
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
         """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
@@ -203,11 +229,31 @@ class EfficiencyViews(ProfileHost):
         from ..analysis.perf_model import kernel_flops, kernel_tflops
 
         def compute() -> pl.DataFrame:
-            flops = kernel_flops(self._categorized, self._call_work, self.model.tree.subtree_end)
+            calls = self._call_work.filter(pl.col("family") != "triton")  # Triton: one call per execution
+            flops = kernel_flops(self._categorized, calls, self.model.tree.subtree_end)
             tflops = kernel_tflops(self._categorized.with_columns(flops))
             return self.kernel_categories().join(tflops, on="name", how="left")
 
         return self._trace_only("kernel_efficiency", "no kernels in this trace", compute)
+
+    def kernel_triton(self) -> pl.DataFrame:
+        """Issue 36: per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
+        ``kernel_hash``, ``num_warps`` and ``num_stages`` its host ops recorded
+        (:func:`profview.analysis.triton_kernels.kernel_columns`); kept with the cached views.
+        The host ops come from the linked model where it is built, else from the events (a
+        kernel export links nothing for these)."""
+        from ..analysis.triton_kernels import TRITON_KERNEL_COLUMNS, kernel_columns
+
+        def compute() -> pl.DataFrame:
+            host = self.model.host if "model" in vars(self) else self._trace_events()
+            wanted = ["name", *TRITON_KERNEL_COLUMNS[1:]]
+            ops = host.filter(pl.col("kernel_hash").is_not_null()) if "kernel_hash" in host.columns else None
+            found = kernel_columns(self.kernels()["name"].to_list(), ops.select(wanted) if ops is not None else None)
+            if found is None:
+                return pl.DataFrame(schema={"name": pl.String, "fused_ops": pl.String})
+            return found
+
+        return self._default_view("kernel_triton", compute)
 
     def operator_efficiency(self, by_shapes: bool = False) -> pl.DataFrame:
         """Per operator name (and input dims): ``category`` (by the operator rule of

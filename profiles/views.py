@@ -32,13 +32,26 @@ def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: 
     if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
         return frame
     if view == "kernels":
-        return frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
+        frame = frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
+        return with_triton(profile, frame)
     if not by_shape:
         return frame.join(profile.operator_efficiency(), on="name", how="left", maintain_order="left")
     categories = profile.operator_efficiency().select("name", "category")
     rates = profile.operator_efficiency(by_shapes=True).select("name", "input_dims", "tflops_s")
     frame = frame.join(categories, on="name", how="left", maintain_order="left")
     return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
+
+
+def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
+    """Issue 36: a trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
+    ``num_warps`` and ``num_stages`` at the end, where it has Triton kernels (another table as
+    it is, at no cost: only its names are looked at)."""
+    from ..analysis.work_triton import is_triton
+
+    names = frame["name"].unique().to_list() if profile.is_trace and "name" in frame.columns else []
+    if not any(is_triton(n) for n in names if n):
+        return frame
+    return frame.join(profile.kernel_triton(), on="name", how="left", maintain_order="left")
 
 
 #: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.

@@ -48,6 +48,7 @@ def run(tracelens: Path, python: str, name: str, trace: Path) -> None:
         command = [python, "-m", "TraceLens.Reporting.generate_perf_report_pytorch"]
         command += ["--profile_json_path", str(trace), "--output_csvs_dir", tmp]
         subprocess.run(command, check=True, env=env, cwd=tracelens, stdout=subprocess.DEVNULL)
+        _triton_rows(Path(tmp), name)
         for sheet in sorted(Path(tmp).glob("*.csv")):
             if sheet.stem in OTHER_SHEETS or sheet.stem.startswith("coll"):
                 continue
@@ -97,6 +98,25 @@ def run_calls(tracelens: Path, python: str, calls: Path) -> None:
     command = [python, "-c", CALLS_PROGRAM, str(calls.resolve()), str(OUT / "calls.csv")]
     subprocess.run(command, check=True, env=env, cwd=tracelens)
     print(f"wrote {OUT / 'calls.csv'}")
+
+
+def _triton_rows(report: Path, name: str) -> None:
+    """TraceLens lists compiled Triton kernels in its unified summary only: their figures, as
+    ``NAME.triton.csv``."""
+    summary = report / "unified_perf_summary.csv"
+    if not summary.exists():
+        return
+    with open(summary, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r.get("op category") == "triton"]
+    if not rows:
+        return
+    fields = ("name", "Input Dims", "operation_count", "Kernel Time (µs)_sum", "GFLOPS", "Data Moved (MB)")
+    fields += ("perf_params",)
+    with open(OUT / f"{name}.triton.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {OUT / f'{name}.triton.csv'} ({len(rows)} rows)")
 
 
 def main() -> None:
