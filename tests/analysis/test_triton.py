@@ -157,3 +157,32 @@ def test_two_compiled_variants_of_one_name_are_not_guessed(tmp_path: Path) -> No
     assert row["calls"] == 20
     kernels = [e["dur"] for e in document["traceEvents"] if e.get("cat") == "kernel" and e["name"] == op["name"]]
     assert row["kernel_us"] == pytest.approx(sum(kernels), abs=1e-6)
+
+
+def test_inductors_own_counts_are_the_figures_where_recorded() -> None:
+    """Where the host op carries ``kernel_flop``/``kernel_num_gb`` (Inductor's own count), those
+    are the row's figures; without them, TraceLens' conventions."""
+    from profview.analysis.op_models import operator_work
+
+    args = ("[[4, 32, 1024], []]", '["c10::Half", "Scalar"]', '["", "131072"]')
+    counted = operator_work("triton_poi_fused_gelu_view_2", *args, (1048576.0, 0.000524288))
+    assert counted is not None and (counted.flops, counted.bytes) == (1048576.0, 524288.0)
+    assert counted.params.endswith("(inductor)")
+    own = operator_work("triton_poi_fused_gelu_view_2", *args)
+    assert own is not None and own.flops == 8 * 131072 and own.bytes == 131072 * 2 * 2
+
+
+def test_a_reopened_trace_reads_the_triton_columns_from_the_cache(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from profview.profiles.loading import remember_views
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = tmp_path / COMPILE
+    shutil.copy(sample(COMPILE), trace)
+    first = profview.load(trace)
+    before = view_frame(first, "kernels")
+    remember_views(first)
+    again = profview.load(trace)
+    assert view_frame(again, "kernels").equals(before)
+    assert "events" not in vars(again) and "model" not in vars(again)
