@@ -38,6 +38,7 @@ EFFICIENCY_COLUMNS: tuple[str, ...] = (
     "precision",
     "category",
     "params",
+    "kernel_layout",
     "us_median",
     "us_min",
     "us_max",
@@ -110,9 +111,12 @@ def efficiency_table(
     which under the ridge is tb_s ÷ peak_tb_s (so a copy, of no FLOPs, has one too).
     ``us_*`` and ``tflops_s_*``: the median, least and most of one call's kernel time and rate
     (calls that launched no GPU work have no rate).  ``note``: why a known call has no figures.
+    ``kernel_layout``: a GEMM's operand layout as its kernels' names state it (the most common).
     """
     if "tf32" not in calls.columns:
         calls = calls.with_columns(pl.lit(False).alias("tf32"))
+    if "kernel_layout" not in calls.columns:
+        calls = calls.with_columns(pl.lit(None, dtype=pl.String).alias("kernel_layout"))
     kineto = pl.col("flops").cast(pl.Float64) if "flops" in calls.columns else pl.lit(None, dtype=pl.Float64)
     precision = pl.when((pl.col("precision") == "fp32") & pl.col("tf32")).then(pl.lit("tf32"))
     per_call = pl.when(pl.col("device_total_us") > 0).then(pl.col("model_flops") / pl.col("device_total_us") / 1e6)
@@ -141,6 +145,7 @@ def efficiency_table(
             .then(pl.col("kineto").sum() / pl.len() / 1e9)
             .alias("kineto_gflops"),
             pl.col("note").drop_nulls().first().alias("note"),
+            pl.col("kernel_layout").drop_nulls().mode().sort().first().alias("kernel_layout"),
         )
         .rename({"input_type": "input_types"})
     )
@@ -301,6 +306,24 @@ def kernel_flops(gpu: pl.DataFrame, calls: pl.DataFrame, subtree_end: Any) -> pl
     timed = inside & (call_time[np.clip(call, 0, None)] > 0)
     share[timed] = flops[call[timed]] * dur[timed] / call_time[call[timed]]
     return pl.Series("model_flops", share).fill_nan(None)
+
+
+def first_kernels(gpu: pl.DataFrame, rows: Any, subtree_end: Any) -> pl.DataFrame:
+    """Per call (host ``row``, in the call tree's order), the name of the first kernel launched in
+    its subtree (``row``, ``kernel``; calls that launched none are left out)."""
+    import numpy as np
+
+    order = np.sort(np.asarray(rows, dtype=np.int64))
+    if len(order) == 0:
+        return pl.DataFrame(schema={"row": pl.Int64, "kernel": pl.String})
+    ends = np.asarray(subtree_end)[order]
+    kernels = gpu.filter((pl.col("kind") == "kernel") & pl.col("op_row").is_not_null()).sort("ts")
+    op_row = kernels["op_row"].to_numpy()
+    at = np.searchsorted(order, op_row, side="right") - 1
+    inside = (at >= 0) & (op_row < ends[np.clip(at, 0, None)])
+    names = kernels["name"].cast(pl.String).filter(pl.Series(inside))
+    found = pl.DataFrame({"row": order[np.clip(at, 0, None)][inside], "kernel": names})
+    return found.unique("row", keep="first", maintain_order=True)
 
 
 def kernel_tflops(gpu: pl.DataFrame) -> pl.DataFrame:

@@ -8,6 +8,7 @@ element type.  ``linear`` and ``matmul`` are no rows: they run one of these.  No
 from __future__ import annotations
 
 import math
+import re
 
 from .op_args import Call, Work, elem_size, precision_of, refused
 from .work_pointwise import dtype_text
@@ -136,3 +137,23 @@ def gemm_work(call: Call) -> Work | None:
 
 
 GEMM_OPS = frozenset(MATMULS) | frozenset(LINEARS) | SCALED | GROUPED
+
+
+_NVJET = re.compile(r"^nvjet_.*_([NT])([NT])[NT]?$")
+_CIJK = re.compile(r"_A(lik|ilk)_B(ljk|jlk)_")
+_CUTLASS = re.compile(r"(?:^|_)(nn|nt|tn|tt)(?:_|$)", re.IGNORECASE)
+
+
+def kernel_layout(kernel: str) -> str | None:
+    """The operand layout a GEMM kernel's name states, in BLAS's column-major terms (``TN``: A
+    transposed, B not), or None: cuBLASLt's ``nvjet_…_TNT``, hipBLASLt's ``Cijk_Alik_Bljk``
+    (``Alik``: A transposed; ``Bjlk``: B transposed), CUTLASS/cuBLAS ``…_tn_…``.  An inference
+    from a name, which the efficiency view labels so."""
+    found = _NVJET.match(kernel)
+    if found:
+        return found.group(1) + found.group(2)
+    found = _CIJK.search(kernel)
+    if found:
+        return ("T" if found.group(1) == "lik" else "N") + ("T" if found.group(2) == "jlk" else "N")
+    found = _CUTLASS.search(kernel.split("<")[-1])
+    return found.group(1).upper() if found else None

@@ -113,9 +113,24 @@ class EfficiencyViews(ProfileHost):
         wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
         calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        calls = self._with_gemm_layout(calls)
         if not triton:
             return calls
         return pl.concat([calls, self._triton_calls(rows.filter(pl.col("name").is_in(triton)))], how="diagonal_relaxed")
+
+    def _with_gemm_layout(self, calls: pl.DataFrame) -> pl.DataFrame:
+        """Calls with ``kernel_layout``: for a GEMM, the operand layout its first kernel's name
+        states (an inference from a name, :func:`.analysis.work_gemm.kernel_layout`)."""
+        from ..analysis.perf_model import first_kernels
+        from ..analysis.work_gemm import kernel_layout
+
+        gemms = calls.filter(pl.col("family") == "gemm")
+        kernels = first_kernels(self.model.gpu, gemms["row"].to_numpy(), self.model.tree.subtree_end)
+        layouts = {name: kernel_layout(name) for name in kernels["kernel"].unique().to_list() if name}
+        found = kernels.select(
+            "row", pl.col("kernel").replace_strict(layouts, default=None, return_dtype=pl.String).alias("kernel_layout")
+        )
+        return calls.join(found, on="row", how="left")
 
     def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
         """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's

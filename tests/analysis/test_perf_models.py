@@ -422,6 +422,18 @@ def test_params_precision_and_spread_beside_each_row() -> None:
     dims = [[8944, 1024], [1024, 2816]]
     row = ours(trace, "aten::mm", dims)
     assert row["params"] == "M=8944 N=2816 K=1024 bias=no" and row["precision"] == "bf16"
+    assert row["kernel_layout"] == "TN"
+    events = raw_events(trace)
+    calls = [e for e in events if e.get("name") == "aten::mm" and e["args"].get("Input Dims") == dims]
+    launches = {
+        r["args"]["correlation"]
+        for r in events
+        if r.get("cat") == "cuda_runtime"
+        and "correlation" in r.get("args", {})
+        and any(c["tid"] == r["tid"] and c["ts"] <= r["ts"] <= c["ts"] + c["dur"] for c in calls)
+    }
+    names = {e["name"] for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in launches}
+    assert names and all("_tn_" in name for name in names)  # cuBLAS' sm90_xmma_gemm_…_tn_n_…: A transposed
     times = sorted(us for e, us in kernels_under(raw_events(trace), "aten::mm") if e["args"]["Input Dims"] == dims)
     assert len(times) == row["calls"] == 48
     median = (times[23] + times[24]) / 2

@@ -21,9 +21,9 @@ from ..widgets.table_view import FrameView
 from .roofline import chart_caption, roofline_chart
 
 #: The table's columns on screen: the view's own order (figures first, the model's parameters and
-#: the wide shape columns after, so that 80 columns show figures); Kineto's FLOPs and the notes
-#: only where the trace has some.
-OPTIONAL_COLUMNS = ("kineto_gflops", "note")
+#: the wide shape columns after, so that 80 columns show figures); Kineto's FLOPs, the notes and the
+#: GEMM kernels' layout only where the trace has some.
+OPTIONAL_COLUMNS = ("kineto_gflops", "note", "kernel_layout")
 
 
 def screen_frame(frame):  # type: ignore[no-untyped-def]
