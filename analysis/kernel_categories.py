@@ -115,7 +115,8 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "gemm",
-        r"(?i)gemm|^nvjet_|cublas|cutlass|^Cijk_|hipblaslt|_scaled_mm|splitKreduce|gemv|xmma_|wmma|matmul",
+        r"(?i)gemm|^nvjet_|cublas|cutlass|^Cijk_|hipblaslt|_scaled_mm|splitKreduce|gemv|xmma_|wmma|matmul"
+        r"|^bmm_",  # TensorRT-LLM's batched GEMMs (bmm_MxE4m3…, bmm_Bfloat16…: MoE experts on Blackwell)
     ),
     (
         "normalization",

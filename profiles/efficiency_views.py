@@ -72,14 +72,17 @@ class EfficiencyViews(ProfileHost):
     @cached_property
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
-        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped.
+        Compiled Triton kernels are one call per execution (:meth:`_triton_calls`)."""
         from ..analysis.operators import operator_rows
-        from ..analysis.perf_model import call_work, modeled, wrapper_calls
+        from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.work_triton import is_triton
 
-        # The operator rows if they are made already, else those of modelled operators alone: a
-        # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
-        rows = vars(self).get("_operator_rows")
-        calls = call_work(rows if rows is not None else operator_rows(self.model, only=modeled))
+        # Folded calls are calls here (the innermost of autocast's mul-in-mul is the row), and only
+        # the modelled operators' rows are made: a kernel export needs no others (issue 25).
+        rows = operator_rows(self.model, only=modeled, keep_folded=True)
+        triton = [n for n in rows["name"].unique().to_list() if n and is_triton(n)]
+        calls = call_work(rows.filter(~pl.col("name").is_in(triton)))
         tf32_ops = (  # the two columns it reads (no categories needed: issue 32)
             self.model.gpu.lazy()
             .filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())
@@ -87,8 +90,47 @@ class EfficiencyViews(ProfileHost):
             .collect()
             .to_series()
         )
-        wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
-        return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
+        dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
+        calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        calls = self._with_gemm_layout(calls)
+        if not triton:
+            return calls
+        return pl.concat([calls, self._triton_calls(rows.filter(pl.col("name").is_in(triton)))], how="diagonal_relaxed")
+
+    def _with_gemm_layout(self, calls: pl.DataFrame) -> pl.DataFrame:
+        """Calls with ``kernel_layout``: for a GEMM, the operand layout its first kernel's name
+        states (an inference from a name, :func:`.analysis.work_gemm.kernel_layout`)."""
+        from ..analysis.perf_model import first_kernels
+        from ..analysis.work_gemm import kernel_layout
+
+        gemms = calls.filter(pl.col("family") == "gemm")
+        kernels = first_kernels(self.model.gpu, gemms["row"].to_numpy(), self.model.tree.subtree_end)
+        layouts = {name: kernel_layout(name) for name in kernels["kernel"].unique().to_list() if name}
+        found = kernels.select(
+            "row", pl.col("kernel").replace_strict(layouts, default=None, return_dtype=pl.String).alias("kernel_layout")
+        )
+        return calls.join(found, on="row", how="left")
+
+    def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
+        """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's
+        arguments (:func:`.analysis.triton_kernels.executions`); an execution no call sizes keeps
+        its time, and the reason."""
+        from ..analysis.perf_model import call_work
+        from ..analysis.triton_kernels import executions
+
+        names = host_ops["name"].unique().implode()
+        kernels = self.model.gpu.filter((pl.col("kind") == "kernel") & pl.col("name").is_in(names))
+        runs = executions(host_ops, kernels).rename({"note": "how_note"})
+        sized = call_work(runs.filter(pl.col("how") != "none"))
+        sized = sized.with_columns(pl.coalesce("note", "how_note").alias("note"))
+        unsized = runs.filter(pl.col("how") == "none").with_columns(
+            pl.col("how_note").alias("note"), pl.lit("triton").alias("family")
+        )
+        return pl.concat([sized, unsized], how="diagonal_relaxed").drop("how_note", "how").with_columns(
+            pl.lit(False).alias("tf32")
+        )
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
         """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
@@ -98,10 +140,13 @@ class EfficiencyViews(ProfileHost):
             raise ProfviewError(self.path, NO_SHAPES)
         raise ProfviewError(self.path, NO_MODELLED)
 
-    def efficiency(self, peak_tflops: float | None = None, peak_tb_s: float | None = None) -> pl.DataFrame:
-        """The perf model per (operator, input dims, input types) (see
+    def efficiency(
+        self, peak_tflops: float | None = None, peak_tb_s: float | None = None, step: int | None = None
+    ) -> pl.DataFrame:
+        """The perf model per (operator, input dims, input types, params) (see
         :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
-        replace the device's peaks from the table."""
+        replace the device's peaks from the table; ``step``: that step's calls alone (those that
+        started in its host range, as the operator table under a step takes them)."""
         from ..analysis.perf_model import efficiency_table
 
         self._require("efficiency")
@@ -112,10 +157,22 @@ class EfficiencyViews(ProfileHost):
             self._shapes_check(self._call_work)
             return efficiency_table(self._call_work, self.device_peak()[1])
 
-        if peak_tflops is None and peak_tb_s is None:
+        if peak_tflops is None and peak_tb_s is None and step is None:
             return self._default_view("efficiency", compute)
         self._shapes_check(self._call_work)
-        return efficiency_table(self._call_work, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+        calls = self._call_work if step is None else self._step_calls(step)
+        return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+
+    def _step_calls(self, step: int) -> pl.DataFrame:
+        """The modelled calls that started in step ``step``'s host range (an unknown step: one line)."""
+        from ..analysis.step_scope import step_host_range
+
+        self._window(step)  # an unknown step is a one-line error naming the steps there are
+        found = step_host_range(self.model, step)
+        if found is None:
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        start, end = found
+        return self._call_work.filter((pl.col("ts") >= start) & (pl.col("ts") <= end))
 
     def step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
         """Per step: ``gpu_busy_us`` (the one GPU-busy rule: all GPU work in the step's window,
@@ -162,6 +219,25 @@ class EfficiencyViews(ProfileHost):
             ).alias("mfu_pct"),
         )
 
+    def kernel_triton(self) -> pl.DataFrame:
+        """Issue 36: per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
+        ``kernel_hash``, ``num_warps`` and ``num_stages`` its host ops recorded
+        (:func:`profview.analysis.triton_kernels.kernel_columns`); kept with the cached views.
+        The host ops come from the linked model where it is built, else from the events (a
+        kernel export links nothing for these)."""
+        from ..analysis.triton_kernels import TRITON_KERNEL_COLUMNS, kernel_columns
+
+        def compute() -> pl.DataFrame:
+            host = self.model.host if "model" in vars(self) else self._trace_events()
+            wanted = ["name", *TRITON_KERNEL_COLUMNS[1:]]
+            ops = host.filter(pl.col("kernel_hash").is_not_null()) if "kernel_hash" in host.columns else None
+            found = kernel_columns(self.kernels()["name"].to_list(), ops.select(wanted) if ops is not None else None)
+            if found is None:
+                return pl.DataFrame(schema={"name": pl.String, "fused_ops": pl.String})
+            return found
+
+        return self._default_view("kernel_triton", compute)
+
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
         model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
@@ -194,7 +270,7 @@ class EfficiencyViews(ProfileHost):
         )
         precision = str(by_precision["precision"][0]) if by_precision.height else None
         tflop = _mean(rows["model_tflop"])
-        rate = _mean(rows["tflops_s"])
+        rate = step_rate(rows, self.steps())
         what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
         line = f"model FLOPs per {what} {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
         if peak is not None and peak.peak_tflops(precision):
@@ -209,6 +285,14 @@ class EfficiencyViews(ProfileHost):
             f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
         )
         return lines
+
+
+def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:
+    """The model TFLOP/s of the steps of ``rows`` (``step``, ``model_tflop``): their FLOPs over
+    their time, total ÷ total (not the mean of per-step rates: a short step weighs as its time)."""
+    timed = rows.join(steps.select("step", "duration_us"), on="step", how="inner").drop_nulls("model_tflop")
+    seconds = float(timed["duration_us"].sum() or 0.0) / 1e6
+    return float(timed["model_tflop"].sum() or 0.0) / seconds if seconds > 0 else 0.0
 
 
 def _flop_text(tflop: float, decimals: int = 3) -> str:

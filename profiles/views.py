@@ -38,8 +38,20 @@ def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: 
     from ..analysis.kernel_categories import operator_categories, with_name_category
 
     if view == "kernels":
-        return with_name_category(frame, profile.comm_pattern)
+        return with_triton(profile, with_name_category(frame, profile.comm_pattern))
     return frame.with_columns(operator_categories(frame["name"]))
+
+
+def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
+    """Issue 36: a trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
+    ``num_warps`` and ``num_stages`` at the end, where it has Triton kernels (another table as
+    it is, at no cost: only its names are looked at)."""
+    from ..analysis.work_triton import is_triton
+
+    names = frame["name"].unique().to_list() if profile.is_trace and "name" in frame.columns else []
+    if not any(is_triton(n) for n in names if n):
+        return frame
+    return frame.join(profile.kernel_triton(), on="name", how="left", maintain_order="left")
 
 
 #: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.
@@ -177,7 +189,8 @@ def view_frame(
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
     if step is not None and view != "launches":
-        raise ProfviewError(None, f"--step narrows kernels, ops, steps, launches and the critical path, not {view}")
+        narrowed = "kernels, ops, steps, launches, efficiency, categories and the critical path"
+        raise ProfviewError(None, f"--step narrows {narrowed}, not {view}")
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
@@ -221,9 +234,7 @@ def _categorised_view(
         return frame if by_shape else with_graph_time(profile, frame, step)
     if view == "categories":
         return profile.categories(step)
-    if step is not None:
-        raise ProfviewError(None, "--step narrows kernels, ops, steps, categories and launches, not efficiency")
-    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s, step=step)
 
 
 def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:

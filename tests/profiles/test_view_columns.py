@@ -38,9 +38,11 @@ COLUMNS: dict[tuple[str, str], list[str]] = {
         "tflops_s", "mfu_pct",
     ],
     ("categories", ""): ["category", "coarse", "kernels", "calls", "total_us", "pct"],
-    ("efficiency", ""): [
-        "name", "input_dims", "input_types", "calls", "kernel_us", "gflops", "data_mb", "flops_per_byte", "tflops_s",
-        "tb_s", "peak_tflops", "peak_tb_s", "bound", "pct_of_roofline", "category", "precision", "kineto_gflops",
+    ("efficiency", ""): [  # issue 33: figures first, the model's parameters and spread, dims last
+        "name", "calls", "kernel_us", "tflops_s", "tb_s", "pct_of_roofline", "bound", "gflops", "data_mb",
+        "flops_per_byte", "precision", "category", "params", "kernel_layout", "us_median", "us_min", "us_max",
+        "tflops_s_median", "tflops_s_min", "tflops_s_max", "peak_tflops", "peak_tb_s", "input_dims", "input_types",
+        "kineto_gflops", "note",
     ],
     ("critical_path", ""): ["step", "bound_by", "duration_us", "pct", "path_us", "step_us"],
     ("critical_path_events", ""): [

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 
 import polars as pl
+import pytest
 from pilot import screen_text, wait_loaded
 from support import sample, viewer
 
@@ -93,3 +94,34 @@ async def test_efficiency_tab_without_shapes_says_so() -> None:
         await pilot.pause()
         text = " ".join(screen_text(app).split())
         assert "Efficiency: not available — no input shapes in this trace" in text
+
+
+async def test_step_only_narrows_the_efficiency_tab_and_its_export(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 33: Enter on step 2 in Steps, then 8: the table holds step 2's calls (a third of
+    gpt2's three identical steps) and the export named …-step-2.csv writes them.  At 80 columns
+    the table shows figures (calls, kernel time, TFLOP/s) beside the name, the shapes after."""
+    app = viewer("gpt2_train_bf16.pt.trace.json.gz")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("4", "enter")
+        await pilot.pause()
+        await pilot.press("8")
+        await pilot.pause()
+        view = app.screen.query_one(EfficiencyView)
+        table = view.query_one(FrameView)
+        whole = app.profile.efficiency()
+        assert int(table.base["calls"].sum()) * 3 == int(whole["calls"].sum())
+        header = next(line for line in screen_text(app).splitlines() if "calls" in line)
+        assert "kernel_us" in header and "tflops_s" in header and "input_dims" not in header
+        table.focus_table()
+        await pilot.press("e")
+        await pilot.pause()
+        field = app.screen.query_one("#export-path")
+        assert field.value.endswith("-step-2.csv")
+        field.value = str(tmp_path / "eff.csv")
+        await pilot.press("enter")
+        await pilot.pause()
+    written = pl.read_csv(tmp_path / "eff.csv")
+    step = app.profile.efficiency(step=2)
+    assert int(written["calls"].sum()) == int(step["calls"].sum())
+    assert float(written["kernel_us"].sum()) == pytest.approx(float(step["kernel_us"].sum()), abs=0.01)

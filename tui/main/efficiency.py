@@ -20,19 +20,15 @@ from ..keymap import bindings
 from ..widgets.table_view import FrameView
 from .roofline import chart_caption, roofline_chart
 
-#: The table's columns on screen: the figures one reads first before the wide shape columns
-#: (the export keeps the view's own order); Kineto's FLOPs only where the trace has them.
-SCREEN_ORDER = (
-    "name", "input_dims", "calls", "kernel_us", "tflops_s", "pct_of_roofline", "bound", "tb_s", "gflops",
-    "data_mb", "flops_per_byte", "peak_tflops", "peak_tb_s", "category", "precision", "kineto_gflops", "input_types",
-)  # fmt: skip
+#: The table's columns on screen: the view's own order (figures first, the model's parameters and
+#: the wide shape columns after, so that 80 columns show figures); Kineto's FLOPs, the notes and the
+#: GEMM kernels' layout only where the trace has some.
+OPTIONAL_COLUMNS = ("kineto_gflops", "note", "kernel_layout")
 
 
 def screen_frame(frame):  # type: ignore[no-untyped-def]
-    """The efficiency frame in :data:`SCREEN_ORDER` (no Kineto column when it is empty)."""
-    columns = [c for c in SCREEN_ORDER if c in frame.columns]
-    if "kineto_gflops" in columns and frame["kineto_gflops"].null_count() == frame.height:
-        columns.remove("kineto_gflops")
+    """The efficiency frame as shown (no Kineto or note column when it is empty)."""
+    columns = [c for c in frame.columns if c not in OPTIONAL_COLUMNS or frame[c].null_count() < frame.height]
     return frame.select(columns)
 
 
@@ -55,16 +51,36 @@ class EfficiencyView(Vertical):
     BINDINGS = bindings("efficiency")
     DEFAULT_CSS = "EfficiencyView { padding: 0 1; } #efficiency-caption { height: 1; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, step: int | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
-        self.frame = profile.efficiency()
+        self.step = step
+        self.frame = profile.efficiency(step=step)
+
+    def caption(self) -> Text:
+        device, peak = self.profile.device_peak()
+        text = chart_caption(self.frame, device, peak.name if peak else None)
+        return text if self.step is None else Text.assemble(f"step {self.step} · ", text)
 
     def compose(self) -> ComposeResult:
-        device, peak = self.profile.device_peak()
-        yield Static(chart_caption(self.frame, device, peak.name if peak else None), id="efficiency-caption")
+        yield Static(self.caption(), id="efficiency-caption")
         yield RooflineChart(self.frame, id="roofline")
         yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table")
+
+    def set_step(self, step: int | None) -> None:
+        """Issue 33: "step N only" narrows the table, the chart and an export to the step's calls."""
+        self.step = step
+        try:
+            self.frame = self.profile.efficiency(step=step)
+        except ProfviewError as exc:  # no modelled call in that step
+            self.frame = self.frame.clear()
+            self.query_one("#efficiency-caption", Static).update(Text(clean(exc.problem), style="italic"))
+        else:
+            self.query_one("#efficiency-caption", Static).update(self.caption())
+        chart = self.query_one(RooflineChart)
+        chart.frame = self.frame
+        chart.refresh()
+        self.query_one(FrameView).set_frame(screen_frame(self.frame))
 
     def action_toggle_chart(self) -> None:
         chart = self.query_one(RooflineChart)
