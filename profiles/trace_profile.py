@@ -8,7 +8,8 @@ This module is the profile's core: its fields, the events, the linked model, the
 launch index, and the default views (kernels, operators, steps, launches, the overview).  The
 other views come from one mixin each: :mod:`.memory_views` (memory, modules, sources),
 :mod:`.path_views` (the timeline and the critical path), :mod:`.step_views` (one step) and
-:mod:`.efficiency_views` (kernel categories and the perf model).
+:mod:`.efficiency_views` (kernel categories and the perf model), :mod:`.iteration_views` (serving
+and decode loops: iterations and phases).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..analysis.kernels import kernel_table
 from ..errors import ProfviewError
 from ..frames import Overview, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
+from .iteration_views import IterationViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
 from .path_views import NO_RUNTIME, PathViews
 from .step_views import StepViews
@@ -43,7 +45,7 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 
 @dataclass
-class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
+class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, IterationViews):
     """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events

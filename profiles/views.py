@@ -17,6 +17,9 @@ VIEW_NAMES += ("efficiency", "categories")
 #: Issue 26: the critical path of each step, the events on it, and per name its time on it.
 PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
 VIEW_NAMES += PATH_VIEWS
+#: Issue 31: serving and decode loops, one row per iteration, and the iterations per phase.
+ITERATION_VIEWS = ("iterations", "phases")
+VIEW_NAMES += ITERATION_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 #: Views that read the events frame themselves; every other view of a trace reads only the linked
@@ -100,6 +103,7 @@ def view_frame(
     peak_tflops: float | None = None,
     peak_tb_s: float | None = None,
     on_path: bool = False,
+    iteration: str | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
@@ -109,7 +113,14 @@ def view_frame(
     takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
-    ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`)."""
+    ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`).
+    ``iteration``: iterations and phases: the iterations are the host ranges matching this regex."""
+    if iteration is not None and view not in ITERATION_VIEWS:
+        raise ProfviewError(None, f"--iteration goes with --view iterations or phases, not {view}")
+    if view in ITERATION_VIEWS:  # issue 31
+        if step is not None:
+            raise ProfviewError(None, f"--step does not narrow {view}: each iteration says its step")
+        return profile.iterations(iteration) if view == "iterations" else profile.phases(iteration)
     if on_path:
         if view not in ("kernels", "ops"):
             raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")
