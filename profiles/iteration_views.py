@@ -133,9 +133,9 @@ def phase_line(row: dict[str, object]) -> str:
     head = f"{row['phase']}: {iterations} iteration{'s' if iterations != 1 else ''}"
     unknown = tokens is None or per_token is None
     if unknown:
-        figures = [head, f"{_short_us(row['median_gpu_us'])} GPU each"]
+        figures = [head, f"{short_us(row['median_gpu_us'])} GPU each"]
     else:
-        figures = [f"{head} × {float(tokens):g} tokens", f"{_short_us(per_token)} GPU/token"]  # type: ignore[arg-type]
+        figures = [f"{head} × {float(tokens):g} tokens", f"{short_us(per_token)} GPU/token"]  # type: ignore[arg-type]
     busy = row["median_gpu_busy_pct"]
     if isinstance(busy, (int, float)):
         verdict = f" → {row['bound']}" if row["bound"] else ""
@@ -143,7 +143,7 @@ def phase_line(row: dict[str, object]) -> str:
     return ", ".join(figures) + (" (tokens unknown)" if unknown else "")
 
 
-def _short_us(value: object) -> str:
+def short_us(value: object) -> str:
     """A duration in one decimal of its unit (``39.8 us``, ``1.25 ms``): a line's figure, not a table's."""
     if not isinstance(value, (int, float)):
         return "-"
