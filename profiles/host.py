@@ -17,6 +17,7 @@ import polars as pl
 if TYPE_CHECKING:
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
+    from .iteration_views import IterationScope
 
 
 class ProfileHost(Protocol):
@@ -60,6 +61,9 @@ class ProfileHost(Protocol):
     # one step (step_views.StepViews), which the other view groups narrow to
     def step_numbers(self) -> list[int]: ...
 
-    def step_model(self, step: int | None) -> TraceModel: ...
+    def step_model(self, step: int | IterationScope | None) -> TraceModel: ...
 
-    def _step_mask(self, step: int) -> pl.Series: ...
+    def _step_mask(self, step: int | IterationScope) -> pl.Series: ...
+
+    # one iteration (iteration_views.IterationViews, issue 31)
+    def iteration_gpu_mask(self, scope: IterationScope) -> pl.Series: ...

@@ -6,6 +6,7 @@ A mixin of :class:`~profview.profiles.trace_profile.Profile`; the rules are
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -25,9 +26,31 @@ NO_ITERATIONS = (
 )
 #: The fact kept with a trace: whether its iterations were found by serving annotations.
 SERVING_FACT = "serving_iterations"
+#: Half the resolution the iterations view keeps its times to (3 decimals of a µs).
+ROUNDING_US = 0.0005
 #: The phases a per-phase line is printed for (an unknown phase is a training step or a loop
 #: profview cannot read: no line).
 LINE_PHASES = ("prefill", "decode", "mixed")
+
+
+@dataclass(frozen=True)
+class IterationScope:
+    """One iteration chosen to narrow the views (Enter on an iteration in the viewer): passed where a
+    step number goes (``Profile.kernels(step=…)`` and the other narrowed views), it narrows them to
+    the GPU work the iteration launched and the operators that started in its host range.  ``start``
+    and ``end``: its host range, ``window_end``: the end of its window, in the trace's µs;
+    ``pattern``: the ``--iteration`` regex it was found by (None: the default rules)."""
+
+    iteration: int
+    name: str
+    start: float
+    end: float
+    window_end: float
+    pattern: str | None = None
+
+    def label(self) -> str:
+        """``iteration 3 (decode)``: how the viewer names it."""
+        return f"iteration {self.iteration} ({self.name[:40]})"
 
 
 class IterationViews(ProfileHost):
@@ -75,6 +98,12 @@ class IterationViews(ProfileHost):
             return []
         return [phase_line(row) for row in phases.iter_rows(named=True) if row["phase"] in LINE_PHASES]
 
+    def serving_known(self) -> bool:
+        """Whether :meth:`has_serving_iterations` answers without searching (kept or computed already):
+        the viewer's Overview asks it, and searches off the UI thread when not."""
+        saved = self.saved.facts().get(SERVING_FACT) if self.saved else None
+        return isinstance(saved, bool) or SERVING_FACT in self._facts
+
     def has_serving_iterations(self) -> bool:
         """Whether the trace's iterations are a serving framework's or a decode loop's (found by
         their annotations): only then has it per-phase lines.  Kept with the trace (a re-opened
@@ -91,19 +120,27 @@ class IterationViews(ProfileHost):
             )
         return bool(self._facts[SERVING_FACT])
 
-    def iteration_gpu_mask(self, iteration: int, pattern: str | None = None) -> pl.Series:
-        """Per ``model.gpu`` row, whether iteration ``iteration`` launched it (its launching runtime
-        call started inside the iteration's host range)."""
-        rows = self.iterations(pattern).filter(pl.col("iteration") == iteration)
+    def iteration_scope(self, iteration: int, pattern: str | None = None) -> IterationScope:
+        """Iteration ``iteration`` (a row of :meth:`iterations`) as a scope the views narrow to."""
+        table = self.iterations(pattern)
+        rows = table.filter(pl.col("iteration") == iteration)
         if rows.height == 0:
-            raise ProfviewError(
-                self.path, f"no iteration {iteration} (iterations: 0 to {self.iterations(pattern).height - 1})"
-            )
-        start = self.span_start + float(rows["start_us"][0])
-        end = start + float(rows["host_us"][0])
+            raise ProfviewError(self.path, f"no iteration {iteration} (iterations: 0 to {table.height - 1})")
+        row = rows.row(0, named=True)
+        start = self.span_start + float(row["start_us"])
+        scope = IterationScope(iteration, str(row["name"]), start, start + float(row["host_us"]), 0.0, pattern)
+        gpu_end = self.model.gpu.filter(self.iteration_gpu_mask(scope))["end"].max()
+        window_end = max(scope.end, float(gpu_end)) if isinstance(gpu_end, (int, float)) else scope.end
+        return IterationScope(iteration, scope.name, scope.start, scope.end, window_end, pattern)
+
+    def iteration_gpu_mask(self, scope: IterationScope) -> pl.Series:
+        """Per ``model.gpu`` row, whether the iteration launched it (its launching runtime call started
+        inside the iteration's host range: :mod:`profview.analysis.iterations`' rule)."""
         launch = self.model.gpu["launch_row"]
         launch_ts = self.model.host["ts"].gather(launch.fill_null(0))
-        inside = launch.is_not_null() & (launch_ts >= start) & (launch_ts <= end)
+        # start_us and host_us are kept to the nanosecond: the range is widened by half of one
+        lo, hi = scope.start - ROUNDING_US, scope.end + ROUNDING_US
+        inside = launch.is_not_null() & (launch_ts >= lo) & (launch_ts <= hi)
         return inside.fill_null(False).alias("in_iteration")
 
 

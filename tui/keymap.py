@@ -200,6 +200,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
         "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
     Key("efficiency", "efficiency.chart", "c", "toggle_chart", "chart", show=True),
+    # -- serving and decode loops (issue 31) ----------------------------------------------------
+    Key("app", "pane.iterations", "9", "pane('iterations')", "iterations", "9",
+        "Iterations: one row per serving or decode-loop iteration (phase, tokens, GPU µs per token, ! outliers)"),
+    Key("iterations", "iterations.all", "a", "all", "all iterations", "Iterations: Enter / a",
+        "narrow every view (Overview, tables, drill-downs, Timeline) to the highlighted iteration / all",
+        show=True),
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),
