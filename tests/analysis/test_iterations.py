@@ -204,3 +204,56 @@ def test_names_that_are_not_iterations(name: str) -> None:
     from profview.analysis.iteration_names import parse_iteration_name
 
     assert parse_iteration_name(name) is None
+
+
+def shared_traces() -> list[str]:
+    from support import SHARED
+
+    found = sorted((SHARED / "traces").glob("*.json.gz")) + sorted((SHARED / "traces" / "public").glob("*.json*"))
+    return [str(p.relative_to(SHARED)) for p in found if "gpt2_train_big" not in p.name]
+
+
+@pytest.mark.parametrize("name", shared_traces() or ["(none)"])
+def test_every_shared_trace_has_iterations_or_says_why(name: str, shared_dir) -> None:  # type: ignore[no-untyped-def]
+    """On every shared trace: either no iterations (the one reason), or iterations whose GPU work is
+    the raw GPU events launched in their host ranges, and whose steps are the trace's steps."""
+    import gzip
+
+    import orjson
+
+    import profview
+    from profview.errors import ProfviewError
+
+    if name == "(none)":
+        pytest.skip("no traces in ../shared")
+    path = shared_dir / name
+    profile = profview.load(str(path), use_cache=False)
+    try:
+        table = profile.iterations()
+    except ProfviewError as exc:
+        assert exc.problem.startswith("no iterations: no serving annotation")
+        return
+    with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as fh:
+        doc = orjson.loads(fh.read())
+    events = [e for e in (doc["traceEvents"] if isinstance(doc, dict) else doc) if e.get("ph") == "X"]
+    calls = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat", "").lower() in ("cuda_runtime", "cuda_driver", "runtime") and "correlation" in e.get("args", {})
+    }
+    launched = [
+        (calls[c], max(e["dur"], 0))
+        for e in events
+        if e.get("cat", "").lower() in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
+        and (c := e.get("args", {}).get("correlation")) in calls
+    ]
+    origin = profile.span_start
+    for row in table.iter_rows(named=True):
+        lo = origin + row["start_us"]
+        hi = lo + row["host_us"]
+        expected = sum(d for at, d in launched if lo - 5e-4 <= at <= hi + 5e-4)
+        assert row["gpu_us"] == pytest.approx(expected, abs=0.01), row["name"]
+    if table["found_by"][0] == "steps":
+        host = ("user_annotation", "cpu_op", "operator")  # torch 1.9 wrote its steps as Operator events
+        steps = sorted({e["name"] for e in events if e.get("cat", "").lower() in host and "ProfilerStep#" in e["name"]})
+        assert sorted(table["name"].to_list()) == steps

@@ -96,3 +96,19 @@ def test_reopened_summary_reads_the_phase_line_from_the_cache(tmp_path: Path, mo
     again = profview.load(str(trace))
     assert again.phase_lines() == lines and lines[0].startswith("decode: 1 iteration × 32 tokens, 334.9 us GPU/token")
     assert "model" not in vars(again)  # read from the cache entry, not linked again
+
+
+def test_a_reopened_training_trace_knows_it_has_no_phases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search runs once: a re-opened training trace's summary has no phase line and links no model."""
+    import profview
+    from profview.profiles.loading import remember_views
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = tmp_path / "gpt2.json.gz"
+    shutil.copy(SAMPLES / "gpt2_train_bf16.pt.trace.json.gz", trace)
+    first = profview.load(str(trace))
+    assert first.phase_lines() == [] and not first.has_serving_iterations()
+    remember_views(first)
+    again = profview.load(str(trace))
+    assert again.serving_known() and again.phase_lines() == []
+    assert "model" not in vars(again)
