@@ -63,7 +63,9 @@ class IterationViews(ProfileHost):
             return self._trace_only("iterations", NO_ITERATIONS, lambda: self._iteration_table(None))
         key = f"iterations:{pattern}"
         if key not in self._facts:
-            self._trace_only("iterations", NO_ITERATIONS, lambda: self._iteration_table(None))
+            self._require("iterations")  # a text format has none: said as for the default view
+            if not self.is_trace:
+                raise ProfviewError(self.path, f"a {self.format} has no iterations view")
             self._facts[key] = self._iteration_table(check_iteration_pattern(pattern))
             if self._facts[key].height == 0:
                 raise ProfviewError(self.path, f"no host range matches --iteration {pattern!r}")
