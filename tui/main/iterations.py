@@ -82,7 +82,7 @@ class IterationsView(Vertical):
         found = str(frame["found_by"][0]) if frame.height else ""
         title = Text(f"Iterations · {frame.height} · {FOUND_BY.get(found, found)}", style="bold")
         title.append(
-            f" · ! slower than median + {MAD_FACTOR:g}×{MAD_SCALE}×MAD of its phase · Enter: this one everywhere"
+            f" · ! slower than median + {MAD_FACTOR:g}×{MAD_SCALE}×MAD of its phase · Enter: narrow all views to it"
             " · a: all",
             style="dim",
         )
