@@ -37,7 +37,8 @@ def diff(
         typer.Option(
             "--view", "-v",
             help="kernels, ops, steps; align or moved: one step aligned by operator; efficiency: TFLOP/s per "
-            "operator and shapes. Two jobs: ranks, stragglers, kernels.",
+            "operator and shapes; phases: serving runs per phase (GPU us per token). Two jobs: ranks, stragglers, "
+            "kernels.",
         ),
     ] = None,
     step: Annotated[

@@ -15,6 +15,7 @@ from .options import (
     DaskOption,
     FilterOption,
     ForceOption,
+    IterationOption,
     NoCache,
     OnPathOption,
     PathArg,
@@ -38,8 +39,9 @@ def export(
             "--view",
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
-            "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories; a job: ranks, "
-            "collectives, steps, kernels, straggler_path; graph replays: graphs, graph_nodes, graph_ops.",
+            "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
+            "phases; a job: ranks, collectives, steps, kernels, straggler_path; graph replays: graphs, graph_nodes, "
+            "graph_ops.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -79,6 +81,7 @@ def export(
         typer.Option("--peak-tbs", min=0.0, help="efficiency: this memory bandwidth (TB/s) instead of the device's."),
     ] = None,
     on_path: OnPathOption = False,
+    iteration: IterationOption = None,
     force: ForceOption = False,
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
@@ -108,7 +111,7 @@ def export(
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
             ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
-            ("--graph", graph),
+            ("--graph", graph), ("--iteration", iteration),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -130,7 +133,7 @@ def export(
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
         what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
-        on_path=on_path, graph=graph,
+        on_path=on_path, graph=graph, iteration=iteration,
     )
     if what_if:
         typer.echo(

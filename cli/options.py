@@ -27,6 +27,14 @@ OnPathOption = Annotated[
         help="kernels, ops: each name's time on the critical path (on_path_us, path_pct; --step: that step's).",
     ),
 ]
+IterationOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--iteration",
+        help="iterations, phases: the iterations are the host ranges whose name matches this regex "
+        "(default: vLLM/SGLang/ATOM/prefill/decode annotations, else steps).",
+    ),
+]
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 RawFormulas = Annotated[
     bool, typer.Option("--raw-formulas", help="Do not neutralise spreadsheet formulas in CSV cells.")

@@ -32,6 +32,7 @@ _KERNEL_SCHEMA: dict[str, Any] = {"name": pl.String, "calls": pl.Int64, "total_u
 #: Views of one representative step aligned operator by operator (traces only).
 EXTRA_VIEWS: tuple[str, ...] = ("align", "moved")
 EXTRA_VIEWS += ("efficiency",)  # issue 24: tflops_s per operator and shapes, before and after
+EXTRA_VIEWS += ("phases",)  # issue 31: serving runs per phase, GPU µs per token before and after
 SIDES = ("before", "after")
 
 
@@ -98,6 +99,16 @@ class Comparison:
         from ..analysis.perf_model import diff_efficiency
 
         return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
+
+    def phases(self) -> pl.DataFrame:
+        """Issue 31: two serving runs per phase (:func:`profview.analysis.phase_diff.diff_phases`)."""
+        from ..analysis.phase_diff import diff_phases
+
+        return diff_phases(self.before.phases(), self.after.phases(), tolerance_pct=self.tolerance_pct)
+
+    def serving(self) -> bool:
+        """Whether both sides are serving or decode-loop traces (their iterations found by annotations)."""
+        return all(self.side(w).is_trace and self.side(w).has_serving_iterations() for w in SIDES)
 
     def steps(self) -> pl.DataFrame:
         """The mean step compared (:func:`profview.analysis.diff.diff_steps`)."""

@@ -15,6 +15,7 @@ from ..errors import ProfviewError
 
 if TYPE_CHECKING:
     from .host import ProfileHost
+    from .iteration_views import IterationScope
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
@@ -73,7 +74,7 @@ class MemoryViews(ProfileHost):
 
         return self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
 
-    def module_kernels(self, path: str, step: int | None = None) -> pl.DataFrame:
+    def module_kernels(self, path: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""
         from ..analysis.modules import module_kernels
 
@@ -84,7 +85,7 @@ class MemoryViews(ProfileHost):
         mask = self._step_mask(step)
         return module_kernels(self.step_model(step), self._gpu_modules.filter(mask), path)
 
-    def source_kernels(self, name: str, step: int | None = None) -> pl.DataFrame:
+    def source_kernels(self, name: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The GPU work launched while source line ``name`` (as the sources view shows it) was open
         (``step``: in that step)."""
         from ..analysis.modules import source_kernels

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from .iteration_views import IterationScope
 
 if TYPE_CHECKING:
     from ..analysis.model import TraceModel
@@ -35,8 +36,11 @@ class StepViews(ProfileHost):
         """The ProfilerStep numbers of a trace."""
         return [s for s in self.steps()["step"].to_list() if s is not None and s >= 0]
 
-    def _step_mask(self, step: int) -> pl.Series:
-        """Per ``model.gpu`` row, whether it is step ``step``'s work (:mod:`.analysis.step_scope`)."""
+    def _step_mask(self, step: int | IterationScope) -> pl.Series:
+        """Per ``model.gpu`` row, whether it is step ``step``'s work (:mod:`.analysis.step_scope`);
+        an iteration's (issue 31): the work it launched."""
+        if isinstance(step, IterationScope):
+            return self.iteration_gpu_mask(step)
         key = f"step_mask:{step}"
         if key not in self._facts:
             from ..analysis.step_scope import step_gpu_mask
@@ -45,15 +49,16 @@ class StepViews(ProfileHost):
             self._facts[key] = step_gpu_mask(self.model, step, window)
         return self._facts[key]
 
-    def step_model(self, step: int | None) -> TraceModel:
-        """The trace model, its GPU work narrowed to ``step`` (None: the whole trace)."""
+    def step_model(self, step: int | IterationScope | None) -> TraceModel:
+        """The trace model, its GPU work narrowed to ``step`` (None: the whole trace; an iteration:
+        the work it launched)."""
         if step is None:
             return self.model
         from dataclasses import replace
 
         return replace(self.model, gpu=self.model.gpu.filter(self._step_mask(step)))
 
-    def _no_step(self, step: int | None) -> None:
+    def _no_step(self, step: int | IterationScope | None) -> None:
         if step is not None:
             raise ProfviewError(self.path, f"a {self.format} has no per-step launches (--step)")
 

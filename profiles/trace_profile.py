@@ -8,7 +8,8 @@ This module is the profile's core: its fields, the events, the linked model, the
 launch index, and the default views (kernels, operators, steps, launches, the overview).  The
 other views come from one mixin each: :mod:`.memory_views` (memory, modules, sources),
 :mod:`.path_views` (the timeline and the critical path), :mod:`.step_views` (one step) and
-:mod:`.efficiency_views` (kernel categories and the perf model).
+:mod:`.efficiency_views` (kernel categories and the perf model), :mod:`.iteration_views` (serving
+and decode loops: iterations and phases).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..errors import ProfviewError
 from ..frames import Overview, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
 from .graph_views import GraphViews
+from .iteration_views import IterationScope, IterationViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
 from .path_views import NO_RUNTIME, PathViews
 from .step_views import StepViews
@@ -44,7 +46,7 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 
 @dataclass
-class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
+class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, IterationViews):
     """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events
@@ -255,7 +257,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
         return None
 
     # -- views -----------------------------------------------------------------------------
-    def kernels(self, by_shape: bool = False, step: int | None = None) -> pl.DataFrame:
+    def kernels(self, by_shape: bool = False, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The kernel table (see :func:`profview.analysis.kernels.kernel_table`)."""
         given = self._require("kernels")
         if given is not None:
@@ -265,7 +267,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
         gpu = self.gpu if step is None else self.step_model(step).gpu  # issue 13: the step's own launches
         return kernel_table(gpu, by_shape)
 
-    def ops(self, by_shapes: bool = False, step: int | None = None) -> pl.DataFrame:
+    def ops(self, by_shapes: bool = False, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The operator table (see :func:`profview.analysis.operators.operator_table`)."""
         given = self._require("ops")
         if given is not None:
@@ -274,7 +276,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
             return self._default_view("ops", lambda: self._operator_table(None, by_shapes=False))
         return self._operator_table(step, by_shapes)
 
-    def _operator_table(self, step: int | None, by_shapes: bool) -> pl.DataFrame:
+    def _operator_table(self, step: int | IterationScope | None, by_shapes: bool) -> pl.DataFrame:
         """Issue 13: under a step, the operator calls that started in its host range, and the
         unattributed GPU work of the step (:mod:`.analysis.step_scope`), as its drill-downs count."""
         from ..analysis.operators import operator_table
@@ -284,7 +286,10 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
         if step is not None:
             from ..analysis.step_scope import step_host_range
 
-            start, end = step_host_range(self.model, step) or (0.0, -1.0)
+            if isinstance(step, IterationScope):  # issue 31: the calls that started in its host range
+                start, end = step.start, step.end
+            else:
+                start, end = step_host_range(self.model, step) or (0.0, -1.0)
             rows = rows.filter(pl.col("ts").is_between(start, end))
         return operator_table(rows, unattributed, by_shapes)
 
@@ -297,7 +302,9 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
 
         return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
-    def launches(self, op: str, step: int | None = None, input_dims: str | None = None) -> pl.DataFrame:
+    def launches(
+        self, op: str, step: int | IterationScope | None = None, input_dims: str | None = None
+    ) -> pl.DataFrame:
         """GPU work launched by operator ``op``, directly or through its children (``step``: in that
         step; ``input_dims``: only its calls with these input shapes)."""
         given = self._require("launches")
@@ -312,7 +319,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
         replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
         return op_launches(self.step_model(step), op, input_dims, replayed)
 
-    def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
+    def kernel_launches(self, kernel: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
         given = self._require("launches")
         if given is None:

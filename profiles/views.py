@@ -20,6 +20,9 @@ VIEW_NAMES += PATH_VIEWS
 #: Issue 36: graph replays: the graphs, their nodes, and operators with replays through their capture.
 GRAPH_VIEWS = ("graphs", "graph_nodes", "graph_ops")
 VIEW_NAMES += GRAPH_VIEWS
+#: Issue 31: serving and decode loops, one row per iteration, and the iterations per phase.
+ITERATION_VIEWS = ("iterations", "phases")
+VIEW_NAMES += ITERATION_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 #: Views that read the events frame themselves; every other view of a trace reads only the linked
@@ -143,6 +146,7 @@ def view_frame(
     peak_tb_s: float | None = None,
     on_path: bool = False,
     graph: int | None = None,
+    iteration: str | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
@@ -153,13 +157,20 @@ def view_frame(
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
     ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`).
-    ``graph``: graph_nodes of that graph only (issue 36)."""
+    ``graph``: graph_nodes of that graph only (issue 36).
+    ``iteration``: iterations and phases: the iterations are the host ranges matching this regex."""
     if graph is not None and view != "graph_nodes":
         raise ProfviewError(None, f"--graph goes with --view graph_nodes, not {view}")
     if view in GRAPH_VIEWS:
         if step is not None:
             raise ProfviewError(None, f"--step does not narrow {view}")
         return profile.graph_nodes(graph) if view == "graph_nodes" else getattr(profile, view)()
+    if iteration is not None and view not in ITERATION_VIEWS:
+        raise ProfviewError(None, f"--iteration goes with --view iterations or phases, not {view}")
+    if view in ITERATION_VIEWS:  # issue 31
+        if step is not None:
+            raise ProfviewError(None, f"--step does not narrow {view}: each iteration says its step")
+        return profile.iterations(iteration) if view == "iterations" else profile.phases(iteration)
     if on_path:
         if view not in ("kernels", "ops"):
             raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")

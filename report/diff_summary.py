@@ -106,6 +106,30 @@ def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
     return table
 
 
+def phase_lines(comparison: Comparison) -> list[Text]:
+    """Issue 31: two serving runs per phase, two short lines each (80 columns): GPU per token (per
+    iteration where a side does not know its tokens) before → after with the change, then the median
+    host time per iteration before → after."""
+    from ..profiles.iteration_views import short_us
+
+    lines = [Text("Per phase (GPU per token where both sides count tokens, else per iteration)", style="italic")]
+    for row in comparison.phases().iter_rows(named=True):
+        status, per_token = row["status"], row["compared"] == "gpu_us_per_token"
+        figure, unit = ("gpu_us_per_token", "token") if per_token else ("median_gpu_us", "iteration")
+        delta = row["delta_us"] or 0.0
+        pct = "" if row["delta_pct"] is None else f" ({row['delta_pct']:+.1f}%)"
+        first = Text(f"{GLYPHS[status]} ", style=STYLE[status])
+        counts = f"{_number(row['iterations_before'])}→{_number(row['iterations_after'])}"
+        first.append(
+            f"{clean(row['name'])} ({counts} iterations): "
+            f"GPU/{unit} {short_us(row[f'{figure}_before'])} → {short_us(row[f'{figure}_after'])}, "
+            f"{'+' if delta > 0 else '-' if delta < 0 else '±'}{short_us(abs(delta))}{pct}"
+        )
+        host = f"    host/iteration {short_us(row['median_host_us_before'])} → {short_us(row['median_host_us_after'])}"
+        lines += [first, Text(host + " (medians)")]
+    return lines
+
+
 def print_diff_summary(comparison: Comparison, top: int, console: Console | None = None) -> None:
     """Print what changed between BEFORE and AFTER, biggest first."""
     console = console or ReportConsole()
@@ -117,6 +141,9 @@ def print_diff_summary(comparison: Comparison, top: int, console: Console | None
         cols = {"name": "mean step", "mean_us_before": "before", "mean_us_after": "after", "delta_us": "delta",
                 "delta_pct": "%"}
         console.print(_diff_table("Mean step", steps, cols, console.width))
+    if comparison.serving():  # issue 31: serving runs per phase
+        for line in phase_lines(comparison):
+            console.print(line)
     scale = " per step" if comparison.per_step else ""
     for view, label, total in (("kernels", "kernels", "total_us"), ("ops", "operators", "self_us")):
         if not (comparison.before.available(view) and comparison.after.available(view)):

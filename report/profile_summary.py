@@ -103,6 +103,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
             console.print(Text(f"  {clean(line)}"))
         for line in profile.graph_lines():  # issue 36
             console.print(Text(f"  {clean(line)}"))
+        for line in profile.phase_lines():  # issue 31: serving and decode loops, per phase
+            console.print(Text(f"  {clean(line)}"))
         for line in _memory_lines(profile):
             console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:

@@ -369,12 +369,14 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
         main = self.main_screen()
         one_event = message.view.startswith("timeline_")  # one event of the Timeline: no step to narrow to
-        narrowed = main is not None and main.step is not None and profile is self.profile and profile.is_trace
+        scope = main.narrowed() if main is not None else None  # issue 31: or the chosen iteration
+        narrowed = scope is not None and profile is self.profile and profile.is_trace
         if narrowed and main is not None and not one_event:
-            route = functools.partial(route, step=main.step)  # issue 13: the chosen step narrows drill-downs
-            what = f"{what} (step {main.step} only)"
+            route = functools.partial(route, step=scope)  # issue 13: the chosen step narrows drill-downs
+            label = f"iteration {main.iteration.iteration}" if main.iteration is not None else f"step {main.step}"
+            what = f"{what} ({label} only)"
             if not isinstance(self.screen, DrillScreen):  # the first crumb says so (long names cut the last)
-                path = [f"{path[0]} · step {main.step} only"]
+                path = [f"{path[0]} · {label} only"]
         row = message.row
         await self.start_drill(lambda: route(profile, row, path), f"the drill-down of {what}")
 

@@ -204,6 +204,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "pane.graphs", "9", "pane('graphs')", "graphs", "9",
         "Graphs: the CUDA/HIP graphs the trace replays, how much of their GPU time is attributed through a "
         "capture; Enter: a graph's nodes, then a node's captured operator chain and stack"),
+    # -- serving and decode loops (issue 31) ----------------------------------------------------
+    Key("app", "pane.iterations", "0", "pane('iterations')", "iterations", "0",
+        "Iterations: one row per serving or decode-loop iteration (phase, tokens, GPU µs per token, ! outliers)"),
+    Key("iterations", "iterations.all", "a", "all", "all iterations", "Iterations: Enter / a",
+        "narrow every view (Overview, tables, drill-downs, Timeline) to the highlighted iteration / all",
+        show=True),
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),

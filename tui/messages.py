@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 from textual.screen import Screen
 
+from ..profiles.iteration_views import IterationScope
 from ..profiles.trace_profile import Profile
 
 if TYPE_CHECKING:
@@ -57,6 +58,13 @@ class StepChosen(Message):
     """A step was selected in the Steps view (None: all steps)."""
 
     step: int | None
+
+
+@dataclass
+class IterationChosen(Message):
+    """Issue 31: an iteration was chosen in the Iterations view (None: all of them)."""
+
+    scope: IterationScope | None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from ...errors import ProfviewError
 from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
+from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import Profile
 from ...report.wording import plural
 from ...sanitize import clean
@@ -79,11 +80,17 @@ def top_kernels(kernels: pl.DataFrame, title: str, top: int = TOP) -> list[Rende
 
 
 def overview_renderable(
-    profile: Profile, width: int, step: int | None = None, title: str | None = None, top: int = TOP
+    profile: Profile,
+    width: int,
+    step: int | None = None,
+    title: str | None = None,
+    top: int = TOP,
+    iteration: IterationScope | None = None,
 ) -> RenderableType:
     """Everything the Overview shows, as inert Rich renderables (``step``: that step's figures too,
-    and its top kernels and operators; issue 13)."""
+    and its top kernels and operators; issue 13; ``iteration``: that iteration's, issue 31)."""
     chosen = step if profile.is_trace else None  # a text format's tables are not per step
+    narrow = iteration if iteration is not None and profile.is_trace else chosen
     parts = title_lines(profile, title)
     if profile.is_trace:
         view = profile.overview()
@@ -109,6 +116,8 @@ def overview_renderable(
             parts.append(Text(clean(line)))
         for line in profile.graph_lines():  # issue 36: graph replays, attributed or how to be
             parts.append(Text(clean(line)))
+        if profile.serving_known():  # issue 31: one line per serving phase (searched off the UI thread)
+            parts.extend(Text(clean(line)) for line in profile.phase_lines())
         average = view.average_step
         total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
@@ -118,6 +127,8 @@ def overview_renderable(
         parts.append(path_line(profile))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
+        if iteration is not None:
+            parts.extend(iteration_section(profile, iteration))
         for hint in view.hints:
             parts.append(Text(f"hint: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
@@ -135,14 +146,14 @@ def overview_renderable(
     for name, reason in profile.missing.items():
         parts.append(Text(f"no {name} view: {clean(reason)}", style="italic"))
     if profile.available("kernels"):
-        parts += top_kernels(profile.kernels(step=chosen), f"Top kernels{only(chosen)}", top)
+        parts += top_kernels(profile.kernels(step=narrow), f"Top kernels{only(narrow)}", top)
     if profile.available("ops"):
-        ops = profile.ops(step=chosen).head(top)
+        ops = profile.ops(step=narrow).head(top)
         rows = [
             (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
         ]
         parts.append(Text(""))
-        parts.append(_top_table(f"Top operators{only(chosen)}", rows, ("operator", "device total", "host total")))
+        parts.append(_top_table(f"Top operators{only(narrow)}", rows, ("operator", "device total", "host total")))
     return Group(*parts)
 
 
@@ -164,8 +175,28 @@ def early_overview_renderable(
     return Group(*parts)
 
 
-def only(step: int | None) -> str:
+def only(step: int | IterationScope | None) -> str:
+    if isinstance(step, IterationScope):  # issue 31
+        return f" · iteration {step.iteration} only"
     return "" if step is None else f" · step {step} only"
+
+
+def iteration_section(profile: Profile, scope: IterationScope) -> list[RenderableType]:
+    """Issue 31: the chosen iteration's row of the iterations view, in two lines."""
+    rows = profile.iterations(scope.pattern).filter(pl.col("iteration") == scope.iteration)
+    if rows.height == 0:
+        return []
+    row = rows.row(0, named=True)
+    tokens = "tokens unknown" if row["tokens"] is None else f"{row['tokens']} tokens ({row['tokens_from']})"
+    heading = Text(f"\niteration {scope.iteration} only: {row['phase']}, {tokens}", style="bold")
+    heading.append(" · Iterations: a = all", style="dim")
+    per_token = "" if row["gpu_us_per_token"] is None else f" ({fmt_us(row['gpu_us_per_token'])} per token)"
+    figures = (
+        f"{clean(scope.name)}: host {fmt_us(row['host_us'])}, wall {fmt_us(row['wall_us'])}, "
+        f"GPU {fmt_us(row['gpu_us'])}{per_token}, GPU busy {row['gpu_busy_pct']:.1f}%, "
+        f"{plural(row['kernels'], 'kernel')}, {plural(row['graph_launches'], 'graph launch', 'graph launches')}"
+    )
+    return [heading, Text(figures)]
 
 
 def step_section(profile: Profile, step: int, width: int) -> list[RenderableType]:
@@ -215,6 +246,7 @@ class OverviewView(VerticalScroll):
         self.title_text = title
         self.early = early
         self.step: int | None = None
+        self.iteration: IterationScope | None = None  # issue 31
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="overview-body")
@@ -227,6 +259,13 @@ class OverviewView(VerticalScroll):
 
     def set_step(self, step: int | None) -> None:
         self.step = step
+        self.iteration = None
+        self.on_resize()
+
+    def set_iteration(self, scope: IterationScope | None) -> None:
+        """Issue 31: narrowed to one iteration (None: all)."""
+        self.iteration = scope
+        self.step = None
         self.on_resize()
 
     def on_resize(self) -> None:
@@ -234,10 +273,21 @@ class OverviewView(VerticalScroll):
         if self.early:
             body = early_overview_renderable(self.profile, self.size.width, self.title_text, top)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text, top)
+            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text, top, self.iteration)
             if path_pending(self.profile):
                 self.path_in_background()
+            if self.profile.is_trace and not self.profile.serving_known():
+                self.phases_in_background()
         self.query_one("#overview-body", Static).update(body)
+
+    @work(thread=True, exclusive=True, group="serving-phases", exit_on_error=False)
+    def phases_in_background(self) -> None:
+        """Issue 31: whether the trace is a serving run, and its phases, off the UI thread; the Overview
+        redraws with its per-phase lines (a trace without serving iterations shows none)."""
+        with contextlib.suppress(ProfviewError):
+            self.profile.phase_lines()
+        if self.profile.serving_known():
+            self.app.call_from_thread(self.on_resize)
 
     @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
     def path_in_background(self) -> None:

@@ -14,15 +14,17 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from ...errors import ProfviewError
+from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import NO_RUNTIME, Profile
 from ...profiles.views import with_efficiency, with_graph_time, with_on_path
 from ...sanitize import clean
-from ..messages import StepChosen
+from ..messages import IterationChosen, StepChosen
 from ..widgets.filter_bar import FilterBar
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .efficiency import EfficiencyView, efficiency_pane
 from .graphs import GraphsView, graphs_pane
+from .iterations import IterationsView
 from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
@@ -30,16 +32,18 @@ from .steps import StepList, StepsView
 from .timeline import TimelinePane, TraceTimeline
 
 PANES: tuple[str, ...] = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
-PANES += ("graphs",)  # issue 36
+PANES += ("graphs", "iterations")  # issues 36, 31: tabs 9 and 0
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 # Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 TITLES |= {"efficiency": "Efficiency"}  # issue 24
+TITLES |= {"iterations": "Iterations"}  # issue 31
 #: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
 SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 TITLES |= {"graphs": "Graphs"}  # issue 36
 SHORT_TITLES |= {"graphs": "Grph"}
+SHORT_TITLES |= {"iterations": "Iter"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
@@ -47,13 +51,13 @@ TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 def tab_line(current: str, width: int, path: str = "") -> Text:
     """The tabs that fit ``width`` (the current one always), ``…`` where some do not; then the path."""
     titles = dict(TITLES)
-    labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
         titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
-        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+        labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
         titles.update(SHORT_TITLES)  # issue 24: eight
-        labels = [f" {index} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+        labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     first, last = 0, len(PANES)  # the tabs shown: PANES[first:last]
     at = PANES.index(current) if current in PANES else 0
 
@@ -92,6 +96,8 @@ class MainScreen(Screen[None]):
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
+        #: Issue 31: the iteration chosen in Iterations (it narrows the views as a step does; one or the other).
+        self.iteration: IterationScope | None = None
         self.by_shape = {"kernels": False, "ops": False}
         #: ``(step,)``: the step whose critical path the Kernels and Operators tables show (issue 26:
         #: their on-path column); None while it is being computed.
@@ -131,6 +137,8 @@ class MainScreen(Screen[None]):
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
+        if pane == "iterations":  # issue 31: computed when first shown
+            return IterationsView(self.profile, id=pane)
         return FrameView(pane, self.frame_for(pane), id=pane)
 
     def waiting(self, pane: str) -> Static:
@@ -200,9 +208,14 @@ class MainScreen(Screen[None]):
             with contextlib.suppress(NoMatches):  # the viewer is closing
                 self.refresh_tables()
 
+    def narrowed(self) -> int | IterationScope | None:
+        """What the views are narrowed to: the chosen iteration (issue 31), else the chosen step."""
+        return self.iteration if self.iteration is not None else self.step
+
     def with_path(self, view: str, frame):  # type: ignore[no-untyped-def]
-        """``frame`` with the on-path column where the path is known (per name: not by shape)."""
-        if self.by_shape.get(view) or not self.path_known():
+        """``frame`` with the on-path column where the path is known (per name: not by shape; per
+        step, so not under an iteration)."""
+        if self.by_shape.get(view) or self.iteration is not None or not self.path_known():
             return frame
         try:
             return with_on_path(self.profile, view, frame, self.step)
@@ -215,6 +228,8 @@ class MainScreen(Screen[None]):
             return None
         if self.by_shape[self.pane]:
             return "on-path column: per name only"
+        if self.iteration is not None:
+            return "on-path column: per step, not per iteration"
         if not self.path_known():
             return "on path: computing…"
         try:
@@ -233,9 +248,9 @@ class MainScreen(Screen[None]):
 
     def frame_for(self, view: str):  # type: ignore[no-untyped-def]
         if view == "kernels":
-            frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
+            frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.narrowed())
         else:
-            frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
+            frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.narrowed())
         if not self.linked and view == "ops":  # issue 24: the operators' TFLOP/s needs the linked model
             return frame
         frame = with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))  # kernels: by name
@@ -260,6 +275,11 @@ class MainScreen(Screen[None]):
             short = f"step {self.step} only (a: all steps)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
+        if self.iteration is not None:  # issue 31
+            full = f"{self.iteration.label()} only: Overview, Kernels, Operators, drill-downs (Iterations: a = all)"
+            short = f"iteration {self.iteration.iteration} only (a: all)"
+            fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
+            context.insert(0, full if fits else short)
         self.query_one("#context", Static).update(Text(" · ".join(context) or "all steps", style="dim"))
 
     def show(self, pane: str) -> None:
@@ -267,12 +287,16 @@ class MainScreen(Screen[None]):
         timeline = self.query_one("#trace")
         if pane == "trace" and self.linked and isinstance(timeline, TimelinePane):
             timeline.start()
+        iterations = self.query("#iterations")  # issue 31: computed when first shown
+        if pane == "iterations" and iterations and isinstance(iterations.first(), IterationsView):
+            iterations.first(IterationsView).start()
         self.pane = pane
         self.query_one(ContentSwitcher).current = pane
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView, GraphsView)):
+        tables = (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView, GraphsView, IterationsView)
+        if isinstance(widget, tables):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
@@ -286,6 +310,9 @@ class MainScreen(Screen[None]):
             return None
         if isinstance(widget, (MemoryView, ModulesView, EfficiencyView, GraphsView)):  # a pane with a table inside
             return widget.query_one(FrameView)
+        if isinstance(widget, IterationsView):  # issue 31: its table, once computed
+            tables = widget.query(FrameView)
+            return tables.first() if tables else None
         return widget if isinstance(widget, FrameView) else None
 
     def refresh_tables(self) -> None:
@@ -318,6 +345,7 @@ class MainScreen(Screen[None]):
 
     def on_step_chosen(self, message: StepChosen) -> None:
         self.step = message.step
+        self.iteration = None  # issue 31: a step or an iteration, not both
         self.refresh_tables()
         # Issue 13: the Overview follows the step too (drill-downs read self.step when opened).
         overview = self.query("#overview")
@@ -330,6 +358,20 @@ class MainScreen(Screen[None]):
             timelines.first().show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
         self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
+
+    def on_iteration_chosen(self, message: IterationChosen) -> None:
+        """Issue 31: Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
+        self.iteration = message.scope
+        self.step = None
+        self.refresh_tables()
+        overview = self.query("#overview")
+        if overview and isinstance(overview.first(), OverviewView):
+            overview.first(OverviewView).set_iteration(message.scope)
+        timelines = self.query(TraceTimeline)
+        if timelines:
+            scope = message.scope
+            timelines.first().show_range(None if scope is None else (scope.start, scope.window_end))
+        self.notify("now: all iterations" if message.scope is None else f"now: iteration {message.scope.iteration}")
 
     def sort_steps(self) -> bool:
         """s in Steps (issue 13): the next sort of the step list; False where there is none."""

@@ -326,6 +326,16 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.cursor = 0
         self.refresh()
 
+    def show_range(self, window: tuple[float, float] | None) -> None:
+        """Issue 31: show ``(start, end)`` whole (an iteration chosen in Iterations; None: the whole trace)."""
+        self.selected = None
+        if window is None:
+            self.fit_view()
+            return
+        self.view_start, self.view_end = window[0], max(window[1], window[0] + 1.0)
+        self.cursor = 0
+        self.refresh()
+
     # -- "/" search (the filter bar drives it, as it drives a table) ---------------------------
     def set_filter(self, pattern: str) -> str | None:
         """Mark the events whose name matches ``pattern`` (case-insensitive); the reason if it is no regex."""
@@ -607,6 +617,9 @@ class TimelinePane(Vertical):
         step = getattr(self.screen, "step", None)  # the step chosen in Steps: the timeline opens on it
         if step is not None:
             timeline.show_step(step)
+        iteration = getattr(self.screen, "iteration", None)  # issue 31: the iteration chosen in Iterations
+        if iteration is not None:
+            timeline.show_range((iteration.start, iteration.window_end))
         await self.query_one("#timeline-wait").remove()
         if self.display:
             timeline.focus()
