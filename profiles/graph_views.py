@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..analysis.graphs import GraphFrames
     from ..analysis.launch_index import LaunchIndex
     from .host import ProfileHost
+    from .iteration_views import IterationScope
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
@@ -210,7 +211,7 @@ class GraphViews(ProfileHost):
         renumbered = np.cumsum(kept) - 1
         return {int(renumbered[r]): s for r, s in zip(rows, stacks, strict=True) if kept[r]}
 
-    def graph_device_by_op(self, step: int | None = None) -> pl.DataFrame | None:
+    def graph_device_by_op(self, step: int | IterationScope | None = None) -> pl.DataFrame | None:
         """Per operator name (as the ops view shows it): the replayed GPU time attributed to it
         through a capture (``graph_device_us``) and its captured calls that ran (``graph_calls``:
         once per replay); ``step``: in that step.  None where the trace replays no graph."""
@@ -231,7 +232,7 @@ class GraphViews(ProfileHost):
             .sort("name")
         )
 
-    def replayed_launches(self, op: str, step: int | None = None) -> pl.DataFrame | None:
+    def replayed_launches(self, op: str, step: int | IterationScope | None = None) -> pl.DataFrame | None:
         """The replayed GPU events attributed to operator ``op`` through a capture, or to an operator
         under it there (``direct``: to ``op`` itself), as ``model.gpu`` rows; None where none is."""
         events = self._attributed_replays("op", "op_chain")
