@@ -24,7 +24,7 @@ from ..profiles.trace_profile import Profile
 from ..report.export import write_table
 from ..report.wording import plural
 from ..sanitize import clean
-from . import launch
+from . import lifecycle
 from .compare.mode import CompareMode
 from .dialogs.export import ExportDialog, name_parts, suggest_name
 from .dialogs.help import HelpScreen, help_context
@@ -126,16 +126,16 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             profile = preloaded or load(
                 self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
             )
-            if launch.is_large(profile):  # the kernel table first; the model (seconds) behind it
+            if lifecycle.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
                 self.post_message(ProfileLoaded(profile, linked=False))
-                launch.prepare(profile, lambda _phase: None)
+                lifecycle.prepare(profile, lambda _phase: None)
                 self.post_message(ProfileLinked())
-                launch.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
+                lifecycle.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
                 return None
-            launch.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
-            launch.remember(profile)
+            lifecycle.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
+            lifecycle.remember(profile)
         except Exception as exc:
             return load_failed(exc, self.path, "load this trace", "loading")
         return ProfileLoaded(profile)

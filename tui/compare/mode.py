@@ -15,7 +15,7 @@ from textual.message import Message
 
 from ...errors import ProfviewError
 from ...sanitize import clean
-from .. import launch
+from .. import lifecycle
 from ..drill.routes import ROUTES
 from ..host import ViewerApp
 from ..main.screen import TITLES
@@ -46,7 +46,7 @@ class CompareMode:
                                          **self.compare)
             for which in ("before", "after"):
                 self.post_message(LoadPhase(f"linking {which.upper()}"))
-                launch.prepare(comparison.side(which), lambda _phase: None)
+                lifecycle.prepare(comparison.side(which), lambda _phase: None)
             self.post_message(LoadPhase("comparing"))
             frames: dict[str, Any] = {}
             for view in (*DIFF_VIEWS, "moved"):
