@@ -153,7 +153,7 @@ class JobApp(ProfviewApp):
             return
         self.profile = message.outcome
         self.rank = message.rank
-        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank)))
+        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank), scope=f"rank {message.rank}"))
 
     async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual
