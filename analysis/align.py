@@ -185,3 +185,21 @@ def moved_kernels(aligned: pl.DataFrame) -> pl.DataFrame:
         .rename({"op_before": "op"})
         .sort([pl.col("delta_us").abs(), pl.col("op")], descending=[True, False])
     )
+
+
+def moved_calls(aligned: pl.DataFrame, op: str, kernels_before: str, kernels_after: str) -> pl.DataFrame:
+    """The aligned calls that one row of :func:`moved_kernels` sums (issue 34: Enter on a Moved row):
+    ``position, op, kernels_before, kernels_after, device_us_before, device_us_after, delta_us``, in
+    step order; their ``delta_us`` adds up to the row's."""
+    changed = aligned.filter(
+        (pl.col("alignment") == "same")
+        & pl.col("kernels_changed")
+        & (pl.col("op_before") == op)
+        & (pl.col("kernels_before") == kernels_before)
+        & (pl.col("kernels_after") == kernels_after)
+    )
+    return changed.select(
+        "position", pl.col("op_before").alias("op"), "kernels_before", "kernels_after",
+        "device_us_before", "device_us_after", "delta_us",
+    )
+

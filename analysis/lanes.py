@@ -141,3 +141,25 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
         gpu_lane[lanes[-1].rows] = len(lanes) - 1
         gpu_pos[lanes[-1].rows] = np.arange(frame.height)
     return Lanes(lanes, names, host_lane, host_pos, gpu_lane, gpu_pos, (model.span_start, model.span_end))
+
+
+def gpu_busy_between(lanes: list[Lane], lo: float, hi: float) -> float:
+    """µs of [lo, hi) with GPU work on any GPU lane: the union of the GPU events clipped to the
+    window (GPU busy, the Overview's figure, over a window instead of the whole trace)."""
+    starts, ends = [], []
+    for lane in lanes:
+        if lane.kind != "gpu":
+            continue
+        window = lane.visible(lo, hi)
+        starts.append(np.maximum(lane.start[window], lo))
+        ends.append(np.minimum(lane.end[window], hi))
+    if not starts:
+        return 0.0
+    start, end = np.concatenate(starts), np.concatenate(ends)
+    if not len(start):
+        return 0.0
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], np.maximum.accumulate(end[order])
+    # each event adds what it reaches beyond everything that started before it
+    reach = np.concatenate(([lo], end[:-1]))
+    return float(np.clip(end - np.maximum(start, reach), 0, None).sum())

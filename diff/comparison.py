@@ -162,6 +162,8 @@ class Comparison:
                             "/".join(f"{a}_*" for a in arch["before"]), "/".join(f"{a}_*" for a in arch["after"])
                         )
                     )
+        if view in ("kernels", "ops"):
+            lines += self.unpaired_cut_lines(view)
         if view == "steps":
             means = {w: step_means(self.side(w).steps()) for w in SIDES if self.side(w).available("steps")}
             for which, mean in means.items():
@@ -174,6 +176,27 @@ class Comparison:
                 lines.append(
                     "Communication counts only time with no compute beside it: overlapped communication "
                     "counts as Kernel (the step rule)"
+                )
+        return lines
+
+    def unpaired_cut_lines(self, view: str) -> list[str]:
+        """Issue 34: the names a side's table cut short that nothing paired, and why (each starts
+        several whole names of the other side, and no figures single one out)."""
+        from ..analysis.diff import unpaired_cut_names
+
+        if not all(self.side(w).available(view) for w in SIDES):
+            return []
+        frame = self.view(view)
+        lines = []
+        for which, other in (("before", "after"), ("after", "before")):
+            names = getattr(self.side(other), view)()["name"].to_list()
+            lonely = [(name, count) for name, count in unpaired_cut_names(frame, names, which) if count > 1]
+            if lonely:
+                name, count = max(lonely, key=lambda item: item[1])
+                lines.append(
+                    f"{which.upper()}: {len(lonely)} name(s) its table cut short stay unpaired: each starts several "
+                    f"{other.upper()} names and no figures single one out ({name} starts {count}); a table "
+                    "printed with a wider name column pairs them"
                 )
         return lines
 
@@ -213,9 +236,14 @@ class Comparison:
 
         return moved_kernels(self.align())
 
+    def moved_calls(self, op: str, kernels_before: str, kernels_after: str) -> pl.DataFrame:
+        """The aligned calls one row of :meth:`moved` sums (:func:`profview.analysis.align.moved_calls`)."""
+        from ..analysis.align import moved_calls
+
+        return moved_calls(self.align(), op, kernels_before, kernels_after)
+
     def notes(self, view: str) -> list[str]:
         """``PATH: N names ... summed`` for each side whose ``view`` repeats names (text tables)."""
-        from ..analysis.diff import repeated_names
 
         if view not in ("kernels", "ops"):
             return []
@@ -224,7 +252,7 @@ class Comparison:
             profile = self.side(which)
             if not profile.available(view):
                 continue
-            count = repeated_names(getattr(profile, view)())
+            count = self.repeated_count(which, view)
             if count:
                 lines.append(
                     f"{profile.path}: {count} {'kernel' if view == 'kernels' else 'operator'} name(s) appear in "
@@ -233,17 +261,31 @@ class Comparison:
                 )
         return lines
 
+    def repeated_count(self, which: str, view: str) -> int:
+        """How many names side ``which`` repeats in ``view`` once its rows cut short are given the
+        whole names they stand for (:func:`~profview.analysis.diff.resolve_cut_rows`): the rows the
+        diff sums into one."""
+        from ..analysis.diff import repeated_names, resolve_cut_rows
+
+        frame = getattr(self.side(which), view)()
+        if not repeated_names(frame):
+            return 0
+        other = self.side("after" if which == "before" else "before")
+        if other.available(view):
+            values = ("calls", "total_us") if view == "kernels" else ("calls", "host_self_us", "device_self_us",
+                                                                       "device_total_us")
+            frame = resolve_cut_rows(frame, getattr(other, view)(), values)[0]
+        return repeated_names(frame)
+
     def repeated(self) -> str:
         """``BEFORE 7 operator, AFTER 3 kernel names`` repeated in a table (empty: none), for a short note."""
-        from ..analysis.diff import repeated_names
-
         parts = []
         for which in SIDES:
             profile = self.side(which)
             counts = [
-                f"{repeated_names(getattr(profile, view)())} {label}"
+                f"{self.repeated_count(which, view)} {label}"
                 for view, label in (("kernels", "kernel"), ("ops", "operator"))
-                if profile.available(view) and repeated_names(getattr(profile, view)())
+                if profile.available(view) and self.repeated_count(which, view)
             ]
             if counts:
                 parts.append(f"{which.upper()} {', '.join(counts)} names")

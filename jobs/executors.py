@@ -23,7 +23,7 @@ DASK_ENV = "DASK_SCHEDULER_ADDRESS"
 
 def default_workers() -> int:
     """All cores this process may use."""
-    from ..parsers.source import usable_cpus
+    from ..parsers.resources import usable_cpus
 
     return usable_cpus()
 

@@ -14,7 +14,6 @@ uses :mod:`profview.parsers.chrome_trace`'s reader, which handles every case.
 from __future__ import annotations
 
 import mmap
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -26,7 +25,7 @@ import msgspec
 
 from ..compiled import compiled_module
 from .chunked import Chunked, NotChunkable
-from .source import give_back_freed_memory, usable_cpus
+from .resources import give_back_freed_memory, scan_threads
 
 if TYPE_CHECKING:
     import polars as pl
@@ -74,22 +73,6 @@ def available() -> bool:
 #: Each column is Polars work on Polars' own threads: on a 16-core node, with 16 builders a read
 #: of gpt2_train_big peaked at 244 MB, with 4 at 199 MB, in the same time (benchmarks/threads.py).
 COLUMN_THREADS = 4
-
-
-#: Threads that scan, at most, unless ``PROFVIEW_THREADS`` says otherwise.  More threads cut each
-#: window into more ranges, and every range costs the frame's building its own pieces: on a 16-core
-#: node a read of gpt2_train_big took 0.93 s with 4, 1.10 s with 8 and 1.13 s with 16 (Polars on
-#: 4; benchmarks/threads.py --vary scan), though the scan alone gains to 8.
-SCAN_THREADS = 4
-
-
-def scan_threads() -> int:
-    """Threads for scanning: ``PROFVIEW_THREADS``, else the CPUs this process may use, at most
-    :data:`SCAN_THREADS`."""
-    configured = os.environ.get("PROFVIEW_THREADS", "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return min(usable_cpus(), SCAN_THREADS)
 
 
 @dataclass

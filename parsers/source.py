@@ -14,10 +14,10 @@ import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..errors import ProfviewError
+from .resources import scan_threads, usable_cpus
 
 if TYPE_CHECKING:
     import gzip
@@ -188,14 +188,6 @@ POLARS_THREADS = 4
 SET_BY_PROFVIEW: set[str] = set()
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may use (``taskset`` and container limits count), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def cap_polars_threads() -> None:
     """Before Polars loads (the command line and the viewer): Polars on at most
     :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``."""
@@ -228,27 +220,6 @@ def economise_address_space() -> None:
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
     except (ImportError, OSError, AttributeError):  # not glibc: nothing to economise this way
         return
-
-
-def give_back_freed_memory() -> None:
-    """Return the C heap's free pages to the system (glibc ``malloc_trim``; elsewhere nothing).
-
-    The scanner's column buffers and the chunked read's windows are freed to glibc's heap, while
-    Polars allocates from its own: without this the freed pages would stay in the peak RSS.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
-    except (ImportError, OSError, AttributeError):  # not glibc
-        return None
 
 
 def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None:
@@ -340,8 +311,6 @@ def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
         if limit == resource.RLIMIT_AS:
             # Address space, not memory, is what counts: each thread reserves its stack (and,
             # unless economise_address_space ran, a malloc arena) before it touches any of it.
-            from .fast_chrome import scan_threads
-
             reserved = (_polars_threads() + scan_threads()) * THREAD_ADDRESS_SPACE
         used = _proc_field("/proc/self/status", field_name) or 0
         rooms.append((max(0, soft - used - reserved) + (used if held else 0), what))

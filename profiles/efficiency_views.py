@@ -252,7 +252,9 @@ class EfficiencyViews(ProfileHost):
             return []
         shares = ", ".join(f"{c} {p:.1f}%" for c, p in categories.select("category", "pct").head(6).iter_rows())
         more = f", … {categories.height - 6} more" if categories.height > 6 else ""
-        lines.append(f"GPU time by category: {shares}{more}")
+        # issue 34: shares of the GPU events' summed time (the communication line's is of GPU busy time)
+        scope = "" if step is None else f" in step {step}"
+        lines.append(f"GPU time by category{scope} (of all GPU events' time): {shares}{more}")
         try:
             modelled = self.efficiency()
             per_step = self.step_efficiency()
@@ -271,8 +273,14 @@ class EfficiencyViews(ProfileHost):
         precision = str(by_precision["precision"][0]) if by_precision.height else None
         tflop = _mean(rows["model_tflop"])
         rate = step_rate(rows, self.steps())
-        what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
-        line = f"model FLOPs per {what} {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
+        # issue 34: each line says its scope (``per step 17 6.623 TFLOP`` read as one number)
+        whole = step is None and rows.height == 1 and "step" in rows.columns and (rows["step"][0] or 0) < 0
+        what = (
+            f"in step {step}" if step is not None
+            else "in the whole trace (no steps)" if whole
+            else "per average step" if rows.height > 1 else "per step"
+        )
+        line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
         if peak is not None and peak.peak_tflops(precision):
             mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
             shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
@@ -282,7 +290,8 @@ class EfficiencyViews(ProfileHost):
         lines.append(line)
         busy = _mean(rows["gpu_busy_us"])
         lines.append(
-            f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
+            f"GPU busy {what}: {fmt_us(busy)} (all GPU work in the {'trace' if whole else 'step'}, "
+            "launched before the window included)"
         )
         return lines
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..analysis.graphs import GraphFrames
     from ..analysis.launch_index import LaunchIndex
     from .host import ProfileHost
-    from .iteration_views import IterationScope
+    from .iteration_scope import IterationScope
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
@@ -80,7 +81,7 @@ class GraphViews(ProfileHost):
         found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
         for path in self.capture:
             for file, size in _capture_files(path):
-                found += _captures_of(file, size, self.capture_use_cache)
+                found += _captures_of(file, size, self.capture_use_cache, self.open_capture)
         return found
 
     @staticmethod
@@ -404,11 +405,13 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
     return [(file, None) for file in traces]
 
 
-def _captures_of(file: str, batch_size: int | None, use_cache: bool) -> list[Capture]:
-    """The captures in one capture trace (an error naming it where it holds none)."""
+def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Callable[..., Any] | None) -> list[Capture]:
+    """The captures in one capture trace, opened by ``load`` (:func:`profview.profiles.loading.load`);
+    an error naming it where it holds none."""
     from ..analysis.graph_capture import find_captures
-    from .loading import load
 
+    if load is None:
+        raise ProfviewError(file, "--capture: this profile was not opened by profview.load, so it cannot open captures")
     profile = load(file, use_cache=use_cache)
     if not profile.is_trace:
         raise ProfviewError(file, f"--capture: a {profile.format}, not a trace")

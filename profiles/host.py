@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..analysis.launch_index import LaunchIndex
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
-    from .iteration_views import IterationScope
+    from .iteration_scope import IterationScope
 
 
 class ProfileHost(Protocol):
@@ -31,6 +31,7 @@ class ProfileHost(Protocol):
     fresh: dict[str, pl.DataFrame]
     fresh_facts: dict[str, Any]
     _facts: dict[str, Any]
+    open_capture: Callable[..., Any] | None
 
     @property
     def is_trace(self) -> bool: ...

@@ -6,12 +6,12 @@ A mixin of :class:`~profview.profiles.trace_profile.Profile`; the rules are
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from ..errors import ProfviewError
+from .iteration_scope import IterationScope
 
 if TYPE_CHECKING:
     from .host import ProfileHost
@@ -31,26 +31,6 @@ ROUNDING_US = 0.0005
 #: The phases a per-phase line is printed for (an unknown phase is a training step or a loop
 #: profview cannot read: no line).
 LINE_PHASES = ("prefill", "decode", "mixed")
-
-
-@dataclass(frozen=True)
-class IterationScope:
-    """One iteration chosen to narrow the views (Enter on an iteration in the viewer): passed where a
-    step number goes (``Profile.kernels(step=…)`` and the other narrowed views), it narrows them to
-    the GPU work the iteration launched and the operators that started in its host range.  ``start``
-    and ``end``: its host range, ``window_end``: the end of its window, in the trace's µs;
-    ``pattern``: the ``--iteration`` regex it was found by (None: the default rules)."""
-
-    iteration: int
-    name: str
-    start: float
-    end: float
-    window_end: float
-    pattern: str | None = None
-
-    def label(self) -> str:
-        """``iteration 3 (decode)``: how the viewer names it."""
-        return f"iteration {self.iteration} ({self.name[:40]})"
 
 
 class IterationViews(ProfileHost):

@@ -63,11 +63,13 @@ def load(
                 saved_launch_index=partial(_cached_launch_index, hit),
                 settings=settings,
                 cacheable=True,
+                open_capture=load,
                 **hit.fields,
             )
             return _single_run(profile, run)
     profile = _single_run(_parse(name, use_cache, run), run)
     profile.comm_pattern = comm_pattern
+    profile.open_capture = load
     return profile
 
 

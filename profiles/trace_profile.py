@@ -95,6 +95,9 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
     #: only the model and the GPU frame): the rest of the command runs in that much less memory;
     #: anything that still asks for the events reads them again (:attr:`reread_events`).
     release_events_after_link: bool = field(default=False, repr=False)
+    #: Opens a capture trace named by ``--capture`` (issue 36) as this profile was opened; set by
+    #: :func:`profview.profiles.loading.load` (the views never import the loader: no import circle).
+    open_capture: Callable[..., Profile] | None = field(default=None, repr=False)
     #: Views computed in this process (not read from ``saved``), and facts about them.
     fresh: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     fresh_facts: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -24,8 +24,9 @@ from ..profiles.trace_profile import Profile
 from ..report.export import write_table
 from ..report.wording import plural
 from ..sanitize import clean
-from . import launch
+from . import lifecycle
 from .compare.mode import CompareMode
+from .dead_keys import OVERVIEW_ENTER, dead_key_reason
 from .dialogs.export import ExportDialog, name_parts, suggest_name
 from .dialogs.help import HelpScreen, help_context
 from .dialogs.loading import LoadingScreen
@@ -92,6 +93,12 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.keys_held_for: Widget | None = None  # see on_event
         self.threads = DetachedThreads()  # the uninterruptible work started (tui/workers.py)
         self.notices: list[str] = []  # issue 13: every notice given, in the message line or as a toast
+        self.keymap: dict[str, str] = {}  # the user's remapped keys (binding id → keys), for the help
+
+    def set_keymap(self, keymap: dict[str, str]) -> None:  # type: ignore[override]
+        """Textual's, and kept for the help screen (issue 34: ``?`` names the remapped keys)."""
+        self.keymap = dict(keymap)
+        super().set_keymap(keymap)
 
     def on_mount(self, _event: events.Mount) -> None:
         self.set_keymap(user_keymap())
@@ -130,16 +137,16 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             )
             if self.capture:
                 profile.use_capture(self.capture, use_cache=not self.no_cache)
-            if launch.is_large(profile):  # the kernel table first; the model (seconds) behind it
+            if lifecycle.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
                 self.post_message(ProfileLoaded(profile, linked=False))
-                launch.prepare(profile, lambda _phase: None)
+                lifecycle.prepare(profile, lambda _phase: None)
                 self.post_message(ProfileLinked())
-                launch.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
+                lifecycle.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
                 return None
-            launch.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
-            launch.remember(profile)
+            lifecycle.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
+            lifecycle.remember(profile)
         except Exception as exc:
             return load_failed(exc, self.path, "load this trace", "loading")
         return ProfileLoaded(profile)
@@ -153,8 +160,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.loaded = True
         self.linked = message.linked
         self.switch_screen(MainScreen(message.profile, linked=message.linked))
-        for warning in message.profile.warnings:
-            self.notify(clean(warning), title="warning", severity="warning", timeout=10)
+        for warning in message.profile.warnings:  # the Overview lists them too; issue 34: no toast over the rows
+            self.notify(clean(warning), title="warning", timeout=10)
 
     async def on_profile_linked(self, _message: ProfileLinked) -> None:
         main = self.main_screen()
@@ -183,7 +190,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         return compare.active_frame_view() if compare is not None else None
 
     def action_quit_now(self) -> None:
-        self.exit(return_code=0 if self.loaded else 130)
+        """Ctrl+C: interrupted, at any point (130, as the README says; q quits with 0 once loaded)."""
+        self.exit(return_code=130)
 
     def action_back_or_quit(self) -> None:
         if isinstance(self.screen, DrillScreen):
@@ -204,7 +212,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         """Offer (and show in the footer) only the keys that do something where you are."""
         screen = self.screen
         if action == "filter":  # in a text box (the filter itself, a file name) "/" is typed
-            return self.search_target() is not None and not isinstance(self.focused, Input)
+            return self.frame_view() is not None and not isinstance(self.focused, Input)
+        if action == "search_events":  # "/" on the Timeline marks events: the footer says "search"
+            return isinstance(self.search_target(), TraceTimeline) and not isinstance(self.focused, Input)
         if action == "sort":
             return self.frame_view() is not None
         if action == "nothing_to_sort":  # issue 13: s is never silent (a text box keeps its "s")
@@ -225,7 +235,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(*help_context(self.screen)))  # issue 22: this screen's keys first
+            # issue 22: this screen's keys first; issue 34: as the user's keymap binds them
+            self.push_screen(HelpScreen(*help_context(self.screen), keymap=self.keymap))
 
     def action_pane(self, pane: str) -> None:
         main = self.main_screen()
@@ -284,6 +295,28 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             found = screen.query(TraceTimeline)
             return found.first() if found else None
         return None
+
+    def action_search_events(self) -> None:
+        """/ on the Timeline: the filter bar marks the events whose name matches."""
+        self.action_filter()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that does nothing where you are says why (issue 34: no dead keys)."""
+        if isinstance(self.focused, Input) or not self.screen_stack:
+            return
+        screen = self.screen
+        active = screen.active_bindings.get(event.key)
+        if active is not None and active.enabled:  # a binding took the key (the event still bubbles here)
+            return
+        pane = screen.pane if isinstance(screen, MainScreen) else None
+        if event.key == "enter" and pane == "overview":
+            self.notify(OVERVIEW_ENTER, timeout=4)
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            action = binding.action.split("(")[0]
+            if self.check_action(action, ()) is False and (reason := dead_key_reason(action, pane)):
+                self.notify(reason, timeout=4)
+                return
 
     def action_filter(self) -> None:
         view = self.search_target()
@@ -364,10 +397,12 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         route = ROUTES.get(message.view)
         if route is None:
             return
-        path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [TITLES.get(message.view, "")]
+        main = self.main_screen()
+        title = TITLES.get(message.view, "")
+        first = main.crumb(title) if main is not None else title  # issue 34: "rank 7 › Kernels" in a job
+        path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [first]
         # Issue 13: computed in a worker (tui/drill/worker.py); Esc cancels a slow one.
         what = str(message.row.get("name") or message.row.get("op") or message.row.get("path") or "")
-        main = self.main_screen()
         one_event = message.view.startswith("timeline_")  # one event of the Timeline: no step to narrow to
         scope = main.narrowed() if main is not None else None  # issue 31: or the chosen iteration
         narrowed = scope is not None and profile is self.profile and profile.is_trace
@@ -438,6 +473,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             self.notify(f"wrote {plural(frame.height, 'row')} to {clean(written)}", title="exported", timeout=10)
 
         main = self.main_screen()
+        if main is not None and main.scope and parts:  # the subject names the rank already
+            parts = [parts[0].removeprefix(f"{main.scope} › "), *parts[1:]]
         named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 

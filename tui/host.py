@@ -81,5 +81,7 @@ class ViewerApp(Protocol):
 
     async def start_drill(self, build: Callable[[], Screen[Any] | str], what: str) -> None: ...
 
+    async def drill_moved(self, side: str, row: dict[str, Any]) -> None: ...
+
 
 __all__ = ["ViewerApp"]

@@ -55,6 +55,8 @@ KEYMAP: tuple[Key, ...] = (
     # fast (or pasted) filters instead of jumping to the top ("g") and exporting ("e").
     Key("app", "filter", "slash", "filter", "filter", "/",
         "filter the table by regex (live, case-insensitive); Enter keeps it, Esc clears", show=True, priority=True),
+    # issue 34: on the Timeline "/" marks events: the footer says "search", as the Timeline's caption
+    Key("app", "search_events", "slash", "search_events", "search", show=True, priority=True),
     Key("app", "sort", "s", "sort", "sort", "s", "sort by the column under the cursor (again: reverse)", show=True),
     # issue 13: where no table is on screen, s says why nothing sorts (hidden from the footer)
     Key("app", "sort_none", "s", "nothing_to_sort", "sort"),
@@ -193,6 +195,11 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.step_prev", "T", "next_step(-1)", "previous step"),
     Key("trace_timeline", "tl.path_next", "c", "critical_path(1)", "critical path"),  # help: on t T's line
     Key("trace_timeline", "tl.path_prev", "C", "critical_path(-1)", "previous on the critical path"),
+    # issue 34: no dead key on the Timeline: y copies the selected event's name, g G the first / last lane
+    Key("trace_timeline", "tl.copy", "y", "copy", "copy name", "Timeline: y g G",
+        "copy the selected event's full name (OSC 52); first / last lane"),
+    Key("trace_timeline", "tl.first_lane", "g,home", "edge(-1)", "first lane"),
+    Key("trace_timeline", "tl.last_lane", "G,end", "edge(1)", "last lane"),
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
         "this event's drill-down: a kernel's launch path and Python stack; an operator call's GPU work",
         show=True),
@@ -261,9 +268,53 @@ def help_lines() -> list[tuple[str, str]]:
     return [(k.help_keys, k.help) for k in KEYMAP if k.help] + list(EXTRA_HELP)
 
 
-def help_sections(scopes: tuple[str, ...], where: str = "") -> list[tuple[str, list[tuple[str, str]]]]:
+#: How the help writes a few keys whose Textual name reads badly (the rest: Textual's ``format_key``).
+KEY_WORDS = {"escape": "Esc", "enter": "Enter", "backspace": "Backspace", "tab": "Tab", "ctrl+c": "Ctrl+C"}
+
+
+def key_words(keys: str) -> list[str]:
+    """Textual key names (comma-separated) as the help writes them: ``slash,f`` → ``["/", "f"]``."""
+    from textual.keys import format_key
+
+    return [KEY_WORDS.get(k.strip(), format_key(k.strip())) for k in keys.split(",") if k.strip()]
+
+
+def remapped_help_keys(owner: Key, keymap: dict[str, str]) -> str:
+    """The help line's keys of ``owner`` (and the keys without a line of their own that follow it in
+    its scope), as the user's ``keymap`` (binding id → keys) binds them (issue 34: ``?`` followed
+    the defaults)."""
+    import re
+
+    text = owner.help_keys
+    at = KEYMAP.index(owner)
+    group = [owner]
+    for key in KEYMAP[at + 1 :]:
+        if key.help or key.scope != owner.scope:
+            break
+        group.append(key)
+    for key in group:
+        new = keymap.get(f"profview.{key.id}")
+        if not new:
+            continue
+        shown = ", ".join(key_words(new))
+        replaced = False
+        for old in key_words(key.keys):
+            pattern = rf"(?<![^\s,/(]){re.escape(old)}(?![^\s,/)])"
+            found = re.search(pattern, text)
+            if found:
+                text, replaced = text[: found.start()] + shown + text[found.end() :], True
+                break
+        if not replaced:
+            text += f" ({key.label}: {shown})"
+    return text
+
+
+def help_sections(
+    scopes: tuple[str, ...], where: str = "", keymap: dict[str, str] | None = None
+) -> list[tuple[str, list[tuple[str, str]]]]:
     """The help screen's sections: the keys of ``scopes`` (the screen on display, called ``where``)
-    first, then everywhere, then every other scope, then the lines of no binding."""
+    first, then everywhere, then every other scope, then the lines of no binding; ``keymap``: the
+    user's (binding id → keys), whose keys the lines name instead of the defaults."""
     first: list[tuple[str, str]] = []
     everywhere: list[tuple[str, str]] = []
     others: list[tuple[str, str]] = []
@@ -271,7 +322,7 @@ def help_sections(scopes: tuple[str, ...], where: str = "") -> list[tuple[str, l
     for key in ranked:
         if not key.help:
             continue
-        line = (key.help_keys, key.help)
+        line = (remapped_help_keys(key, keymap) if keymap else key.help_keys, key.help)
         if key.scope in scopes:
             first.append(line)
         elif key.scope == "app" or key.scope.startswith("help"):

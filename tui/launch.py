@@ -3,21 +3,18 @@
 ``run`` (one trace), ``run_compare`` (two traces), ``run_job`` (a distributed job) and
 ``run_job_compare`` (two jobs) build the app, run it and turn its outcome into an exit code
 (:func:`finish_run`).  Textual is imported only when one of them runs, so ``profview summary``
-never loads it.  :func:`prepare` and :func:`remember` are what every load does after parsing:
-build the first screens' tables off the UI thread, then save them to the cache.
+never loads it.  It only launches: what every load does after parsing (the apps' side) is in
+:mod:`profview.tui.lifecycle`, which the apps import, so no import runs back up to this module.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProfviewError
-from ..profiles.trace_profile import Profile
 from ..sanitize import clean
 
 if TYPE_CHECKING:
@@ -26,53 +23,6 @@ if TYPE_CHECKING:
     from ..jobs.job import Job
     from ..profiles.background import BackgroundLoad
     from .app import ProfviewApp
-
-#: From this many events a trace shows its first screen (the early Overview, Kernels) before the
-#: model is linked (about 0.1 s of linking per 100,000 events on one core; issue 13).
-LARGE_TRACE_EVENTS = 100_000
-
-
-def is_large(profile: Profile) -> bool:
-    """Whether ``profile`` is a trace large enough that linking it takes seconds."""
-    return profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
-
-
-def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
-    """Build what the first screens show (the linked model, the tables) off the UI thread."""
-    if profile.is_trace:
-        phase("linking GPU work to operators and steps")
-        profile.overview()
-    phase("building tables")
-    for view in ("kernels", "ops", "steps"):
-        if profile.available(view):
-            getattr(profile, view)()
-    if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
-        for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
-            with contextlib.suppress(ProfviewError):  # the pane says why
-                getattr(profile, view)()
-        if profile.has_graphs():  # issue 36: the replays attributed (a capture file read) here too
-            phase("attributing graph replays through their capture")
-            with contextlib.suppress(ProfviewError):
-                profile.graphs()
-                profile.graph_summary()
-
-
-def remember(profile: Profile) -> None:
-    """Save the views and the linked model: the next open reads them instead of linking again.
-
-    A trace's launch index (every launching operator row's path) is made ready first, off the UI
-    thread, so that Enter on a kernel only groups its GPU events (issue 25); it is saved too.
-    Then the events frame goes (a trace parsed with the cache on): every pane reads the model and
-    the views made by :func:`prepare`, and anything that asks for the events again reads them from
-    the cache entry the parse wrote.  gpt2_train_big's viewer holds 160 MB less from then on."""
-    from ..profiles.loading import remember_views
-
-    if profile.is_trace and profile.available("launches"):
-        with contextlib.suppress(ProfviewError):
-            profile.launch_index  # noqa: B018 (computed or read now, kept on the profile)
-    remember_views(profile, model=True)
-    if profile.cacheable:  # without a cache entry, reading them again would mean parsing again
-        profile.release_events()
 
 
 def _missing(*paths: str) -> str | None:
@@ -186,4 +136,4 @@ def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> 
     return app.return_code or code or 0
 
 
-__all__ = ["finish_run", "is_large", "prepare", "remember", "run", "run_compare", "run_job", "run_job_compare"]
+__all__ = ["finish_run", "run", "run_compare", "run_job", "run_job_compare"]

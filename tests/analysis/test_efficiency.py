@@ -328,4 +328,4 @@ def test_a_small_step_is_written_in_gflop_not_as_zero_tflop() -> None:
     tflop = profile.step_efficiency()["model_tflop"].mean()
     assert 0 < tflop < 1
     line = next(line for line in profile.efficiency_lines() if line.startswith("model FLOPs"))
-    assert f"per average step {tflop * 1e3:.3g} GFLOP," in line and "0.000 TFLOP" not in line
+    assert f"per average step: {tflop * 1e3:.3g} GFLOP," in line and "0.000 TFLOP" not in line

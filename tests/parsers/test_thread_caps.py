@@ -12,7 +12,7 @@ import pytest
 from support import sample
 
 import profview
-from profview.parsers import fast_chrome
+from profview.parsers import fast_chrome, resources
 from profview.parsers.source import POLARS_THREADS
 
 SIXTEEN_CORES = "import os; os.sched_getaffinity = lambda pid: set(range(16)); "
@@ -20,12 +20,12 @@ SIXTEEN_CORES = "import os; os.sched_getaffinity = lambda pid: set(range(16)); "
 
 def test_scan_threads_are_capped_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROFVIEW_THREADS", raising=False)
-    monkeypatch.setattr(fast_chrome.os, "sched_getaffinity", lambda _pid: set(range(16)))
-    assert fast_chrome.scan_threads() == fast_chrome.SCAN_THREADS == 4
-    monkeypatch.setattr(fast_chrome.os, "sched_getaffinity", lambda _pid: {0, 1})
-    assert fast_chrome.scan_threads() == 2
+    monkeypatch.setattr(resources.os, "sched_getaffinity", lambda _pid: set(range(16)))
+    assert resources.scan_threads() == resources.SCAN_THREADS == 4
+    monkeypatch.setattr(resources.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert resources.scan_threads() == 2
     monkeypatch.setenv("PROFVIEW_THREADS", "16")
-    assert fast_chrome.scan_threads() == 16
+    assert resources.scan_threads() == 16
 
 
 def test_frame_columns_are_built_on_at_most_column_threads(monkeypatch: pytest.MonkeyPatch) -> None:

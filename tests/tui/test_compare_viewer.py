@@ -71,13 +71,17 @@ async def test_compare_tabs_header_and_glyphs() -> None:
             screen.comparison.moved()
         )
         assert set(moved.filter(pl.col("op") == "aten::mm")["change"]) <= {"▲", "▼"}
-        await pilot.press("enter")  # a moved row drills into its operator's launches, both sides
+        await pilot.press("enter")  # issue 34: a moved row drills into the aligned calls it sums, both sides
         for _ in range(100):
             if isinstance(app.screen, DrillScreen):
                 break
             await pilot.pause(0.05)
         assert isinstance(app.screen, DrillScreen)
-        assert app.screen.path == ["Operators · before → after", f"op {moved['op'][0]}"]
+        first = moved.row(0, named=True)
+        steps = [screen.comparison.representative_step(w) for w in ("before", "after")]
+        kernels = f"{first['kernels_before']} → {first['kernels_after']}"
+        assert app.screen.path == [f"Moved · step {steps[0]} vs {steps[1]}", f"op {first['op']}: {kernels}"]
+        assert app.screen.frame_view().displayed.height == first["calls"]
         await pilot.press("escape")
         await pilot.press("tab")
         assert screen.pane == "kernels"

@@ -124,7 +124,7 @@ def test_the_grid_scrolls_to_the_highlighted_rank(job) -> None:  # type: ignore[
 
     text = grid_text(grid_steps(job), job.stragglers(), "wait_us", 80, list(range(8)), height=6, cursor=7).plain
     lines = text.splitlines()
-    assert lines[0].endswith("ranks 5-8 of 8")
+    assert lines[0].endswith("ranks 4–7 shown, 8 in all")  # issue 34: the ranks' ids (it said "ranks 5-8 of 8")
     assert [int(line[1:6]) for line in lines[1:-1]] == [4, 5, 6, 7] and lines[-2].startswith("›    7")
 
 

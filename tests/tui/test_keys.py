@@ -339,7 +339,7 @@ async def test_keys_typed_straight_after_slash_go_to_the_filter() -> None:
 async def test_a_large_trace_opens_on_its_kernels_while_the_model_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """From LARGE_TRACE_EVENTS on, Kernels is usable first; the other panes say they are linking,
     drill-down waits, and everything appears when the model is ready (here: when released)."""
-    from profview.tui import launch as app_module
+    from profview.tui import lifecycle as app_module
 
     release = threading.Event()
     real_prepare = app_module.prepare

@@ -139,7 +139,7 @@ async def test_large_trace_timeline_waits_for_the_model(monkeypatch: pytest.Monk
     (the timeline builds its lanes then, as it is on screen)."""
     import threading
 
-    from profview.tui import launch as app_module
+    from profview.tui import lifecycle as app_module
     from profview.tui.main.memory import MemoryView
 
     release = threading.Event()

@@ -15,7 +15,7 @@ from textual.message import Message
 
 from ...errors import ProfviewError
 from ...sanitize import clean
-from .. import launch
+from .. import lifecycle
 from ..drill.routes import ROUTES
 from ..host import ViewerApp
 from ..main.screen import TITLES
@@ -46,7 +46,7 @@ class CompareMode:
                                          **self.compare)
             for which in ("before", "after"):
                 self.post_message(LoadPhase(f"linking {which.upper()}"))
-                launch.prepare(comparison.side(which), lambda _phase: None)
+                lifecycle.prepare(comparison.side(which), lambda _phase: None)
             self.post_message(LoadPhase("comparing"))
             frames: dict[str, Any] = {}
             for view in (*DIFF_VIEWS, "moved"):
@@ -91,7 +91,7 @@ class CompareMode:
         row = message.row
         if isinstance(screen, DrillScreen) and screen.profile is None:  # deeper into both sides
             path = list(screen.path)
-            if message.view == "diff_kernel_launches":
+            if message.view in ("diff_kernel_launches", "diff_moved_calls"):  # a path, or an aligned call
                 kind, before, after = "ops", row.get("op"), row.get("op")
             else:
                 status = row.get("status")
@@ -109,7 +109,9 @@ class CompareMode:
             return
         side, before, after = target
         view = message.view.removeprefix("diff_")
-        view = "ops" if view == "moved" else view  # a moved row: the operator's launches
+        if view == "moved":  # issue 34: the aligned calls the row is about, not the whole trace's operator
+            await self.drill_moved(side, row)
+            return
         if side == "both":
             path = [f"{TITLES.get(view, view)} · before → after"]
             await self.start_drill(both_sides(comparison, view, before, after, path), _what(view, before, after))
@@ -123,6 +125,32 @@ class CompareMode:
         # its screen keeps its side's profile: further Enter stays on this side
         what = f"the drill-down of {name} in {side.upper()}"
         await self.start_drill(lambda: route(profile, {"name": name}, path), what)
+
+
+    async def drill_moved(self: ViewerApp, side: str, row: dict[str, Any]) -> None:
+        """Enter on a Moved row: the aligned calls of the compared steps it sums (both sides), or, with
+        ``w``, the operator's launches in that side's compared step; the breadcrumb starts at Moved."""
+        comparison = self.comparison
+        assert comparison is not None
+        op, before, after = str(row.get("op")), str(row.get("kernels_before")), str(row.get("kernels_after"))
+        steps = tuple(comparison.representative_step(w) for w in ("before", "after"))
+        if side == "both":
+            path = [f"Moved · step {steps[0]} vs {steps[1]}", f"op {op}: {before} → {after}"]
+
+            def build() -> DrillScreen:
+                from ..drill.screen import DrillScreen
+                from .screen import CompareView, compare_frame
+
+                frame = compare_frame("moved_calls", comparison.moved_calls(op, before, after))
+                return DrillScreen("diff_moved_calls", frame, path, table=CompareView)
+
+            await self.start_drill(build, f"the aligned calls of {op}")
+            return
+        profile = comparison.side(side)
+        step = steps[0] if side == "before" else steps[1]
+        path = [f"{side.upper()} Moved · step {step}", f"op {op}"]
+        route = ROUTES["ops"]
+        await self.start_drill(lambda: route(profile, {"name": op}, path, step), f"{op} in {side.upper()} step {step}")
 
 
 def _what(kind: str, before: object, after: object) -> str:

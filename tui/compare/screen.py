@@ -45,6 +45,8 @@ LEADING = {
                         "total_us_before", "total_us_after"),
     "op_launches": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
                     "total_us_before", "total_us_after"),
+    # issue 34: a Moved row's aligned calls, in step order
+    "moved_calls": ("change", "op", "delta_us", "kernels_before", "kernels_after", "position"),
 }
 #: Where Enter drills: both sides (before / after / delta), or one side's own drill-down; ``w`` cycles.
 DRILL_SIDES = ("both", "after", "before")

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
@@ -17,6 +18,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from ...diff.comparison import SIDES
 from ...sanitize import clean
 from ..widgets.filter_bar import FilterBar
+from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 
 
@@ -38,7 +40,9 @@ class CompareTabs(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self.header_text(), id="compare-header")
-        yield Static(id="tabs")
+        with Horizontal(id="context-row"):  # issue 34: notices beside the tabs, not toasts over the rows
+            yield Static(id="tabs")
+            yield MessageLine()
         yield Static(id="compare-notes")
         with ContentSwitcher(initial=self.pane, id="panes"):
             yield from self.panes()

@@ -51,10 +51,11 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [*bindings("help"), *bindings("help_search")]
 
-    def __init__(self, where: str = "", scopes: tuple[str, ...] = ()) -> None:
+    def __init__(self, where: str = "", scopes: tuple[str, ...] = (), keymap: dict[str, str] | None = None) -> None:
+        """``keymap``: the user's remapped keys (binding id → keys), which the lines name."""
         super().__init__()
         self.where = where
-        self.sections = help_sections(scopes, where)
+        self.sections = help_sections(scopes, where, keymap)
         self.query_text = ""
 
     def compose(self) -> ComposeResult:

@@ -57,7 +57,8 @@ class LoadingScreen(Screen[None]):
 
     def tick(self) -> None:
         elapsed = time.monotonic() - self.started
-        text = Text(f"Loading {clean(self.path)} ({self.size_label})", style="bold")
+        text = Text(f"Loading {clean(self.path)}", style="bold")
+        text.append(f"\n{self.size_label}")  # issue 34: its own line, so a long path never cuts it off
         text.append(f"\n{self.phase} … {elapsed:.1f} s")
         text.append("\nq or Ctrl+C to quit", style="dim")
         self.query_one("#loading-text", Static).update(text)

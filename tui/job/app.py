@@ -13,7 +13,7 @@ from ...jobs.executors import Progress
 from ...jobs.job import Job
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
-from .. import launch
+from .. import lifecycle
 from ..app import ProfviewApp
 from ..dialogs.export import trace_stem
 from ..dialogs.loading import LoadingScreen
@@ -130,8 +130,8 @@ class JobApp(ProfviewApp):
             path = job.trace_path(rank)
             use_cache = os.path.realpath(path) == os.path.realpath(job.summary(rank).path)  # not an extracted copy
             profile = loading.load(path, use_cache=use_cache, comm_pattern=job.comm_pattern)
-            launch.prepare(profile, lambda _phase: None)
-            launch.remember(profile)
+            lifecycle.prepare(profile, lambda _phase: None)
+            lifecycle.remember(profile)
             return profile
 
         outcome: Profile | str
@@ -153,7 +153,7 @@ class JobApp(ProfviewApp):
             return
         self.profile = message.outcome
         self.rank = message.rank
-        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank)))
+        self.push_screen(MainScreen(message.outcome, title=self.rank_title(message.rank), scope=f"rank {message.rank}"))
 
     async def on_drill_requested(self, message: DrillRequested) -> None:
         message.prevent_default()  # ProfviewApp's handler is called here, not again by Textual

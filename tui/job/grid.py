@@ -75,7 +75,7 @@ def grid_text(
     visible = order[top : top + rows]
     text = Text()
     more = f" (+{len(step_ids) - len(shown)} more)" if len(step_ids) > len(shown) else ""
-    where = f" · ranks {top + 1}-{top + len(visible)} of {len(order)}" if len(visible) < len(order) else ""
+    where = shown_ranks(visible, len(order)) if len(visible) < len(order) else ""
     span = f"{shown[0]}…{shown[-1]}" if shown else ""
     text.append(f"  rank  steps {span}{more}{where}\n", style="bold")
     cells = {(r, s): v for r, s, v in steps.select("rank", "step", column).iter_rows()}
@@ -102,6 +102,16 @@ def grid_text(
         text.append(SHADES[level], style=SHADE_STYLES[level])
         text.append(f" {upper}  ", style="dim")
     return text
+
+
+def shown_ranks(visible: list[int], total: int) -> str:
+    """Which ranks the grid shows when not all fit, by their ids (issue 34: ``ranks 1-6 of 8`` over
+    ranks 0-5 read as ids): `` · ranks 2–7 shown, 8 in all``; in another order, the ids listed."""
+    if visible == list(range(visible[0], visible[-1] + 1)):
+        ids = f"ranks {visible[0]}–{visible[-1]}"
+    else:
+        ids = "ranks " + ", ".join(str(rank) for rank in visible)
+    return f" · {ids} shown, {total} in all"
 
 
 def _short(us: float, digits: int = 1) -> str:

@@ -55,6 +55,15 @@ class JobScreen(Screen[None]):
     def on_mount(self) -> None:
         self.update_header()
         self.focus_table()
+        self.call_after_refresh(self.open_on_straggler)
+
+    def open_on_straggler(self) -> None:
+        """Issue 34: the cursor starts on the straggler the header names, so the grid shows its row."""
+        view = self.query_one("#ranks-table", FrameView)
+        stragglers = self.job.stragglers()
+        ranks = view.displayed["rank"].to_list() if "rank" in view.displayed.columns else []
+        if view.table is not None and stragglers and stragglers[0] in ranks:
+            view.table.move_cursor(row=ranks.index(stragglers[0]))
 
     def update_header(self) -> None:
         tabs = Text(no_wrap=True, overflow="ellipsis")
@@ -63,7 +72,9 @@ class JobScreen(Screen[None]):
             tabs.append(f" {index} {JOB_TITLES[tab]} ", style=style)
         job = self.job
         ranks = job.notes[0] if job.notes else f"{len(job.ranks)} of {job.world_size} ranks"
-        tabs.append(f"  {clean(Path(job.source.rstrip('/')).name)} · {clean(ranks)}", style="dim")
+        name = f"  {clean(Path(job.source.rstrip('/')).name)} · "
+        room = (self.app.size.width if self.is_attached else 80) - tabs.cell_len - len(name) - 1
+        tabs.append(name + fit_missing(clean(ranks), room), style="dim")
         self.query_one("#tabs", Static).update(tabs)
         self.query_one("#job-reason", Static).update(Text(clean(straggler_line(job))))
 
@@ -110,6 +121,21 @@ class JobScreen(Screen[None]):
         row = view.current_row() if view is not None else None
         if row is not None:
             self.post_message(DrillRequested(view.view if view is not None else "ranks", row))
+
+
+def fit_missing(note: str, room: int) -> str:
+    """``7 of 64 ranks (missing: 2, 3, 5, …)`` shortened to ``room`` cells by dropping missing ranks
+    from the end, never cutting one (issue 34: the header was cut inside a rank's number)."""
+    head, found, rest = note.partition(" (missing: ")
+    if not found or len(note) <= room:
+        return note
+    ids = [i for i in rest.rstrip(")").split(", ") if i != "…"]
+    while ids:
+        shorter = f"{head} (missing: {', '.join(ids)}, …)"
+        if len(shorter) <= room:
+            return shorter
+        ids.pop()
+    return head
 
 
 def collective_ranks(job: Job, row: dict[str, object]) -> DrillScreen:

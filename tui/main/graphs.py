@@ -29,7 +29,7 @@ class GraphsView(Vertical):
     def __init__(self, profile: Profile, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
-        self.frame = profile.graphs()  # computed off the UI thread by launch.prepare (kept on the profile)
+        self.frame = profile.graphs()  # computed off the UI thread by lifecycle.prepare (kept on the profile)
 
     def compose(self) -> ComposeResult:
         caption = Text("; ".join(clean(line) for line in self.profile.graph_lines()), style="bold")

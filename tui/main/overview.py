@@ -104,39 +104,44 @@ def overview_renderable(
         note = device_note(view)
         if note:
             parts.append(Text(note, style="dim"))
+        # Issue 34: with a step chosen, every line says its scope: the whole trace's, or the step's.
+        whole = WHOLE if chosen is not None else ""
         parts.append(
             Text(
-                f"span {fmt_us(view.span_us)} · {steps_phrase(view.steps)} · GPU busy {view.gpu_busy_pct:.1f}% · "
-                f"{view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
+                f"{whole}span {fmt_us(view.span_us)} · {steps_phrase(view.steps)} · GPU busy "
+                f"{view.gpu_busy_pct:.1f}% · {view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
             )
         )
         for line in communication_lines(view):
-            parts.append(Text(clean(line)))
-        for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
-            parts.append(Text(clean(line)))
+            parts.append(Text(whole + clean(line)))
+        if chosen is None:  # the step's own lines go under its heading, below
+            for line in profile.efficiency_lines():  # issue 24: categories, model FLOPs, MFU
+                parts.append(Text(clean(line)))
         for line in profile.graph_lines():  # issue 36: graph replays, attributed or how to be
-            parts.append(Text(clean(line)))
+            parts.append(Text(whole + clean(line)))
         if profile.serving_known():  # issue 31: one line per serving phase (searched off the UI thread)
-            parts.extend(Text(clean(line)) for line in profile.phase_lines())
+            parts.extend(Text(whole + clean(line)) for line in profile.phase_lines())
         average = view.average_step
         total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"
+        if chosen is not None and view.steps:
+            heading = f"{WHOLE}average step of {steps_phrase(view.steps)} {fmt_us(total)}"
         parts.append(Text(f"\n{heading}", style="bold"))
         parts.append(stacked_bar(average, total, max(width - 2, 10)))
-        parts.append(legend({c: average[c] for c in CATEGORIES}, total))
+        parts.append(legend({c: average[c] for c in CATEGORIES}, total, width - 1))
         parts.append(path_line(profile))
         if chosen is not None:
             parts.extend(step_section(profile, chosen, width))
         if iteration is not None:
             parts.extend(iteration_section(profile, iteration))
         for hint in view.hints:
-            parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+            parts.append(Text(f"hint{' (whole trace)' if chosen is not None else ''}: {clean(hint)}", style="italic"))
     if not profile.is_trace and profile.metadata.get("average_step"):
         recorded = profile.metadata["average_step"]
         total = recorded.get("duration") or sum(recorded.get(c, 0.0) for c in CATEGORIES)
         parts.append(Text(f"\naverage step {fmt_us(total)} ({clean(profile.format)})", style="bold"))
         parts.append(stacked_bar(recorded, total, max(width - 2, 10)))
-        parts.append(legend({c: recorded.get(c, 0.0) for c in CATEGORIES}, total))
+        parts.append(legend({c: recorded.get(c, 0.0) for c in CATEGORIES}, total, width - 1))
     for key, value in (profile.metadata.get("environments") or {}).items():
         parts.append(Text(f"{clean(key)}: {clean(value)}"))
     for hint in profile.metadata.get("hints") or []:
@@ -175,6 +180,10 @@ def early_overview_renderable(
     return Group(*parts)
 
 
+#: What a line of the Overview covers when a step is chosen and the line is not that step's (issue 34).
+WHOLE = "whole trace · "
+
+
 def only(step: int | IterationScope | None) -> str:
     if isinstance(step, IterationScope):  # issue 31
         return f" · iteration {step.iteration} only"
@@ -206,7 +215,9 @@ def step_section(profile: Profile, step: int, width: int) -> list[RenderableType
     heading = Text(f"\nstep {step} only: {fmt_us(total)} · GPU busy {row['gpu_busy_pct']:.1f}%", style="bold")
     heading.append(f" ({fmt_us(row['gpu_busy_us'])}) · Steps: a = all steps", style="dim")
     values = {c: row[f"{c}_us"] or 0.0 for c in CATEGORIES}
-    return [heading, stacked_bar(values, total, max(width - 2, 10)), legend(values, total), path_line(profile, step)]
+    own = [Text(clean(line)) for line in profile.efficiency_lines(step)]  # each says "in step N"
+    bar = [stacked_bar(values, total, max(width - 2, 10)), legend(values, total, width - 1)]
+    return [heading, *bar, *own, path_line(profile, step)]
 
 
 def path_line(profile: Profile, step: int | None = None, short: bool = False) -> Text:
@@ -237,6 +248,8 @@ class OverviewView(VerticalScroll):
     large trace links; issue 13)."""
 
     can_focus = True
+    #: Issue 34: the scrollbar's room is kept, so its appearing does not reflow the lines.
+    DEFAULT_CSS = "OverviewView { scrollbar-gutter: stable; }"
 
     def __init__(
         self, profile: Profile, *, id: str | None = None, early: bool = False, title: str | None = None
@@ -270,10 +283,11 @@ class OverviewView(VerticalScroll):
 
     def on_resize(self) -> None:
         top = top_rows(self.size.height)
+        width = self.scrollable_content_region.width or self.size.width  # the scrollbar's gutter left out
         if self.early:
-            body = early_overview_renderable(self.profile, self.size.width, self.title_text, top)
+            body = early_overview_renderable(self.profile, width, self.title_text, top)
         else:
-            body = overview_renderable(self.profile, self.size.width, self.step, self.title_text, top, self.iteration)
+            body = overview_renderable(self.profile, width, self.step, self.title_text, top, self.iteration)
             if path_pending(self.profile):
                 self.path_in_background()
             if self.profile.is_trace and not self.profile.serving_known():

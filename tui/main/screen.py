@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+import polars as pl
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -16,7 +17,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from ...errors import ProfviewError
 from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import NO_RUNTIME, Profile
-from ...profiles.views import with_efficiency, with_graph_time, with_on_path
+from ...profiles.views import ON_PATH_COLUMNS, with_efficiency, with_graph_time, with_on_path
 from ...sanitize import clean
 from ..messages import IterationChosen, StepChosen
 from ..widgets.filter_bar import FilterBar
@@ -48,8 +49,9 @@ SHORT_TITLES |= {"iterations": "Iter"}
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
 
-def tab_line(current: str, width: int, path: str = "") -> Text:
-    """The tabs that fit ``width`` (the current one always), ``…`` where some do not; then the path."""
+def tab_line(current: str, width: int, path: str = "", empty: frozenset[str] = frozenset()) -> Text:
+    """The tabs that fit ``width`` (the current one always), ``…`` where some do not; then the path.
+    ``empty``: the panes this profile cannot fill, drawn dim (issue 34)."""
     titles = dict(TITLES)
     labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
@@ -58,6 +60,8 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     if sum(len(label) + 1 for label in labels) > width:
         titles.update(SHORT_TITLES)  # issue 24: eight
         labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
+    if sum(len(label) + 1 for label in labels) > width:  # issue 34: at 60 columns, no padding (8 Eff stays)
+        labels = [f"{index % 10} {titles[pane]}" for index, pane in enumerate(PANES, 1)]
     first, last = 0, len(PANES)  # the tabs shown: PANES[first:last]
     at = PANES.index(current) if current in PANES else 0
 
@@ -73,7 +77,8 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     if first > 0:
         tabs.append("… ", style="bold")
     for index in range(first, last):
-        tabs.append(labels[index], style="bold reverse" if PANES[index] == current else "")
+        style = "bold reverse" if PANES[index] == current else "dim" if PANES[index] in empty else ""
+        tabs.append(labels[index], style=style)
         tabs.append(" ")
     if last < len(PANES):
         tabs.append("…", style="bold")  # issue 22: tabs that do not fit say so
@@ -82,17 +87,33 @@ def tab_line(current: str, width: int, path: str = "") -> Text:
     return tabs
 
 
+def reserve_path_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with empty on-path columns where :func:`with_on_path` will fill them (after the total):
+    the path arrives a second later, and the columns under the cursor must not move then."""
+    after = next((c for c in ("total_us", "host_self_us") if c in frame.columns), None)
+    if after is None or any(c in frame.columns for c in ON_PATH_COLUMNS):
+        return frame
+    order = list(frame.columns)
+    at = order.index(after) + 1
+    empty = [pl.lit(None, dtype=pl.Float64).alias(c) for c in ON_PATH_COLUMNS]
+    return frame.select(*order[:at], *empty, *order[at:])
+
+
 #: Columns the header's context line leaves for a notice of the message line ("now: step 12").
 NOTICE_ROOM = 18
 
 class MainScreen(Screen[None]):
     """The four views of one profile."""
 
-    def __init__(self, profile: Profile, *, linked: bool = True, title: str | None = None) -> None:
-        """``title``: what the tab line names (default: the profile's path)."""
+    def __init__(
+        self, profile: Profile, *, linked: bool = True, title: str | None = None, scope: str | None = None
+    ) -> None:
+        """``title``: what the tab line names (default: the profile's path); ``scope``: what this
+        profile is part of (``rank 7`` of a job), leading the context line and every breadcrumb."""
         super().__init__()
         self.profile = profile
         self.title_text = title or profile.path
+        self.scope = scope
         self.linked = linked  # False: a large trace's model is still being built (Kernels first)
         self.pane = "overview"  # unlinked: the early Overview (the kernel table's figures) until link()
         self.step: int | None = None
@@ -174,6 +195,11 @@ class MainScreen(Screen[None]):
             return
         self.ask_for_path()
 
+    def on_resize(self) -> None:
+        """Issue 34: the tab titles follow the width (abbreviated at 80 columns, whole again wider)."""
+        with contextlib.suppress(NoMatches):
+            self.update_header()
+
     # -- the on-path column of Kernels and Operators (issue 26) ------------------------------------
     def path_known(self) -> bool:
         """Whether the critical path of the chosen step (or all steps) is known, or known to be absent."""
@@ -215,8 +241,10 @@ class MainScreen(Screen[None]):
     def with_path(self, view: str, frame):  # type: ignore[no-untyped-def]
         """``frame`` with the on-path column where the path is known (per name: not by shape; per
         step, so not under an iteration)."""
-        if self.by_shape.get(view) or self.iteration is not None or not self.path_known():
+        if self.by_shape.get(view) or self.iteration is not None or not self.profile.is_trace:
             return frame
+        if not self.path_known():  # issue 34: the columns are there from the start, so none shifts later
+            return reserve_path_columns(frame)
         try:
             return with_on_path(self.profile, view, frame, self.step)
         except ProfviewError:
@@ -259,7 +287,8 @@ class MainScreen(Screen[None]):
         return self.with_path(view, frame) if self.linked else frame
 
     def update_header(self) -> None:
-        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
+        empty = frozenset(p for p in PANES if p != "overview" and not self.profile.available(p))
+        self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text), empty))
         context = []
         if self.by_shape["kernels"]:
             context.append("kernels by launch shape")
@@ -280,7 +309,14 @@ class MainScreen(Screen[None]):
             short = f"iteration {self.iteration.iteration} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
-        self.query_one("#context", Static).update(Text(" · ".join(context) or "all steps", style="dim"))
+        line = Text(" · ".join(context) or "all steps", style="dim")
+        if self.scope:  # issue 34: an opened rank says which, on every pane
+            line = Text(f"{clean(self.scope)} › ", style="bold") + line
+        self.query_one("#context", Static).update(line)
+
+    def crumb(self, title: str) -> str:
+        """The first crumb of a drill-down from this screen: ``rank 7 › Kernels`` inside a job."""
+        return f"{self.scope} › {title}" if self.scope else title
 
     def show(self, pane: str) -> None:
         """Switch to a pane and focus its main widget."""

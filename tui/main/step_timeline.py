@@ -15,8 +15,9 @@ from ..keymap import bindings
 from ..widgets.zoom_pan import ZoomPan
 
 LABEL = 12
-KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6"}
-KIND_CHAR = {"kernel": "█", "memcpy": "▓", "memset": "▒"}
+KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6", "comm": "#e5534b"}
+#: Issue 34: communication is ``░`` (as on the Timeline and in the Steps legend), not compute's ``█``.
+KIND_CHAR = {"kernel": "█", "memcpy": "▓", "memset": "▒", "comm": "░"}
 
 
 class Timeline(ZoomPan, Widget, can_focus=True):
@@ -36,8 +37,13 @@ class Timeline(ZoomPan, Widget, can_focus=True):
         self.lane = 0
 
     def show(self, gpu: pl.DataFrame, start: float, end: float) -> None:
-        """Show the GPU events overlapping [start, end) (µs, trace clock)."""
+        """Show the GPU events overlapping [start, end) (µs, trace clock); ``gpu`` with a ``backend``
+        column (:meth:`Profile.communication`): the communication kernels are drawn as such."""
         window = gpu.filter((pl.col("end") > start) & (pl.col("ts") < end))
+        if "backend" in window.columns:
+            comm = pl.col("backend").is_not_null() & (pl.col("kind") == "kernel")
+            kind = pl.when(comm).then(pl.lit("comm")).otherwise(pl.col("kind").cast(pl.String))
+            window = window.with_columns(kind.alias("kind"))
         window = window.with_columns(
             (
                 pl.lit("dev ")
@@ -81,7 +87,7 @@ class Timeline(ZoomPan, Widget, can_focus=True):
             out.append(f"{name[:LABEL]:<{LABEL}} ", style="bold" if index == self.lane else "")
             row = [" "] * cells
             styles = [""] * cells
-            for kind in ("memset", "memcpy", "kernel"):
+            for kind in ("memset", "memcpy", "kernel", "comm"):
                 part = frame.filter(pl.col("kind") == kind)
                 if not part.height:
                     continue

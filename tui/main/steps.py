@@ -187,6 +187,7 @@ class StepsView(VerticalScroll):
             self.show_step(step_list.highlighted())
 
     def on_resize(self) -> None:
+        self.query_one("#steps-legend", Static).update(legend(width=max(self.size.width - 1, 20)))
         self.call_after_refresh(self.fit_list)
 
     def fit_list(self) -> None:
@@ -243,7 +244,7 @@ class StepsView(VerticalScroll):
             title.append("   ←→ H L move · < > lane · +/- zoom · [ ] pan · 0 fit", style="dim")
             self.query_one("#timeline-title", Static).update(title)
             start = self.profile.span_start + row["start_us"]
-            self.query_one(Timeline).show(self.profile.gpu, start, start + row["duration_us"])
+            self.query_one(Timeline).show(self.profile.communication(), start, start + row["duration_us"])
 
     @work(thread=True, exclusive=True, group="critical-path", exit_on_error=False)
     def path_in_background(self, row: dict) -> None:

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.instance import KernelInstance, OpInstance, kernel_instance, op_instance
-from ...analysis.lanes import Lane, Lanes
+from ...analysis.lanes import Lane, Lanes, gpu_busy_between
 from ...errors import ProfviewError
 from ...frames import fmt_us
 from ...profiles.trace_profile import Profile
@@ -62,8 +62,10 @@ def draw_lane(
     width: int,
     matched: np.ndarray | None = None,
     on_path: np.ndarray | None = None,
+    named: bool = True,
 ) -> Text:
-    """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones;
+    """One lane's cells for the window [lo, hi): the events' characters, names inside wide ones
+    (``named`` False: none, for the further lines of a tall lane);
     ``matched`` (per name index): the cells of matching events are drawn in :data:`MATCH_STYLE`;
     ``on_path`` (a mask over the lane's events): theirs are drawn with :data:`PATH_GLYPH`."""
     span = (hi - lo) / width
@@ -102,7 +104,7 @@ def draw_lane(
                 colours[i] = MATCH_STYLE
                 if chars[i] == " ":
                     chars[i] = "█"
-    wide = np.flatnonzero(last - first >= 8)  # room for a name
+    wide = np.flatnonzero(last - first >= 8) if named else np.array([], dtype=np.int64)  # room for a name
     for k in wide[:width].tolist():
         name = clean(names[int(lane.names[window][k])])
         room = int(last[k] - first[k]) - 1
@@ -117,6 +119,23 @@ def draw_lane(
             out.append("".join(chars[run_start:i]), style=colours[run_start])
             run_start = i
     return out
+
+
+#: The most screen lines one lane takes when there is room to spare (issue 34: lanes fill the height).
+MAX_LANE_ROWS = 3
+
+
+def lane_rows(kinds: list[str], room: int) -> list[int]:
+    """Screen lines of each lane (``kinds``: ``cpu``/``gpu``, in order) in ``room`` lines: one each
+    while the lanes outnumber the lines, else the lines shared out, the odd ones to the GPU lanes
+    first, at most :data:`MAX_LANE_ROWS` each."""
+    lanes = len(kinds)
+    if lanes == 0 or lanes >= room:
+        return [1] * min(lanes, max(room, 1))
+    each, odd = divmod(room, lanes)
+    order = sorted(range(lanes), key=lambda i: (kinds[i] != "gpu", i))
+    extra = set(order[:odd])
+    return [min(MAX_LANE_ROWS, each + (index in extra)) for index in range(lanes)]
 
 
 class TraceTimeline(ZoomPan, Widget, can_focus=True):
@@ -164,11 +183,16 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         if not lanes:
             return Text("No events to draw.", style="italic")
         below = self.describe()
-        rows = max(self.size.height - 1 - len(below.plain.split("\n")), 1)
+        room = max(self.size.height - 1 - len(below.plain.split("\n")), 1)
+        # Issue 34: the lanes fill the height: taller lanes where there are few, and the window of
+        # lanes never ends before the last one (after the inspector folds, or a search bar closes).
+        heights = lane_rows([lane.kind for lane in lanes], room)
+        rows = min(len(lanes), room)
         if self.lane < self.top:
             self.top = self.lane
         elif self.lane >= self.top + rows:
             self.top = self.lane - rows + 1
+        self.top = max(0, min(self.top, len(lanes) - rows))
         out = Text()
         head = Text(
             f"{'':<{LABEL}} {fmt_us(self.view_start - self.start)} … {fmt_us(self.view_end - self.start)}"
@@ -183,18 +207,24 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         head.truncate(max(self.size.width, 20), overflow="ellipsis")
         out.append_text(head)
         out.append("\n")
+        drawn = 0
         for index in range(self.top, min(self.top + rows, len(lanes))):
             lane = lanes[index]
-            label = clean(lane.label)[:LABEL]
-            out.append(f"{label:<{LABEL}} ", style="bold reverse" if index == self.lane else "bold")
             window = (self.view_start, self.view_end)
-            row = draw_lane(lane, self.lanes.names, *window, self.cells, self.matched, self.on_path.get(index))
-            if index == self.lane:
-                row.stylize("reverse", self.cursor, self.cursor + 1)
-                if row.plain[self.cursor] == " ":
-                    row = row[: self.cursor] + Text("│", style="reverse") + row[self.cursor + 1 :]
-            out.append_text(row)
-            out.append("\n")
+            for line in range(heights[index - self.top]):  # a tall lane repeats its cells, without names
+                row = draw_lane(
+                    lane, self.lanes.names, *window, self.cells, self.matched, self.on_path.get(index), named=line == 0
+                )
+                if index == self.lane:
+                    row.stylize("reverse", self.cursor, self.cursor + 1)
+                    if row.plain[self.cursor] == " ":
+                        row = row[: self.cursor] + Text("│", style="reverse") + row[self.cursor + 1 :]
+                label = clean(lane.label)[:LABEL] if line == 0 else ""
+                out.append(f"{label:<{LABEL}} ", style="bold reverse" if index == self.lane else "bold")
+                out.append_text(row)
+                out.append("\n")
+                drawn += 1
+        out.append("\n" * max(room - drawn, 0))  # the inspector stays at the bottom
         out.append_text(below)
         return out
 
@@ -234,7 +264,27 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         if isinstance(found, KernelInstance):
             return kernel_lines(found, self.start, width)
         assert isinstance(found, OpInstance)
-        return op_lines(found, self.start, width)
+        lines = op_lines(found, self.start, width)
+        note = self.step_note(found.call.name, found.call.dur)
+        return [lines[0], note, *lines[1:]] if note is not None else lines
+
+    def step_note(self, name: str, host_us: float) -> Text | None:
+        """Issue 34: a ``ProfilerStep#N`` range says how it relates to step N of Steps (its host range
+        is not the step's duration: :func:`profview.analysis.model.step_windows`)."""
+        if not name.startswith("ProfilerStep#") or not name.removeprefix("ProfilerStep#").isdigit():
+            return None
+        try:
+            row = self.profile.steps().filter(pl.col("step") == int(name.removeprefix("ProfilerStep#")))
+        except ProfviewError:
+            return None
+        if row.height == 0:
+            return None
+        duration = float(row["duration_us"][0])
+        return Text(
+            f"Steps: step {row['step'][0]} is {fmt_us(duration)}, this range {fmt_us(host_us)}: a step ends with its "
+            "range or the GPU work launched in it (the later), and starts no earlier than the previous step ends",
+            style="dim",
+        )
 
     def step_in_view(self) -> dict | None:
         """The step whose window holds the window on screen (None: the view spans several, or none)."""
@@ -255,6 +305,8 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
     def step_line(self) -> str:
         """GPU busy and idle (by cause) of the step in view; of the whole trace when the view spans more."""
         r = self.step_in_view()
+        if r is None and (self.view_start > self.start or self.view_end < self.end):
+            return self.window_line()  # issue 34: the figures of what is on screen, not the whole trace's
         if r is None:
             try:
                 view = self.profile.overview()
@@ -277,6 +329,26 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             f"{where}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
             f"{fmt_us(r['idle_us'])} in {plural(r['gaps'], 'gap')} ({causes}); {comm}"
         )
+
+    def window_line(self) -> str:
+        """GPU busy in the window on screen, and the steps it overlaps (it holds no one step whole)."""
+        lo, hi = self.view_start, self.view_end
+        busy = gpu_busy_between(self.lanes.lanes, lo, hi)
+        where = f"{fmt_us(lo - self.start)} … {fmt_us(hi - self.start)}"
+        try:
+            steps = self.profile.steps()
+        except ProfviewError:
+            steps = None
+        if steps is not None and steps.height and (steps["step"] >= 0).any():
+            origin = self.profile.span_start
+            starts = steps["start_us"] + origin
+            inside = steps.filter((starts < hi) & (starts + steps["duration_us"] > lo))["step"].to_list()
+            if inside:
+                where += f", step {inside[0]}" if len(inside) == 1 else f", steps {inside[0]}–{inside[-1]}"
+            else:
+                where += ", between steps"
+        share = busy / (hi - lo) * 100 if hi > lo else 0.0
+        return f"in view ({where}): GPU busy {fmt_us(busy)} of {fmt_us(hi - lo)} ({share:.1f}%)  ·  t/T: one step"
 
     # -- selection ----------------------------------------------------------------------------
     def selected_event(self) -> tuple[int, int] | None:
@@ -394,6 +466,21 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
         self.lane = int(np.clip(self.lane + delta, 0, max(len(self.lanes.lanes) - 1, 0)))
         self.selected = None
         self.refresh()
+
+    def action_edge(self, direction: int) -> None:
+        """g / G: the first / last lane."""
+        self.action_lane(direction * len(self.lanes.lanes))
+
+    def action_copy(self) -> None:
+        """y: the selected event's full name to the terminal's clipboard (OSC 52), made printable."""
+        event = self.selected_event()
+        if event is None:
+            self.notify("no event under the cursor to copy (n/p: the next/previous event)", severity="warning")
+            return
+        lane = self.lanes.lanes[event[0]]
+        name = clean(self.lanes.names[int(lane.names[event[1]])])
+        self.app.copy_to_clipboard(name)
+        self.notify(f"copied {name if len(name) <= 60 else name[:59] + '…'}", timeout=3)
 
     def action_fit(self) -> None:
         self.fit_view()

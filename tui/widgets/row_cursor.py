@@ -16,11 +16,13 @@ from rich.style import Style
 from textual.coordinate import Coordinate
 from textual_fastdatatable import DataTable
 
+from .whole_columns import WholeColumnsTable
+
 #: A list of segments per line, as DataTable renders a cell.
 SegmentLines = list[list[Segment]]
 
 
-class RowCursorTable(DataTable):
+class RowCursorTable(WholeColumnsTable):
     """DataTable with a whole-row cursor highlight over a cell cursor (see the module docstring)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | {"datatable--cursor-row"}

@@ -23,14 +23,18 @@ from ...sanitize import clean, clean_column
 from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
 from .cells import PERCENT_COLUMNS, percent_or_dash
+from .frame_sort import frame_sort
 from .row_cursor import RowCursorTable
 from .row_details import details_text
+from .whole_columns import WholeColumnsTable
 
 NAME_WIDTH = 70
 #: Long text columns that go after the figures (issue 22: figures before text at 80 columns).
 TRAILING_TEXT = ("op_chain", "python_stack")
-#: Columns a table's default order may be sorted by, most telling first (the context line names it).
-DEFAULT_SORTS = ("total_us", "device_total_us", "delta_us", "duration_us", "allocated_bytes", "bytes")
+#: Columns that tell apart rows of one name (a kernel's launch shapes, an operator's input shapes, the
+#: frame a launch came from): right after the name where names repeat (issue 34: at 80 columns a
+#: kernel's launch rows all read ``aten::cudnn_batch_norm 3 212.387…``, ``launched_from`` off screen).
+DISTINGUISHING = ("launched_from", "input_dims", "grid", "block")
 #: What the filtered rows' time is a share of, per view (else the column's name).
 SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
@@ -57,7 +61,9 @@ def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
         elif dtype.is_float():
             # Fixed 3 decimals (the nanosecond), never scientific notation.
             exprs.append(fixed3(frame[column]))
-        elif dtype == pl.Boolean or dtype.is_integer():
+        elif dtype == pl.Boolean:  # issue 34: words, not the widget's "✓ True" / "X False"
+            exprs.append(pl.col(column).replace_strict({True: "yes", False: "no"}, return_dtype=pl.String))
+        elif dtype.is_integer():
             exprs.append(pl.col(column))
         else:
             exprs.append(pl.col(column).cast(pl.String))
@@ -102,6 +108,18 @@ def text_width(cells: pl.DataFrame, width: int) -> int:
     return max(narrow, min(WIDE_NAME_WIDTH, width - others - 4))
 
 
+def distinguishing_first(frame: pl.DataFrame, columns: list[str]) -> list[str]:
+    """``columns`` with those of :data:`DISTINGUISHING` moved right after the first (the name) when
+    the name repeats in ``frame``: the column that tells the rows apart is on screen at 80 columns."""
+    name = filter_column(frame)
+    if not columns or name is None or columns[0] != name or frame.height < 2:
+        return columns
+    if frame.get_column(name).n_unique() == frame.height:
+        return columns
+    telling = [c for c in DISTINGUISHING if c in columns[1:]]
+    return [columns[0], *telling, *(c for c in columns[1:] if c not in telling)]
+
+
 class FrameView(Vertical):
     """A table with a status line (rows, filter and the filtered rows' time, sort, hidden columns)
     that posts DrillRequested on Enter; ``-`` hides the column under the cursor, ``+`` shows them
@@ -113,7 +131,7 @@ class FrameView(Vertical):
     FrameView { height: 1fr; }
     FrameView > .status { height: 1; }
     FrameView > DataTable { height: 1fr; }
-    FrameView > .details { height: auto; max-height: 5; border-top: solid $panel; }
+    FrameView > .details { height: auto; max-height: 7; border-top: solid $panel; }
     """
 
     #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
@@ -135,6 +153,7 @@ class FrameView(Vertical):
         self.hidden: set[str] = set()  # issue 22: columns hidden with "-"
         self.order: list[str] | None = None  # issue 22: the column order after "<" / ">" (None: the frame's)
         self._shown: list[str] = []  # the columns on screen, in their order
+        self._name_lines: tuple[object, int] = (None, 0)  # ((generation, column, width), lines)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="status")
@@ -218,29 +237,30 @@ class FrameView(Vertical):
         else:
             columns = [c for c in base if c not in TRAILING_TEXT] + [c for c in base if c in TRAILING_TEXT]
         columns = [c for c in columns if c not in self.hidden] or columns[:1]
+        if self.order is None:
+            columns = distinguishing_first(self.base, columns)
         sort = self.sort_column()
         # A sort the user chose always; the frame's own sort only in a table led by its name column
         # (a table that leads with an id, as the job's collectives, keeps the layout it was given).
-        movable = self.sort is not None or (bool(columns) and columns[0] == filter_column(self.base))
-        if movable and sort in columns and self._cells is not None and columns.index(sort) > 1 and self.order is None:
+        own = frame_sort(self.view, self.base)
+        led = bool(columns) and columns[0] == filter_column(self.base)
+        movable = self.sort is not None or (led and own is not None and own.movable)
+        lead = 1  # the sorted column goes after the name and the columns that tell its rows apart
+        while lead < len(columns) and columns[lead] in DISTINGUISHING:
+            lead += 1
+        if movable and sort in columns and self._cells is not None and columns.index(sort) > lead and not self.order:
             width = self.app.size.width if self.is_attached else 200
             name_width = text_width(self._cells, width)
             if sort not in visible_columns(self._cells, columns, name_width, width - 2):
                 columns.remove(sort)
-                columns.insert(1, sort)
+                columns.insert(lead, sort)
         return columns
 
     def default_sort(self) -> str | None:
-        """The column the frame came sorted by (descending), as the context line names it."""
-        frame = self.base
-        if frame.height < 2:
-            return None
-        for column in DEFAULT_SORTS:
-            if column in frame.columns and frame.schema[column].is_numeric():
-                values = frame[column]
-                if values.null_count() == 0 and values.is_sorted(descending=True) and values.n_unique() > 1:
-                    return column
-        return None
+        """The column the frame came sorted by, as the status line names it (:mod:`.frame_sort`:
+        the order the frame is made in, where it holds; never a guess)."""
+        sort = frame_sort(self.view, self.base)
+        return sort.column if sort is not None else None
 
     def sort_column(self) -> str | None:
         return self.sort or self.default_sort()
@@ -315,6 +335,9 @@ class FrameView(Vertical):
             null_rep="-",
             id=f"{self.view}-table-{self._generation}",
         )
+        if isinstance(table, WholeColumnsTable):  # issue 34: text is cut with "…", figures left blank
+            text = (pl.String, pl.Categorical)
+            table.text_columns = frozenset(i for i, dtype in enumerate(self.displayed.dtypes) if dtype in text)
         self._table = table
         had_focus = old is not None and old.has_focus
         self.mount(table, before=self.query_one(".details", Static))
@@ -353,8 +376,20 @@ class FrameView(Vertical):
         """Show the full name and the figures of the row under the cursor below the table."""
         box = self.query_one(".details", Static)
         width = box.content_size.width or (self.size.width if self.is_attached else 0) or 80
-        details = details_text(self.displayed.columns, self.current_row(), filter_column(self.displayed), width)
+        name = filter_column(self.displayed)
+        details = details_text(self.displayed.columns, self.current_row(), name, width, self.name_lines(name, width))
         self.query_one(".details", Static).update(details)
+
+    def name_lines(self, column: str | None, width: int) -> int:
+        """Lines the longest name of the table needs in the details line (its height stays put)."""
+        key = (self._generation, column, width)
+        if self._name_lines[0] != key:
+            longest = 0
+            if column is not None and self.displayed.height:
+                lengths = self.displayed.get_column(column).cast(pl.String).str.len_chars()
+                longest = int(lengths.max() or 0)  # type: ignore[arg-type]
+            self._name_lines = (key, -(-longest // max(width, 1)))
+        return self._name_lines[1]
 
     def current_name(self) -> str | None:
         """The full name (the filtered column) of the row under the cursor, made printable."""
@@ -374,10 +409,12 @@ class FrameView(Vertical):
             text.append_text(self.filtered_time())
         else:
             text = Text(plural(self.displayed.height, "row"), style="bold")
-        sort = self.sort_column()
-        if sort:
-            ascending = self.ascending if self.sort else False
-            text.append(f" · sorted by {sort} {'↑' if ascending else '↓'}")
+        own = frame_sort(self.view, self.base)
+        label = f"{self.sort} {'↑' if self.ascending else '↓'}" if self.sort else own.label() if own else None
+        if label:
+            text.append(f" · sorted by {label}")
+            if (self.sort or (own and own.column)) in self.hidden:
+                text.append(" (hidden)", style="dim")
         if self.hidden:
             text.append(f" · {plural(len(self.hidden), 'column')} hidden (+ shows)", style="dim")
         return text

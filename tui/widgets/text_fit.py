@@ -1,5 +1,5 @@
 """Text cut to fit the screen: at most N lines of a width (wrapped at spaces where it can), the
-cut marked with an ellipsis."""
+cut marked with an ellipsis; or whole items (figures) packed into lines, never one cut."""
 
 from __future__ import annotations
 
@@ -32,4 +32,40 @@ def cap_lines(text: Text, width: int, lines: int, at_spaces: bool = True) -> lis
     return out or [Text("")]
 
 
-__all__ = ["cap_lines"]
+def pack_items(items: list[str], width: int, lines: int, separator: str = " · ") -> list[Text]:
+    """``items`` in at most ``lines`` lines of ``width`` cells, each item whole (a figure is never
+    cut: ``std_us 59.48…`` read like a number); those that do not fit are counted at the end of the
+    last line, ``+3 more``.  An item wider than a line alone is cut with ``…`` (text, not a figure)."""
+    width = max(width, 8)
+    out: list[str] = []
+    line = ""
+    placed = 0
+    for item in items:
+        if len(item) > width:
+            item = item[: width - 1] + ELLIPSIS
+        candidate = f"{line}{separator}{item}" if line else item
+        if len(candidate) <= width:
+            line = candidate
+            placed += 1
+            continue
+        if len(out) + 1 >= lines:
+            break
+        out.append(line)
+        line = item
+        placed += 1
+    if line:
+        out.append(line)
+    left = len(items) - placed
+    if left and out:
+        more = f"{separator}+{left} more"
+        last = out[-1]
+        parts = last.split(separator)
+        while parts and len(separator.join(parts)) + len(more) > width:
+            parts.pop()
+            left += 1
+            more = f"{separator}+{left} more"
+        out[-1] = separator.join(parts) + more if parts else more.removeprefix(separator)
+    return [Text(line) for line in out] or [Text("")]
+
+
+__all__ = ["cap_lines", "pack_items"]

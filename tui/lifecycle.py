@@ -1,0 +1,64 @@
+"""What every load of the viewer does after parsing, off the UI thread: build the first screens'
+tables (:func:`prepare`), then save them and the linked model to the cache (:func:`remember`).
+
+The apps (one trace, two compared, a job's ranks) call these from their workers; the module
+imports no app, so :mod:`profview.tui.launch` (which imports the apps to run them) stays above it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from ..errors import ProfviewError
+from ..profiles.trace_profile import Profile
+
+#: From this many events a trace shows its first screen (the early Overview, Kernels) before the
+#: model is linked (about 0.1 s of linking per 100,000 events on one core; issue 13).
+LARGE_TRACE_EVENTS = 100_000
+
+
+def is_large(profile: Profile) -> bool:
+    """Whether ``profile`` is a trace large enough that linking it takes seconds."""
+    return profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
+
+
+def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
+    """Build what the first screens show (the linked model, the tables) off the UI thread."""
+    if profile.is_trace:
+        phase("linking GPU work to operators and steps")
+        profile.overview()
+    phase("building tables")
+    for view in ("kernels", "ops", "steps"):
+        if profile.available(view):
+            getattr(profile, view)()
+    if profile.is_trace:  # memory and modules (issue 15): computed here, not on the UI thread
+        for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
+            with contextlib.suppress(ProfviewError):  # the pane says why
+                getattr(profile, view)()
+        if profile.has_graphs():  # issue 36: the replays attributed (a capture file read) here too
+            phase("attributing graph replays through their capture")
+            with contextlib.suppress(ProfviewError):
+                profile.graphs()
+                profile.graph_summary()
+
+
+def remember(profile: Profile) -> None:
+    """Save the views and the linked model: the next open reads them instead of linking again.
+
+    A trace's launch index (every launching operator row's path) is made ready first, off the UI
+    thread, so that Enter on a kernel only groups its GPU events (issue 25); it is saved too.
+    Then the events frame goes (a trace parsed with the cache on): every pane reads the model and
+    the views made by :func:`prepare`, and anything that asks for the events again reads them from
+    the cache entry the parse wrote.  gpt2_train_big's viewer holds 160 MB less from then on."""
+    from ..profiles.loading import remember_views
+
+    if profile.is_trace and profile.available("launches"):
+        with contextlib.suppress(ProfviewError):
+            profile.launch_index  # noqa: B018 (computed or read now, kept on the profile)
+    remember_views(profile, model=True)
+    if profile.cacheable:  # without a cache entry, reading them again would mean parsing again
+        profile.release_events()
+
+
+__all__ = ["LARGE_TRACE_EVENTS", "is_large", "prepare", "remember"]
