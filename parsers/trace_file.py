@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 from .chunked import WINDOW_BYTES, NotChunkable, looks_like_chrome_trace, read_chunked
 from .fast_chrome import ChunkedScan, FastScan, available
@@ -40,6 +41,9 @@ class TraceFile:
     scan: FastScan | None = None
     source: SourceBytes | None = None
     warnings: list[str] = field(default_factory=list)  # the source's (a damaged gzip stream)
+    #: Which version of the file was read: its identity, taken by the caller *before* reading
+    #: (a cache stores the events only if the file still has it after the parse).
+    identity: dict[str, Any] | None = None
 
 
 def read_trace_file(

@@ -190,7 +190,10 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     from ..parsers.trace_file import read_trace_file
     from .prefetch import take
 
+    before = _version(name) if use_cache else None  # the identity the cache may store it under
     file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
+    if file.identity is None:
+        file.identity = before
     if file.chrome:
         trace = read_chrome(file)
         events, trace_format = trace.events, TRACE_FORMAT
@@ -213,8 +216,8 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "truncated": trace.truncated or bool(file.warnings),
             "event_count": events.height,
         }
-        if use_cache:
-            cache.store(name, events, fields)
+        if use_cache and file.identity is not None:
+            cache.store(name, events, fields, version=file.identity)
         return Profile(
             path=file.path,
             events_source=events,
@@ -235,6 +238,16 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
     return Profile(path=source.path, **vars(views))
+
+
+def _version(name: str) -> dict[str, Any] | None:
+    """The trace's cache identity now, or None (a pipe, a vanished file: nothing is stored)."""
+    from ..store.keys import identity
+
+    try:
+        return identity(name)
+    except OSError:
+        return None
 
 
 def _single_run(profile: Profile, run: str | None) -> Profile:

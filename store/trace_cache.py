@@ -226,15 +226,20 @@ def _write_atomically(target: Path, write: Any) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any]) -> None:
+def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any], *, version: Mapping[str, Any]) -> None:
     """Save parsed events for ``path``; failures (read-only disk, full disk) are silent.
 
-    Only regular files are cached: a pipe or a device cannot be opened again to match an entry.
+    ``version`` is the trace's identity taken *before* it was read: if the file no longer has it
+    (rewritten in place while it was parsed), nothing is stored, for the events may be the old
+    file's and the identity the new one's.  Only regular files are cached: a pipe or a device
+    cannot be opened again to match an entry.
     """
     try:
         if not os.path.isfile(path):
             return
         identity = _identity(path)
+        if identity != dict(version):
+            return
         root = cache_root()
         root.mkdir(parents=True, exist_ok=True)
         entry = root / _key(identity)

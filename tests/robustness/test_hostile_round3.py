@@ -1,0 +1,82 @@
+"""Hostile input, third round (issue 35): each test re-makes its input, names the item it checks
+(``test_35_<item>_``; ``low`` for the low ones) and fails on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import profview
+
+KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "pure":
+        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1")
+    return str(request.param)
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(root))
+    return root
+
+
+def trace_of(names: list[str]) -> bytes:
+    """A trace of one kernel per name (each 2 µs), as a profiler would write it."""
+    events = [{**KERNEL, "name": n, "ts": 10 * i} for i, n in enumerate(names)]
+    return json.dumps({"traceEvents": events}).encode()
+
+
+def test_35_1_a_trace_rewritten_in_place_during_its_first_open_is_not_cached_as_the_new_one(
+    own_cache: Path, tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is rewritten (same inode) after it was read and before the cache stores it: the
+    events are the old file's, so no entry may carry the new file's identity."""
+    from profview.parsers import chrome_trace
+
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_of(["old_kernel"] * 3))
+    inode = path.stat().st_ino
+    real = chrome_trace.read_chrome
+
+    def rewritten_meanwhile(file, **kwargs):  # type: ignore[no-untyped-def]
+        trace = real(file, **kwargs)
+        with open(path, "r+b") as fh:  # in place: the same inode, as `cat new > t.json` does
+            fh.truncate(0)
+            fh.write(trace_of(["new_kernel"] * 5))
+        return trace
+
+    monkeypatch.setattr(chrome_trace, "read_chrome", rewritten_meanwhile)
+    first = profview.load(path)
+    assert first.kernels()["name"].to_list() == ["old_kernel"]  # what was read
+    monkeypatch.setattr(chrome_trace, "read_chrome", real)
+    assert path.stat().st_ino == inode
+    again = profview.load(path)
+    # the stdlib's reading of the file as it is now: five calls of new_kernel
+    raw = json.loads(path.read_bytes())["traceEvents"]
+    assert again.kernels()["name"].to_list() == sorted({e["name"] for e in raw}) == ["new_kernel"]
+    assert again.kernels()["calls"].to_list() == [len(raw)] == [5]
+    assert profview.load(path).kernels()["calls"].to_list() == [5]  # and the entry now stored is the new one's
+
+
+def test_35_1_a_prefetched_read_of_a_file_rewritten_with_size_and_mtime_kept_is_read_again(tmp_path: Path) -> None:
+    from profview.profiles import prefetch
+
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_of(["aaaa"] * 3))
+    before = path.stat()
+    prefetch.start(str(path), use_cache=False)
+    prefetch._reads[str(path.resolve())].thread.join()
+    with open(path, "r+b") as fh:  # the same size and, restored, the same mtime: only ctime tells
+        fh.write(trace_of(["bbbb"] * 3))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert prefetch.take(str(path)) is None
+    assert profview.load(path, use_cache=False).kernels()["name"].to_list() == ["bbbb"]
