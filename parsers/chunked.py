@@ -87,7 +87,8 @@ def read_chunked(chunks: Iterable[bytes], read_window: WindowReader, window_byte
             head = bytes(pending[:at])
             del pending[:at]
         start = _SPACE.match(pending).end()  # type: ignore[union-attr]
-        if start == len(pending):
+        if start == len(pending):  # whitespace between events means nothing: keep none of it, so
+            pending.clear()  # that a run of it is matched once, not again at every chunk
             continue
         if b'"traceEvents"' in pending:  # a second array, or the key in a string: the whole reader decides
             raise NotChunkable("a second traceEvents key")

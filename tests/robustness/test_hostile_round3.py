@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from scaling import assert_linear
 
 import profview
 
@@ -80,3 +81,51 @@ def test_35_1_a_prefetched_read_of_a_file_rewritten_with_size_and_mtime_kept_is_
     assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
     assert prefetch.take(str(path)) is None
     assert profview.load(path, use_cache=False).kernels()["name"].to_list() == ["bbbb"]
+
+
+def read_events(path: Path, reader: str, chunk_bytes: int) -> int:
+    """Events read by the chunked readers with small chunks and windows (a small input shows what
+    a large one does with 8 MiB ones)."""
+    from profview.parsers.chrome_trace import read_chrome
+    from profview.parsers.trace_file import read_trace_file
+
+    file = read_trace_file(path, compiled=reader == "compiled", chunk_bytes=chunk_bytes, window_bytes=chunk_bytes)
+    return read_chrome(file, chunk_bytes=chunk_bytes, window_bytes=chunk_bytes).events.height
+
+
+EVENT_TEXT = json.dumps(KERNEL).encode()
+
+
+@pytest.mark.parametrize("where", ["after the array's [", "between two events"])
+def test_35_2_a_run_of_whitespace_is_read_in_linear_time(tmp_path: Path, reader: str, where: str) -> None:
+    """``{"traceEvents":[`` and a run of spaces: each chunk re-matched the whole pending run."""
+    path = tmp_path / "spaces.json"
+
+    def read(size: int) -> None:
+        run = b" \n\t\r" * (size // 4)
+        if where == "between two events":
+            path.write_bytes(b'{"traceEvents":[' + EVENT_TEXT + b"," + run + EVENT_TEXT + b"]}")
+        else:
+            path.write_bytes(b'{"traceEvents":[' + run + EVENT_TEXT + b"," + EVENT_TEXT + b"]}")
+        assert read_events(path, reader, 4096) == 2  # the two events json.loads sees
+
+    assert_linear(read, 512 * 1024)
+
+
+def test_35_low_a_run_of_newlines_after_the_first_event_is_not_held_in_memory(tmp_path: Path, reader: str) -> None:
+    """The pending whitespace was kept (and grown) until the next event: 400 MB of newlines peaked
+    at 900 MB.  Now what is held while reading is a chunk or two, whatever the run's length."""
+    import tracemalloc
+
+    path = tmp_path / "newlines.json"
+    path.write_bytes(b'{"traceEvents":[' + EVENT_TEXT + b"]}")
+    assert read_events(path, reader, 2**20) == 1  # the readers' imports are not the read
+    run = 32 * 2**20
+    path.write_bytes(b'{"traceEvents":[' + EVENT_TEXT + b"," + b"\n" * run + EVENT_TEXT + b"]}")
+    tracemalloc.start()
+    try:
+        assert read_events(path, reader, 2**20) == 2
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < run // 4, f"{peak:,} bytes held for a run of {run:,} newlines"
