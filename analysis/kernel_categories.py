@@ -18,9 +18,9 @@ memory), so that both splits of one trace can be checked against each other.  No
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
+
+from .name_rules import first_match
 
 #: The categories, in the order tables list them.
 KERNEL_CATEGORIES: tuple[str, ...] = (
@@ -119,22 +119,31 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ),
 )
 
-_OPERATOR_RX = [(category, re.compile(rx)) for category, rx in OPERATOR_RULES]
-_NAME_RX = [(category, re.compile(rx)) for category, rx in NAME_RULES]
+def operator_categories(ops: pl.Series) -> pl.Series:
+    """The category each operator name gives its kernels (rule 3), null where none; the rules
+    run once over the column (:func:`~.name_rules.first_match`: linear in each name)."""
+    return first_match(ops, OPERATOR_RULES)
+
+
+def name_categories(kernels: pl.Series) -> pl.Series:
+    """The category each kernel name gives it (rule 4), null where none (as :func:`operator_categories`)."""
+    return first_match(kernels, NAME_RULES)
 
 
 def operator_category(op: str | None) -> str | None:
     """The category an operator's name gives its kernels (rule 3), or None."""
     if not op:
         return None
-    return next((category for category, rx in _OPERATOR_RX if rx.search(op)), None)
+    found: str | None = operator_categories(pl.Series([op]))[0]
+    return found
 
 
 def name_category(kernel: str | None) -> str | None:
     """The category a kernel's name gives it (rule 4), or None."""
     if not kernel:
         return None
-    return next((category for category, rx in _NAME_RX if rx.search(kernel)), None)
+    found: str | None = name_categories(pl.Series([kernel]))[0]
+    return found
 
 
 def kernel_category(kind: str, backend: str | None, op: str | None, kernel: str | None) -> str:
@@ -149,18 +158,25 @@ def kernel_category(kind: str, backend: str | None, op: str | None, kernel: str 
 def categorize(gpu: pl.DataFrame, op_names: pl.Series | None = None) -> pl.DataFrame:
     """``gpu`` (GPU work with ``backend`` from :func:`~.communication.classify_communication`) with
     ``op_name`` (the launching operator's name, from ``op_names``, per row; null when unknown) and
-    ``category``.  The rules run once per distinct (kind, backend, operator, kernel)."""
+    ``category``.  The name rules run once per distinct operator and per distinct kernel name."""
     ops = op_names if op_names is not None else pl.Series("op_name", [None] * gpu.height, dtype=pl.String)
     frame = gpu.with_columns(ops.alias("op_name"))
-    keys = ["kind", "backend", "op_name", "name"]
-    # Each key as a number (its code in one Categorical cast of this frame): grouping and joining
-    # on the strings themselves took 35 MB for gpt2_train_big's 49 k events (long kernel names).
-    codes = frame.select(pl.col(k).cast(pl.String).cast(pl.Categorical).to_physical() for k in keys)
-    first = codes.with_row_index("_first").unique(subset=keys, keep="first", maintain_order=True)
-    distinct = frame.select(pl.col("kind").cast(pl.String), *keys[1:])[first["_first"]]
-    categories = pl.Series("category", [kernel_category(*row) for row in distinct.iter_rows()], dtype=pl.String)
-    found = codes.join(first.with_columns(categories), on=keys, how="left", nulls_equal=True, maintain_order="left")
-    return frame.with_columns(found["category"])
+    # Each column's distinct values in its own type (a Categorical's codes: no copy of every row's
+    # text), their categories by the rules, joined back.
+    keys = frame.select("kind", "backend", "op_name", "name")
+    for column, rules in (("op_name", operator_categories), ("name", name_categories)):
+        distinct = keys[column].unique().drop_nulls()
+        lookup = pl.DataFrame([distinct, rules(distinct).alias(f"_by_{column}")])
+        keys = keys.join(lookup, on=column, how="left", maintain_order="left")
+    kind = pl.col("kind").cast(pl.String)
+    category = (
+        pl.when(kind.is_in(["memcpy", "memset"]))
+        .then(kind)
+        .when(pl.col("backend").is_not_null())
+        .then(pl.lit("communication"))
+        .otherwise(pl.coalesce("_by_op_name", "_by_name", pl.lit("other")))
+    )
+    return frame.with_columns(keys.select(category.alias("category")).to_series())
 
 
 def operator_names(host: pl.DataFrame, op_rows: pl.Series) -> pl.Series:

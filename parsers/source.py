@@ -22,6 +22,8 @@ from ..errors import ProfviewError
 if TYPE_CHECKING:
     import gzip
 
+    import polars as pl
+
 #: Polars' allocator (jemalloc) gives the pages it frees back to the system after 50 ms (dirty)
 #: and at once (muzzy), instead of the 0.5 s and 1 s Polars configures: reading gpt2_train_big
 #: peaks at 187 MB instead of 194 MB, its cold kernel export at about 390 MB instead of 415 MB, in
@@ -266,6 +268,21 @@ def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None
             f"is available ({source}; open the trace on a larger machine or raise the limit)",
             out_of_memory=True,
         )
+
+
+#: Names at least this long are counted again (:data:`LONG_NAME_COPIES`) by the memory checks.
+LONG_NAME_BYTES = 64 * 1024
+#: Copies of a very long name the views make beyond the frame's factor (the GPU and host frames
+#: of the model, the kernel and operator tables, their sorted and summed forms): a kernel name of
+#: 256 MB peaked at 3.85 GB in ``summary`` (15x), 32 MB at 647 MB, where the frame's factor
+#: counted it 3.6 times (issue 35).  No real name comes near: gpt2_train_big's longest is 1,118 bytes.
+LONG_NAME_COPIES = 12
+
+
+def long_name_bytes(events: pl.DataFrame) -> int:
+    """Bytes of the events' names of at least :data:`LONG_NAME_BYTES` (one pass over the lengths)."""
+    lengths = events.get_column("name").str.len_bytes()
+    return int(lengths.filter(lengths >= LONG_NAME_BYTES).sum() or 0)
 
 
 def _size(count: int) -> str:

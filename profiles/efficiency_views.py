@@ -117,10 +117,13 @@ class EfficiencyViews(ProfileHost):
             raise ProfviewError(self.path, NO_SHAPES)
         raise ProfviewError(self.path, NO_MODELLED)
 
-    def efficiency(self, peak_tflops: float | None = None, peak_tb_s: float | None = None) -> pl.DataFrame:
-        """The perf model per (operator, input dims, input types) (see
+    def efficiency(
+        self, peak_tflops: float | None = None, peak_tb_s: float | None = None, step: int | None = None
+    ) -> pl.DataFrame:
+        """The perf model per (operator, input dims, input types, params) (see
         :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
-        replace the device's peaks from the table."""
+        replace the device's peaks from the table; ``step``: that step's calls alone (those that
+        started in its host range, as the operator table under a step takes them)."""
         from ..analysis.perf_model import efficiency_table
 
         self._require("efficiency")
@@ -131,10 +134,22 @@ class EfficiencyViews(ProfileHost):
             self._shapes_check(self._call_work)
             return efficiency_table(self._call_work, self.device_peak()[1])
 
-        if peak_tflops is None and peak_tb_s is None:
+        if peak_tflops is None and peak_tb_s is None and step is None:
             return self._default_view("efficiency", compute)
         self._shapes_check(self._call_work)
-        return efficiency_table(self._call_work, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+        calls = self._call_work if step is None else self._step_calls(step)
+        return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+
+    def _step_calls(self, step: int) -> pl.DataFrame:
+        """The modelled calls that started in step ``step``'s host range (an unknown step: one line)."""
+        from ..analysis.step_scope import step_host_range
+
+        self._window(step)  # an unknown step is a one-line error naming the steps there are
+        found = step_host_range(self.model, step)
+        if found is None:
+            raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
+        start, end = found
+        return self._call_work.filter((pl.col("ts") >= start) & (pl.col("ts") <= end))
 
     def step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
         """Per step: ``gpu_busy_us`` (the one GPU-busy rule: all GPU work in the step's window,
@@ -247,7 +262,7 @@ class EfficiencyViews(ProfileHost):
         )
         precision = str(by_precision["precision"][0]) if by_precision.height else None
         tflop = _mean(rows["model_tflop"])
-        rate = _mean(rows["tflops_s"])
+        rate = step_rate(rows, self.steps())
         what = "average step" if step is None and rows.height > 1 else (f"step {step}" if step is not None else "step")
         line = f"model FLOPs per {what} {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
         if peak is not None and peak.peak_tflops(precision):
@@ -262,6 +277,14 @@ class EfficiencyViews(ProfileHost):
             f"GPU busy per {what} {fmt_us(busy)} (all GPU work in the step, launched before the window included)"
         )
         return lines
+
+
+def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:
+    """The model TFLOP/s of the steps of ``rows`` (``step``, ``model_tflop``): their FLOPs over
+    their time, total ÷ total (not the mean of per-step rates: a short step weighs as its time)."""
+    timed = rows.join(steps.select("step", "duration_us"), on="step", how="inner").drop_nulls("model_tflop")
+    seconds = float(timed["duration_us"].sum() or 0.0) / 1e6
+    return float(timed["model_tflop"].sum() or 0.0) / seconds if seconds > 0 else 0.0
 
 
 def _flop_text(tflop: float, decimals: int = 3) -> str:

@@ -10,7 +10,7 @@ import polars as pl
 
 from ..errors import ProfviewError
 from ..parsers.schema import EVENT_SCHEMA
-from ..parsers.source import BASE_MEMORY, check_memory
+from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
 from ..store import trace_cache as cache
 from .trace_profile import Profile
 
@@ -201,7 +201,9 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         # What the trace holds, not its JSON size, sets what the tables need: many distinct names
         # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
         # The whole peak, against the room left plus what is already held (the frame, the libraries).
-        check_memory(name, int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, whole_process=True)
+        # A very long name is copied by each view, more than its share of the frame says.
+        needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+        check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
             trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"

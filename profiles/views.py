@@ -139,7 +139,9 @@ def view_frame(
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
     if step is not None and view != "launches":
-        raise ProfviewError(None, f"--step narrows kernels, ops, steps, launches and the critical path, not {view}")
+        raise ProfviewError(
+            None, f"--step narrows kernels, ops, steps, launches, efficiency, categories and the critical path, not {view}"
+        )
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
@@ -182,9 +184,7 @@ def _categorised_view(
         return with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
     if view == "categories":
         return profile.categories(step)
-    if step is not None:
-        raise ProfviewError(None, "--step narrows kernels, ops, steps, categories and launches, not efficiency")
-    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
+    return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s, step=step)
 
 
 def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> ProfviewError:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import os
 from pathlib import Path
 
@@ -129,3 +130,102 @@ def test_35_low_a_run_of_newlines_after_the_first_event_is_not_held_in_memory(tm
     finally:
         tracemalloc.stop()
     assert peak < run // 4, f"{peak:,} bytes held for a run of {run:,} newlines"
+
+
+def linked_trace(kernel_names: list[str], op: str = "my::op_no_rule_knows") -> bytes:
+    """One step; per kernel name, an operator launching it (cudaLaunchKernel) on stream 7."""
+    events: list[dict] = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+                           "dur": 50 * len(kernel_names) + 50, "args": {}}]
+    for i, kernel in enumerate(kernel_names):
+        ts = 10 + 50 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": ts, "dur": 20,
+             "args": {"External id": i + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 2, "dur": 5,
+             "args": {"External id": i + 1, "correlation": 100 + i}},
+            {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": ts + 10, "dur": 8,
+             "args": {"External id": i + 1, "correlation": 100 + i, "stream": 7, "device": 0}},
+        ]
+    return json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
+
+
+def test_35_2_a_long_kernel_name_is_categorised_in_linear_time(tmp_path: Path) -> None:
+    """``miopen`` repeated (240 KB: 28 s): the rule ``miopen.*conv`` backtracked in Python's re."""
+    path = tmp_path / "long.json"
+
+    def categorise(size: int) -> None:
+        path.write_bytes(linked_trace(["miopen" * (size // 6)]))
+        table = profview.load(path, use_cache=False).categories()
+        assert table["category"].to_list() == ["other"] and table["calls"].to_list() == [1]
+
+    assert_linear(categorise, 12_000)
+
+
+def regex_calls(run: Callable[[], object]) -> int:
+    """How many times Python's ``re`` matched (``search``/``match``/``fullmatch``) during ``run``."""
+    import re
+    import sys
+
+    count = 0
+
+    def profiler(_frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        if event == "c_call" and isinstance(getattr(arg, "__self__", None), re.Pattern):
+            count += getattr(arg, "__name__", "") in ("search", "match", "fullmatch")
+
+    sys.setprofile(profiler)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_35_2_distinct_kernel_names_cost_no_regex_call_each(tmp_path: Path) -> None:
+    """10^6 distinct names made 3.6 million ``re.search`` calls (48 s): the rules now run over the
+    column of distinct names in Polars' engine, so the Python-level work does not grow with them."""
+
+    def calls(count: int) -> int:
+        path = tmp_path / f"distinct{count}.json"
+        path.write_bytes(linked_trace([f"void kernel_{i}<float>(int)" for i in range(count)]))
+        profile = profview.load(path, use_cache=False)
+        profile.model  # noqa: B018 - linked before counting: only the name rules are counted
+        made = regex_calls(lambda: (profile.categories(), profile.communication()))
+        assert profile.categories()["kernels"].to_list() == [count]  # all distinct, all "other"
+        return made
+
+    assert calls(2_000) == calls(20)
+
+
+def test_35_2_the_memory_check_counts_a_long_name_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 256 MB name peaked at 3.85 GB, 15 times itself, where the check counted 3.6 times the
+    frame: under a limit between the two a long name is refused in one line, before the tables."""
+    from profview.errors import ProfviewError
+    from profview.parsers.source import BASE_MEMORY
+
+    name = "x" * (8 * 2**20)
+    path = tmp_path / "long.json"
+    path.write_bytes(linked_trace([name]))
+    limit = BASE_MEMORY + 5 * 8 * 2**20  # more than 3.6x the 8 MB frame, less than 12x
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(limit))
+    with pytest.raises(ProfviewError, match="needs about .* of memory to load") as refused:
+        profview.load(path, use_cache=False)
+    assert refused.value.out_of_memory
+    path.write_bytes(linked_trace([name[: 60 * 1024]] * 4))  # names of real length: checked as before
+    assert profview.load(path, use_cache=False).kernels()["calls"].to_list() == [4]
+
+
+def test_35_2_a_cached_long_name_is_counted_again_when_its_events_are_read(
+    own_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compressed in the cache, 8 MB of one letter takes a few KB: the check after reading counts it."""
+    from profview.errors import ProfviewError
+    from profview.parsers.source import BASE_MEMORY
+
+    path = tmp_path / "long.json"
+    path.write_bytes(linked_trace(["x" * (8 * 2**20)]))
+    profview.load(path).events  # noqa: B018 - parsed and stored
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(BASE_MEMORY + 5 * 8 * 2**20))
+    reopened = profview.load(path)
+    with pytest.raises(ProfviewError, match="needs about .* of memory to load"):
+        reopened.kernels()

@@ -55,16 +55,36 @@ class EfficiencyView(Vertical):
     BINDINGS = bindings("efficiency")
     DEFAULT_CSS = "EfficiencyView { padding: 0 1; } #efficiency-caption { height: 1; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, step: int | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile
-        self.frame = profile.efficiency()
+        self.step = step
+        self.frame = profile.efficiency(step=step)
+
+    def caption(self) -> Text:
+        device, peak = self.profile.device_peak()
+        text = chart_caption(self.frame, device, peak.name if peak else None)
+        return text if self.step is None else Text.assemble(f"step {self.step} · ", text)
 
     def compose(self) -> ComposeResult:
-        device, peak = self.profile.device_peak()
-        yield Static(chart_caption(self.frame, device, peak.name if peak else None), id="efficiency-caption")
+        yield Static(self.caption(), id="efficiency-caption")
         yield RooflineChart(self.frame, id="roofline")
         yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table")
+
+    def set_step(self, step: int | None) -> None:
+        """Issue 33: "step N only" narrows the table, the chart and an export to the step's calls."""
+        self.step = step
+        try:
+            self.frame = self.profile.efficiency(step=step)
+        except ProfviewError as exc:  # no modelled call in that step
+            self.frame = self.frame.clear()
+            self.query_one("#efficiency-caption", Static).update(Text(clean(exc.problem), style="italic"))
+        else:
+            self.query_one("#efficiency-caption", Static).update(self.caption())
+        chart = self.query_one(RooflineChart)
+        chart.frame = self.frame
+        chart.refresh()
+        self.query_one(FrameView).set_frame(screen_frame(self.frame))
 
     def action_toggle_chart(self) -> None:
         chart = self.query_one(RooflineChart)

@@ -314,6 +314,8 @@ class MainScreen(Screen[None]):
         overview = self.query("#overview")
         if overview and isinstance(overview.first(), OverviewView):
             overview.first(OverviewView).set_step(message.step)
+        for efficiency in self.query(EfficiencyView):  # issue 33: the Efficiency tab too
+            efficiency.set_step(message.step)
         timelines = self.query(TraceTimeline)  # the Timeline shows the chosen step (built later: it opens on it)
         if timelines:
             timelines.first().show_step(message.step)
