@@ -53,6 +53,6 @@ def engine_error(exc: BaseException) -> str:
     reason = next((line[len(_ERROR_PREFIX) :] for line in lines if line.startswith(_ERROR_PREFIX)), None)
     if reason is None:
         if any("exceeds size limit" in line for line in lines):
-            return "too large for the regex engine (compiled, it exceeds 10 MiB)"
+            return "too large to run (compiled, it exceeds the engine's 10 MiB)"
         reason = " ".join(line for line in lines if line).removeprefix("regex error: ")
     return reason

@@ -72,13 +72,13 @@ def load(
 
 
 def check_pattern(name: str, pattern: str) -> None:
-    """Raise :class:`ProfviewError` if ``pattern`` is not a valid regular expression."""
-    import re
+    """Raise :class:`ProfviewError` if ``pattern`` is not a regular expression the engine that
+    runs it can run (:mod:`profview.analysis.name_rules`: no look-around)."""
+    from ..analysis.name_rules import pattern_problem
 
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({problem})")
 
 
 def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
 from ..errors import ProfviewError
@@ -140,7 +138,8 @@ def view_frame(
         return frame
     if step is not None and view != "launches":
         raise ProfviewError(
-            None, f"--step narrows kernels, ops, steps, launches, efficiency, categories and the critical path, not {view}"
+            None,
+            f"--step narrows kernels, ops, steps, launches, efficiency, categories and the critical path, not {view}",
         )
     if view == "launches":
         if module:
@@ -208,11 +207,13 @@ def filter_column(frame: pl.DataFrame) -> str | None:
 
 
 def compile_filter(pattern: str) -> str:
-    """Validate a user regex (case-insensitive); raise ProfviewError if it is not one."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {exc}") from None
+    """Validate a user regex (case-insensitive) with the engine that runs it
+    (:mod:`profview.analysis.name_rules`); raise ProfviewError if it cannot run it."""
+    from ..analysis.name_rules import pattern_problem
+
+    problem = pattern_problem(f"(?i){pattern}")
+    if problem is not None:
+        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {problem}")
     return f"(?i){pattern}"
 
 
@@ -228,10 +229,7 @@ def refine(
     if pattern:
         column = filter_column(frame)
         if column is not None:
-            try:
-                frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
-            except pl.exceptions.ComputeError:  # valid for Python, too big for Polars' regex engine
-                raise ProfviewError(None, f"--filter regex {pattern[:60]!r} is too large to run") from None
+            frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
     if sort:
         if sort not in frame.columns:
             raise ProfviewError(None, f"no column {sort!r} to sort by (columns: {', '.join(frame.columns)})")

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -208,7 +208,7 @@ def test_35_2_the_memory_check_counts_a_long_name_again(tmp_path: Path, monkeypa
     path.write_bytes(linked_trace([name]))
     limit = BASE_MEMORY + 5 * 8 * 2**20  # more than 3.6x the 8 MB frame, less than 12x
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(limit))
-    with pytest.raises(ProfviewError, match="needs about .* of memory to load") as refused:
+    with pytest.raises(ProfviewError, match=r"needs about .* of memory to load") as refused:
         profview.load(path, use_cache=False)
     assert refused.value.out_of_memory
     path.write_bytes(linked_trace([name[: 60 * 1024]] * 4))  # names of real length: checked as before
@@ -227,5 +227,40 @@ def test_35_2_a_cached_long_name_is_counted_again_when_its_events_are_read(
     profview.load(path).events  # noqa: B018 - parsed and stored
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(BASE_MEMORY + 5 * 8 * 2**20))
     reopened = profview.load(path)
-    with pytest.raises(ProfviewError, match="needs about .* of memory to load"):
+    with pytest.raises(ProfviewError, match=r"needs about .* of memory to load"):
         reopened.kernels()
+
+
+def test_35_9_a_comm_pattern_runs_in_linear_time(tmp_path: Path) -> None:
+    """``(a+)+$`` over a kernel name of 29 letters ran past 60 s in Python's re (exponential); the
+    linear engine takes as long over 24 letters as over 3."""
+    path = tmp_path / "t.json"
+
+    def classify(size: int) -> None:
+        path.write_bytes(linked_trace(["a" * size + "!"]))
+        frame = profview.load(path, use_cache=False, comm_pattern="(a+)+$").communication()
+        assert frame["backend"].drop_nulls().len() == 0  # the name ends in "!": no match
+
+    assert_linear(classify, 3)
+
+
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [
+        (["--filter", "(?=gemm)"], "bad --filter regex '(?=gemm)': look-around, including look-ahead and "
+         "look-behind, is not supported"),
+        (["--view", "critical_path", "--what-if", "gemm(=0.5"], "what-if 'gemm(=0.5': bad regex (unclosed group)"),
+        (["--comm-pattern", "(?<=nccl)x"], "--comm-pattern '(?<=nccl)x' is not a valid regular expression "
+         "(look-around, including look-ahead and look-behind, is not supported)"),
+    ],
+)
+def test_35_low_a_pattern_the_engine_cannot_run_is_named_with_the_engines_whole_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], reason: str
+) -> None:
+    """``(?=gemm)`` was 'too large to run', a bad --what-if regex's reason was cut to 'regex parse
+    error:', and a look-behind --comm-pattern (valid for Python's re) an internal error."""
+    from support import run_cli, sample
+
+    code = run_cli(["export", str(sample("gpt2_train_bf16.pt.trace.json.gz")), "-o", "-", *option])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and reason in err, err
