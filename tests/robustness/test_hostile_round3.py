@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from collections.abc import Callable
@@ -264,3 +265,44 @@ def test_35_low_a_pattern_the_engine_cannot_run_is_named_with_the_engines_whole_
     code = run_cli(["export", str(sample("gpt2_train_bf16.pt.trace.json.gz")), "-o", "-", *option])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and reason in err, err
+
+
+PEAK_OF_A_READ = """
+import resource, sys
+import profview
+profile = profview.load(sys.argv[1], use_cache=False)
+print(profile.events.height, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def read_peak(path: Path, pure: bool) -> tuple[int, int]:
+    """(events, peak resident KiB) of a load in a fresh interpreter, by one reader."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PROFVIEW_PURE_PYTHON": "1"} if pure else {k: v for k, v in os.environ.items()
+                                                                     if k != "PROFVIEW_PURE_PYTHON"}
+    done = subprocess.run([sys.executable, "-c", PEAK_OF_A_READ, str(path)], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    events, peak = done.stdout.split()
+    return int(events), int(peak)
+
+
+def test_35_2_many_distinct_ph_and_cat_values_cost_both_readers_alike(tmp_path: Path, monkeypatch) -> None:
+    """3,000 distinct ``ph`` and ``cat`` values (300 KB): the compiled reader looked up every pair
+    of them (9 million) and peaked at 1.1 GB where the pure reader took 110 MB."""
+    events = [{"name": "k", "ph": f"X{i}", "cat": f"kernel{i}", "ts": i, "dur": 1, "pid": 0, "tid": 7}
+              for i in range(3000)]
+    path = tmp_path / "phcat.json"
+    path.write_text(json.dumps({"traceEvents": [*events, KERNEL]}))
+    compiled_events, compiled_peak = read_peak(path, pure=False)
+    pure_events, pure_peak = read_peak(path, pure=True)
+    assert compiled_events == pure_events == len(json.loads(path.read_bytes())["traceEvents"])
+    assert compiled_peak < 1.5 * pure_peak, f"compiled {compiled_peak:,} KiB, pure {pure_peak:,} KiB"
+    frames = []
+    for pure in (False, True):
+        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1") if pure else monkeypatch.delenv("PROFVIEW_PURE_PYTHON", False)
+        frames.append(profview.load(path, use_cache=False).events)
+    assert frames[0].equals(frames[1])
+    kinds = collections.Counter(str(kind) for kind in frames[0]["kind"].to_list())
+    assert kinds == {"other": 3000, "kernel": 1}  # no ph but the last one's is one profview knows
