@@ -198,15 +198,31 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def cap_polars_threads() -> None:
+def cap_polars_threads() -> list[str]:
     """Before Polars loads (the command line and the viewer): Polars on at most
-    :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``."""
+    :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``.
+
+    A thread setting that is not a whole number above 0 (``POLARS_MAX_THREADS=0`` made Polars
+    panic at its first query, issue 35) is replaced by the default; the warnings say so."""
     import sys
 
+    warnings: list[str] = []
+    for name in ("POLARS_MAX_THREADS", "PROFVIEW_THREADS"):
+        configured = os.environ.get(name)
+        if configured is not None and not _thread_count(configured) and "polars" not in sys.modules:
+            del os.environ[name]
+            warnings.append(f"{name}={configured!r} is not a number of threads above 0: the default is used")
     if "polars" in sys.modules or os.environ.get("POLARS_MAX_THREADS"):  # loaded already, or the user's
-        return
+        return warnings
     os.environ["POLARS_MAX_THREADS"] = str(min(usable_cpus(), POLARS_THREADS))
     SET_BY_PROFVIEW.add("POLARS_MAX_THREADS")
+    return warnings
+
+
+def _thread_count(text: str) -> int:
+    """A thread setting's count: an ASCII whole number from 1 to 1024, else 0."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and 0 < int(text) <= 1024 else 0
 
 
 def economise_address_space() -> None:
@@ -367,8 +383,7 @@ def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
 
 def _polars_threads() -> int:
     """Threads in Polars' pool (``POLARS_MAX_THREADS``, else one per CPU), without starting it."""
-    configured = os.environ.get("POLARS_MAX_THREADS", "")
-    return int(configured) if configured.isdigit() else os.cpu_count() or 1
+    return _thread_count(os.environ.get("POLARS_MAX_THREADS", "")) or os.cpu_count() or 1
 
 
 def _cgroup_room() -> tuple[int, str] | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import collections
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -306,3 +308,41 @@ def test_35_2_many_distinct_ph_and_cat_values_cost_both_readers_alike(tmp_path: 
     assert frames[0].equals(frames[1])
     kinds = collections.Counter(str(kind) for kind in frames[0]["kind"].to_list())
     assert kinds == {"other": 3000, "kernel": 1}  # no ph but the last one's is one profview knows
+
+
+PROFVIEW = [sys.executable, "-m", "profview"]
+
+
+@pytest.mark.parametrize("setting", ["0", "-3", "abc", "٣"])
+def test_35_4_a_bad_thread_setting_is_a_warning_not_a_panic(setting: str) -> None:
+    """``POLARS_MAX_THREADS=0`` printed a Rust backtrace and a Python traceback (Polars panics at
+    its first query); now a warning, and the summary is the one of the default setting."""
+    from support import sample
+
+    command = [*PROFVIEW, "summary", str(sample("ddp_nccl_streams.pt.trace.json.gz")), "--no-cache"]
+    plain = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "POLARS_MAX_THREADS": setting}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == plain.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"profview: warning: POLARS_MAX_THREADS={setting!r} is not a number of threads above 0: the default is used"
+    ]
+    assert done.stdout == plain.stdout
+
+
+def test_35_4_a_panic_inside_polars_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``PanicException`` is a BaseException: the boundary let it through as a traceback."""
+    import polars as pl
+    from support import run_cli, sample
+
+    from profview.profiles.trace_profile import Profile
+
+    def panics(self: Profile) -> pl.DataFrame:
+        raise pl.exceptions.PanicException("capacity overflow")
+
+    monkeypatch.setattr(Profile, "kernels", panics)
+    path = sample("ddp_nccl_streams.pt.trace.json.gz")
+    assert run_cli(["summary", str(path), "--no-cache"]) == 3
+    err = capsys.readouterr().err
+    assert err == (f"profview: error: {path}: internal error (PanicException: capacity overflow); "
+                   "PROFVIEW_DEBUG=1 shows the traceback\n")
