@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(143)
     except ProfviewError as exc:
         typer.echo(f"profview: error: {clean(exc)}", err=True)
-        if exc.out_of_memory:
+        if exc.out_of_memory or exc.leave_now:
             sys.stderr.flush()
             os._exit(2)
         sys.exit(2)

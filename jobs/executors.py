@@ -52,7 +52,9 @@ def map_ranks(
             progress(len(results), len(paths), time.monotonic() - started)
 
     if address:
-        _on_dask(address, function, paths, args, finished)
+        from .dask_run import on_dask
+
+        on_dask(address, function, paths, args, finished)
     else:
         count = min(workers or default_workers(), len(paths))
         if count <= 1:
@@ -160,119 +162,3 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
             raise
         finally:
             _ACTIVE.discard(pool)
-
-
-#: Seconds to reach a Dask scheduler and finish its handshake (``$PROFVIEW_DASK_TIMEOUT``).
-DASK_TIMEOUT_S = 10.0
-#: Seconds the job waits with no Dask worker to take its tasks (``$PROFVIEW_DASK_WORKER_WAIT``).
-DASK_WORKER_WAIT_S = 60.0
-DASK_SCHEMES = ("tcp", "tls", "inproc")
-
-
-def _seconds(variable: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(variable) or default)
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def check_dask_address(address: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of a scheduler address, or a one-line error for anything else."""
-    from urllib.parse import urlsplit
-
-    text = address.strip()
-    if "://" not in text:
-        text = "tcp://" + text
-    problem = f"{address!r} is not a Dask scheduler address (expected tcp://HOST:PORT)"
-    try:
-        parts = urlsplit(text)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        raise ProfviewError(None, problem) from None
-    if parts.scheme not in DASK_SCHEMES:
-        raise ProfviewError(None, f"{problem}; {parts.scheme}:// is not supported")
-    if parts.scheme == "inproc":  # a cluster inside this process (tests, notebooks)
-        return parts.scheme, host or "", 0
-    if not host or port is None or parts.path or parts.query or any(c.isspace() for c in text):
-        raise ProfviewError(None, problem)
-    return parts.scheme, host, port
-
-
-def probe_dask(address: str, host: str, port: int, timeout: float) -> None:
-    """Connect to ``host:port`` and read the first bytes a Dask scheduler sends on its own
-    (its handshake): a one-line error, within ``timeout``, for nothing there, no answer, or a
-    server that speaks another protocol (HTTP)."""
-    import socket
-
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            head = b""
-            while len(head) < 8:
-                piece = sock.recv(8 - len(head))
-                if not piece:
-                    break
-                head += piece
-    except ConnectionRefusedError:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} (connection refused)") from None
-    except socket.gaierror as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc.strerror})") from None
-    except TimeoutError:
-        raise ProfviewError(
-            None, f"no Dask scheduler answered at {address} within {timeout:g} s (PROFVIEW_DASK_TIMEOUT)"
-        ) from None
-    except OSError as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc})") from None
-    frames = int.from_bytes(head, "little") if len(head) == 8 else -1
-    if head.startswith(b"HTTP") or not 0 < frames < 1024:
-        other = "HTTP" if head.startswith(b"HTTP") else "another protocol"
-        raise ProfviewError(None, f"{address} answers in {other}, not as a Dask scheduler")
-
-
-def _on_dask(address: str, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ProfviewError(None, "--dask needs Dask: pip install 'profview[dask]'") from None
-    scheme, host, port = check_dask_address(address)
-    timeout = _seconds("PROFVIEW_DASK_TIMEOUT", DASK_TIMEOUT_S)
-    worker_wait = _seconds("PROFVIEW_DASK_WORKER_WAIT", DASK_WORKER_WAIT_S)
-    if scheme == "tcp":
-        probe_dask(address, host, port, timeout)
-    try:
-        client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc})") from None
-    try:
-        futures = client.map(function, list(paths), *[[a] * len(paths) for a in args], pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        with client.as_current():
-            _collect(client, futures, index, finished, address, worker_wait)
-    finally:
-        client.close(timeout=timeout)
-
-
-def _collect(
-    client: Any, futures: list[Any], index: dict[Any, int], finished: Callable, address: str, limit: float
-) -> None:
-    """Hand each finished task to ``finished``; a one-line error when no worker takes them for ``limit`` s."""
-    from distributed import wait
-
-    pending = set(futures)
-    idle_since = time.monotonic()
-    while pending:
-        try:
-            done, pending = wait(pending, timeout=min(1.0, limit), return_when="FIRST_COMPLETED")
-        except TimeoutError:  # nothing finished in this round
-            done = set()
-        for future in done:
-            finished(index[future.key], future.result())
-        if done or client.scheduler_info(n_workers=1).get("workers"):
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since > limit:
-            raise ProfviewError(
-                None,
-                f"no Dask worker took the tasks at {address} within {limit:g} s "
-                "(the scheduler has no workers; PROFVIEW_DASK_WORKER_WAIT)",
-            )

@@ -346,3 +346,136 @@ def test_35_4_a_panic_inside_polars_is_one_line(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err
     assert err == (f"profview: error: {path}: internal error (PanicException: capacity overflow); "
                    "PROFVIEW_DEBUG=1 shows the traceback\n")
+
+
+#: What a Dask scheduler (distributed 2026.8) sends first on a connection: the 8-byte size of its
+#: frames, the frame count and length, and the msgpack handshake {compression, python, pickle-protocol}.
+DASK_HANDSHAKE = (
+    b":\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00*\x00\x00\x00\x00\x00\x00\x00"
+    b"\x83\xabcompression\xc0\xa6python\x93\x03\x0b\x07\xafpickle-protocol\x05"
+)
+
+
+class FakeScheduler:
+    """A loopback server that answers each connection with ``greeting`` and then ``after``:
+    ``silence``, ``garbage`` (64 KiB of 0xff once) or ``endless`` (bytes until the peer leaves)."""
+
+    def __init__(self, greeting: bytes, after: str = "silence") -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.greeting, self.after = greeting, after
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+
+    def _talk(self, conn) -> None:  # type: ignore[no-untyped-def]
+        try:
+            conn.sendall(self.greeting)
+            if self.after == "garbage":
+                conn.sendall(b"\xff" * 65536)
+            while self.after == "endless":
+                conn.sendall(b"\x07" * 65536)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
+
+
+def dask_job(tmp_path: Path) -> Path:
+    import shutil
+
+    from support import sample
+
+    folder = tmp_path / "job"
+    shutil.copytree(sample("gloo_2rank"), folder)
+    return folder
+
+
+def run_dask(tmp_path: Path, address: str) -> tuple[int, list[str], float]:
+    """``profview summary JOB --dask ADDRESS`` in a fresh process: (exit code, stderr lines, seconds)."""
+    import time
+
+    started = time.monotonic()
+    done = subprocess.run([*PROFVIEW, "summary", str(dask_job(tmp_path)), "--dask", address, "--no-cache"],
+                          capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "PROFVIEW_DASK_TIMEOUT": "2"})
+    return done.returncode, done.stderr.splitlines(), time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("greeting", "after", "said"),
+    [
+        (DASK_HANDSHAKE[:8], "silence", "sent the start of a Dask handshake and then nothing within 2 s"),
+        (DASK_HANDSHAKE[:8], "garbage", "answers in another protocol, not as a Dask scheduler"),
+        ((60000).to_bytes(8, "little"), "endless", "answers in another protocol, not as a Dask scheduler"),
+        (b"", "endless", "answers in another protocol, not as a Dask scheduler"),
+        (DASK_HANDSHAKE, "silence", "the Dask scheduler at"),
+        (DASK_HANDSHAKE, "garbage", "the Dask scheduler at"),
+    ],
+    ids=["size-then-nothing", "size-then-garbage", "plausible-size-then-endless", "endless", "handshake-then-nothing",
+         "handshake-then-garbage"],
+)
+def test_35_3_a_dask_server_that_misbehaves_is_one_line_within_the_timeout(
+    tmp_path: Path, greeting: bytes, after: str, said: str
+) -> None:
+    """Before: a plausible size then nothing hung past 180 s with PROFVIEW_DASK_TIMEOUT=2; a frame
+    header then garbage, or an endless stream, was `internal error (error: unpack_from…)` and a
+    `Client.__del__` traceback after it."""
+    pytest.importorskip("distributed")
+    server = FakeScheduler(greeting, after)
+    try:
+        code, lines, seconds = run_dask(tmp_path, server.address)
+    finally:
+        server.close()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("profview: error: ") and server.address in lines[0] and said in lines[0], lines
+    assert "internal error" not in lines[0] and seconds < 30
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        ("tls://127.0.0.1:9", "tls:// needs Dask's TLS settings"),
+        ("inproc://127.0.0.1/1/1", "an inproc:// address names a scheduler inside this process"),
+    ],
+)
+def test_35_3_the_other_documented_schemes_are_one_line(tmp_path: Path, address: str, said: str) -> None:
+    """``tls://`` was `internal error (TypeError: TLS expects a ssl_context…)`, ``inproc://`` a traceback."""
+    pytest.importorskip("distributed")
+    code, lines, seconds = run_dask(tmp_path, address)
+    assert code == 2 and len(lines) == 1 and address in lines[0] and said in lines[0], lines
+    assert seconds < 30
+
+
+def test_35_3_the_real_handshake_is_read_as_one(tmp_path: Path) -> None:
+    """The fixture above is what the probe accepts (and a real scheduler's: test_hostile_jobs -k test_6_)."""
+    pytest.importorskip("distributed")
+    from profview.jobs.dask_run import read_handshake
+
+    server = FakeScheduler(DASK_HANDSHAKE)
+    try:
+        import socket
+        import time
+
+        host, port = server.address.removeprefix("tcp://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            message = read_handshake(sock, server.address, time.monotonic() + 5, 5)
+    finally:
+        server.close()
+    assert message["compression"] is None and list(message["python"]) == [3, 11, 7]
