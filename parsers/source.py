@@ -337,7 +337,7 @@ def memory_budget(held: bool = False) -> tuple[int, str] | None:
     """
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
     if override:
-        return int(override), "PROFVIEW_MEMORY_LIMIT"
+        return _bytes_setting("PROFVIEW_MEMORY_LIMIT", override), "PROFVIEW_MEMORY_LIMIT"
     resident = (_proc_field("/proc/self/status", "VmRSS:") or 0) if held else 0
     found = [
         (room + resident, what)
@@ -379,6 +379,19 @@ def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
         used = _proc_field("/proc/self/status", field_name) or 0
         rooms.append((max(0, soft - used - reserved) + (used if held else 0), what))
     return min(rooms) if rooms else None
+
+
+def _bytes_setting(name: str, text: str) -> int:
+    """A number of bytes from the environment (``4000000000`` or ``4e9``), or a one-line error."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ProfviewError(None, f"{name}={text!r} is not a number of bytes (e.g. 4000000000 or 4e9)")
+    return int(value)
 
 
 def _polars_threads() -> int:

@@ -479,3 +479,38 @@ def test_35_3_the_real_handshake_is_read_as_one(tmp_path: Path) -> None:
     finally:
         server.close()
     assert message["compression"] is None and list(message["python"]) == [3, 11, 7]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("PROFVIEW_MEMORY_LIMIT", "abc", "PROFVIEW_MEMORY_LIMIT='abc' is not a number of bytes"),
+        ("PROFVIEW_MEMORY_LIMIT", "-1", "PROFVIEW_MEMORY_LIMIT='-1' is not a number of bytes"),
+        ("PROFVIEW_MEMORY_LIMIT", "nan", "PROFVIEW_MEMORY_LIMIT='nan' is not a number of bytes"),
+        ("PROFVIEW_DASK_TIMEOUT", "inf", "PROFVIEW_DASK_TIMEOUT='inf' is not a number of seconds above 0"),
+        ("PROFVIEW_DASK_WORKER_WAIT", "-5", "PROFVIEW_DASK_WORKER_WAIT='-5' is not a number of seconds above 0"),
+    ],
+)
+def test_35_10_a_bad_number_in_the_environment_is_one_line_naming_it(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    """``PROFVIEW_MEMORY_LIMIT=abc`` was an internal error, ``-1`` 'only -0 MiB is available',
+    ``PROFVIEW_DASK_TIMEOUT=inf`` an internal error."""
+    from support import sample
+
+    args = ["summary", str(sample("ddp_nccl_streams.pt.trace.json.gz")), "--no-cache"]
+    if variable.startswith("PROFVIEW_DASK"):
+        pytest.importorskip("distributed")
+        args = ["summary", str(dask_job(tmp_path)), "--no-cache", "--dask", "tcp://127.0.0.1:9"]
+    done = subprocess.run([*PROFVIEW, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, variable: value})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert said in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
+def test_35_10_a_limit_written_as_a_float_is_that_many_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``1e9`` was an internal error (int('1e9')); it is 1,000,000,000 bytes."""
+    from profview.parsers.source import memory_budget
+
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", "1e9")
+    assert memory_budget() == (1_000_000_000, "PROFVIEW_MEMORY_LIMIT")
