@@ -44,6 +44,13 @@ def looks_like_chrome_trace(head: bytes) -> bool:
     return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
 
 
+def may_hold_events_later(head: bytes) -> bool:
+    """Whether a document that does not yet look like a Chrome trace might, read further: a JSON
+    object whose ``traceEvents`` key may come after other top-level keys (a sorted-keys dump puts
+    ``deviceProperties`` first: 64 KiB of it or more hid the events, issue 35)."""
+    return head.removeprefix(BOM).lstrip()[:1] == b"{" and b'"traceEvents"' not in head
+
+
 class NotChunkable(Exception):
     """The document cannot be read in chunks with the same answer: read it whole."""
 

@@ -514,3 +514,30 @@ def test_35_10_a_limit_written_as_a_float_is_that_many_bytes(monkeypatch: pytest
 
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", "1e9")
     assert memory_budget() == (1_000_000_000, "PROFVIEW_MEMORY_LIMIT")
+
+
+@pytest.mark.parametrize("how", ["plain", "gzip", "pipe"])
+def test_35_5_events_after_64_kib_of_other_top_level_keys_are_read(tmp_path: Path, reader: str, how: str) -> None:
+    """A sorted-keys dump puts ``deviceProperties`` before ``traceEvents``: 96 KB of it made both
+    readers refuse the trace as 'not a recognised profile'."""
+    import gzip
+    import threading
+
+    devices = [{"id": i, "name": "NVIDIA H100 " + "x" * 100} for i in range(700)]
+    events = [KERNEL, {**KERNEL, "ts": 10}, {**KERNEL, "name": "k2", "ts": 20}]
+    text = json.dumps({"baseTimeNanoseconds": 1, "deviceProperties": devices, "traceEvents": events}, sort_keys=True)
+    assert text.index('"traceEvents"') > 65536
+    path = tmp_path / ("t.json.gz" if how == "gzip" else "t.json")
+    data = gzip.compress(text.encode()) if how == "gzip" else text.encode()
+    if how == "pipe":
+        os.mkfifo(path)
+        writer = threading.Thread(target=path.write_bytes, args=(data,), daemon=True)
+        writer.start()
+    else:
+        path.write_bytes(data)
+    profile = profview.load(path, use_cache=False)
+    raw = json.loads(text)
+    assert dict(profile.kernels().select("name", "calls").iter_rows()) == dict(
+        collections.Counter(e["name"] for e in raw["traceEvents"])
+    )
+    assert len(profile.metadata["deviceProperties"]) == len(raw["deviceProperties"]) == 700
