@@ -53,8 +53,12 @@ HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
-#: A profiler step annotation, ``ProfilerStep#12``.
-STEP_NAME = r"^ProfilerStep#\d+$"
+#: A profiler step annotation, ``ProfilerStep#12``: ASCII digits (``\d`` takes any script's), at
+#: most 18 of them (an int64).  Any other ``ProfilerStep#…`` is an ordinary annotation, its name a
+#: label: ``ProfilerStep#99999999999999999999`` or ``ProfilerStep#٣`` made every step view fail.
+STEP_NAME = r"^ProfilerStep#[0-9]{1,18}$"
+#: The number of a :data:`STEP_NAME`.
+STEP_NUMBER = r"#([0-9]{1,18})$"
 
 # -- view frames ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..frames import STEP_NAME
+from ..frames import STEP_NAME, STEP_NUMBER
 from .critical_path import (
     BOUNDS,
     EDGE_KINDS,
@@ -83,7 +83,7 @@ def step_ranges(model: TraceModel) -> pl.DataFrame:
     return (
         host.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("end"))
-        .select(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step"), "start", "end")
+        .select(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"), "start", "end")
         .sort("start")
     )
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME
+from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME, STEP_NUMBER
 from .calltree import CallTree, build_call_tree, subtree_mask, thread_index
 from .events import COMPLETE, GPU_LINK_COLUMNS, gpu_work
 
@@ -361,7 +361,7 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
     steps = (
         host_steps.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("cpu_end"))
-        .with_columns(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step"))
+        .with_columns(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"))
         .sort("start")
     )
     starts = steps["start"].to_numpy()

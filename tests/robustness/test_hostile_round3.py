@@ -541,3 +541,32 @@ def test_35_5_events_after_64_kib_of_other_top_level_keys_are_read(tmp_path: Pat
         collections.Counter(e["name"] for e in raw["traceEvents"])
     )
     assert len(profile.metadata["deviceProperties"]) == len(raw["deviceProperties"]) == 700
+
+
+@pytest.mark.parametrize("number", ["99999999999999999999", "\u0663", "1" * 19])
+def test_35_6_a_step_number_that_does_not_fit_is_a_label(tmp_path: Path, number: str, capsys) -> None:
+    """``ProfilerStep#99999999999999999999`` and ``ProfilerStep#٣``: summary, the steps and
+    critical-path views and --step were internal errors (an int64 cast), and the viewer could not
+    open the trace.  Such a range is an ordinary annotation: the steps are the others."""
+    from support import run_cli
+
+    odd = f"ProfilerStep#{number}"
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": odd, "pid": 1, "tid": 1, "ts": 200, "dur": 100, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 210, "dur": 50,
+         "args": {"External id": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 212, "dur": 5,
+         "args": {"External id": 1, "correlation": 9}},
+        {"ph": "X", "cat": "kernel", "name": "gemm_k", "pid": 0, "tid": 7, "ts": 220, "dur": 30,
+         "args": {"External id": 1, "correlation": 9, "stream": 7, "device": 0}},
+    ]
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    profile = profview.load(path, use_cache=False)
+    steps = profile.steps()
+    assert steps["step"].to_list() == [1] and steps["duration_us"].to_list() == [100.0]  # ts 0, dur 100 above
+    assert odd in profile.ops()["name"].to_list()  # the odd range is an operator row, by its own name
+    for args in (["summary"], ["export", "-o", "-", "--view", "critical_path"], ["export", "-o", "-", "--step", "1"]):
+        assert run_cli([*args, str(path), "--no-cache"]) == 0, args
+    assert "internal error" not in capsys.readouterr().err
