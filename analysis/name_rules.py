@@ -19,6 +19,8 @@ import polars as pl
 
 #: Where the engine's message says what is wrong (``error: unclosed group``).
 _ERROR_PREFIX = "error: "
+#: How far the engine indents the pattern and its marks in a message.
+_INDENT = 4
 
 
 def first_match(names: pl.Series, rules: Sequence[tuple[str, str]]) -> pl.Series:
@@ -35,24 +37,30 @@ def first_match(names: pl.Series, rules: Sequence[tuple[str, str]]) -> pl.Series
     return frame.select(chosen.otherwise(pl.lit(None, dtype=pl.String)).alias(names.name)).to_series()
 
 
-def pattern_problem(pattern: str) -> str | None:
-    """Why the engine cannot run ``pattern``, in one line (None: it can)."""
+def pattern_problem(pattern: str, *, ignore_case: bool = False) -> str | None:
+    """Why the engine cannot run ``pattern`` (with ``(?i)`` before it: ``ignore_case``), in one
+    line (None: it can)."""
+    prefix = "(?i)" if ignore_case else ""
     try:
-        pl.Series("name", [""], dtype=pl.String).str.contains(pattern)
+        pl.Series("name", [""], dtype=pl.String).str.contains(prefix + pattern)
     except pl.exceptions.PolarsError as exc:
-        return engine_error(exc)
+        return engine_error(exc, shift=len(prefix), where="\n" not in pattern)
     return None
 
 
-def engine_error(exc: BaseException) -> str:
-    """The engine's multi-line refusal as one line: what is wrong, and where in the pattern."""
-    lines = [line.strip() for line in str(exc).splitlines()]
-    lines = lines[: lines.index("This error occurred in the following expression:")] if (
-        "This error occurred in the following expression:" in lines
-    ) else lines
+def engine_error(exc: BaseException, *, shift: int = 0, where: bool = True) -> str:
+    """The engine's multi-line refusal as one line: what is wrong, and (``where``) at which
+    character of the pattern (less ``shift`` characters the caller put before it)."""
+    text = str(exc).split("This error occurred in the following expression:")[0]
+    raw = text.splitlines()
+    lines = [line.strip() for line in raw]
     reason = next((line[len(_ERROR_PREFIX) :] for line in lines if line.startswith(_ERROR_PREFIX)), None)
     if reason is None:
         if any("exceeds size limit" in line for line in lines):
             return "too large to run (compiled, it exceeds the engine's 10 MiB)"
-        reason = " ".join(line for line in lines if line).removeprefix("regex error: ")
+        return " ".join(line for line in lines if line).removeprefix("regex error: ")
+    # The engine marks the place under the pattern, both indented by four spaces.
+    carets = [line for line in raw if line.strip() and set(line.strip()) == {"^"}]
+    if where and len(carets) == 1 and carets[0].index("^") - _INDENT >= shift:
+        reason += f" at position {carets[0].index('^') - _INDENT - shift}"
     return reason

@@ -211,7 +211,7 @@ def compile_filter(pattern: str) -> str:
     (:mod:`profview.analysis.name_rules`); raise ProfviewError if it cannot run it."""
     from ..analysis.name_rules import pattern_problem
 
-    problem = pattern_problem(f"(?i){pattern}")
+    problem = pattern_problem(pattern, ignore_case=True)
     if problem is not None:
         raise ProfviewError(None, f"bad --filter regex {pattern!r}: {problem}")
     return f"(?i){pattern}"

@@ -85,7 +85,12 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
     backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
-    for number, line in enumerate(job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]):
+    # The backend belongs to the line that counts the ranks (the notes may start with another).
+    count = f"{len(job.ranks)} of {job.world_size} ranks"
+    lines = list(job.notes)
+    if not (lines and lines[0].startswith(count)):
+        lines.insert(0, count)
+    for number, line in enumerate(lines):
         console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
     console.print(Text(f"  {straggler_line(job)}"))
     ranks, title = shown_ranks(job.ranks_view(), top)

@@ -71,7 +71,7 @@ class GotoPrompt(ModalScreen[str | None]):
         event.stop()
         value = event.value.strip()
         if value and not value.isdigit():
-            problem = pattern_problem(f"(?i){value}")
+            problem = pattern_problem(value, ignore_case=True)
             if problem is not None:
                 self.query_one("#goto-note", Static).update(f"not a valid regex: {clean(problem)} (Esc: cancel)")
                 return

@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import collections
+import gzip
 import json
 import os
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from scaling import assert_linear
+from support import SAMPLES
 
 import profview
 
@@ -252,9 +255,10 @@ def test_35_9_a_comm_pattern_runs_in_linear_time(tmp_path: Path) -> None:
     [
         (["--filter", "(?=gemm)"], "bad --filter regex '(?=gemm)': look-around, including look-ahead and "
          "look-behind, is not supported"),
-        (["--view", "critical_path", "--what-if", "gemm(=0.5"], "what-if 'gemm(=0.5': bad regex (unclosed group)"),
+        (["--view", "critical_path", "--what-if", "gemm(=0.5"],
+         "what-if 'gemm(=0.5': bad regex (unclosed group at position 4)"),
         (["--comm-pattern", "(?<=nccl)x"], "--comm-pattern '(?<=nccl)x' is not a valid regular expression "
-         "(look-around, including look-ahead and look-behind, is not supported)"),
+         "(look-around, including look-ahead and look-behind, is not supported at position 0)"),
     ],
 )
 def test_35_low_a_pattern_the_engine_cannot_run_is_named_with_the_engines_whole_reason(
@@ -272,6 +276,7 @@ def test_35_low_a_pattern_the_engine_cannot_run_is_named_with_the_engines_whole_
 PEAK_OF_A_READ = """
 import resource, sys
 import profview
+from support import SAMPLES
 profile = profview.load(sys.argv[1], use_cache=False)
 print(profile.events.height, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -570,3 +575,66 @@ def test_35_6_a_step_number_that_does_not_fit_is_a_label(tmp_path: Path, number:
     for args in (["summary"], ["export", "-o", "-", "--view", "critical_path"], ["export", "-o", "-", "--step", "1"]):
         assert run_cli([*args, str(path), "--no-cache"]) == 0, args
     assert "internal error" not in capsys.readouterr().err
+
+
+def tar_with(tmp_path: Path, extra: list[tarfile.TarInfo]) -> Path:
+    """A tar of the two gloo rank traces and ``extra`` members (links, FIFOs: no data)."""
+    from support import sample
+
+    archive = tmp_path / "job.tar"
+    with tarfile.open(archive, "w") as tar:
+        for rank in (0, 1):
+            tar.add(sample(f"gloo_2rank/rank{rank}.pt.trace.json.gz"), arcname=f"rank{rank}.pt.trace.json.gz")
+        for info in extra:
+            tar.addfile(info)
+    return archive
+
+
+def tar_link(name: str, target: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info
+
+
+def test_35_7_a_tar_member_that_links_to_itself_is_left_out_with_a_note(tmp_path: Path) -> None:
+    """A symlink naming itself, or two naming each other: the whole job failed with RecursionError,
+    the good ranks lost with it."""
+    from profview.jobs.job import open_job
+
+    loops = [tar_link("rank2.json", "rank2.json"), tar_link("rank3.json", "rank4.json"),
+             tar_link("rank4.json", "rank3.json")]
+    job = open_job(tar_with(tmp_path, loops), use_cache=False, workers=1)
+    try:
+        assert job.ranks == [0, 1]  # the two real traces (their distributedInfo ranks)
+        looped = [n for n in job.notes if "leads back to itself (a loop)" in n]
+        assert len(looped) == 3 and any("job.tar:rank2.json" in n for n in looped), job.notes
+    finally:
+        job.close()
+
+
+def test_35_low_fifo_and_device_members_of_a_tar_are_named(tmp_path: Path) -> None:
+    from profview.jobs.job import open_job
+
+    fifo, device = tarfile.TarInfo("rank2.json"), tarfile.TarInfo("rank3.json")
+    fifo.type, device.type = tarfile.FIFOTYPE, tarfile.CHRTYPE
+    job = open_job(tar_with(tmp_path, [fifo, device]), use_cache=False, workers=1)
+    try:
+        assert job.ranks == [0, 1]
+        assert "job.tar:rank2.json: a FIFO, not a file: left out" in job.notes
+        assert "job.tar:rank3.json: a device, not a file: left out" in job.notes
+    finally:
+        job.close()
+
+
+def test_35_low_the_backend_is_said_beside_the_rank_count_not_after_a_note(tmp_path: Path, capsys) -> None:
+    """A job whose first note was a FIFO member printed 'a FIFO, not a file: left out (gloo)'."""
+    from support import run_cli
+
+    fifo = tarfile.TarInfo("rank2.json")
+    fifo.type = tarfile.FIFOTYPE
+    assert run_cli(["summary", str(tar_with(tmp_path, [fifo])), "--no-cache", "--workers", "1"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    backends = {json.loads(gzip.decompress(p.read_bytes()))["distributedInfo"]["backend"]
+                for p in (SAMPLES / "gloo_2rank").glob("rank*.json.gz")}
+    assert backends == {"gloo"}
+    assert "2 of 2 ranks (gloo)" in lines and "job.tar:rank2.json: a FIFO, not a file: left out" in lines

@@ -17,7 +17,7 @@ def regex_problem(pattern: str) -> str | None:
     (None: it is one; :mod:`profview.analysis.name_rules`)."""
     from ...analysis.name_rules import pattern_problem
 
-    problem = pattern_problem(f"(?i){pattern}")
+    problem = pattern_problem(pattern, ignore_case=True)
     return None if problem is None else f"not a regex: {problem}"
 
 
