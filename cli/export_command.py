@@ -123,7 +123,7 @@ def export(
     profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
-        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
+        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tbs,
         on_path=on_path,
     )
     if what_if:

@@ -108,6 +108,8 @@ def view_frame(
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
     ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`)."""
+    check_peak("--peak-tflops", peak_tflops, MAX_PEAK_TFLOPS, "TFLOP/s")
+    check_peak("--peak-tbs", peak_tb_s, MAX_PEAK_TB_S, "TB/s")
     if on_path:
         if view not in ("kernels", "ops"):
             raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")
@@ -193,6 +195,20 @@ def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> Profvi
     close = difflib.get_close_matches(name, [str(n) for n in names.unique().to_list()], n=3, cutoff=0.5)
     hint = f" (closest: {', '.join(close)})" if close else ""
     return ProfviewError(profile.path, f"no {what} named {name!r}{hint}")
+
+
+#: The largest peaks a user may give (an exaFLOP/s; a thousand times an H200's bandwidth): a
+#: larger one is a typo, and ``nan``/``inf``/``1e400`` gave NaN efficiency and MFU (issue 35).
+MAX_PEAK_TFLOPS = 1e6
+MAX_PEAK_TB_S = 1e4
+
+
+def check_peak(option: str, value: float | None, most: float, unit: str) -> None:
+    """A user's peak (None: the device's) is a finite number above 0 and at most ``most``."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and 0 < value <= most):
+        raise ProfviewError(None, f"{option} {value:g}: a peak is a number above 0 and at most {most:,.0f} {unit}")
 
 
 def filter_column(frame: pl.DataFrame) -> str | None:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import collections
+import csv
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -638,3 +640,35 @@ def test_35_low_the_backend_is_said_beside_the_rank_count_not_after_a_note(tmp_p
                 for p in (SAMPLES / "gloo_2rank").glob("rank*.json.gz")}
     assert backends == {"gloo"}
     assert "2 of 2 ranks (gloo)" in lines and "job.tar:rank2.json: a FIFO, not a file: left out" in lines
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--view", "critical_path", "--what-if", "cutlass=1e308"], "the factor must be a number from 0 to 1,000,000"),
+        (["--view", "efficiency", "--peak-tflops", "nan"], "--peak-tflops nan: a peak is a number above 0"),
+        (["--view", "efficiency", "--peak-tflops", "inf"], "--peak-tflops inf: a peak is a number above 0"),
+        (["--view", "efficiency", "--peak-tflops", "1e400"], "--peak-tflops inf: a peak is a number above 0"),
+        (["--view", "steps", "--peak-tflops", "0"], "--peak-tflops 0: a peak is a number above 0"),
+        (["--view", "efficiency", "--peak-tbs", "nan"], "--peak-tbs nan: a peak is a number above 0"),
+    ],
+)
+def test_35_8_non_finite_absurd_and_zero_figures_are_refused(option: list[str], said: str, capsys) -> None:
+    """``--what-if 'cutlass=1e308'`` printed a NumPy overflow warning and a total of inf; NaN and
+    infinite peaks were taken (NaN MFU, a 692 FLOP/B GEMM called memory-bound); ``--peak-tflops 0``
+    silently used the device's peak."""
+    from support import run_cli, sample
+
+    code = run_cli(["export", str(sample("gpt2_train_bf16.pt.trace.json.gz")), "-o", "-", *option])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_35_8_a_peak_given_is_the_peak_used(capsys) -> None:
+    """The refusal bounds let a real peak through: --peak-tflops 500 is each row's peak_tflops."""
+    from support import run_cli, sample
+
+    out = sample("gpt2_train_bf16.pt.trace.json.gz")
+    assert run_cli(["export", str(out), "-o", "-", "--view", "efficiency", "--peak-tflops", "500"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert rows and {row["peak_tflops"] for row in rows if row["peak_tflops"]} == {"500.000"}
