@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ProfviewError
+from ..sanitize import clean
 from .options import (
     AscOption,
     CommPattern,
@@ -90,7 +91,7 @@ def export(
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
-    from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, refine, view_frame
+    from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, PATH_VIEWS, refine, view_frame
     from ..report.export import check_target, export_format, write_table
 
     export_format(out)
@@ -132,6 +133,9 @@ def export(
             "not a measurement (docs/critical_path.md)",
             err=True,
         )
+    if view in PATH_VIEWS or on_path:  # a step whose events are out of order has no path: said, not hidden
+        for number, why in profile.step_paths(step, rules).refused.items():
+            typer.echo(f"profview: warning: {clean(profile.path)}: step {number}: {clean(why)}", err=True)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

@@ -15,6 +15,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
 import pytest
 from scaling import assert_linear
 from support import SAMPLES
@@ -672,3 +673,54 @@ def test_35_8_a_peak_given_is_the_peak_used(capsys) -> None:
     assert run_cli(["export", str(out), "-o", "-", "--view", "efficiency", "--peak-tflops", "500"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert rows and {row["peak_tflops"] for row in rows if row["peak_tflops"]} == {"500.000"}
+
+
+def skewed_step(number: int, t0: float, kind: str) -> list[dict]:
+    """A step of two launches and a ``cudaDeviceSynchronize``, as Kineto writes them; ``kind``:
+    ``plain``; ``late_kernel``: the second kernel, launched after the sync, starts 17 µs before its
+    launch and so appears to end inside the sync; ``crossed``: it starts 60 µs before its launch,
+    before the first kernel on their stream, which the sync waited for (a cycle through the stream)."""
+    def op(name: str, ts: float, dur: float, eid: int) -> list[dict]:
+        kernel_ts = {"late_kernel": ts - 17, "crossed": ts - 60}.get(kind, ts + 8) if name == "late" else ts + 8
+        kernel_dur = 5.0 if kind == "crossed" and name == "late" else 10.0
+        return [
+            {"ph": "X", "cat": "cpu_op", "name": f"aten::{name}", "pid": 1, "tid": 1, "ts": ts - 2, "dur": 12,
+             "args": {"External id": eid}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 5,
+             "args": {"External id": eid, "correlation": eid}},
+            {"ph": "X", "cat": "kernel", "name": f"{name}_kernel", "pid": 0, "tid": 7, "ts": kernel_ts,
+             "dur": kernel_dur, "args": {"External id": eid, "correlation": eid, "stream": 7, "device": 0}},
+        ]
+
+    sync = {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+            "ts": t0 + 25, "dur": 40, "args": {}}
+    step = {"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{number}", "pid": 1, "tid": 1, "ts": t0, "dur": 200,
+            "args": {}}
+    return [step, *op("early", t0 + 10, 0, 10 * number), sync, *op("late", t0 + 70, 0, 10 * number + 1)]
+
+
+@pytest.mark.parametrize("kind", ["late_kernel", "crossed"])
+def test_35_11_a_clock_skewed_kernel_costs_no_other_step_its_path(tmp_path: Path, kind: str, capsys) -> None:
+    """One kernel starting 17 µs before its launch, then a cudaDeviceSynchronize: a dependency
+    cycle, and the critical path of every step was refused (``--rules hta`` worked)."""
+    from support import run_cli
+
+    events = [e for n in (1, 2, 3) for e in skewed_step(n, 1000.0 * n, kind if n == 2 else "plain")]
+    path = tmp_path / "skew.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    profile = profview.load(path, use_cache=False)
+    frame = profile.critical_path()
+    hta = profile.critical_path(rules="hta")
+    if kind == "late_kernel":  # the sync cannot wait for work launched after it: no cycle at all
+        assert sorted(set(frame["step"].to_list())) == [1, 2, 3] == sorted(set(hta["step"].to_list()))
+    else:  # a cycle the trace's times leave: that step alone is left out, and said so
+        assert sorted(set(frame["step"].to_list())) == [1, 3]
+        assert list(profile.step_paths().refused) == [2]
+        assert run_cli(["export", str(path), "-o", "-", "--view", "critical_path", "--no-cache"]) == 0
+        err = capsys.readouterr().err
+        assert f"profview: warning: {path}: step 2: the dependency graph has a cycle" in err
+    # the plain steps: their path is their host chain and kernels, the same as in a trace of them alone
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"traceEvents": [e for n in (1, 3) for e in skewed_step(n, 1000.0 * n, "plain")]}))
+    alone = profview.load(plain, use_cache=False).critical_path()
+    assert frame.filter(pl.col("step") != 2).equals(alone)

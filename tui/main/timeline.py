@@ -471,8 +471,9 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
         try:
             rows = path_event_rows(self.profile.step_paths())
-        except ProfviewError as exc:
-            self.notify(f"no critical path: {exc.problem}", severity="warning")
+        except ProfviewError as exc:  # the problem may say "no critical path" itself: not twice
+            said = exc.problem if exc.problem.startswith("no critical path") else f"no critical path: {exc.problem}"
+            self.notify(clean(said), severity="warning")
             return False
         lanes = self.lanes
         path: list[tuple[int, int]] = []
