@@ -578,12 +578,16 @@ class SourceStream:
                         yield fresh[start : start + self.chunk_bytes]
         if total == 0:
             raise ProfviewError(self.path, problem or "not a readable gzip file")
-        self.warnings.append(f"{problem}; read {total:,} decompressed bytes")
+        self.warnings.append(f"{problem or UNREADABLE_END}; read {total:,} decompressed bytes")
 
 
 #: How often (in decompressed bytes) a chunked read checks the memory it will need: often enough that a
 #: gzip bomb is refused within a few chunks of crossing the budget (a check reads /proc, it is cheap).
 CHECK_EVERY = 16 * 2**20
+
+
+#: What a gzip stream the fast reader refused and zlib read whole is said to have.
+UNREADABLE_END = "the gzip stream could not be read to its end by the fast reader"
 
 
 def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
@@ -609,6 +613,8 @@ def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
             yield b"", "the gzip stream ends early (truncated file)"
             return
         rest = dec.unused_data
+    if rest:  # text after the last gzip member (gzip -d warns of "trailing garbage" too)
+        yield b"", f"ignored {len(rest):,} bytes after the end of the gzip stream"
 
 
 def _check_exists(name: str) -> None:
@@ -664,6 +670,6 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         data, problem = _gunzip_partial(raw, name)
         if not data:
             raise ProfviewError(name, problem or "not a readable gzip file") from None
-        warnings = [f"{problem}; read {len(data):,} decompressed bytes"]
+        warnings = [f"{problem or UNREADABLE_END}; read {len(data):,} decompressed bytes"]
     check_memory(name, _needed(len(data), b""))
     return SourceBytes(name, data, compressed=True, warnings=warnings)

@@ -724,3 +724,31 @@ def test_35_11_a_clock_skewed_kernel_costs_no_other_step_its_path(tmp_path: Path
     plain.write_text(json.dumps({"traceEvents": [e for n in (1, 3) for e in skewed_step(n, 1000.0 * n, "plain")]}))
     alone = profview.load(plain, use_cache=False).critical_path()
     assert frame.filter(pl.col("step") != 2).equals(alone)
+
+
+def test_35_low_text_after_a_gzip_stream_is_named_not_none(tmp_path: Path, reader: str) -> None:
+    """The warning read ``None; read 122 decompressed bytes``."""
+    document = json.dumps({"traceEvents": [KERNEL]}).encode()
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(document) + b"trailing junk here")
+    profile = profview.load(path, use_cache=False)
+    assert profile.warnings == [
+        f"ignored {len(b'trailing junk here')} bytes after the end of the gzip stream; "
+        f"read {len(document)} decompressed bytes"
+    ]
+    assert profile.kernels()["calls"].to_list() == [1]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"])
+def test_35_low_a_trace_in_utf16_or_utf32_is_refused_naming_the_encoding(
+    tmp_path: Path, reader: str, encoding: str
+) -> None:
+    """It was 'not a recognised profile', the encoding unnamed."""
+    from profview.errors import ProfviewError
+
+    path = tmp_path / "wide.json"
+    path.write_bytes(json.dumps({"traceEvents": [KERNEL]}).encode(encoding))
+    named = {"utf-16": "UTF-16LE", "utf-32": "UTF-32LE"}.get(encoding, encoding.upper().replace("-LE", "LE")
+                                                              .replace("-BE", "BE"))
+    with pytest.raises(ProfviewError, match=f"is text in {named}, not UTF-8"):
+        profview.load(path, use_cache=False)
