@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.scalars import as_float
-from ..frames import fmt_us
+from ..frames import fmt_fixed, fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
 from .console import ReportConsole
@@ -176,9 +176,9 @@ def _cell(column: str, value: object) -> Text:
     if value is None:
         return Text("-")
     if column == "clock_offset_us":
-        return Text(f"{value:.1f}")
+        return Text(fmt_fixed(float(value), 1))  # type: ignore[arg-type]
     if column.endswith("_us"):
-        return Text(f"{float(value) / 1e3:.2f}")  # type: ignore[arg-type]
+        return Text(fmt_fixed(float(value) / 1e3, 2))  # type: ignore[arg-type]
     if column == "overlap_pct":
         return Text(f"{value:.1f}%")
     return Text(str(value))

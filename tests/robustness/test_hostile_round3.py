@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -752,3 +753,17 @@ def test_35_low_a_trace_in_utf16_or_utf32_is_refused_naming_the_encoding(
                                                               .replace("-BE", "BE"))
     with pytest.raises(ProfviewError, match=f"is text in {named}, not UTF-8"):
         profview.load(path, use_cache=False)
+
+
+def test_35_low_a_timestamp_of_1e300_prints_a_short_span(tmp_path: Path, capsys) -> None:
+    """The span was printed with its 300 digits, over five lines."""
+    from support import run_cli
+
+    events = [{**KERNEL, "ts": 1e300}, {**KERNEL, "ts": 1}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert run_cli(["summary", str(path), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    span_s = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1e6
+    assert f"span {span_s:.3e} s," in out and "span 1.000e+294 s," in out
+    assert not re.search(r"\d{16}", out)  # no figure of 16 digits or more anywhere
