@@ -767,3 +767,31 @@ def test_35_low_a_timestamp_of_1e300_prints_a_short_span(tmp_path: Path, capsys)
     span_s = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1e6
     assert f"span {span_s:.3e} s," in out and "span 1.000e+294 s," in out
     assert not re.search(r"\d{16}", out)  # no figure of 16 digits or more anywhere
+
+
+def gloo_rank(rank: int, **info: object) -> dict:
+    """The gloo sample's rank trace, read with the standard library, its distributedInfo changed."""
+    doc = json.loads(gzip.decompress((SAMPLES / "gloo_2rank" / f"rank{rank}.pt.trace.json.gz").read_bytes()))
+    doc["distributedInfo"].update(info)
+    return doc
+
+
+def test_35_low_a_world_size_of_0_is_no_size(tmp_path: Path, capsys) -> None:
+    """``world_size: 0`` was taken literally: ``rank 0 of 0``, and a job of it beside a rank that
+    says 2 was two jobs."""
+    from support import run_cli
+
+    from profview.jobs.job import open_job
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "rank0.json").write_text(json.dumps(gloo_rank(0, world_size=0)))
+    (folder / "rank1.json").write_text(json.dumps(gloo_rank(1)))
+    assert run_cli(["summary", str(folder / "rank0.json"), "--no-cache"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert "rank 0 (gloo)" in lines and not any(line.startswith("rank 0 of") for line in lines)
+    job = open_job(folder, use_cache=False, workers=1)
+    try:
+        assert job.ranks == [0, 1] and job.world_size == gloo_rank(1)["distributedInfo"]["world_size"] == 2
+    finally:
+        job.close()
