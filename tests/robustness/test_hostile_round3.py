@@ -795,3 +795,16 @@ def test_35_low_a_world_size_of_0_is_no_size(tmp_path: Path, capsys) -> None:
         assert job.ranks == [0, 1] and job.world_size == gloo_rank(1)["distributedInfo"]["world_size"] == 2
     finally:
         job.close()
+
+
+@pytest.mark.parametrize("target", ["folder", "folder/", "new.csv/"])
+def test_35_low_an_output_naming_a_directory_is_said_to_be_one(tmp_path: Path, target: str, capsys) -> None:
+    """``-o DIR`` said 'unknown export format'; ``-o new.csv/`` wrote the file new.csv."""
+    from support import run_cli, sample
+
+    (tmp_path / "folder").mkdir()
+    out = str(tmp_path / target) + ("/" if target.endswith("/") else "")
+    assert run_cli(["export", str(sample("ddp_nccl_streams.pt.trace.json.gz")), "-o", out]) == 2
+    what = "names a directory" if target == "new.csv/" else "is a directory"
+    assert capsys.readouterr().err == f"profview: error: {out}: {what}: name a file, e.g. -o DIR/kernels.csv\n"
+    assert not (tmp_path / "new.csv").exists()
