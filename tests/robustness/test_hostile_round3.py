@@ -808,3 +808,18 @@ def test_35_low_an_output_naming_a_directory_is_said_to_be_one(tmp_path: Path, t
     what = "names a directory" if target == "new.csv/" else "is a directory"
     assert capsys.readouterr().err == f"profview: error: {out}: {what}: name a file, e.g. -o DIR/kernels.csv\n"
     assert not (tmp_path / "new.csv").exists()
+
+
+@pytest.mark.parametrize("what", ["pattern", "empty folder"])
+def test_35_low_a_job_that_names_nothing_is_said_before_the_terminal_is_taken(tmp_path: Path, what: str) -> None:
+    """``profview 'nomatch*.json'`` started the viewer first: its escape sequences (alternate
+    screen, mouse) came before the error, into whatever stderr was (a log)."""
+    target = str(tmp_path / "nomatch*.json")
+    if what == "empty folder":
+        target = str(tmp_path / "empty")
+        os.mkdir(target)
+    done = subprocess.run([*PROFVIEW, target], capture_output=True, text=True, timeout=60)
+    said = {"pattern": "no file matches this pattern", "empty folder": "no trace files (*.json, *.json.gz)"}[what]
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"profview: error: {target}: {said}") and done.stderr.count("\n") == 1, done.stderr
+    assert "\x1b" not in done.stderr
