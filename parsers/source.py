@@ -461,6 +461,53 @@ def _sniff(head: bytes | bytearray, path: str) -> None:
         raise ProfviewError(path, "starts with binary data (NUL bytes), not a trace or profiler table")
 
 
+#: Seconds a named pipe may go without a program opening it to write (``mkfifo F; profview
+#: summary F`` with nothing writing blocked for ever, issue 35).  A program that opened it is
+#: waited for as long as it takes to write.
+FIFO_WAIT_S = 10.0
+
+
+class _Prefixed:
+    """A pipe's reader whose first bytes were read already (to tell a writer was there)."""
+
+    def __init__(self, first: bytes, fh: BinaryIO) -> None:
+        self.first, self.fh = first, fh
+
+    def read(self, size: int) -> bytes:
+        if self.first:
+            piece, self.first = self.first[:size], self.first[size:]
+            return piece
+        return self.fh.read(size)
+
+
+def read_fifo(name: str) -> bytearray:
+    """All of a named pipe, once a program opens it to write; a one-line error when none does
+    within :data:`FIFO_WAIT_S` seconds (a plain open waits for a writer for ever)."""
+    import select
+    import time
+
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        deadline = time.monotonic() + FIFO_WAIT_S
+        while True:
+            try:
+                first: bytes | None = os.read(fd, 1 << 16)
+            except BlockingIOError:  # a writer is there and has not written yet
+                first = None
+            if first or first is None:
+                break
+            # Nothing: no writer yet, or one that left without writing (the pipe hung up).
+            if any(event & select.POLLHUP for _fd, event in poller.poll(0)):
+                break
+            if time.monotonic() > deadline:
+                raise ProfviewError(name, f"is a named pipe that no program opened to write within {FIFO_WAIT_S:g} s")
+            poller.poll(50)
+        os.set_blocking(fd, True)
+        return _read_stream(_Prefixed(first or b"", fh), name)  # type: ignore[arg-type]
+
+
 def _read_stream(fh: BinaryIO, name: str) -> bytearray:
     """All of a pipe, checking memory as it grows."""
     raw = bytearray()
@@ -625,6 +672,25 @@ def _check_exists(name: str) -> None:
         raise ProfviewError(name, "is a directory, not a trace file")
 
 
+def _read_file(name: str) -> bytearray | SourceBytes:
+    """A file's raw bytes (a large plain one: mapped, as its :class:`SourceBytes`)."""
+    with open(name, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            # A file whose size the system does not know (/proc): read to its end.
+            return _read_stream(fh, name)
+        size = os.fstat(fh.fileno()).st_size
+        if size >= MAP_BYTES and fh.read(2) != GZIP_MAGIC:
+            check_memory(name, int(size * memory_factor()) + BASE_MEMORY)
+            return SourceBytes(name, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), compressed=False)
+        fh.seek(0)
+        check_memory(name, size + BASE_MEMORY)
+        raw = bytearray(size)
+        with memoryview(raw) as view:
+            count = fh.readinto(view)
+        del raw[count:]
+        return raw
+
+
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
     name = os.fspath(path)
@@ -633,22 +699,11 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         mode = os.stat(name).st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
             raise ProfviewError(name, "is a device or socket, not a trace file")
-        with open(name, "rb") as fh:
-            if stat.S_ISFIFO(mode) or os.fstat(fh.fileno()).st_size == 0:
-                # A pipe (<(zcat trace.json.gz)), or a file whose size the system does not know
-                # (/proc): read to its end.
-                raw = _read_stream(fh, name)
-            else:
-                size = os.fstat(fh.fileno()).st_size
-                if size >= MAP_BYTES and fh.read(2) != GZIP_MAGIC:
-                    check_memory(name, int(size * memory_factor()) + BASE_MEMORY)
-                    return SourceBytes(name, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), compressed=False)
-                fh.seek(0)
-                check_memory(name, size + BASE_MEMORY)
-                raw = bytearray(size)
-                with memoryview(raw) as view:
-                    count = fh.readinto(view)
-                del raw[count:]
+        # A named pipe is waited on a bounded time for a writer (<(zcat trace.json.gz) has one).
+        read = read_fifo(name) if stat.S_ISFIFO(mode) else _read_file(name)
+        if isinstance(read, SourceBytes):
+            return read
+        raw = read
     except PermissionError:
         raise ProfviewError(name, "permission denied") from None
     except OSError as exc:

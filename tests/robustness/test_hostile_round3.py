@@ -823,3 +823,63 @@ def test_35_low_a_job_that_names_nothing_is_said_before_the_terminal_is_taken(tm
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"profview: error: {target}: {said}") and done.stderr.count("\n") == 1, done.stderr
     assert "\x1b" not in done.stderr
+
+
+def test_35_low_a_named_pipe_nobody_writes_to_is_one_line_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mkfifo F; profview summary F`` with no writer blocked for ever (in open())."""
+    import threading
+    import time
+
+    from profview.errors import ProfviewError
+    from profview.parsers import source
+
+    monkeypatch.setattr(source, "FIFO_WAIT_S", 0.5)
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def load() -> None:
+        try:
+            profview.load(fifo, use_cache=False)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    started = time.monotonic()
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(20)
+    if reader.is_alive():  # blocked in open(): a writer lets it go, then the test fails
+        with open(fifo, "wb"):
+            pass
+        reader.join(5)
+        pytest.fail("the load waited for a writer for ever")
+    assert isinstance(outcome[0], ProfviewError) and time.monotonic() - started < 10
+    assert str(outcome[0]) == f"{fifo}: is a named pipe that no program opened to write within 0.5 s"
+
+
+def test_35_low_a_named_pipe_whose_writer_comes_late_or_writes_late_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait is for a writer to open the pipe; one that has opened it is waited for."""
+    import threading
+    import time
+
+    from profview.parsers import source
+
+    monkeypatch.setattr(source, "FIFO_WAIT_S", 2.0, raising=False)  # (it worked before the wait, too)
+    document = json.dumps({"traceEvents": [KERNEL, {**KERNEL, "ts": 9}]}).encode()
+    for opens_after, writes_after in ((0.5, 0.0), (0.0, 3.0)):
+        fifo = tmp_path / f"pipe{opens_after}.json"
+        os.mkfifo(fifo)
+
+        def write(path: Path = fifo, first: float = opens_after, then: float = writes_after) -> None:
+            time.sleep(first)
+            with open(path, "wb") as fh:
+                time.sleep(then)  # open, silent past FIFO_WAIT_S, then the trace
+                fh.write(document)
+
+        threading.Thread(target=write, daemon=True).start()
+        assert profview.load(fifo, use_cache=False).kernels()["calls"].to_list() == [2]
