@@ -77,14 +77,14 @@ def check_dask_address(address: str) -> tuple[str, str, int]:
     return parts.scheme, host, port
 
 
-def probe_dask(address: str, host: str, port: int, timeout: float) -> None:
+def probe_dask(address: str, host: str, port: int, timeout: float) -> dict[str, Any]:
     """Connect to ``host:port`` and read the handshake a Dask scheduler sends on its own: a
     one-line error, within ``timeout``, for nothing there, no answer, or anything but Dask's
     handshake."""
     deadline = time.monotonic() + timeout
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
-            read_handshake(sock, address, deadline, timeout)
+            return read_handshake(sock, address, deadline, timeout)
     except ConnectionRefusedError:
         raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} (connection refused)") from None
     except socket.gaierror as exc:
@@ -124,9 +124,25 @@ def read_handshake(sock: socket.socket, address: str, deadline: float, timeout: 
         message = None if buffers else loads([bytes(frame) for frame in frames], deserialize=False)
     except Exception:  # garbage: whatever the decoder raises
         raise foreign from None
-    if not (isinstance(message, dict) and "python" in message and "compression" in message):
+    if not is_handshake(message):
         raise foreign
-    return message
+    return message  # type: ignore[return-value]
+
+
+def is_handshake(message: object) -> bool:
+    """Whether ``message`` is a Dask handshake: ``compression`` (a name or None), ``python`` (its
+    version numbers) and, where given, ``pickle-protocol`` (a number)."""
+    if not isinstance(message, dict):
+        return False
+    python, compression = message.get("python"), message.get("compression", 0)
+    protocol = message.get("pickle-protocol", 0)
+    return (
+        isinstance(python, (list, tuple))
+        and len(python) >= 2
+        and all(isinstance(part, int) for part in python)
+        and (compression is None or isinstance(compression, str))
+        and isinstance(protocol, int)
+    )
 
 
 def _read_exactly(sock: socket.socket, count: int, deadline: float) -> bytes | None:
