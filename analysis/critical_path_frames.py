@@ -87,7 +87,7 @@ def step_ranges(model: TraceModel) -> pl.DataFrame:
         host.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("end"))
         .select(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"), "start", "end")
-        .sort("start")
+        .sort("start", "step")  # overlapping steps in one order for both rule sets, every run
     )
 
 

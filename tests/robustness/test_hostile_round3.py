@@ -883,3 +883,30 @@ def test_35_low_a_named_pipe_whose_writer_comes_late_or_writes_late_is_read(
 
         threading.Thread(target=write, daemon=True).start()
         assert profview.load(fifo, use_cache=False).kernels()["calls"].to_list() == [2]
+
+
+def test_35_low_overlapping_steps_keep_their_own_ranges_and_one_order(tmp_path: Path) -> None:
+    """Two ProfilerStep ranges over the same time: step 2 got a duration of 0 (moved past step 1's
+    end), and which of the two held the critical path changed from run to run and between the
+    rule sets (the steps' order came from a group-by)."""
+    body = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+         "args": {"External id": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5,
+         "args": {"External id": 1, "correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+         "args": {"External id": 1, "correlation": 1, "stream": 7, "device": 0}},
+    ]
+    steps = [{"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1, "ts": 0, "dur": 100,
+              "args": {}} for n in (1, 2)]
+    path = tmp_path / "overlap.json"
+    path.write_text(json.dumps({"traceEvents": [*steps, *body]}))
+    frame = profview.load(path, use_cache=False).steps()
+    assert frame["duration_us"].to_list() == [s["dur"] for s in steps] == [100, 100]
+    holders = set()
+    for _ in range(4):
+        profile = profview.load(path, use_cache=False)
+        for rules in ("profview", "hta"):
+            paths = profile.critical_path(rules=rules)
+            holders.add(tuple(paths.filter(pl.col("duration_us") > 0)["step"].unique().to_list()))
+    assert holders == {(2,)}  # the later of two steps of one start holds their events, always
