@@ -50,13 +50,14 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")
-    signal.signal(signal.SIGTERM, _terminated)
-    economise_address_space()
-    for warning in cap_polars_threads():
-        typer.echo(f"profview: warning: {clean(warning)}", err=True)
-    if not os.environ.get("PROFVIEW_DEBUG"):  # a Rust panic's own report is two lines, not a backtrace
-        os.environ["RUST_BACKTRACE"] = "0"
     try:
+        # Inside the try: a SIGTERM just after the handler is set is caught too (it was a traceback).
+        signal.signal(signal.SIGTERM, _terminated)
+        economise_address_space()
+        for warning in cap_polars_threads():
+            typer.echo(f"profview: warning: {clean(warning)}", err=True)
+        if not os.environ.get("PROFVIEW_DEBUG"):  # a Rust panic's own report is two lines, not a backtrace
+            os.environ["RUST_BACKTRACE"] = "0"
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)
         sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit

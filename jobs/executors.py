@@ -124,11 +124,32 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with its stderr on ``/dev/null``.
+
+    The pool's queues make semaphores the tracker watches; the tracker outlives a SIGKILLed
+    profview, frees them, and printed ``resource_tracker: There appear to be 5 leaked semaphore
+    objects to clean up at shutdown`` onto the user's terminal after the kill (issue 35).  It is
+    started once per process (a running one is left as it is)."""
+    from multiprocessing import resource_tracker
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    try:
+        os.dup2(devnull, 2)  # the tracker inherits fd 2 as it is now
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    quiet_resource_tracker()
     saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(_worker_threads(count))  # spawned workers read these when they start
     pool = ProcessPoolExecutor(

@@ -910,3 +910,77 @@ def test_35_low_overlapping_steps_keep_their_own_ranges_and_one_order(tmp_path: 
             paths = profile.critical_path(rules=rules)
             holders.add(tuple(paths.filter(pl.col("duration_us") > 0)["step"].unique().to_list()))
     assert holders == {(2,)}  # the later of two steps of one start holds their events, always
+
+
+SIGTERM_AT = {
+    # while the command's modules import: a finder that is asked for typer sends the signal
+    "imports": """
+import os, signal, sys
+class Kill:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+sys.meta_path.insert(0, Kill())
+from profview.cli import main
+main(sys.argv[1:])
+""",
+    # just after the boundary set its handler, before the command ran
+    "set-up": """
+import os, signal, sys
+import profview.cli.boundary as boundary
+boundary.economise_address_space = lambda: os.kill(os.getpid(), signal.SIGTERM)
+from profview.cli import main
+main(sys.argv[1:])
+""",
+}
+
+
+@pytest.mark.parametrize("moment", list(SIGTERM_AT))
+def test_35_low_sigterm_while_starting_says_terminated(moment: str) -> None:
+    """A SIGTERM about a second in (imports on a busy machine) ended the command silently, or
+    with a traceback of ``Terminated`` when it came just after the handler was set."""
+    from support import sample
+
+    done = subprocess.run(
+        [sys.executable, "-c", SIGTERM_AT[moment], "summary", str(sample("ddp_nccl_streams.pt.trace.json.gz"))],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (143, "profview: terminated\n")
+
+
+def children_of(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc for the worker processes")
+def test_35_low_a_sigkilled_job_leaves_no_warning_behind() -> None:
+    """multiprocessing's resource tracker outlived the killed command and printed 'There appear to
+    be 5 leaked semaphore objects to clean up at shutdown' on its stderr."""
+    import signal
+    import time
+
+    from support import sample
+
+    proc = subprocess.Popen(
+        [*PROFVIEW, "summary", str(sample("param_dlrm_8rank_v100.tar.gz")), "--no-cache", "--workers", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any("spawn_main" in c for c in children_of(proc.pid)):
+        time.sleep(0.05)
+    assert any("resource_tracker" in c for c in children_of(proc.pid)), "the pool did not start"
+    proc.send_signal(signal.SIGKILL)
+    _out, err = proc.communicate(timeout=60)  # to its end: the tracker holds stderr until it is done
+    assert proc.returncode == -signal.SIGKILL and "leaked" not in err and "Warning" not in err, err
