@@ -984,3 +984,33 @@ def test_35_low_a_sigkilled_job_leaves_no_warning_behind() -> None:
     proc.send_signal(signal.SIGKILL)
     _out, err = proc.communicate(timeout=60)  # to its end: the tracker holds stderr until it is done
     assert proc.returncode == -signal.SIGKILL and "leaked" not in err and "Warning" not in err, err
+
+
+def test_35_low_no_more_workers_start_than_the_memory_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--workers 16`` on 16 ranks started 16 processes of about 110 MB each, the memory unasked."""
+    import concurrent.futures
+
+    from support import sample
+
+    from profview.jobs import executors
+    from profview.jobs.job import open_job
+    from profview.parsers.source import BASE_MEMORY
+
+    started: list[int] = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def counted(count: int, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(count)
+        return real(count, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counted)
+    limit = 2 * executors.WORKER_BASE_MEMORY + BASE_MEMORY
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(limit))
+    job = open_job(sample("param_dlrm_8rank_v100.tar.gz"), workers=8, use_cache=False)
+    try:
+        assert len(started) == 1 and 1 < started[0] < 8 and started[0] * executors.WORKER_BASE_MEMORY <= limit
+        assert job.ranks == list(range(8))  # the archive's 8 rank traces, all read
+        assert any(n.startswith("8 workers would need about") and n.endswith(f": {started[0]} read ranks at once")
+                   for n in job.notes), job.notes
+    finally:
+        job.close()
