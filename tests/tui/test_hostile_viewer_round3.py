@@ -21,7 +21,7 @@ def _one_step(number: str, t0: float = 0.0, crossed: bool = False) -> list[dict]
     sync = {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": t0 + 25,
             "dur": 40, "args": {}}
     events = [step, sync]
-    for eid, (name, ts) in enumerate((("early", t0 + 10), ("late", t0 + 70)), start=1):
+    for eid, (name, ts) in enumerate((("early", t0 + 10), ("late", t0 + 70)), start=int(t0) + 1):  # ids: one step's
         kernel_ts = ts - 60 if crossed and name == "late" else ts + 8
         events += [
             {"ph": "X", "cat": "cpu_op", "name": f"aten::{name}", "pid": 1, "tid": 1, "ts": ts - 2, "dur": 12,
