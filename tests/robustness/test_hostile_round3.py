@@ -280,7 +280,6 @@ def test_35_low_a_pattern_the_engine_cannot_run_is_named_with_the_engines_whole_
 PEAK_OF_A_READ = """
 import resource, sys
 import profview
-from support import SAMPLES
 profile = profview.load(sys.argv[1], use_cache=False)
 print(profile.events.height, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
