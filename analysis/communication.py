@@ -25,11 +25,14 @@ kernel launch) are not: they only launch GPU work, which rule 1-3 count.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from .name_rules import first_match
+
+if TYPE_CHECKING:  # NumPy is imported where intervals are merged: a kernel table's names need none
+    import numpy as np
 
 #: Columns :func:`classify_communication` adds.
 COMM_COLUMNS = ("backend", "collective_name")
@@ -106,14 +109,17 @@ def collective_types(text: pl.Expr, *, anywhere: bool = False) -> pl.Expr:
     return found.otherwise(pl.lit(None, dtype=pl.String))
 
 
+def _rules(pattern: str | None) -> list[tuple[str, str]]:
+    """(backend, regex) of rules 2 and 3, in order."""
+    rules = [(backend, regex) for backend, regex, _kind in NAME_RULES]
+    return [*rules, (USER_BACKEND, pattern)] if pattern else rules
+
+
 def _name_classes(names: pl.Series, pattern: str | None) -> pl.DataFrame:
     """``name, backend, kind`` of the distinct kernel names that rules 2 and 3 make
     communication (the others are left out), with Polars' regex engine (:mod:`.name_rules`:
     linear in each name, the user's pattern included)."""
-    rules = [(backend, regex) for backend, regex, _kind in NAME_RULES]
-    if pattern:
-        rules.append((USER_BACKEND, pattern))
-    frame = pl.DataFrame({"name": names.cast(pl.String), "backend": first_match(names, rules)})
+    frame = pl.DataFrame({"name": names.cast(pl.String), "backend": first_match(names, _rules(pattern))})
     frame = frame.filter(pl.col("backend").is_not_null())
     fixed = {backend: kind for backend, _regex, kind in NAME_RULES if kind is not None}
     token = pl.col("name").str.extract(_NCCL_TOKEN, 1)
@@ -128,6 +134,12 @@ def _name_classes(names: pl.Series, pattern: str | None) -> pl.DataFrame:
         .otherwise(collective_types(pl.col("name"), anywhere=True))
     )
     return frame.with_columns(kind.alias("kind"))
+
+
+def name_backends(names: list[str], pattern: str | None = None) -> list[str | None]:
+    """The backend rules 2 and 3 give each kernel name (None: not communication by its name)."""
+    backends: list[str | None] = first_match(pl.Series("name", names, dtype=pl.String), _rules(pattern)).to_list()
+    return backends
 
 
 def classify_communication(
@@ -176,6 +188,8 @@ def host_collective_intervals(host: pl.DataFrame) -> tuple[np.ndarray, np.ndarra
     ``host`` is the model's host frame (``name``, ``ts``, ``end``, ``is_op``).  The intervals may
     overlap; callers take their union.
     """
+    import numpy as np
+
     ops = host.filter(pl.col("is_op"))
     work = ops.filter(pl.col("name").str.contains(CPU_COLLECTIVE))
     if work.height == 0:
@@ -191,6 +205,8 @@ def host_collective_intervals(host: pl.DataFrame) -> tuple[np.ndarray, np.ndarra
 
 def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint (starts, ends)."""
+    import numpy as np
+
     if not len(starts):
         return np.zeros(0), np.zeros(0)
     order = np.argsort(starts, kind="stable")

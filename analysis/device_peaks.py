@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The precisions a peak is given for (``tf32``: fp32 GEMMs on tensor cores).
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ PEAKS: tuple[DevicePeak, ...] = (
     ),
     DevicePeak(
         "B200",
-        {"fp64": 37.0, "fp32": 75.0, "tf32": 1125.0, "bf16": 2250.0, "fp16": 2250.0, "fp8": 4500.0},
+        {"fp64": 37.0, "fp32": 75.0, "tf32": 1125.0, "bf16": 2250.0, "fp16": 2250.0, "fp8": 4500.0, "fp4": 9000.0},
         8.0,
         "NVIDIA DGX B200 / HGX B200 datasheet (per-GPU share of the 8-GPU figures)",
         148,
@@ -219,6 +219,7 @@ DTYPE_BYTES: dict[str, int] = {
     "c10::Float8_e4m3fnuz": 1,
     "c10::Float8_e5m2fnuz": 1,
     "c10::Float8_e8m0fnu": 1,
+    "c10::Float4_e2m1fn_x2": 1,  # two fp4 values a byte: the recorded shape counts bytes
     "int": 4,
     "long int": 8,
     "long": 8,
@@ -242,5 +243,6 @@ DTYPE_PRECISION: dict[str, str] = {
     "c10::Float8_e5m2": "fp8",
     "c10::Float8_e4m3fnuz": "fp8",
     "c10::Float8_e5m2fnuz": "fp8",
+    "c10::Float4_e2m1fn_x2": "fp4",
     "c10::complex<float>": "fp32",
 }

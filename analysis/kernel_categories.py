@@ -1,6 +1,10 @@
 """Kernel categories: what kind of work each GPU event is (GEMM, attention, elementwise ...).
 
-Each GPU event gets the first category that applies, in this order:
+Two rules, one per kind of view (docs/efficiency.md says which view uses which, with a worked
+example and how often they differ on the shared traces):
+
+**By operator** (:func:`categorize`; the categories and efficiency views, the Overview, once the
+model is linked).  Each GPU event gets the first category that applies, in this order:
 
 1. its kind: a memcpy is ``memcpy``, a memset ``memset`` (whatever operator launched it: the
    workspace memset cuBLAS issues under ``aten::mm`` is memory work, as HTA counts it);
@@ -12,8 +16,19 @@ Each GPU event gets the first category that applies, in this order:
    (``Cijk_*``), flash/efficient/cuDNN attention, cuDNN convolutions, Triton kernels ...;
 5. ``other``.
 
+**By name** (:func:`name_categories`; the kernel table, which links no model for it, issue 32).
+A kernel name gets the first category that applies:
+
+1. ``communication``: a name :mod:`.communication`'s name rules (or ``--comm-pattern``) match;
+2. an Inductor Triton kernel by its prefix (:data:`INDUCTOR_RULES`: ``triton_poi_``/``_for_``
+   elementwise, ``triton_red_``/``_per_`` reduction, or normalization where its fused operators
+   name a norm, ``triton_tem_`` GEMM or convolution where its fused operators say which);
+3. :data:`NAME_RULES`, as step 4 above;
+4. ``other``.
+
 :data:`COARSE` folds the categories into HTA's three kernel types (computation, communication,
-memory), so that both splits of one trace can be checked against each other.  No I/O.
+memory), so that both splits of one trace can be checked against each other.  Every regular
+expression here runs in Polars' engine (linear in the text), once per distinct name.  No I/O.
 """
 
 from __future__ import annotations
@@ -98,15 +113,17 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     (
         "convolution",
         r"(?i)fprop|dgrad|wgrad|implicit_gemm|implicit_convolve|winograd|conv2d|conv3d|convolve|"
-        r"\bconv_|_conv_|depthwise|igemm|miopen.*conv",
+        r"\bconv_|_conv_|depthwise|igemm|miopen.*conv|[sh]cudnn_",
     ),
     (
         "gemm",
-        r"(?i)gemm|^nvjet_|cublas|cutlass|^Cijk_|hipblaslt|_scaled_mm|splitKreduce|gemv|xmma_|wmma|matmul",
+        r"(?i)gemm|^nvjet_|cublas|cutlass|^Cijk_|hipblaslt|_scaled_mm|splitKreduce|gemv|xmma_|wmma|matmul"
+        r"|^bmm_",  # TensorRT-LLM's batched GEMMs (bmm_MxE4m3…, bmm_Bfloat16…: MoE experts on Blackwell)
     ),
     (
         "normalization",
-        r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm",
+        r"(?i)GammaBeta|layer_norm|layernorm|batch_norm|batchnorm|group_norm|rms_?norm|\bbn_|instance_norm"
+        r"|RowwiseMoments",
     ),
     (
         "reduction",
@@ -115,68 +132,113 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     (
         "elementwise",
         r"(?i)elementwise|pointwise|vectorized|unrolled|CatArrayBatchedCopy|fill_kernel|copy_kernel|"
-        r"multi_tensor_apply|index_elementwise|_foreach|binary|unary",
+        r"multi_tensor_apply|index_elementwise|_foreach|binary|unary|dropout",
     ),
 )
 
+#: Inductor's Triton kernels (``triton_<kind>_fused_<operators>_<n>``), in order: the prefix says
+#: what kind of kernel it is (``poi`` pointwise, ``for`` foreach, ``red``/``per`` a reduction, ``tem``
+#: a template); the fused operators refine it only within that kind (a reduction that is a norm, a
+#: template that is a matrix product or a convolution).  Any other ``triton_`` name goes on to
+#: :data:`NAME_RULES` (``triton``).
+INDUCTOR_RULES: tuple[tuple[str, str], ...] = (
+    ("elementwise", r"^triton_(?:poi|for)_"),
+    ("normalization", r"^triton_(?:red|per)_fused_.*(?:layer|batch|group|instance|rms)_norm"),
+    ("reduction", r"^triton_(?:red|per)_"),
+    ("gemm", r"^triton_tem_fused_(?:\w*_)?(?:mm|addmm|bmm|baddbmm|_scaled_mm|_int_mm)(?:_|$)"),
+    ("convolution", r"^triton_tem_fused_(?:\w*_)?convolution"),
+)
+
+
+def _per_distinct(values: pl.Series, rules: tuple[tuple[str, str], ...]) -> pl.Series:
+    """The first rule each value matches (:func:`~.name_rules.first_match`, the one engine of
+    profview's name rules: linear in each name), the rules run once per distinct value."""
+    text = values.cast(pl.String)
+    distinct = text.unique().drop_nulls()
+    each: pl.Series = text.replace_strict(distinct, first_match(distinct, rules), default=None, return_dtype=pl.String)
+    return each
+
+
 def operator_categories(ops: pl.Series) -> pl.Series:
-    """The category each operator name gives its kernels (rule 3), null where none; the rules
-    run once over the column (:func:`~.name_rules.first_match`: linear in each name)."""
-    return first_match(ops, OPERATOR_RULES)
-
-
-def name_categories(kernels: pl.Series) -> pl.Series:
-    """The category each kernel name gives it (rule 4), null where none (as :func:`operator_categories`)."""
-    return first_match(kernels, NAME_RULES)
+    """The category each operator name gives its kernels (rule 3 by operator; null: none)."""
+    return _per_distinct(ops, OPERATOR_RULES).rename("category")
 
 
 def operator_category(op: str | None) -> str | None:
     """The category an operator's name gives its kernels (rule 3), or None."""
-    if not op:
-        return None
-    found: str | None = operator_categories(pl.Series([op]))[0]
-    return found
+    return operator_categories(pl.Series([op], dtype=pl.String))[0] if op else None
 
 
 def name_category(kernel: str | None) -> str | None:
-    """The category a kernel's name gives it (rule 4), or None."""
-    if not kernel:
-        return None
-    found: str | None = name_categories(pl.Series([kernel]))[0]
-    return found
+    """The category a kernel's name gives it by :data:`NAME_RULES` (rule 4 by operator), or None."""
+    return _per_distinct(pl.Series([kernel], dtype=pl.String), NAME_RULES)[0] if kernel else None
 
 
 def kernel_category(kind: str, backend: str | None, op: str | None, kernel: str | None) -> str:
-    """One GPU event's category by the module's rules (``backend``: its communication backend)."""
-    if kind in ("memcpy", "memset"):
-        return kind
-    if backend is not None:
-        return "communication"
-    return operator_category(op) or name_category(kernel) or "other"
+    """One GPU event's category by operator (``backend``: its communication backend)."""
+    frame = pl.DataFrame(
+        {"kind": [kind], "backend": [backend], "op_name": [op], "name": [kernel]},
+        schema={"kind": pl.String, "backend": pl.String, "op_name": pl.String, "name": pl.String},
+    )
+    return str(_by_operator(frame)[0])
+
+
+def _by_operator(frame: pl.DataFrame) -> pl.Series:
+    """The by-operator rule over ``kind``, ``backend``, ``op_name`` and ``name`` (text columns)."""
+    kind = pl.col("kind")
+    return frame.select(
+        pl.when(kind.is_in(["memcpy", "memset"]))
+        .then(kind)
+        .when(pl.col("backend").is_not_null())
+        .then(pl.lit("communication"))
+        .otherwise(
+            pl.coalesce(
+                operator_categories(frame["op_name"]), _per_distinct(frame["name"], NAME_RULES), pl.lit("other")
+            )
+        )
+        .alias("category")
+    )["category"]
+
+
+def name_categories(names: pl.Series, communication: pl.Series) -> pl.Series:
+    """The kernel table's rule: each kernel name's category from the name alone (the module's
+    rule by name; ``communication``: per name, whether :mod:`.communication` names it a collective)."""
+    by_name = _per_distinct(names, (*INDUCTOR_RULES, *NAME_RULES))
+    frame = pl.DataFrame({"comm": communication.fill_null(False), "found": by_name})
+    return frame.select(
+        pl.when(pl.col("comm"))
+        .then(pl.lit("communication"))
+        .otherwise(pl.col("found").fill_null("other"))
+        .alias("category")
+    )["category"]
+
+
+def with_name_category(table: pl.DataFrame, comm_pattern: str | None = None) -> pl.DataFrame:
+    """A kernel table (one row per kernel name, or name and shape) with ``category`` at the end, by
+    the rule by name (:func:`name_categories`); ``comm_pattern``: the user's ``--comm-pattern``."""
+    from .communication import name_backends
+
+    distinct = table["name"].unique().drop_nulls().sort()
+    comm = [backend is not None for backend in name_backends(distinct.to_list(), comm_pattern)]
+    is_comm = table["name"].replace_strict(distinct, comm, default=False, return_dtype=pl.Boolean)
+    return table.with_columns(name_categories(table["name"], is_comm))
 
 
 def categorize(gpu: pl.DataFrame, op_names: pl.Series | None = None) -> pl.DataFrame:
     """``gpu`` (GPU work with ``backend`` from :func:`~.communication.classify_communication`) with
     ``op_name`` (the launching operator's name, from ``op_names``, per row; null when unknown) and
-    ``category``.  The name rules run once per distinct operator and per distinct kernel name."""
+    ``category`` by operator.  The rules run once per distinct (kind, backend, operator, kernel)."""
     ops = op_names if op_names is not None else pl.Series("op_name", [None] * gpu.height, dtype=pl.String)
     frame = gpu.with_columns(ops.alias("op_name"))
-    # Each column's distinct values in its own type (a Categorical's codes: no copy of every row's
-    # text), their categories by the rules, joined back.
-    keys = frame.select("kind", "backend", "op_name", "name")
-    for column, rules in (("op_name", operator_categories), ("name", name_categories)):
-        distinct = keys[column].unique().drop_nulls()
-        lookup = pl.DataFrame([distinct, rules(distinct).alias(f"_by_{column}")])
-        keys = keys.join(lookup, on=column, how="left", maintain_order="left")
-    kind = pl.col("kind").cast(pl.String)
-    category = (
-        pl.when(kind.is_in(["memcpy", "memset"]))
-        .then(kind)
-        .when(pl.col("backend").is_not_null())
-        .then(pl.lit("communication"))
-        .otherwise(pl.coalesce("_by_op_name", "_by_name", pl.lit("other")))
-    )
-    return frame.with_columns(keys.select(category.alias("category")).to_series())
+    keys = ["kind", "backend", "op_name", "name"]
+    # Each key as a number (its code in one Categorical cast of this frame): grouping and joining
+    # on the strings themselves took 35 MB for gpt2_train_big's 49 k events (long kernel names).
+    codes = frame.select(pl.col(k).cast(pl.String).cast(pl.Categorical).to_physical() for k in keys)
+    first = codes.with_row_index("_first").unique(subset=keys, keep="first", maintain_order=True)
+    distinct = frame.select(pl.col("kind").cast(pl.String), *keys[1:])[first["_first"]]
+    categories = _by_operator(distinct)
+    found = codes.join(first.with_columns(categories), on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return frame.with_columns(found["category"])
 
 
 def operator_names(host: pl.DataFrame, op_rows: pl.Series) -> pl.Series:

@@ -29,9 +29,12 @@ from .launch_index import (
 from .model import TraceModel, innermost_frames
 
 
-def op_launches(model: TraceModel, op_name: str, input_dims: str | None = None) -> pl.DataFrame:
+def op_launches(
+    model: TraceModel, op_name: str, input_dims: str | None = None, replayed: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """GPU work launched by every call of ``op_name`` (a name as the operator table shows it);
-    ``input_dims``: only its calls with these input shapes (issue 24: a row of the efficiency view).
+    ``input_dims``: only its calls with these input shapes (issue 24: a row of the efficiency view);
+    ``replayed``: GPU events (with ``direct``) graph replays ran for its captured calls (issue 36).
 
     For a runtime call (``cudaLaunchKernel``, ``cudaGraphLaunch``), the GPU work its calls launched.
 
@@ -60,6 +63,9 @@ def op_launches(model: TraceModel, op_name: str, input_dims: str | None = None) 
         if len(calls):
             by_call = gpu.filter(pl.col("launch_row").is_in(pl.Series(calls).implode()))
             launched = pl.concat([launched, by_call.with_columns(pl.lit(True).alias("direct"))])
+    if replayed is not None:
+        keep = ["name", "kind", "dur", "direct"]
+        launched = pl.concat([launched.select(keep), replayed.select(keep)])
     return launch_table(launched)
 
 

@@ -82,8 +82,12 @@ class NestedHost:
     span_end: float
 
 
+#: Issue 36: a Triton host op's compiled kernel, kept in the host frame only when the trace has one
+#: (a trace without Triton host ops pays nothing for them).
+TRITON_HOST_COLUMNS = ("kernel_file", "kernel_hash", "num_warps", "num_stages", "kernel_flop", "kernel_num_gb")
+
 #: The event columns :func:`nest_host` reads (a caller may hand it only these, and let the rest go).
-NEST_COLUMNS = tuple(dict.fromkeys(("ph", *HOST_COLUMNS)))
+NEST_COLUMNS = tuple(dict.fromkeys(("ph", *HOST_COLUMNS, *TRITON_HOST_COLUMNS)))
 
 #: Each host event's layer: operators with the runtime calls they make, Python frames, and async
 #: collective annotations (never nested).
@@ -184,11 +188,12 @@ def _host_order(events: pl.DataFrame, layer: pl.Expr) -> pl.Series:
 
 
 def _gather_host(events: pl.DataFrame, order: pl.Series, layer: pl.Expr) -> pl.DataFrame:
-    """The host frame: :data:`HOST_COLUMNS` of the events at ``order`` (gathered once, so no
-    unsorted copy is held beside it) with ``is_python``, ``layer``, ``nest_pid``/``nest_tid`` and
-    ``_at``, the event's position."""
+    """The host frame: :data:`HOST_COLUMNS` (and :data:`TRITON_HOST_COLUMNS` where the trace has
+    values in them) of the events at ``order`` (gathered once, so no unsorted copy is held beside
+    it) with ``is_python``, ``layer``, ``nest_pid``/``nest_tid`` and ``_at``, the event's position."""
+    triton = [c for c in TRITON_HOST_COLUMNS if c in events.columns and events[c].null_count() < events.height]
     return (
-        events.select(HOST_COLUMNS)
+        events.select(*HOST_COLUMNS, *triton)
         .gather(order)
         .with_columns(
             pl.col("dur").clip(lower_bound=0.0),

@@ -63,7 +63,7 @@ def has_modules(model: TraceModel) -> bool:
     return bool(model.host.select((pl.col("is_python") & pl.col("name").str.starts_with(MODULE_PREFIX)).any()).item())
 
 
-def _module_paths(model: TraceModel) -> tuple[list[str], list[int]]:
+def module_paths(model: TraceModel) -> tuple[list[str], list[int]]:
     """Per host row, the module path of the innermost module frame enclosing it ('' if none), and
     the rows that are module frames."""
     host = model.host
@@ -101,7 +101,7 @@ def gpu_attribution(model: TraceModel, frames: np.ndarray | None = None) -> pl.D
     ``Optimizer.…`` annotation, named as the row (``optimizer``); else :data:`NO_MODULE` (``other``).
     """
     frames = launch_frames(model) if frames is None else frames
-    paths, _modules = _module_paths(model)
+    paths, _modules = module_paths(model)
     module = [paths[f] if f >= 0 else "" for f in frames.tolist()]
     passes = [FORWARD if m else OTHER for m in module]
     host = model.host
@@ -182,7 +182,7 @@ def module_table(model: TraceModel, attribution: pl.DataFrame) -> pl.DataFrame:
     events charged to it, ``pct`` is ``total_us`` as a share of all GPU time.  After the modules
     come one row per optimizer annotation, then a :data:`NO_MODULE` row with the rest.
     """
-    paths, modules = _module_paths(model)
+    paths, modules = module_paths(model)
     calls: dict[str, int] = defaultdict(int)
     for row in modules:
         calls[paths[row]] += 1
@@ -282,7 +282,7 @@ def module_kernels(model: TraceModel, module_of_gpu: pl.Series, path: str) -> pl
     return launch_table(launched)
 
 
-def _source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]:
+def source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]:
     """Per distinct launching frame row, the source-line frames open there, innermost first
     (``[NO_SOURCE]`` when none: no Python frame, or only module frames)."""
     names = model.host["name"].to_list()
@@ -299,26 +299,43 @@ def _source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]
     return stacks
 
 
-def source_kernels(model: TraceModel, frames: np.ndarray, name: str) -> pl.DataFrame:
+def source_kernels(
+    model: TraceModel, frames: np.ndarray, name: str, replaced: dict[int, list[str]] | None = None
+) -> pl.DataFrame:
     """The GPU work launched while source line ``name`` was open (:data:`OP_LAUNCH_COLUMNS`);
-    ``direct_calls``: while it was the innermost source-line frame."""
-    stacks = _source_stacks(model, frames)
-    inside = np.array([name in stacks[f] for f in frames.tolist()], dtype=bool)
-    direct = np.array([stacks[f][0] == name for f in frames.tolist()], dtype=bool)
+    ``direct_calls``: while it was the innermost source-line frame.  ``replaced``: per GPU row,
+    the source lines to use instead of its launch's (issue 36: a replayed kernel's captured launch)."""
+    stacks = source_stacks(model, frames)
+    per_row = [stacks[f] for f in frames.tolist()]
+    for row, stack in (replaced or {}).items():
+        per_row[row] = stack
+    inside = np.array([name in stack for stack in per_row], dtype=bool)
+    direct = np.array([stack[0] == name for stack in per_row], dtype=bool)
     launched = model.gpu.with_columns(pl.Series("direct", direct)).filter(pl.Series(inside))
     return launch_table(launched)
 
 
-def source_table(model: TraceModel, frames: np.ndarray | None = None) -> pl.DataFrame:
+def source_table(
+    model: TraceModel, frames: np.ndarray | None = None, replaced: dict[int, list[str]] | None = None
+) -> pl.DataFrame:
     """GPU time per source-line frame (:data:`SOURCE_COLUMNS`), most total time first.
 
     ``self_us``: launched while the frame was the innermost non-module Python frame; ``total_us``:
     while it was open anywhere in the stack (once per GPU event, however deep the recursion).
+    ``replaced``: per GPU row, the source lines (innermost first) to use instead of its launch's
+    (issue 36: a replayed kernel's captured launch).
     """
     frames = launch_frames(model) if frames is None else frames
-    stacks = _source_stacks(model, frames)
+    stacks = source_stacks(model, frames)
+    keys = frames.copy()
+    if replaced:  # each distinct replaced stack gets a key of its own, below every frame row
+        numbered: dict[tuple[str, ...], int] = {}
+        for row, stack in replaced.items():
+            number = numbered.setdefault(tuple(stack), -2 - len(numbered))
+            keys[row] = number
+            stacks[number] = stack
     per_frame = (
-        pl.DataFrame({"frame": frames, "dur": model.gpu["dur"]})
+        pl.DataFrame({"frame": keys, "dur": model.gpu["dur"]})
         .group_by("frame")
         .agg(pl.col("dur").sum(), pl.len().alias("count"))
     )

@@ -10,7 +10,7 @@ import polars as pl
 
 from ..frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
 from .calltree import fold_same_name
-from .model import ASYNC_LAYER, OP_LAYER, TraceModel
+from .model import ASYNC_LAYER, OP_LAYER, TRITON_HOST_COLUMNS, TraceModel
 
 #: The host columns an operator row keeps (what the operator, efficiency and step views read):
 #: the rest of the host frame (links, stacks, nesting threads) is not copied with the rows.
@@ -32,10 +32,14 @@ OPERATOR_ROW_COLUMNS = (
 )
 
 
-def operator_rows(model: TraceModel, only: Callable[[str], bool] | None = None) -> pl.DataFrame:
+def operator_rows(
+    model: TraceModel, only: Callable[[str], bool] | None = None, keep_folded: bool = False
+) -> pl.DataFrame:
     """One row per operator call, runtime/driver call and overhead range (host row), times in µs;
     ``only``: of the names it accepts alone (the same rows, without copying the rest: the perf
-    model's calls are a tenth of them).
+    model's calls are a tenth of them); ``keep_folded``: the calls folded into their parent too,
+    with their own device time (the perf model's calls: which of two nested calls is a row must
+    not depend on whether another thread's calls landed between them).
 
     The rules are torch's ``key_averages`` (docs/figures.md): a call that is the only child of a
     call of the same name folds into it (:func:`fold_same_name`), its GPU work moving up;
@@ -69,14 +73,16 @@ def operator_rows(model: TraceModel, only: Callable[[str], bool] | None = None) 
     # An async annotation is nobody's parent: torch gives it no self time (its span is the
     # collective's, and the calls inside it are their caller's children), so self times add up.
     self_time = np.where(host["layer"].to_numpy() == ASYNC_LAYER, 0.0, np.clip(durations - child_time, 0.0, None))
+    triton = [c for c in TRITON_HOST_COLUMNS if c in host.columns]  # issue 36: Triton host ops' kernels
     rows = host.select(
         *OPERATOR_ROW_COLUMNS,
+        *triton,
         pl.Series("host_self_us", self_time),
         pl.col("dur").alias("host_total_us"),
         pl.Series("device_self_us", device_self),
         pl.Series("device_total_us", device_total),
     )
-    shown = (pl.col("is_op") | pl.col("kind").is_in(HOST_CALL_KINDS)) & pl.Series(~folded)
+    shown = (pl.col("is_op") | pl.col("kind").is_in(HOST_CALL_KINDS)) & pl.Series(~folded | keep_folded)
     if only is not None:
         accepted = [name for name in host["name"].unique().drop_nulls().to_list() if only(name)]
         shown &= pl.col("name").is_in(accepted)

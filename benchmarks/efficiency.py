@@ -6,8 +6,8 @@ as ratios to the load in the same process.
 In one process per run: the load with the linked model and the step table (the baseline), then
 kernel categories
 (``Profile.categories``), the perf model (``Profile.efficiency``), the per-step figures
-(``Profile.step_efficiency``, GPU busy included) and the kernel view's new columns
-(``Profile.kernel_efficiency``).  Each figure is the best of ``--runs`` runs.
+(``Profile.step_efficiency``, GPU busy included).  (The kernel and operator views' columns need no
+model since issue 32.)  Each figure is the best of ``--runs`` runs.
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ marks = [time.perf_counter()]
 profile.categories(); marks.append(time.perf_counter())
 rows = profile.efficiency().height; marks.append(time.perf_counter())
 profile.step_efficiency(); marks.append(time.perf_counter())
-profile.kernel_efficiency(); marks.append(time.perf_counter())
 print(marks[0] - start, *(b - a for a, b in zip(marks, marks[1:])), rows)
 """
-PARTS = ("categories", "efficiency", "step_efficiency", "kernel_efficiency")
+PARTS = ("categories", "efficiency", "step_efficiency")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean
 from .options import (
     AscOption,
+    CaptureOption,
     CommPattern,
     DaskOption,
     FilterOption,
@@ -39,7 +40,7 @@ def export(
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories; a job: ranks, "
-            "collectives, steps, kernels, straggler_path.",
+            "collectives, steps, kernels, straggler_path; graph replays: graphs, graph_nodes, graph_ops.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -87,6 +88,8 @@ def export(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    capture: CaptureOption = None,
+    graph: Annotated[Optional[int], typer.Option("--graph", help="graph_nodes: only this graph.")] = None,  # noqa: UP045
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
@@ -105,7 +108,8 @@ def export(
         given_options = (
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None),
+            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
+            ("--graph", graph),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -121,11 +125,13 @@ def export(
         say_written(written, frame.height, frame.width)
         return
     profile = target.load(no_cache, run, comm_pattern)
+    if capture:
+        profile.use_capture(capture, use_cache=not no_cache)
     profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
         what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tbs,
-        on_path=on_path,
+        on_path=on_path, graph=graph,
     )
     if what_if:
         typer.echo(

@@ -6,7 +6,7 @@ import os
 
 import typer
 
-from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
+from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
 from .target import Target
 
 
@@ -18,10 +18,15 @@ def open_viewer(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    capture: CaptureOption = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
     target = Target.of(path)
     target.start_reading(no_cache)
+    if target.is_job and capture:
+        from ..errors import ProfviewError
+
+        raise ProfviewError(None, "--capture: one trace's option, not a job's")
     if target.is_job:
         from functools import partial
 
@@ -44,5 +49,5 @@ def open_viewer(
         pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
     from ..tui.launch import run as run_viewer
 
-    code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
+    code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture)
     raise typer.Exit(code)

@@ -62,3 +62,12 @@ DaskOption = Annotated[
         "--dask", help="Job: run the per-rank work on this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS)."
     ),
 ]
+# -- graph replays (issue 36)
+CaptureOption = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--capture",
+        help="Graph replays: a capture trace, or a folder with execution_details.json (vLLM, SGLang), to "
+        "attribute replayed kernels through (repeatable).",
+    ),
+]

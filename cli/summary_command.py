@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .options import CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
+from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
 from .output import stdout_closed
 from .target import Target
 
@@ -24,6 +24,7 @@ def summary(
     wide: Annotated[
         bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
     ] = False,
+    capture: CaptureOption = None,
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
     target = Target.of(path)
@@ -34,6 +35,10 @@ def summary(
     if target.is_job:
         from ..report.job_summary import print_job_summary
 
+        if capture:
+            from ..errors import ProfviewError
+
+            raise ProfviewError(None, "--capture: one trace's option, not a job's")
         with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             try:
                 print_job_summary(job, top)
@@ -42,6 +47,8 @@ def summary(
                 raise stdout_closed() from None
         return
     profile = target.load(no_cache, run, comm_pattern)
+    if capture:
+        profile.use_capture(capture, use_cache=not no_cache)
     try:
         print_summary(profile, top, wide=wide)
         sys.stdout.flush()

@@ -32,6 +32,9 @@ sequence_number    Int64      autograd ``Sequence number``
 fwd_thread_id      Int64      ``Fwd thread id`` of a backward op
 collective         String     ``Collective name`` of an NCCL/RCCL operation
 label              String     ``args.name`` of a metadata event (process/thread name)
+launch_kernel      String     ``kernel`` of a ROCm launch call: the kernel it launches (issue 36)
+graph_id           Int64      ``graph id`` of a replayed GPU event (newer Kineto)
+graph_node_id      Int64      ``graph node id`` of a replayed GPU event (newer Kineto)
 dtype              String     ``dtype`` of a collective (``Float``, ``BFloat16``)
 in_nelems          Int64      ``In msg nelems``: elements a collective sends
 out_nelems         Int64      ``Out msg nelems``: elements it receives
@@ -46,6 +49,15 @@ mem_reserved       Int64      ``Total Reserved`` by the caching allocator after 
 mem_device_type    Int64      ``Device Type`` (c10 DeviceType: 0 CPU, 1 CUDA ...)
 mem_device_id      Int64      ``Device Id`` (-1 for the CPU)
 mem_addr           Int64      ``Addr`` of the block
+kernel_file        String     a Triton host op's ``kernel_file`` (TorchInductor's compiled module)
+kernel_hash        String     ``kernel_hash``: with the name, the identity of a compiled kernel
+kernel_name        String     ``kernel_name`` (the Triton kernel's name)
+kernel_kwargs      String     ``kernel_kwargs`` (its block sizes, ``XBLOCK=512``)
+kernel_backend     String     ``kernel_backend`` (``triton``)
+num_warps          Int64      ``num_warps`` of the launch
+num_stages         Int64      ``num_stages`` of the launch
+kernel_flop        Int64      ``kernel_flop``: Inductor's own FLOP count, where it writes one
+kernel_num_gb      Float64    ``kernel_num_gb``: Inductor's own GB moved, where it writes one
 =================  =========  ===========================================================
 
 **Trace metadata** is a plain dict of the document's top-level keys other than ``traceEvents``
@@ -123,6 +135,12 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("label", ("name",), pl.String()),
     # XLA/TensorFlow pack a kernel's launch shape into one string (see parsers/other_chrome.py).
     ("kernel_details", ("kernel_details",), pl.String()),
+    # -- graph replays (issue 36): the kernel a ROCm launch call names (a capture's launches are
+    # never executed, so this is what ties them to the replayed kernels), and the graph and node
+    # ids newer Kineto writes on a replayed GPU event
+    ("launch_kernel", ("kernel",), pl.String()),
+    ("graph_id", ("graph id",), pl.Int64()),
+    ("graph_node_id", ("graph node id",), pl.Int64()),
     # -- collective arguments (distributed jobs: matching a collective across ranks) --
     ("dtype", ("dtype",), pl.String()),
     ("in_nelems", ("In msg nelems",), pl.Int64()),
@@ -139,6 +157,17 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("mem_device_type", ("Device Type",), pl.Int64()),
     ("mem_device_id", ("Device Id",), pl.Int64()),
     ("mem_addr", ("Addr",), pl.Int64()),
+    # Issue 36: the host op TorchInductor records around each Triton launch (its compiled kernel:
+    # file, hash, name, launch configuration, and Inductor's own FLOP and byte counts where written).
+    ("kernel_file", ("kernel_file",), pl.String()),
+    ("kernel_hash", ("kernel_hash",), pl.String()),
+    ("kernel_name", ("kernel_name",), pl.String()),
+    ("kernel_kwargs", ("kernel_kwargs",), pl.String()),
+    ("kernel_backend", ("kernel_backend",), pl.String()),
+    ("num_warps", ("num_warps",), pl.Int64()),
+    ("num_stages", ("num_stages",), pl.Int64()),
+    ("kernel_flop", ("kernel_flop",), pl.Int64()),
+    ("kernel_num_gb", ("kernel_num_gb",), pl.Float64()),
 )
 
 #: Text columns held as ``pl.Categorical`` (4 bytes a row and each distinct text once) instead of
@@ -148,6 +177,8 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
 #: join with a ``String`` column need ``.cast(pl.String)`` first.
 CATEGORICAL_COLUMNS: frozenset[str] = frozenset(
     {"ph", "cat", "pid", "tid", "grid", "block", "input_dims", "input_type", "concrete_inputs", "label"}
+    | {"launch_kernel"}  # issue 36
+    | {"kernel_file", "kernel_hash", "kernel_name", "kernel_kwargs", "kernel_backend"}  # issue 36: Triton
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {

@@ -1,6 +1,6 @@
 """Issue 24: a profile's efficiency views: GPU time by kernel category, the perf model per operator
-and shapes, per step model FLOPs, TFLOP/s and MFU, the kernel and operator tables' efficiency
-columns, and the Overview's efficiency lines.  A mixin of
+and shapes, per step model FLOPs, TFLOP/s and MFU, and the Overview's efficiency lines (the kernel
+and operator tables' categories need no model: issue 32, :func:`profview.profiles.views.with_efficiency`).  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; every figure comes from
 :mod:`profview.analysis.kernel_categories`, :mod:`~profview.analysis.perf_model` and
 :mod:`~profview.analysis.device_peaks`.
@@ -51,25 +51,6 @@ class EfficiencyViews(ProfileHost):
             return category_table(self._categorized.filter(self._step_mask(step)))
         return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
 
-    def kernel_categories(self) -> pl.DataFrame:
-        """Per kernel name, its category (the one holding most of its time when operators of
-        several categories launch it): ``name``, ``category``."""
-
-        def compute() -> pl.DataFrame:
-            return (
-                self._categorized.lazy()  # the four columns it reads, not a copy of every column
-                .filter(pl.col("kind") == "kernel")
-                .group_by("name", "category")
-                .agg(pl.col("dur").sum())
-                .sort(["name", "dur", "category"], descending=[False, True, False])
-                .group_by("name", maintain_order=True)
-                .first()
-                .select("name", "category")
-                .collect()
-            )
-
-        return self._trace_only("kernel_categories", "no kernels in this trace", compute)
-
     def device_peak(self) -> tuple[str | None, Any]:
         """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
         from ..analysis.device_peaks import trace_device
@@ -91,23 +72,65 @@ class EfficiencyViews(ProfileHost):
     @cached_property
     def _call_work(self) -> pl.DataFrame:
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
-        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers dropped."""
+        ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped.
+        Compiled Triton kernels are one call per execution (:meth:`_triton_calls`)."""
         from ..analysis.operators import operator_rows
-        from ..analysis.perf_model import call_work, modeled, wrapper_calls
+        from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.work_triton import is_triton
 
-        # The operator rows if they are made already, else those of modelled operators alone: a
-        # kernel export needs no others (30 MB less at its peak on gpt2_train_big, issue 25).
-        rows = vars(self).get("_operator_rows")
-        calls = call_work(rows if rows is not None else operator_rows(self.model, only=modeled))
-        tf32_ops = (
-            self._categorized.filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())[
-                "op_row"
-            ]
-            .unique()
-            .implode()
+        # Folded calls are calls here (the innermost of autocast's mul-in-mul is the row), and only
+        # the modelled operators' rows are made: a kernel export needs no others (issue 25).
+        rows = operator_rows(self.model, only=modeled, keep_folded=True)
+        triton = [n for n in rows["name"].unique().to_list() if n and is_triton(n)]
+        calls = call_work(rows.filter(~pl.col("name").is_in(triton)))
+        tf32_ops = (  # the two columns it reads (no categories needed: issue 32)
+            self.model.gpu.lazy()
+            .filter(pl.col("name").str.contains(r"(?i)tf32|xf32") & pl.col("op_row").is_not_null())
+            .select(pl.col("op_row").unique().implode())
+            .collect()
+            .to_series()
         )
-        wrappers = pl.Series("wrapper", wrapper_calls(calls["row"].to_list(), self.model.tree.parent), dtype=pl.Boolean)
-        return calls.filter(~wrappers).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
+        dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
+        calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
+        calls = self._with_gemm_layout(calls)
+        if not triton:
+            return calls
+        return pl.concat([calls, self._triton_calls(rows.filter(pl.col("name").is_in(triton)))], how="diagonal_relaxed")
+
+    def _with_gemm_layout(self, calls: pl.DataFrame) -> pl.DataFrame:
+        """Calls with ``kernel_layout``: for a GEMM, the operand layout its first kernel's name
+        states (an inference from a name, :func:`.analysis.work_gemm.kernel_layout`)."""
+        from ..analysis.perf_model import first_kernels
+        from ..analysis.work_gemm import kernel_layout
+
+        gemms = calls.filter(pl.col("family") == "gemm")
+        kernels = first_kernels(self.model.gpu, gemms["row"].to_numpy(), self.model.tree.subtree_end)
+        layouts = {name: kernel_layout(name) for name in kernels["kernel"].unique().to_list() if name}
+        found = kernels.select(
+            "row", pl.col("kernel").replace_strict(layouts, default=None, return_dtype=pl.String).alias("kernel_layout")
+        )
+        return calls.join(found, on="row", how="left")
+
+    def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
+        """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's
+        arguments (:func:`.analysis.triton_kernels.executions`); an execution no call sizes keeps
+        its time, and the reason."""
+        from ..analysis.perf_model import call_work
+        from ..analysis.triton_kernels import executions
+
+        names = host_ops["name"].unique().implode()
+        kernels = self.model.gpu.filter((pl.col("kind") == "kernel") & pl.col("name").is_in(names))
+        runs = executions(host_ops, kernels).rename({"note": "how_note"})
+        sized = call_work(runs.filter(pl.col("how") != "none"))
+        sized = sized.with_columns(pl.coalesce("note", "how_note").alias("note"))
+        unsized = runs.filter(pl.col("how") == "none").with_columns(
+            pl.col("how_note").alias("note"), pl.lit("triton").alias("family")
+        )
+        return pl.concat([sized, unsized], how="diagonal_relaxed").drop("how_note", "how").with_columns(
+            pl.lit(False).alias("tf32")
+        )
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
         """One line saying why a trace has no perf model rows (no shapes, or no modelled operators)."""
@@ -196,39 +219,24 @@ class EfficiencyViews(ProfileHost):
             ).alias("mfu_pct"),
         )
 
-    def kernel_efficiency(self) -> pl.DataFrame:
-        """Per kernel name: ``category`` and ``tflops_s`` (model FLOPs of the calls that launched it
-        ÷ its time; null where none was modelled) — the columns the kernel view gains."""
-        from ..analysis.perf_model import kernel_flops, kernel_tflops
+    def kernel_triton(self) -> pl.DataFrame:
+        """Issue 36: per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
+        ``kernel_hash``, ``num_warps`` and ``num_stages`` its host ops recorded
+        (:func:`profview.analysis.triton_kernels.kernel_columns`); kept with the cached views.
+        The host ops come from the linked model where it is built, else from the events (a
+        kernel export links nothing for these)."""
+        from ..analysis.triton_kernels import TRITON_KERNEL_COLUMNS, kernel_columns
 
         def compute() -> pl.DataFrame:
-            flops = kernel_flops(self._categorized, self._call_work, self.model.tree.subtree_end)
-            tflops = kernel_tflops(self._categorized.with_columns(flops))
-            return self.kernel_categories().join(tflops, on="name", how="left")
+            host = self.model.host if "model" in vars(self) else self._trace_events()
+            wanted = ["name", *TRITON_KERNEL_COLUMNS[1:]]
+            ops = host.filter(pl.col("kernel_hash").is_not_null()) if "kernel_hash" in host.columns else None
+            found = kernel_columns(self.kernels()["name"].to_list(), ops.select(wanted) if ops is not None else None)
+            if found is None:
+                return pl.DataFrame(schema={"name": pl.String, "fused_ops": pl.String})
+            return found
 
-        return self._trace_only("kernel_efficiency", "no kernels in this trace", compute)
-
-    def operator_efficiency(self, by_shapes: bool = False) -> pl.DataFrame:
-        """Per operator name (and input dims): ``category`` (by the operator rule of
-        :mod:`..analysis.kernel_categories`) and ``tflops_s`` of its modelled calls."""
-        from ..analysis.kernel_categories import operator_category
-        from ..analysis.perf_model import operator_tflops
-
-        def compute(by_shapes: bool) -> pl.DataFrame:
-            frame = operator_tflops(self._call_work, by_shapes)
-            names = self._operator_rows["name"].unique().to_list() if not by_shapes else frame["name"].to_list()
-            categories = pl.DataFrame(
-                {"name": names, "category": [operator_category(n) for n in names]},
-                schema={"name": pl.String, "category": pl.String},
-            ).unique("name")
-            keys = ["name", "input_dims"] if by_shapes else ["name"]
-            if by_shapes:
-                return frame.join(categories, on="name", how="left").select(*keys, "category", "tflops_s")
-            return categories.join(frame, on="name", how="left").select(*keys, "category", "tflops_s")
-
-        if by_shapes:
-            return compute(True)
-        return self._default_view("op_efficiency", lambda: compute(False))
+        return self._default_view("kernel_triton", compute)
 
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's

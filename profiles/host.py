@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import polars as pl
 
 if TYPE_CHECKING:
+    from ..analysis.launch_index import LaunchIndex
     from ..analysis.model import TraceModel
     from ..store.trace_cache import SavedViews
 
@@ -26,6 +27,7 @@ class ProfileHost(Protocol):
     format: str
     metadata: dict[str, Any]
     saved: SavedViews | None
+    fresh: dict[str, pl.DataFrame]
     fresh_facts: dict[str, Any]
     _facts: dict[str, Any]
 
@@ -47,7 +49,12 @@ class ProfileHost(Protocol):
     @property
     def _operator_rows(self) -> pl.DataFrame: ...
 
+    @property
+    def launch_index(self) -> LaunchIndex: ...
+
     def _trace_events(self) -> pl.DataFrame: ...
+
+    def model_with(self, host: tuple[str, ...], gpu: tuple[str, ...]) -> TraceModel: ...
 
     def _require(self, view: str) -> pl.DataFrame | None: ...
 
@@ -57,11 +64,24 @@ class ProfileHost(Protocol):
 
     def steps(self) -> pl.DataFrame: ...
 
+    def kernels(self, by_shape: bool = False, step: int | None = None) -> pl.DataFrame: ...
+
     # one step (step_views.StepViews), which the other view groups narrow to
     def step_numbers(self) -> list[int]: ...
 
     def step_model(self, step: int | None) -> TraceModel: ...
 
     def _step_mask(self, step: int) -> pl.Series: ...
+
+    # graph replays (graph_views.GraphViews), which the module and source views attribute through
+    def _graph_view_name(self, name: str) -> str: ...
+
+    def _with_replayed_modules(self, attribution: pl.DataFrame) -> pl.DataFrame: ...
+
+    def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None: ...
+
+    def replayed_launches(self, op: str, step: int | None = None) -> pl.DataFrame | None: ...
+
+    def graph_device_by_op(self, step: int | None = None) -> pl.DataFrame | None: ...
 
     def _window(self, step: int | None) -> tuple[float, float] | None: ...

@@ -133,6 +133,8 @@ def remember_views(profile: Profile, *, model: bool = False) -> None:
     for it: a later drill-down then skips linking; a plain export does not pay for writing it),
     and the launching paths of its operator rows, if they were computed here (issue 25).
     """
+    if model and profile.is_trace and "model" in vars(profile):
+        profile.has_graphs()  # issue 36: kept with the model, so a re-open's drill-down need not look
     if profile.cacheable and (profile.fresh or profile.fresh_facts):
         cache.store_views(profile.path, profile.settings, dict(profile.fresh), dict(profile.fresh_facts))
         profile.fresh.clear()

@@ -55,7 +55,8 @@ class MemoryViews(ProfileHost):
     def _gpu_attribution(self) -> pl.DataFrame:
         from ..analysis.modules import gpu_attribution
 
-        return gpu_attribution(self.model, self._launch_frames)
+        # issue 36: a replayed kernel in the module its captured launch was under
+        return self._with_replayed_modules(gpu_attribution(self.model, self._launch_frames))
 
     @cached_property
     def _gpu_modules(self) -> pl.Series:
@@ -70,7 +71,7 @@ class MemoryViews(ProfileHost):
                 return pl.DataFrame()
             return module_table(self.model, self._gpu_attribution)
 
-        return self._trace_only("modules", NO_MODULES, compute)
+        return self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
 
     def module_kernels(self, path: str, step: int | None = None) -> pl.DataFrame:
         """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""
@@ -91,9 +92,9 @@ class MemoryViews(ProfileHost):
         if name not in set(self.sources()["name"].to_list()):
             raise ProfviewError(self.path, f"no source line {name!r}")
         if step is None:
-            return source_kernels(self.model, self._launch_frames, name)
+            return source_kernels(self.model, self._launch_frames, name, self._replayed_sources())
         mask = self._step_mask(step).to_numpy()  # the frames are per GPU row: narrow both together
-        return source_kernels(self.step_model(step), self._launch_frames[mask], name)
+        return source_kernels(self.step_model(step), self._launch_frames[mask], name, self._replayed_sources(mask))
 
     def sources(self) -> pl.DataFrame:
         """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
@@ -102,6 +103,6 @@ class MemoryViews(ProfileHost):
         def compute() -> pl.DataFrame:
             if not self.model.host["is_python"].any():
                 return pl.DataFrame()
-            return source_table(self.model, self._launch_frames)
+            return source_table(self.model, self._launch_frames, self._replayed_sources())
 
-        return self._trace_only("sources", NO_SOURCES, compute)
+        return self._trace_only(self._graph_view_name("sources"), NO_SOURCES, compute)

@@ -25,6 +25,7 @@ from ..analysis.kernels import kernel_table
 from ..errors import ProfviewError
 from ..frames import Overview, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
+from .graph_views import GraphViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
 from .path_views import NO_RUNTIME, PathViews
 from .step_views import StepViews
@@ -43,7 +44,7 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 
 @dataclass
-class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
+class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews):
     """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events
@@ -99,6 +100,10 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _partial_models: dict[tuple[tuple[str, ...], tuple[str, ...]], TraceModel] = field(default_factory=dict, repr=False)
     _communication: dict[str | None, pl.DataFrame] = field(default_factory=dict, repr=False)
+    #: Issue 36: capture traces or folders (``--capture``) that graph replays are attributed through
+    #: (:meth:`GraphViews.use_capture`), and whether they may be read from the cache.
+    capture: list[str] = field(default_factory=list)
+    capture_use_cache: bool = field(default=True, repr=False)
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -304,7 +309,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
             return rows
         from ..analysis.launches import op_launches
 
-        return op_launches(self.step_model(step), op, input_dims)
+        replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
+        return op_launches(self.step_model(step), op, input_dims, replayed)
 
     def kernel_launches(self, kernel: str, step: int | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""
@@ -313,7 +319,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews):
             if step is None:  # every launching row's path, once (of a re-opened trace: read, no host row)
                 from ..analysis.launch_index import kernel_launchers
 
-                return kernel_launchers(self.launch_index, kernel)
+                return kernel_launchers(self.launch_index_with_replays(), kernel)  # issue 36: through captures
             from ..analysis.launches import kernel_launches
 
             return kernel_launches(self.step_model(step), kernel)

@@ -15,6 +15,9 @@ VIEW_NAMES += ("efficiency", "categories")
 #: Issue 26: the critical path of each step, the events on it, and per name its time on it.
 PATH_VIEWS = ("critical_path", "critical_path_events", "critical_path_names")
 VIEW_NAMES += PATH_VIEWS
+#: Issue 36: graph replays: the graphs, their nodes, and operators with replays through their capture.
+GRAPH_VIEWS = ("graphs", "graph_nodes", "graph_ops")
+VIEW_NAMES += GRAPH_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 #: Views that read the events frame themselves; every other view of a trace reads only the linked
@@ -24,19 +27,29 @@ EVENT_VIEWS = ("memory", "memory_ops", "memory_peaks")
 
 
 def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
-    """Issue 24: a trace's kernel or operator table with ``category`` and ``tflops_s`` at the end
-    (per kernel / operator name over the whole trace; per input dims for operators by shapes);
-    a text format's table as it is."""
+    """A trace's kernel or operator table with ``category`` at the end (issue 32: a view pays only for
+    what it shows): kernels by their name alone, operators by the operator rule
+    (:mod:`profview.analysis.kernel_categories`); no model is linked and no perf model run for it
+    (TFLOP/s per operator and shapes is the efficiency view's).  A text format's table as it is."""
     if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
         return frame
+    from ..analysis.kernel_categories import operator_categories, with_name_category
+
     if view == "kernels":
-        return frame.join(profile.kernel_efficiency(), on="name", how="left", maintain_order="left")
-    if not by_shape:
-        return frame.join(profile.operator_efficiency(), on="name", how="left", maintain_order="left")
-    categories = profile.operator_efficiency().select("name", "category")
-    rates = profile.operator_efficiency(by_shapes=True).select("name", "input_dims", "tflops_s")
-    frame = frame.join(categories, on="name", how="left", maintain_order="left")
-    return frame.join(rates, on=["name", "input_dims"], how="left", maintain_order="left", nulls_equal=True)
+        return with_triton(profile, with_name_category(frame, profile.comm_pattern))
+    return frame.with_columns(operator_categories(frame["name"]))
+
+
+def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
+    """Issue 36: a trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
+    ``num_warps`` and ``num_stages`` at the end, where it has Triton kernels (another table as
+    it is, at no cost: only its names are looked at)."""
+    from ..analysis.work_triton import is_triton
+
+    names = frame["name"].unique().to_list() if profile.is_trace and "name" in frame.columns else []
+    if not any(is_triton(n) for n in names if n):
+        return frame
+    return frame.join(profile.kernel_triton(), on="name", how="left", maintain_order="left")
 
 
 #: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.
@@ -69,6 +82,35 @@ def with_on_path(
     return joined.select(*order[:at], *ON_PATH_COLUMNS, *order[at:])
 
 
+def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
+    """Issue 36: a trace's operator table with ``graph_device_us`` after ``calls``, where it replays graphs:
+    per operator, the replayed GPU time a capture attributes to it (the table's own figures stay
+    torch's, which charge a replay to the call around the graph launch).  An operator that ran only
+    in the capture gets a row of its own (``kind`` ``captured``: no host time, no device time of
+    torch's; ``calls``: its captured calls that ran, once per replay)."""
+    if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
+        return frame
+    graph = profile.graph_device_by_op(step)
+    if graph is None:
+        return frame
+    joined = frame.join(graph.select("name", "graph_device_us"), on="name", how="left", maintain_order="left")
+    joined = joined.with_columns(pl.col("graph_device_us").fill_null(0.0))
+    order = [*frame.columns]  # right after calls: what such a trace is about shows at 80 columns
+    order.insert(order.index("calls") + 1 if "calls" in order else len(order), "graph_device_us")
+    captured = graph.join(frame.select("name"), on="name", how="anti")
+    rows = captured.select(
+        "name",
+        pl.lit("captured").alias("kind"),
+        pl.col("graph_calls").alias("calls"),
+        *[pl.lit(0.0).alias(c) for c in ("host_self_us", "host_total_us", "device_self_us", "device_total_us")],
+        "graph_device_us",
+    )
+    table = pl.concat([joined, rows], how="diagonal_relaxed").select(order)
+    # A captured operator takes its place among the others by its replayed time.
+    key = pl.max_horizontal(pl.col("device_total_us").fill_null(0.0), pl.col("graph_device_us"))
+    return table.sort(key, descending=True, maintain_order=True)
+
+
 def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
     """Rows of ``category`` (a view with a ``category`` column: kernels, ops, efficiency, categories)."""
     if category is None:
@@ -98,6 +140,7 @@ def view_frame(
     peak_tflops: float | None = None,
     peak_tb_s: float | None = None,
     on_path: bool = False,
+    graph: int | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
@@ -107,9 +150,16 @@ def view_frame(
     takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
-    ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`)."""
+    ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`).
+    ``graph``: graph_nodes of that graph only (issue 36)."""
     check_peak("--peak-tflops", peak_tflops, MAX_PEAK_TFLOPS, "TFLOP/s")
     check_peak("--peak-tbs", peak_tb_s, MAX_PEAK_TB_S, "TB/s")
+    if graph is not None and view != "graph_nodes":
+        raise ProfviewError(None, f"--graph goes with --view graph_nodes, not {view}")
+    if view in GRAPH_VIEWS:
+        if step is not None:
+            raise ProfviewError(None, f"--step does not narrow {view}")
+        return profile.graph_nodes(graph) if view == "graph_nodes" else getattr(profile, view)()
     if on_path:
         if view not in ("kernels", "ops"):
             raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")
@@ -139,10 +189,8 @@ def view_frame(
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
     if step is not None and view != "launches":
-        raise ProfviewError(
-            None,
-            f"--step narrows kernels, ops, steps, launches, efficiency, categories and the critical path, not {view}",
-        )
+        narrowed = "kernels, ops, steps, launches, efficiency, categories and the critical path"
+        raise ProfviewError(None, f"--step narrows {narrowed}, not {view}")
     if view == "launches":
         if module:
             return profile.module_kernels(module, step)
@@ -178,11 +226,12 @@ def _categorised_view(
     peak_tflops: float | None,
     peak_tb_s: float | None,
 ) -> pl.DataFrame:
-    """kernels, ops (with ``category`` and ``tflops_s``), efficiency and categories."""
+    """kernels, ops (with ``category``), efficiency and categories."""
     if view == "kernels":
         return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
     if view == "ops":
-        return with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+        frame = with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)
+        return frame if by_shape else with_graph_time(profile, frame, step)
     if view == "categories":
         return profile.categories(step)
     return profile.efficiency(peak_tflops=peak_tflops, peak_tb_s=peak_tb_s, step=step)

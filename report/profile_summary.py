@@ -101,6 +101,8 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
             console.print(Text(f"  {clean(line)}"))
         for line in profile.efficiency_lines():  # issue 24
             console.print(Text(f"  {clean(line)}"))
+        for line in profile.graph_lines():  # issue 36
+            console.print(Text(f"  {clean(line)}"))
         for line in _memory_lines(profile):
             console.print(Text(f"  {clean(line)}"))
         for hint in view.hints:

@@ -164,3 +164,24 @@ def backward_witness(events: list[dict]) -> dict[str, dict[str, float]]:
             continue
         out["passes"]["other"] += e["dur"]
     return out
+
+
+def kernels_under(events: list[dict], op_name: str) -> list[tuple[dict, float]]:
+    """Per host call named ``op_name``: (the call, µs of the GPU work launched from inside it),
+    the launches found by time containment on the call's thread and their GPU events by
+    ``correlation`` (no External id, no call tree)."""
+    launches: dict[tuple, list[tuple[float, int]]] = defaultdict(list)
+    for e in events:
+        runtime = e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+        if runtime and "correlation" in e.get("args", {}):
+            launches[(e["pid"], e["tid"])].append((e["ts"], e["args"]["correlation"]))
+    gpu_us: dict[int, float] = defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS and "correlation" in e.get("args", {}):
+            gpu_us[e["args"]["correlation"]] += e["dur"]
+    out = []
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == op_name:
+            inside = [c for ts, c in launches[(e["pid"], e["tid"])] if e["ts"] <= ts <= e["ts"] + e["dur"]]
+            out.append((e, sum(gpu_us.get(c, 0.0) for c in inside)))
+    return out

@@ -67,6 +67,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         comm_pattern: str | None = None,
         compare: dict[str, Any] | None = None,
         pending: BackgroundLoad | None = None,
+        capture: list[str] | None = None,
     ) -> None:
         """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
         ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
@@ -83,6 +84,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.no_cache = no_cache
         self.run_name = run
         self.comm_pattern = comm_pattern
+        self.capture = capture  # issue 36: --capture, attributing graph replays
         self.profile: Profile | None = None
         self.error: str | None = None
         self.loaded = False
@@ -126,6 +128,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             profile = preloaded or load(
                 self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
             )
+            if self.capture:
+                profile.use_capture(self.capture, use_cache=not self.no_cache)
             if launch.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()

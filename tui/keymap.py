@@ -200,6 +200,10 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
         "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
     Key("efficiency", "efficiency.chart", "c", "toggle_chart", "chart", show=True),
+    # -- graph replays (issue 36) ---------------------------------------------------------------
+    Key("app", "pane.graphs", "9", "pane('graphs')", "graphs", "9",
+        "Graphs: the CUDA/HIP graphs the trace replays, how much of their GPU time is attributed through a "
+        "capture; Enter: a graph's nodes, then a node's captured operator chain and stack"),
     # -- navigation and details (issue 13) ----------------------------------------------------
     Key("app", "copy", "y", "copy_name", "copy name", "y",
         "copy the full name of the row under the cursor (OSC 52: works over SSH)", show=True),

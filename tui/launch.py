@@ -50,6 +50,11 @@ def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
         for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
             with contextlib.suppress(ProfviewError):  # the pane says why
                 getattr(profile, view)()
+        if profile.has_graphs():  # issue 36: the replays attributed (a capture file read) here too
+            phase("attributing graph replays through their capture")
+            with contextlib.suppress(ProfviewError):
+                profile.graphs()
+                profile.graph_summary()
 
 
 def remember(profile: Profile) -> None:
@@ -85,17 +90,18 @@ def run(
     run: str | None = None,
     comm_pattern: str | None = None,
     pending: BackgroundLoad | None = None,
+    capture: list[str] | None = None,
 ) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input).
 
     ``pending``: the load of ``path`` with these options, already started (see
-    :mod:`profview.profiles.background`)."""
-    if (missing := _missing(path)) is not None:
+    :mod:`profview.profiles.background`); ``capture``: ``--capture`` paths (issue 36)."""
+    if (missing := _missing(path, *(capture or []))) is not None:
         print(missing, file=sys.stderr)
         return 2
     from .app import ProfviewApp
 
-    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending)
+    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture)
     return finish_run(app, app.run())
 
 

@@ -24,7 +24,7 @@ from profview.parsers import chrome_trace, chunked, fast_chrome, source, trace_f
 
 COMPILED = fast_chrome._fastscan
 READERS = ["compiled", "general"] if COMPILED is not None else ["general"]
-TRACES = sorted(p.name for p in SAMPLES.glob("*.json*") if not p.name.endswith(".jsonl"))
+TRACES = sorted(p.name for p in SAMPLES.glob("*.json*") if not p.name.endswith((".jsonl", ".facts.json")))
 
 
 def use(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:

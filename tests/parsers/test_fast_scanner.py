@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
     not fast_chrome.available(), reason="the compiled scanner was not built (no C compiler at install)"
 )
 
-TRACES = sorted(p.name for p in SAMPLES.glob("*.json*") if not p.name.endswith(".jsonl"))
+TRACES = sorted(p.name for p in SAMPLES.glob("*.json*") if not p.name.endswith((".jsonl", ".facts.json")))
 
 
 def general(data: bytes, monkeypatch: pytest.MonkeyPatch) -> chrome_trace.ChromeTrace:

@@ -90,8 +90,8 @@ def test_export_every_view_and_format(tmp_path: Path, view: str, ext: str) -> No
     expected = getattr(loaded(DDP), view)()
     assert frame.height == expected.height
     extra = ["outlier"] if view == "steps" else []  # issue 13: the steps export flags outlier steps
-    # issue 24: kernels and ops gain their category and TFLOP/s; steps the model FLOPs and GPU busy
-    extra += ["gpu_busy_us", "model_tflop", "tflops_s", "mfu_pct"] if view == "steps" else ["category", "tflops_s"]
+    # issue 24: steps gain the model FLOPs and GPU busy; kernels and ops a category (issue 32: no TFLOP/s)
+    extra += ["gpu_busy_us", "model_tflop", "tflops_s", "mfu_pct"] if view == "steps" else ["category"]
     assert frame.columns == [*expected.columns, *extra]
 
 

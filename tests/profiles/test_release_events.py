@@ -23,7 +23,8 @@ def released(name: str, use_cache: bool) -> profview.Profile:
     return profile
 
 
-@pytest.mark.parametrize("view", ["kernels", "ops", "steps", "efficiency", "categories", "critical_path_names"])
+# (the kernel view links no model since issue 32: tests/profiles/test_view_columns.py)
+@pytest.mark.parametrize("view", ["ops", "steps", "efficiency", "categories", "critical_path_names"])
 def test_model_views_are_the_same_without_the_events(view: str) -> None:
     kept = view_frame(profview.load(sample(GPT2), use_cache=False), view)
     profile = released(GPT2, use_cache=False)

@@ -173,7 +173,7 @@ async def test_movement_keys_on_a_table() -> None:
         assert table.cursor_row > 5
         await pilot.press("pageup")
         assert table.cursor_row == 0
-        await pilot.press(*["tab"] * 7)  # ops, steps, memory, modules, timeline, efficiency, overview
+        await pilot.press(*["tab"] * 8)  # ops, steps, memory, modules, timeline, efficiency, graphs, overview
         assert app.screen.pane == "overview"
 
 

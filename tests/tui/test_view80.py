@@ -224,7 +224,7 @@ async def test_help_shows_this_screens_keys_first_and_searches() -> None:
 def test_tabs_that_do_not_fit_say_so() -> None:
     assert tab_line("overview", 200).plain.split() == [
         "1", "Overview", "2", "Kernels", "3", "Operators", "4", "Steps", "5", "Memory", "6", "Modules", "7", "Timeline",
-        "8", "Efficiency",
+        "8", "Efficiency", "9", "Graphs",
     ]
     narrow = tab_line("overview", 50).plain  # short titles, and still too many
     assert narrow.rstrip().endswith("…") and narrow.startswith(" 1 Info") and len(narrow) <= 50

@@ -42,7 +42,7 @@ async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) ->
         await pilot.press("2")
         view = app.frame_view()
         assert view is not None and view.view == "kernels"
-        # With category, tflops_s (issue 24) and the on-path column (issue 26).
+        # With category (by name, issue 32) and the on-path column (issue 26).
         assert view.displayed.equals(view_frame(loaded(RESNET), "kernels", on_path=True))
         await pilot.press("slash")
         await type_text(pilot, "gemm")

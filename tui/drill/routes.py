@@ -85,6 +85,27 @@ def _shape_launches(
     return DrillScreen("op_launches", frame, [*path, f"op {name} {dims or ''}".rstrip()])
 
 
+def _graph_nodes(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """Issue 36: a graph → its nodes, each with its captured launch's operator, module and source line."""
+    graph = int(row["graph"])
+    return DrillScreen("graph_nodes", profile.graph_nodes(graph), [*path, f"graph {graph}"], profile=profile)
+
+
+def _node_origin(
+    profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
+) -> DrillScreen | str:
+    """Issue 36: a graph node → its captured launch's operator chain and Python stack (one row; Enter
+    on it: that operator's GPU work)."""
+    from ...analysis.graphs import node_launch_frame
+
+    if row.get("op") is None:
+        return f"not attributed: {row.get('how')}"
+    frame = node_launch_frame(row)
+    return DrillScreen("kernel_launches", frame, [*path, f"node {row['node']}"], True, profile=profile)
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -95,4 +116,6 @@ ROUTES: dict[str, Route] = {
     "timeline_gpu": _gpu_event,  # one event: the step chosen in Steps changes nothing
     "timeline_host": _host_event,
     "efficiency": _shape_launches,
+    "graphs": _graph_nodes,
+    "graph_nodes": _node_origin,
 }

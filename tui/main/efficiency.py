@@ -20,19 +20,15 @@ from ..keymap import bindings
 from ..widgets.table_view import FrameView
 from .roofline import chart_caption, roofline_chart
 
-#: The table's columns on screen: the figures one reads first before the wide shape columns
-#: (the export keeps the view's own order); Kineto's FLOPs only where the trace has them.
-SCREEN_ORDER = (
-    "name", "input_dims", "calls", "kernel_us", "tflops_s", "pct_of_roofline", "bound", "tb_s", "gflops",
-    "data_mb", "flops_per_byte", "peak_tflops", "peak_tb_s", "category", "precision", "kineto_gflops", "input_types",
-)  # fmt: skip
+#: The table's columns on screen: the view's own order (figures first, the model's parameters and
+#: the wide shape columns after, so that 80 columns show figures); Kineto's FLOPs, the notes and the
+#: GEMM kernels' layout only where the trace has some.
+OPTIONAL_COLUMNS = ("kineto_gflops", "note", "kernel_layout")
 
 
 def screen_frame(frame):  # type: ignore[no-untyped-def]
-    """The efficiency frame in :data:`SCREEN_ORDER` (no Kineto column when it is empty)."""
-    columns = [c for c in SCREEN_ORDER if c in frame.columns]
-    if "kineto_gflops" in columns and frame["kineto_gflops"].null_count() == frame.height:
-        columns.remove("kineto_gflops")
+    """The efficiency frame as shown (no Kineto or note column when it is empty)."""
+    columns = [c for c in frame.columns if c not in OPTIONAL_COLUMNS or frame[c].null_count() < frame.height]
     return frame.select(columns)
 
 

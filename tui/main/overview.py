@@ -107,6 +107,8 @@ def overview_renderable(
             parts.append(Text(clean(line)))
         for line in profile.efficiency_lines(chosen):  # issue 24: categories, model FLOPs, MFU
             parts.append(Text(clean(line)))
+        for line in profile.graph_lines():  # issue 36: graph replays, attributed or how to be
+            parts.append(Text(clean(line)))
         average = view.average_step
         total = average.get("duration", 0.0)
         heading = f"average step {fmt_us(total)}" if view.steps else f"the whole trace {fmt_us(total)} (no steps)"

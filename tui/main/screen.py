@@ -15,20 +15,22 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from ...errors import ProfviewError
 from ...profiles.trace_profile import NO_RUNTIME, Profile
-from ...profiles.views import with_efficiency, with_on_path
+from ...profiles.views import with_efficiency, with_graph_time, with_on_path
 from ...sanitize import clean
 from ..messages import StepChosen
 from ..widgets.filter_bar import FilterBar
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .efficiency import EfficiencyView, efficiency_pane
+from .graphs import GraphsView, graphs_pane
 from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
 from .timeline import TimelinePane, TraceTimeline
 
-PANES = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
+PANES: tuple[str, ...] = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
+PANES += ("graphs",)  # issue 36
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
 # Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
@@ -36,6 +38,8 @@ TITLES |= {"efficiency": "Efficiency"}  # issue 24
 #: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
 SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
+TITLES |= {"graphs": "Graphs"}  # issue 36
+SHORT_TITLES |= {"graphs": "Grph"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 
@@ -121,6 +125,8 @@ class MainScreen(Screen[None]):
             return modules_pane(self.profile, pane)
         if pane == "efficiency":
             return efficiency_pane(self.profile, pane)
+        if pane == "graphs":
+            return graphs_pane(self.profile, pane)
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
@@ -230,9 +236,12 @@ class MainScreen(Screen[None]):
             frame = self.profile.kernels(by_shape=self.by_shape["kernels"], step=self.step)
         else:
             frame = self.profile.ops(by_shapes=self.by_shape["ops"], step=self.step)
-        if not self.linked:  # issue 24: category and TFLOP/s need the linked model
+        if not self.linked and view == "ops":  # issue 24: the operators' TFLOP/s needs the linked model
             return frame
-        return self.with_path(view, with_efficiency(self.profile, view, frame, self.by_shape.get(view, False)))
+        frame = with_efficiency(self.profile, view, frame, self.by_shape.get(view, False))  # kernels: by name
+        if view == "ops" and not self.by_shape["ops"]:  # issue 36: replayed time through the capture
+            frame = with_graph_time(self.profile, frame, self.step)
+        return self.with_path(view, frame) if self.linked else frame
 
     def update_header(self) -> None:
         self.query_one("#tabs", Static).update(tab_line(self.pane, self.app.size.width, clean(self.title_text)))
@@ -263,7 +272,7 @@ class MainScreen(Screen[None]):
         self.update_header()
         self.refresh_bindings()
         widget = self.query_one(f"#{pane}")
-        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView)):
+        if isinstance(widget, (FrameView, MemoryView, ModulesView, TimelinePane, EfficiencyView, GraphsView)):
             widget.focus_table()
         elif isinstance(widget, StepsView):
             widget.focus_main()
@@ -275,7 +284,7 @@ class MainScreen(Screen[None]):
             widget = self.query_one(f"#{self.pane}")
         except NoMatches:  # the pane is being replaced (link)
             return None
-        if isinstance(widget, (MemoryView, ModulesView, EfficiencyView)):  # a pane with a table inside
+        if isinstance(widget, (MemoryView, ModulesView, EfficiencyView, GraphsView)):  # a pane with a table inside
             return widget.query_one(FrameView)
         return widget if isinstance(widget, FrameView) else None
 

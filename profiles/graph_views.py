@@ -1,0 +1,420 @@
+"""Issue 36: a profile's graph views: the graphs its replays ran, their nodes, and every GPU
+microsecond by (operator, module) with replayed kernels charged through their capture.  A mixin of
+:class:`~profview.profiles.trace_profile.Profile`; the figures come from
+:mod:`profview.analysis.graphs` (and :mod:`~profview.analysis.graph_replays`,
+:mod:`~profview.analysis.graph_capture`, :mod:`~profview.analysis.graph_align`).
+
+The captures are those in the trace itself and those of ``--capture PATH`` (:meth:`use_capture`: a
+capture trace, or a folder with vLLM's or SGLang's ``execution_details.json``).  Nothing here runs
+unless a graph view, or a view that uses the attribution, asks; the attributed frames are kept with
+the trace in the cache, per set of captures (their identity is in the views' names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ..errors import ProfviewError
+
+if TYPE_CHECKING:
+    from ..analysis.graph_capture import Capture
+    from ..analysis.graphs import GraphFrames
+    from ..analysis.launch_index import LaunchIndex
+    from .host import ProfileHost
+else:
+    ProfileHost = object  # the Protocol is the type checker's base only
+
+#: Why a trace has no graph views.
+NO_GRAPHS = "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch, and no run of GPU work one launch made)"
+#: What to do where a graph has no capture (summary, Overview, the graphs view's note).
+CAPTURE_REMEDY = (
+    "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "
+    "torch.compile: profile the first compiled call), or give it with --capture PATH"
+)
+#: The fact saying whether a trace replays graphs at all (kept with its views).
+HAS_REPLAYS = "graph_replays"
+#: The file vLLM and SGLang write beside their capture traces.
+EXECUTION_DETAILS = "execution_details.json"
+#: The frames of :class:`~profview.analysis.graphs.GraphFrames` as the cache keeps them.
+_STORED = ("events", "replays", "nodes", "graphs")
+
+
+class GraphViews(ProfileHost):
+    """Graph replays (issue 36): graphs, graph nodes, operators through the capture."""
+
+    capture: list[str]
+    capture_use_cache: bool
+
+    def use_capture(self, paths: list[str], use_cache: bool = True) -> None:
+        """Attribute replays through the captures in ``paths`` too (files or capture folders); a
+        path that is missing or holds no capture is an error naming it."""
+        for path in paths:
+            if not os.path.exists(path):
+                raise ProfviewError(path, "--capture: no such file or folder")
+        self.capture = list(paths)
+        self.capture_use_cache = use_cache
+        for kept in ("_graph_frames", "_capture_key"):
+            vars(self).pop(kept, None)
+
+    # -- the captures --------------------------------------------------------------------------
+    @cached_property
+    def _capture_key(self) -> str:
+        """A short key for the set of captures (their files' identities): views are kept per set."""
+        if not self.capture:
+            return "own"
+        from ..store.keys import identity, key
+
+        files = [file for path in self.capture for file, _size in _capture_files(path)]
+        return key({"captures": [identity(f) for f in files]})[:16]
+
+    def _captures(self) -> list[Capture]:
+        """The captures in this trace, then those of ``--capture`` (each file's, in order)."""
+        from ..analysis.graph_capture import find_captures
+
+        found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
+        for path in self.capture:
+            for file, size in _capture_files(path):
+                found += _captures_of(file, size, self.capture_use_cache)
+        return found
+
+    @staticmethod
+    def _launch_kernels(events: pl.DataFrame) -> pl.DataFrame | None:
+        """The kernel each launch call names (ROCm), by correlation; None where none does."""
+        if "launch_kernel" not in events.columns or events["launch_kernel"].null_count() == events.height:
+            return None
+        named = events.filter(pl.col("launch_kernel").is_not_null())
+        return named.select("correlation", pl.col("launch_kernel").cast(pl.String))
+
+    # -- the attribution -----------------------------------------------------------------------
+    @cached_property
+    def _graph_frames(self) -> GraphFrames:
+        """The replays attributed through the captures: from the cache, else computed once."""
+        from ..analysis.graphs import GraphFrames
+
+        names = [f"graph_{part}-{self._capture_key}" for part in _STORED]
+        saved = [self.saved.frame(name) if self.saved else None for name in names]
+        if all(frame is not None for frame in saved):
+            events, replays, nodes, graphs = saved
+            assert events is not None and replays is not None and nodes is not None and graphs is not None
+            return GraphFrames(events, replays, nodes, graphs)
+        frames = self._attribute()
+        for name, frame in zip(names, (frames.events, frames.replays, frames.nodes, frames.graphs), strict=True):
+            self.fresh[name] = frame
+        return frames
+
+    def _attribute(self) -> GraphFrames:
+        from ..analysis.graph_replays import find_replays, has_replays
+        from ..analysis.graphs import attribute, replay_batch_sizes
+
+        model = self.model
+        if not has_replays(model):
+            replays = find_replays(model)
+            return attribute(replays, [])
+        replays = find_replays(model, self._graph_ids())
+        captures = self._captures()
+        return attribute(replays, captures, replay_batch_sizes(model, replays))
+
+    def _graph_ids(self) -> pl.DataFrame | None:
+        """Per ``model.gpu`` row, Kineto's ``graph id`` and ``graph node id`` (None: the trace has none)."""
+        events = self._trace_events()
+        if "graph_id" not in events.columns or events["graph_id"].null_count() == events.height:
+            return None
+        from ..analysis.events import COMPLETE
+        from ..frames import GPU_KINDS
+
+        return events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select("graph_id", "graph_node_id")
+
+    def has_graphs(self) -> bool:
+        """Whether the trace replays any graph (a cheap look at the model: no attribution)."""
+        if not self.is_trace:
+            return False
+        if "_graph_frames" in vars(self):
+            return not self._graph_frames.empty
+        facts = self.saved.facts() if self.saved else {}
+        saved = facts.get(f"graph_summary-{self._capture_key}")
+        if isinstance(saved, dict):
+            return bool(saved)
+        if isinstance(facts.get(HAS_REPLAYS), bool):  # kept with the linked model (remember_views)
+            return bool(facts[HAS_REPLAYS])
+        if HAS_REPLAYS not in self._facts:
+            from ..analysis.graph_replays import has_replays
+
+            # Without the model, four columns of the stored one (a kernel's launchers stay a few
+            # columns' read, issue 25); the answer is kept with the views.
+            model = (
+                self.model
+                if "model" in vars(self)
+                else self.model_with(("kind", "name", "row"), ("correlation", "launch_row"))
+            )
+            self._facts[HAS_REPLAYS] = self.fresh_facts[HAS_REPLAYS] = has_replays(model)
+        return bool(self._facts[HAS_REPLAYS])
+
+    def _require_graphs(self) -> GraphFrames:
+        if not self.is_trace:
+            raise ProfviewError(self.path, f"a {self.format} has no graph views")
+        frames = self._graph_frames
+        if frames.empty:
+            raise ProfviewError(self.path, NO_GRAPHS)
+        return frames
+
+    # -- what the other views take from the attribution --------------------------------------
+    def _graph_view_name(self, name: str) -> str:
+        """The name a view that uses the attribution is kept under: its own, but with captures
+        given (``--capture``), one per set of them."""
+        return name if not self.capture else f"{name}-{self._capture_key}"
+
+    def _attributed_replays(self, *attributes: str) -> pl.DataFrame | None:
+        """The replayed GPU events a capture attributes, with their nodes' ``attributes`` (see
+        :func:`profview.analysis.graphs.replayed`); None where the trace replays no graph (a cheap
+        look first: no attribution) or a capture attributes none of it."""
+        if not self.is_trace or not self.has_graphs():
+            return None
+        from ..analysis.graphs import replayed
+
+        events = replayed(self._graph_frames, self.gpu, attributes).filter(pl.col("attributed"))
+        return events if events.height else None
+
+    def _with_replayed_modules(self, attribution: pl.DataFrame) -> pl.DataFrame:
+        """Per ``model.gpu`` row ``module`` and ``pass`` (:func:`profview.analysis.modules.gpu_attribution`),
+        a replayed kernel's taken from its captured launch (forward: a graph is replayed inference)."""
+        events = self._attributed_replays("module")
+        if events is None:
+            return attribution
+        from ..analysis.modules import FORWARD
+
+        rows = events["gpu_row"].to_numpy()
+        module = attribution["module"].to_numpy().copy()
+        passes = attribution["pass"].to_numpy().copy()
+        module[rows] = events["module"].to_numpy()
+        passes[rows] = FORWARD
+        return pl.DataFrame({"module": module, "pass": passes}, schema=attribution.schema)
+
+    def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None:
+        """Per replayed ``model.gpu`` row, its captured launch's source lines (innermost first);
+        ``mask`` (per GPU row): only those rows, numbered among them."""
+        events = self._attributed_replays("sources")
+        if events is None:
+            return None
+        rows = events["gpu_row"].to_list()
+        stacks = events["sources"].to_list()
+        if mask is None:
+            return dict(zip(rows, stacks, strict=True))
+        import numpy as np
+
+        kept = np.asarray(mask, dtype=bool)
+        renumbered = np.cumsum(kept) - 1
+        return {int(renumbered[r]): s for r, s in zip(rows, stacks, strict=True) if kept[r]}
+
+    def graph_device_by_op(self, step: int | None = None) -> pl.DataFrame | None:
+        """Per operator name (as the ops view shows it): the replayed GPU time attributed to it
+        through a capture (``graph_device_us``) and its captured calls that ran (``graph_calls``:
+        once per replay); ``step``: in that step.  None where the trace replays no graph."""
+        events = self._attributed_replays("op", "op_row")
+        if events is None:
+            return None
+        from ..frames import display_name
+
+        if step is not None:
+            rows = self._step_mask(step).arg_true()
+            events = events.filter(pl.col("gpu_row").is_in(rows.implode()))
+        return (
+            events.group_by(display_name(pl.col("op")).alias("name"))
+            .agg(
+                pl.struct("replay", "op_row").n_unique().cast(pl.Int64).alias("graph_calls"),
+                pl.col("dur").sum().alias("graph_device_us"),
+            )
+            .sort("name")
+        )
+
+    def replayed_launches(self, op: str, step: int | None = None) -> pl.DataFrame | None:
+        """The replayed GPU events attributed to operator ``op`` through a capture, or to an operator
+        under it there (``direct``: to ``op`` itself), as ``model.gpu`` rows; None where none is."""
+        events = self._attributed_replays("op", "op_chain")
+        if events is None:
+            return None
+        from ..frames import CHAIN_SEPARATOR, display_name
+
+        if step is not None:
+            events = events.filter(pl.col("gpu_row").is_in(self._step_mask(step).arg_true().implode()))
+        shown = display_name(pl.col("op"))
+        inside = (shown == op) | pl.col("op_chain").str.split(CHAIN_SEPARATOR).list.contains(op)
+        picked = events.filter(inside).select("gpu_row", (shown == op).alias("direct"))
+        if picked.height == 0:
+            return None
+        gpu = self.gpu.with_row_index("gpu_row").with_columns(pl.col("gpu_row").cast(pl.Int64))
+        return gpu.join(picked, on="gpu_row").drop("gpu_row")
+
+    def launch_index_with_replays(self) -> LaunchIndex:
+        """The launch index (:attr:`Profile.launch_index`) with each replayed kernel a capture
+        attributes launched from its captured launch's path (the operator chain marked
+        :data:`~profview.analysis.graphs.CAPTURED`), not from the graph launch's."""
+        events = self._attributed_replays("op", "op_chain", "python_stack")
+        index = self.launch_index
+        if events is None:
+            return index
+        if "_replay_index" not in vars(self):
+            from ..analysis.graphs import with_replayed_paths
+
+            vars(self)["_replay_index"] = with_replayed_paths(index, events)
+        replay_index: LaunchIndex = vars(self)["_replay_index"]
+        return replay_index
+
+    # -- the views -----------------------------------------------------------------------------
+    def graphs(self) -> pl.DataFrame:
+        """One row per graph (see :func:`profview.analysis.graphs.graph_table`); the note of a graph
+        no capture attributes says how to get one."""
+        from ..analysis.graphs import NO_CAPTURE, graph_table
+
+        frames = self._require_graphs()
+        table = graph_table(frames, self.gpu)
+        remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {CAPTURE_REMEDY}", literal=True)
+        return table.with_columns(remedy)
+
+    def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
+        """One row per node (see :func:`profview.analysis.graphs.graph_node_table`); ``graph``: its only."""
+        from ..analysis.graphs import graph_node_table
+
+        frames = self._require_graphs()
+        if graph is not None and graph not in set(frames.graphs["graph"].to_list()):
+            raise ProfviewError(self.path, f"no graph {graph} (graphs: {frames.graphs['graph'].to_list()})")
+        return graph_node_table(frames, self.gpu, graph)
+
+    def graph_ops(self) -> pl.DataFrame:
+        """Every GPU microsecond by (operator, module), replays through their capture (see
+        :func:`profview.analysis.graphs.graph_ops_table`)."""
+        from ..analysis.graphs import graph_ops_table
+
+        frames = self._require_graphs()
+
+        def compute() -> pl.DataFrame:
+            modules, sources = self._direct_modules_and_sources()
+            return graph_ops_table(frames, self.model, modules, sources)
+
+        return self._default_view(f"graph_ops-{self._capture_key}", compute)
+
+    def _direct_modules_and_sources(self) -> tuple[pl.Series, pl.Series]:
+        """Per ``model.gpu`` row, the module path and source line the modules and sources views give it."""
+        from ..analysis.modules import gpu_attribution, launch_frames, source_stacks
+        from ..frames import NO_MODULE, NO_SOURCE
+
+        model = self.model
+        if not model.host["is_python"].any():
+            height = model.gpu.height
+            return pl.repeat(NO_MODULE, height, eager=True), pl.repeat(NO_SOURCE, height, eager=True)
+        frames = launch_frames(model)
+        stacks = source_stacks(model, frames)
+        return gpu_attribution(model, frames)["module"], pl.Series([stacks[f][0] for f in frames.tolist()])
+
+    def graph_summary(self) -> dict[str, Any] | None:
+        """The Overview's and summary's figures: GPU time replayed by graphs, the part attributed,
+        graphs without a capture; None where the trace replays no graph.  Kept with the trace's
+        views (a re-opened trace's summary reads them, no model)."""
+        if not self.is_trace:
+            return None
+        name = f"graph_summary-{self._capture_key}"
+        saved = self.saved.facts().get(name) if self.saved else None
+        if isinstance(saved, dict):
+            return saved or None
+        if name not in self._facts:
+            self._facts[name] = self.fresh_facts[name] = self._graph_figures()
+        figures: dict[str, Any] = self._facts[name]
+        return figures or None
+
+    def _graph_figures(self) -> dict[str, Any]:
+        if not self.has_graphs():
+            return {}
+        from ..analysis.graph_replays import FULL
+        from ..analysis.graphs import replayed
+
+        frames = self._graph_frames
+        events = replayed(frames, self.gpu, ())
+        return {
+            "all_gpu_us": float(self.gpu["dur"].sum() or 0.0),
+            "replayed_us": float(events["dur"].sum() or 0.0),
+            "attributed_us": float(events.filter(pl.col("attributed"))["dur"].sum() or 0.0),
+            "graphs": frames.graphs.height,
+            "replays": int((frames.replays["partial"] == FULL).sum()),
+            "partial_replays": int((frames.replays["partial"] != FULL).sum()),
+            "without_capture": frames.graphs["capture"].null_count(),
+            "captures": sorted(set(frames.graphs["capture"].drop_nulls().to_list())),
+        }
+
+    def graph_lines(self) -> list[str]:
+        """The Overview's and summary's graph lines: how much GPU time graph replays took and how
+        much of it is attributed through a capture; where a graph has none, how to get one."""
+        figures = self.graph_summary()
+        if not figures:
+            return []
+        from ..frames import fmt_us
+
+        share = figures["replayed_us"] / figures["all_gpu_us"] * 100.0 if figures["all_gpu_us"] else 0.0
+        partial = f" + {figures['partial_replays']} cut by the window" if figures["partial_replays"] else ""
+        counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
+        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
+        if figures["without_capture"] == figures["graphs"]:
+            return [first, f"graph replays not attributed to operators: no capture; {CAPTURE_REMEDY}"]
+        attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
+        second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
+        if figures["without_capture"]:
+            second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {CAPTURE_REMEDY}"
+        return [first, second]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _capture_files(path: str) -> list[tuple[str, int | None]]:
+    """The capture traces ``path`` names: itself, or a folder's (those its ``execution_details.json``
+    lists, with their batch sizes; else every trace file in it)."""
+    if not os.path.isdir(path):
+        return [(path, None)]
+    details = os.path.join(path, EXECUTION_DETAILS)
+    if os.path.isfile(details):
+        try:
+            with open(details, "rb") as fh:
+                entries = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise ProfviewError(details, f"--capture: not readable as JSON ({exc})") from None
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries
+        ):
+            raise ProfviewError(details, "--capture: expected a list of objects with a 'file' each")
+        files = []
+        for entry in entries:
+            file = os.path.join(path, os.path.basename(entry["file"]))
+            if not os.path.isfile(file):
+                raise ProfviewError(file, f"--capture: listed in {EXECUTION_DETAILS} but not there")
+            size = entry.get("batch_size")
+            files.append((file, size if isinstance(size, int) and not isinstance(size, bool) else None))
+        return files
+    traces = sorted(
+        os.path.join(path, name)
+        for name in os.listdir(path)
+        if name.endswith((".json", ".json.gz")) and name != EXECUTION_DETAILS
+    )
+    if not traces:
+        raise ProfviewError(path, f"--capture: no {EXECUTION_DETAILS} and no trace files in this folder")
+    return [(file, None) for file in traces]
+
+
+def _captures_of(file: str, batch_size: int | None, use_cache: bool) -> list[Capture]:
+    """The captures in one capture trace (an error naming it where it holds none)."""
+    from ..analysis.graph_capture import find_captures
+    from .loading import load
+
+    profile = load(file, use_cache=use_cache)
+    if not profile.is_trace:
+        raise ProfviewError(file, f"--capture: a {profile.format}, not a trace")
+    events = profile._trace_events()
+    found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
+    if not found:
+        raise ProfviewError(
+            file, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
+        )
+    return found
