@@ -53,8 +53,12 @@ HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
-#: A profiler step annotation, ``ProfilerStep#12``.
-STEP_NAME = r"^ProfilerStep#\d+$"
+#: A profiler step annotation, ``ProfilerStep#12``: ASCII digits (``\d`` takes any script's), at
+#: most 18 of them (an int64).  Any other ``ProfilerStep#…`` is an ordinary annotation, its name a
+#: label: ``ProfilerStep#99999999999999999999`` or ``ProfilerStep#٣`` made every step view fail.
+STEP_NAME = r"^ProfilerStep#[0-9]{1,18}$"
+#: The number of a :data:`STEP_NAME`.
+STEP_NUMBER = r"#([0-9]{1,18})$"
 
 # -- view frames ------------------------------------------------------------------------------
 
@@ -292,12 +296,24 @@ def conform_kernels(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(missing).select(KERNEL_COLUMNS)
 
 
+#: From this magnitude on a figure is printed in scientific notation: a timestamp of 1e300 in a
+#: trace printed a span of 300 digits (issue 35); a real span or count never comes near.
+SCIENTIFIC_FROM = 1e12
+
+
+def fmt_fixed(value: float, decimals: int) -> str:
+    """``value`` with ``decimals`` decimals, or in scientific notation when it is huge."""
+    if abs(value) >= SCIENTIFIC_FROM:
+        return f"{value:.3e}"
+    return f"{value:.{decimals}f}"
+
+
 def fmt_us(value: float | None) -> str:
     """A duration in µs, in the unit that reads best (3 decimals; ``-`` for none)."""
     if value is None:
         return "-"
     if abs(value) >= 1e6:
-        return f"{value / 1e6:.3f} s"
+        return f"{fmt_fixed(value / 1e6, 3)} s"
     if abs(value) >= 1e3:
         return f"{value / 1e3:.3f} ms"
     return f"{value:.3f} us"

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from .name_rules import first_match
+
 if TYPE_CHECKING:  # NumPy is imported where intervals are merged: a kernel table's names need none
     import numpy as np
 
@@ -96,30 +98,48 @@ def collective_type(text: str | None, *, anywhere: bool = False) -> str | None:
     return next((kind for word, kind in COLLECTIVE_WORDS if compact.startswith(word)), None)
 
 
-def _name_classes(names: list[str], pattern: str | None) -> tuple[list[str | None], list[str | None]]:
-    """(backend, collective type) of each distinct kernel name by rules 2 and 3."""
-    rules = [(backend, re.compile(regex), kind) for backend, regex, kind in NAME_RULES]
-    if pattern:
-        rules.append((USER_BACKEND, re.compile(pattern), None))
-    nccl_token = re.compile(_NCCL_TOKEN)
-    backends: list[str | None] = []
-    kinds: list[str | None] = []
-    for name in names:
-        backend, kind = next(((b, k) for b, rx, k in rules if rx.search(name)), (None, None))
-        if backend is not None and kind is None:
-            token = nccl_token.search(name)
-            if token:  # the token is NCCL's own spelling; Generic says nothing
-                kind = collective_type(token.group(1)) if token.group(1) != "Generic" else None
-            else:
-                kind = collective_type(name, anywhere=True)
-        backends.append(backend)
-        kinds.append(kind)
-    return backends, kinds
+def collective_types(text: pl.Expr, *, anywhere: bool = False) -> pl.Expr:
+    """:func:`collective_type` of each value of ``text``, in Polars (linear in each text)."""
+    compact = text.cast(pl.String).str.replace_all(r"[_\-\s]", "").str.to_lowercase()
+    words = COLLECTIVE_WORDS[:_IN_NAME_WORDS] if anywhere else COLLECTIVE_WORDS
+    tests = [compact.str.contains(w, literal=True) if anywhere else compact.str.starts_with(w) for w, _ in words]
+    found = pl.when(tests[0]).then(pl.lit(words[0][1]))
+    for test, (_word, kind) in zip(tests[1:], words[1:], strict=True):
+        found = found.when(test).then(pl.lit(kind))  # type: ignore[assignment]
+    return found.otherwise(pl.lit(None, dtype=pl.String))
+
+
+def _rules(pattern: str | None) -> list[tuple[str, str]]:
+    """(backend, regex) of rules 2 and 3, in order."""
+    rules = [(backend, regex) for backend, regex, _kind in NAME_RULES]
+    return [*rules, (USER_BACKEND, pattern)] if pattern else rules
+
+
+def _name_classes(names: pl.Series, pattern: str | None) -> pl.DataFrame:
+    """``name, backend, kind`` of the distinct kernel names that rules 2 and 3 make
+    communication (the others are left out), with Polars' regex engine (:mod:`.name_rules`:
+    linear in each name, the user's pattern included)."""
+    frame = pl.DataFrame({"name": names.cast(pl.String), "backend": first_match(names, _rules(pattern))})
+    frame = frame.filter(pl.col("backend").is_not_null())
+    fixed = {backend: kind for backend, _regex, kind in NAME_RULES if kind is not None}
+    token = pl.col("name").str.extract(_NCCL_TOKEN, 1)
+    kind = (
+        pl.when(pl.col("backend").is_in(list(fixed)))
+        .then(pl.col("backend").replace_strict(fixed, default=None, return_dtype=pl.String))
+        # the token is NCCL's own spelling; Generic says nothing
+        .when(token == "Generic")
+        .then(pl.lit(None, dtype=pl.String))
+        .when(token.is_not_null())
+        .then(collective_types(token))
+        .otherwise(collective_types(pl.col("name"), anywhere=True))
+    )
+    return frame.with_columns(kind.alias("kind"))
 
 
 def name_backends(names: list[str], pattern: str | None = None) -> list[str | None]:
     """The backend rules 2 and 3 give each kernel name (None: not communication by its name)."""
-    return _name_classes(names, pattern)[0]
+    backends: list[str | None] = first_match(pl.Series("name", names, dtype=pl.String), _rules(pattern)).to_list()
+    return backends
 
 
 def classify_communication(
@@ -134,20 +154,21 @@ def classify_communication(
     (``AllReduce``, ``AllGather``, ``ReduceScatter``, ``Broadcast``, ``Reduce``, ``AllToAll``,
     ``SendRecv``, ``Send``, ``Recv``, ``Gather``, ``Scatter``, ``Barrier``), null when neither the
     arguments nor the name say it.  Only kernels are classified (memcpy and memset never are).
-    The order of the rules is the module's; ``pattern`` is a Python regular expression searched
-    in the kernel name (an invalid one raises ``re.error``).
+    The order of the rules is the module's; ``pattern`` is a regular expression searched in the
+    kernel name by Polars' engine (:mod:`.name_rules`; one it cannot run raises ``PolarsError``).
     """
     kernels = pl.col("kind") == "kernel"
     arg = pl.col("collective") if "collective" in gpu.columns else pl.lit(None, dtype=pl.String)
     # The two columns alone are filtered: a filter of the GPU frame would copy all its columns.
     kernel_keys = gpu.select(kernels.alias("k"), "name", arg.alias("a")).filter(pl.col("k"))
-    names = kernel_keys["name"].unique().drop_nulls().sort().to_list()
-    backends, kinds = _name_classes(names, pattern)
-    args = kernel_keys["a"].unique().drop_nulls().sort().to_list()
-    arg_kinds = [collective_type(a) for a in args]
-    by_name = pl.col("name").replace_strict(names, backends, default=None, return_dtype=pl.String)
-    kind_by_name = pl.col("name").replace_strict(names, kinds, default=None, return_dtype=pl.String)
-    kind_by_arg = arg.replace_strict(args, arg_kinds, default=None, return_dtype=pl.String)
+    # Only the names that are communication are looked up per event (usually none or a few).
+    found = _name_classes(kernel_keys["name"].unique().drop_nulls(), pattern)
+    args = kernel_keys.select(pl.col("a").cast(pl.String).unique().drop_nulls())
+    args = args.with_columns(collective_types(pl.col("a")).alias("kind")).filter(pl.col("kind").is_not_null())
+    text = pl.col("name").cast(pl.String)
+    by_name = text.replace_strict(found["name"], found["backend"], default=None, return_dtype=pl.String)
+    kind_by_name = text.replace_strict(found["name"], found["kind"], default=None, return_dtype=pl.String)
+    kind_by_arg = arg.cast(pl.String).replace_strict(args["a"], args["kind"], default=None, return_dtype=pl.String)
     has_arg = arg.is_not_null() & (arg != "")
     backend = (
         pl.when(kernels & has_arg)

@@ -212,7 +212,8 @@ def build_graph(
 
     edges: list[tuple[np.ndarray, ...]] = []
     g_stream = gpu["stream"].fill_null(-1).to_numpy()[g_sel]
-    waits = _host_waits(rules, names, h_sel, start, end, window) if rules.infer_sync else (_none(), _none())
+    g_launch = start[host_event[launch[g_sel]]]  # when each GPU event's launching call started
+    waits = _host_waits(rules, names, h_sel, start, end, window, g_launch) if rules.infer_sync else (_none(), _none())
     if rules.blocking is not None:
         blocking = _named(names, h_sel, rules.blocking)
     else:  # only a call that did wait for GPU work
@@ -453,12 +454,29 @@ def _no_edges() -> tuple[np.ndarray, ...]:
     return (_none(), _none(), np.zeros(0), _filled(0, OPERATOR), _none())
 
 
+#: How many earlier-ending GPU events a waiting call looks back over for one launched before it
+#: ended (skewed clocks put a later launch's work inside the call; see :func:`_host_waits`).
+WAIT_LOOK_BACK = 8
+
+
 def _host_waits(
-    rules: PathRules, names: pl.Series, h_sel: np.ndarray, start: np.ndarray, end: np.ndarray, window: np.ndarray
+    rules: PathRules,
+    names: pl.Series,
+    h_sel: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    window: np.ndarray,
+    g_launch: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sync edges GPU → host, as (GPU event, host event) arrays: a waiting call
     (:data:`WAITING_CALLS`) waited for the GPU work of its window that ended last while it ran;
-    if none ended then, it did not wait."""
+    if none ended then, it did not wait.
+
+    Only work launched before the call ended (``g_launch``: its launching call's start) can have
+    been waited for: with the GPU's clock 17 µs ahead, a kernel launched after a
+    ``cudaDeviceSynchronize`` appeared to end inside it, and the edge back made a cycle that cost
+    every step its path (issue 35).  The call takes the latest-ending work that was launched in
+    time, among the :data:`WAIT_LOOK_BACK` latest."""
     n_host = len(h_sel)
     calls = np.flatnonzero(_named(names, h_sel, WAITING_CALLS))
     g_end, g_win = end[n_host:], window[n_host:]
@@ -469,8 +487,16 @@ def _host_waits(
     key = g_win * scale + (g_end - lo)
     order = np.argsort(key, kind="stable")
     at = np.searchsorted(key[order], window[calls] * scale + (end[calls] - lo), side="right") - 1
-    found = order[np.clip(at, 0, None)]
-    ok = (at >= 0) & (g_win[found] == window[calls]) & (g_end[found] >= start[calls])
+    found = np.full(len(calls), -1, dtype=np.int64)
+    for back in range(WAIT_LOOK_BACK):
+        pos = at - back
+        candidate = order[np.clip(pos, 0, None)]
+        ended_inside = (pos >= 0) & (g_win[candidate] == window[calls]) & (g_end[candidate] >= start[calls])
+        if not ended_inside.any():
+            break
+        fits = (found < 0) & ended_inside & (g_launch[candidate] <= end[calls])
+        found[fits] = candidate[fits]
+    ok = found >= 0
     return n_host + found[ok], calls[ok]
 
 
@@ -559,6 +585,15 @@ def _bounds(
     return bound
 
 
+class GraphCycle(ValueError):
+    """The dependency graph has a cycle (events out of order in the trace): in ``windows`` only,
+    for no edge joins two windows."""
+
+    def __init__(self, windows: list[int], nodes: int) -> None:
+        self.windows = windows
+        super().__init__(f"the dependency graph has a cycle ({nodes} nodes on or after it)")
+
+
 def longest_paths(graph: PathGraph, weight: np.ndarray | None = None) -> PathResult:
     """The longest path of each window (``weight``: other edge weights, for a what-if).
 
@@ -591,10 +626,11 @@ def longest_paths(graph: PathGraph, weight: np.ndarray | None = None) -> PathRes
             indegree[v] -= 1
             if indegree[v] == 0:
                 ready.append(v)
-    if seen < nodes:
-        raise ValueError(f"the dependency graph has a cycle ({nodes - seen} nodes on or after it)")
-    dist_arr = np.asarray(dist)
     node_window = np.repeat(graph.window, 2)
+    if seen < nodes:
+        stuck = np.flatnonzero(np.asarray(indegree) > 0)
+        raise GraphCycle(sorted(set(node_window[stuck].tolist())), len(stuck))
+    dist_arr = np.asarray(dist)
     edges: list[np.ndarray] = []
     length = np.zeros(graph.windows)
     for w in range(graph.windows):

@@ -8,16 +8,17 @@ whole trace (step -1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
-from ..frames import STEP_NAME
+from ..frames import STEP_NAME, STEP_NUMBER
 from .critical_path import (
     BOUNDS,
     EDGE_KINDS,
     PROFVIEW_RULES,
+    GraphCycle,
     PathResult,
     PathRules,
     breakdown,
@@ -69,6 +70,8 @@ class StepPaths:
     result: PathResult
     model: TraceModel
     rules: PathRules
+    #: Steps left out, and why (a dependency cycle from events out of order: that step alone).
+    refused: dict[int, str] = field(default_factory=dict)
 
 
 def step_ranges(model: TraceModel) -> pl.DataFrame:
@@ -83,8 +86,8 @@ def step_ranges(model: TraceModel) -> pl.DataFrame:
     return (
         host.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("end"))
-        .select(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step"), "start", "end")
-        .sort("start")
+        .select(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"), "start", "end")
+        .sort("start", "step")  # overlapping steps in one order for both rule sets, every run
     )
 
 
@@ -102,7 +105,17 @@ def step_paths(
         steps = steps.filter(pl.col("step") == step)
     windows = list(zip(steps["start"].to_list(), steps["end"].to_list(), strict=True))
     graph = build_graph(model, windows, rules, comm)
-    return StepPaths(steps, longest_paths(graph), model, rules)
+    try:
+        return StepPaths(steps, longest_paths(graph), model, rules)
+    except GraphCycle as cycle:  # no edge joins two steps: only the steps holding the cycle lose their path
+        bad, reason = set(cycle.windows), str(cycle)
+        if len(bad) == steps.height:
+            raise
+    refused = {int(step): reason for i, step in enumerate(steps["step"]) if i in bad}
+    steps = steps.filter(~pl.int_range(steps.height).is_in(sorted(bad)))
+    windows = list(zip(steps["start"].to_list(), steps["end"].to_list(), strict=True))
+    graph = build_graph(model, windows, rules, comm)
+    return StepPaths(steps, longest_paths(graph), model, rules, refused)
 
 
 def path_frame(paths: StepPaths, weight: np.ndarray | None = None) -> pl.DataFrame:

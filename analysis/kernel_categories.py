@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from .name_rules import first_match
+
 #: The categories, in the order tables list them.
 KERNEL_CATEGORIES: tuple[str, ...] = (
     "gemm",
@@ -148,17 +150,12 @@ INDUCTOR_RULES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _first_match(text: pl.Expr, rules: tuple[tuple[str, str], ...]) -> pl.Expr:
-    """The category of the first rule whose regex ``text`` contains (null: none, or null text)."""
-    return pl.coalesce(pl.when(text.str.contains(rx)).then(pl.lit(category)) for category, rx in rules)
-
-
 def _per_distinct(values: pl.Series, rules: tuple[tuple[str, str], ...]) -> pl.Series:
-    """:func:`_first_match` of each value, the rules run once per distinct value."""
+    """The first rule each value matches (:func:`~.name_rules.first_match`, the one engine of
+    profview's name rules: linear in each name), the rules run once per distinct value."""
     text = values.cast(pl.String)
     distinct = text.unique().drop_nulls()
-    found = pl.DataFrame({"v": distinct}).select(_first_match(pl.col("v"), rules).alias("v"))["v"]
-    each: pl.Series = text.replace_strict(distinct, found, default=None, return_dtype=pl.String)
+    each: pl.Series = text.replace_strict(distinct, first_match(distinct, rules), default=None, return_dtype=pl.String)
     return each
 
 

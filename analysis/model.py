@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME
+from ..frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME, STEP_NUMBER
 from .calltree import CallTree, build_call_tree, subtree_mask, thread_index
 from .events import COMPLETE, GPU_LINK_COLUMNS, gpu_work
 
@@ -366,8 +366,8 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
     steps = (
         host_steps.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("cpu_end"))
-        .with_columns(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step"))
-        .sort("start")
+        .with_columns(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"))
+        .sort("start", "step")  # steps of one start (overlapping ranges) in one order, every run
     )
     starts = steps["start"].to_numpy()
     cpu_ends = steps["cpu_end"].to_numpy()
@@ -383,10 +383,12 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
         np.maximum.at(gpu_end, which[inside], launched["end"].to_numpy()[inside])
     ends = np.maximum(cpu_ends, gpu_end)
     # As the TensorBoard plugin does: a step ends when its GPU work ends, and the next step starts
-    # no earlier than that, so steps never overlap.
+    # no earlier than that, so steps never overlap.  Host ranges that overlap already (a malformed
+    # trace: two ProfilerStep ranges over the same time) are not sequential steps: each keeps its
+    # own range (moving one past the other gave the second a duration of 0, issue 35).
     starts_adj = starts.copy()
     for i in range(len(starts)):
-        if i:
+        if i and starts[i] >= cpu_ends[i - 1]:
             starts_adj[i] = max(starts[i], ends[i - 1])
         ends[i] = max(ends[i], starts_adj[i])
     return steps.select("step", "name").with_columns(pl.Series("start", starts_adj), pl.Series("end", ends))

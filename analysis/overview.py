@@ -58,7 +58,10 @@ def distributed_rank(metadata: dict[str, Any]) -> tuple[int | None, int | None, 
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     backend = info.get("backend")
-    return number("rank"), number("world_size"), backend if isinstance(backend, str) else None
+    rank, world = number("rank"), number("world_size")
+    if world is not None and world < 1:  # a world of no process is no size: unknown, not taken literally
+        world = None
+    return rank, world, backend if isinstance(backend, str) else None
 
 
 def collective_lines(communication: pl.DataFrame) -> list[tuple[str, str, int, float]]:

@@ -33,15 +33,31 @@ def _terminated(_signum: int, _frame: object) -> None:
     raise Terminated
 
 
+def _internal_error(args: list[str], exc: BaseException) -> None:
+    """A bug (or a panic inside Polars): one line and exit code 3; ``PROFVIEW_DEBUG=1`` re-raises."""
+    if os.environ.get("PROFVIEW_DEBUG"):
+        raise exc
+    typer.echo(
+        f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "
+        "PROFVIEW_DEBUG=1 shows the traceback",
+        err=True,
+    )
+    sys.exit(3)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")
-    signal.signal(signal.SIGTERM, _terminated)
-    economise_address_space()
-    cap_polars_threads()
     try:
+        # Inside the try: a SIGTERM just after the handler is set is caught too (it was a traceback).
+        signal.signal(signal.SIGTERM, _terminated)
+        economise_address_space()
+        for warning in cap_polars_threads():
+            typer.echo(f"profview: warning: {clean(warning)}", err=True)
+        if not os.environ.get("PROFVIEW_DEBUG"):  # a Rust panic's own report is two lines, not a backtrace
+            os.environ["RUST_BACKTRACE"] = "0"
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
         code = app(args=args, prog_name="profview", standalone_mode=False)
         sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
@@ -50,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(143)
     except ProfviewError as exc:
         typer.echo(f"profview: error: {clean(exc)}", err=True)
-        if exc.out_of_memory:
+        if exc.out_of_memory or exc.leave_now:
             sys.stderr.flush()
             os._exit(2)
         sys.exit(2)
@@ -79,14 +95,11 @@ def main(argv: list[str] | None = None) -> None:
             typer.echo(f"profview: error: {exc}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     except Exception as exc:  # a bug: still one line (PROFVIEW_DEBUG=1 shows the traceback)
-        if os.environ.get("PROFVIEW_DEBUG"):
+        _internal_error(args, exc)
+    except BaseException as exc:  # a Rust panic in Polars (PanicException is a BaseException)
+        if type(exc).__name__ != "PanicException":
             raise
-        typer.echo(
-            f"profview: error: {clean(_path_of(args))}internal error ({type(exc).__name__}: {clean(exc)}); "
-            "PROFVIEW_DEBUG=1 shows the traceback",
-            err=True,
-        )
-        sys.exit(3)
+        _internal_error(args, exc)
     if isinstance(code, int) and code:
         if code == 130:
             typer.echo("profview: interrupted", err=True)

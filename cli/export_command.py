@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ProfviewError
+from ..sanitize import clean
 from .options import (
     AscOption,
     CaptureOption,
@@ -96,7 +97,7 @@ def export(
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
     target.start_reading(no_cache)
-    from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, refine, view_frame
+    from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, PATH_VIEWS, refine, view_frame
     from ..report.export import check_target, export_format, write_table
 
     export_format(out)
@@ -132,7 +133,7 @@ def export(
     profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
-        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops or None, peak_tb_s=peak_tbs or None,
+        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tbs,
         on_path=on_path, graph=graph, iteration=iteration,
     )
     if what_if:
@@ -141,6 +142,9 @@ def export(
             "not a measurement (docs/critical_path.md)",
             err=True,
         )
+    if view in PATH_VIEWS or on_path:  # a step whose events are out of order has no path: said, not hidden
+        for number, why in profile.step_paths(step, rules).refused.items():
+            typer.echo(f"profview: warning: {clean(profile.path)}: step {number}: {clean(why)}", err=True)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
         written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)

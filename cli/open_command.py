@@ -30,8 +30,11 @@ def open_viewer(
     if target.is_job:
         from functools import partial
 
+        from ..jobs.inputs import list_inputs
         from ..jobs.job import open_job
         from ..tui.launch import run_job
+
+        list_inputs(list(target.paths))  # a pattern that matches nothing is said before the terminal is taken
 
         opener = partial(
             open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,

@@ -211,13 +211,20 @@ def _from_tar(archive: str, label: str, into: str, limit: int, out: Extracted) -
                 raise
             damage = exc
         for member in members:
-            if not TRACE_NAME.search(member.name) or not (member.isfile() or member.islnk() or member.issym()):
+            if not TRACE_NAME.search(member.name):
                 continue
             name = f"{label}:{member.name}"
+            if not (member.isfile() or member.islnk() or member.issym()):
+                kind = "FIFO" if member.isfifo() else "device" if member.isdev() else "directory"
+                out.notes.append(f"{name}: a {kind}, not a file: left out")
+                continue
             try:
                 data = t.extractfile(member)  # a link: the member it names, inside the archive
             except KeyError:
                 out.unreadable.append((name, f"a link to {member.linkname!r}, which is not in the archive"))
+                continue
+            except RecursionError:  # tarfile follows a link to a link ... without end
+                out.unreadable.append((name, f"a link to {member.linkname!r} that leads back to itself (a loop)"))
                 continue
             if data is None:
                 continue

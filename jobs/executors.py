@@ -35,11 +35,13 @@ def map_ranks(
     workers: int | None = None,
     dask: str | None = None,
     progress: Progress | None = None,
+    notes: list[str] | None = None,
 ) -> list[T]:
     """``[function(path, *args) for path in paths]``, in the order of ``paths``.
 
     ``dask``: a scheduler address (else ``$DASK_SCHEDULER_ADDRESS``) runs the calls on that Dask
-    cluster; else ``workers`` local processes (default: all cores; 1 runs in this process).
+    cluster; else ``workers`` local processes (default: all cores; 1 runs in this process), no
+    more than the memory holds (:func:`workers_that_fit`; ``notes`` gets why, when fewer run).
     A :class:`ProfviewError` raised for one path is raised here unchanged.
     """
     address = dask or os.environ.get(DASK_ENV) or None
@@ -52,15 +54,52 @@ def map_ranks(
             progress(len(results), len(paths), time.monotonic() - started)
 
     if address:
-        _on_dask(address, function, paths, args, finished)
+        from .dask_run import on_dask
+
+        on_dask(address, function, paths, args, finished)
     else:
-        count = min(workers or default_workers(), len(paths))
+        count, note = workers_that_fit(min(workers or default_workers(), len(paths)), paths)
+        if note and notes is not None:
+            notes.append(note)
         if count <= 1:
             for index, path in enumerate(paths):
                 finished(index, function(path, *args))
         else:
             _on_pool(count, function, paths, args, finished)
     return [results[i] for i in range(len(paths))]
+
+
+#: What a worker process holds before it reads a rank (the interpreter, Polars, NumPy: about
+#: 110 MB measured on 16 workers of 16 ranks, issue 35), with room to spare.
+WORKER_BASE_MEMORY = 160 * 2**20
+
+
+def workers_that_fit(count: int, paths: Sequence[str]) -> tuple[int, str | None]:
+    """``count`` workers, or as many as the memory holds (at least 1) with a note saying so: each
+    may hold :data:`WORKER_BASE_MEMORY` and the largest rank's load at once (``--workers 16`` on
+    16 ranks started 16 processes with no look at the memory)."""
+    from ..parsers.source import GZIP_MAGIC, memory_budget, memory_factor
+
+    budget = memory_budget()
+    if count <= 1 or budget is None:
+        return count, None
+    largest = 0
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                gzipped = fh.read(2) == GZIP_MAGIC
+            size = os.path.getsize(path) * (4 if gzipped else 1)  # a gzip trace as the load guesses it
+        except OSError:
+            continue
+        largest = max(largest, size)
+    each = WORKER_BASE_MEMORY + int(largest * memory_factor(chunked=True))
+    fit = max(1, budget[0] // each)
+    if fit >= count:
+        return count, None
+    return int(fit), (
+        f"{count} workers would need about {count * each / 2**30:.1f} GiB of memory, {budget[1]} leaves "
+        f"{budget[0] / 2**30:.1f} GiB: {fit} read ranks at once"
+    )
 
 
 #: Thread settings each worker starts with: its share of the cores, so that N workers with their
@@ -122,11 +161,32 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with its stderr on ``/dev/null``.
+
+    The pool's queues make semaphores the tracker watches; the tracker outlives a SIGKILLed
+    profview, frees them, and printed ``resource_tracker: There appear to be 5 leaked semaphore
+    objects to clean up at shutdown`` onto the user's terminal after the kill (issue 35).  It is
+    started once per process (a running one is left as it is)."""
+    from multiprocessing import resource_tracker
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    try:
+        os.dup2(devnull, 2)  # the tracker inherits fd 2 as it is now
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    quiet_resource_tracker()
     saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(_worker_threads(count))  # spawned workers read these when they start
     pool = ProcessPoolExecutor(
@@ -160,119 +220,3 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
             raise
         finally:
             _ACTIVE.discard(pool)
-
-
-#: Seconds to reach a Dask scheduler and finish its handshake (``$PROFVIEW_DASK_TIMEOUT``).
-DASK_TIMEOUT_S = 10.0
-#: Seconds the job waits with no Dask worker to take its tasks (``$PROFVIEW_DASK_WORKER_WAIT``).
-DASK_WORKER_WAIT_S = 60.0
-DASK_SCHEMES = ("tcp", "tls", "inproc")
-
-
-def _seconds(variable: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(variable) or default)
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def check_dask_address(address: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of a scheduler address, or a one-line error for anything else."""
-    from urllib.parse import urlsplit
-
-    text = address.strip()
-    if "://" not in text:
-        text = "tcp://" + text
-    problem = f"{address!r} is not a Dask scheduler address (expected tcp://HOST:PORT)"
-    try:
-        parts = urlsplit(text)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        raise ProfviewError(None, problem) from None
-    if parts.scheme not in DASK_SCHEMES:
-        raise ProfviewError(None, f"{problem}; {parts.scheme}:// is not supported")
-    if parts.scheme == "inproc":  # a cluster inside this process (tests, notebooks)
-        return parts.scheme, host or "", 0
-    if not host or port is None or parts.path or parts.query or any(c.isspace() for c in text):
-        raise ProfviewError(None, problem)
-    return parts.scheme, host, port
-
-
-def probe_dask(address: str, host: str, port: int, timeout: float) -> None:
-    """Connect to ``host:port`` and read the first bytes a Dask scheduler sends on its own
-    (its handshake): a one-line error, within ``timeout``, for nothing there, no answer, or a
-    server that speaks another protocol (HTTP)."""
-    import socket
-
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            head = b""
-            while len(head) < 8:
-                piece = sock.recv(8 - len(head))
-                if not piece:
-                    break
-                head += piece
-    except ConnectionRefusedError:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} (connection refused)") from None
-    except socket.gaierror as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc.strerror})") from None
-    except TimeoutError:
-        raise ProfviewError(
-            None, f"no Dask scheduler answered at {address} within {timeout:g} s (PROFVIEW_DASK_TIMEOUT)"
-        ) from None
-    except OSError as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc})") from None
-    frames = int.from_bytes(head, "little") if len(head) == 8 else -1
-    if head.startswith(b"HTTP") or not 0 < frames < 1024:
-        other = "HTTP" if head.startswith(b"HTTP") else "another protocol"
-        raise ProfviewError(None, f"{address} answers in {other}, not as a Dask scheduler")
-
-
-def _on_dask(address: str, function: Callable[..., T], paths: Sequence[str], args: tuple, finished: Callable) -> None:
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ProfviewError(None, "--dask needs Dask: pip install 'profview[dask]'") from None
-    scheme, host, port = check_dask_address(address)
-    timeout = _seconds("PROFVIEW_DASK_TIMEOUT", DASK_TIMEOUT_S)
-    worker_wait = _seconds("PROFVIEW_DASK_WORKER_WAIT", DASK_WORKER_WAIT_S)
-    if scheme == "tcp":
-        probe_dask(address, host, port, timeout)
-    try:
-        client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ProfviewError(None, f"cannot reach the Dask scheduler at {address} ({exc})") from None
-    try:
-        futures = client.map(function, list(paths), *[[a] * len(paths) for a in args], pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        with client.as_current():
-            _collect(client, futures, index, finished, address, worker_wait)
-    finally:
-        client.close(timeout=timeout)
-
-
-def _collect(
-    client: Any, futures: list[Any], index: dict[Any, int], finished: Callable, address: str, limit: float
-) -> None:
-    """Hand each finished task to ``finished``; a one-line error when no worker takes them for ``limit`` s."""
-    from distributed import wait
-
-    pending = set(futures)
-    idle_since = time.monotonic()
-    while pending:
-        try:
-            done, pending = wait(pending, timeout=min(1.0, limit), return_when="FIRST_COMPLETED")
-        except TimeoutError:  # nothing finished in this round
-            done = set()
-        for future in done:
-            finished(index[future.key], future.result())
-        if done or client.scheduler_info(n_workers=1).get("workers"):
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since > limit:
-            raise ProfviewError(
-                None,
-                f"no Dask worker took the tasks at {address} within {limit:g} s "
-                "(the scheduler has no workers; PROFVIEW_DASK_WORKER_WAIT)",
-            )

@@ -292,11 +292,12 @@ def open_job(
             progress(len(summaries), len(summaries), 0.0)
     else:
         inputs = find_inputs(listing)
+    run_notes: list[str] = []  # this run's (fewer workers than asked): not saved with the job
     try:
         if saved is None:
             # Traces extracted from an archive live in a temporary folder: only the whole job is saved.
             cache = use_cache and inputs.temp_dir is None
-            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress)
+            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress, run_notes)
             summaries = [r for r in results if isinstance(r, RankSummary)]
             failures = list(inputs.unreadable)
             failures += [(inputs.label(r.path), r.problem) for r in results if isinstance(r, RankFailure)]
@@ -319,7 +320,7 @@ def open_job(
         summaries=[summaries[i] for i in order],
         world_size=world,
         inputs=inputs,
-        notes=notes + _failure_notes(failures) + inputs.notes,
+        notes=notes + _failure_notes(failures) + inputs.notes + run_notes,
         comm_pattern=comm_pattern,
         failures=failures,
     )
@@ -404,6 +405,7 @@ def _summaries(
     workers: int | None,
     dask: str | None,
     progress: Progress | None,
+    notes: list[str] | None = None,
 ) -> list[RankSummary | RankFailure]:
     """Each path's summary (or why it has none): read from the cache here when saved, else
     computed by the workers."""
@@ -423,7 +425,8 @@ def _summaries(
     if found and progress:
         progress(done, len(paths), 0.0)
     computed = map_ranks(
-        summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance
+        summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance,
+        notes=notes,
     )
     found.update(zip(todo, computed, strict=True))
     if cache and todo:

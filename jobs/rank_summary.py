@@ -84,7 +84,7 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
-        world_size=_int(info.get("world_size")),
+        world_size=_int(info.get("world_size")) or None,  # 0 processes: no size
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
         steps=steps,
         kernels=kernels,
@@ -118,7 +118,7 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
     return RankSummary(
         path=path,
         rank=_int(info.get("rank")),
-        world_size=_int(info.get("world_size")),
+        world_size=_int(info.get("world_size")) or None,  # 0 processes: no size
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
         steps=frames["steps"],
         kernels=frames["kernels"],

@@ -44,6 +44,13 @@ def looks_like_chrome_trace(head: bytes) -> bool:
     return text[:1] == b"[" or (text[:1] == b"{" and b'"traceEvents"' in head) or b'"ph"' in head[:4096]
 
 
+def may_hold_events_later(head: bytes) -> bool:
+    """Whether a document that does not yet look like a Chrome trace might, read further: a JSON
+    object whose ``traceEvents`` key may come after other top-level keys (a sorted-keys dump puts
+    ``deviceProperties`` first: 64 KiB of it or more hid the events, issue 35)."""
+    return head.removeprefix(BOM).lstrip()[:1] == b"{" and b'"traceEvents"' not in head
+
+
 class NotChunkable(Exception):
     """The document cannot be read in chunks with the same answer: read it whole."""
 
@@ -87,7 +94,8 @@ def read_chunked(chunks: Iterable[bytes], read_window: WindowReader, window_byte
             head = bytes(pending[:at])
             del pending[:at]
         start = _SPACE.match(pending).end()  # type: ignore[union-attr]
-        if start == len(pending):
+        if start == len(pending):  # whitespace between events means nothing: keep none of it, so
+            pending.clear()  # that a run of it is matched once, not again at every chunk
             continue
         if b'"traceEvents"' in pending:  # a second array, or the key in a string: the whole reader decides
             raise NotChunkable("a second traceEvents key")

@@ -46,10 +46,41 @@ def read_plugin_views(path: str, text: str, warnings: list[str], run: str | None
     )
 
 
+#: Byte-order marks of the wide Unicode encodings (UTF-32 first: its LE mark starts as UTF-16's).
+_WIDE_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32LE"),
+    (b"\x00\x00\xfe\xff", "UTF-32BE"),
+    (b"\xff\xfe", "UTF-16LE"),
+    (b"\xfe\xff", "UTF-16BE"),
+)
+
+
+#: What a JSON document starts with (its first character, or whitespace before it).
+_JSON_START = set(b"{[ \t\r\n")
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The UTF-16/32 encoding of text whose first bytes are ``head`` (its byte-order mark, or the
+    zero bytes around a first ASCII character, as RFC 4627 tells them apart), else None."""
+    for mark, name in _WIDE_MARKS:
+        if head.startswith(mark):
+            return name
+    if len(head) < 4 or next((byte for byte in head[:4] if byte), 0) not in _JSON_START:  # binary junk
+        return None
+    zeros = "".join("0" if byte == 0 else "x" for byte in head[:4])
+    return {"x000": "UTF-32LE", "000x": "UTF-32BE", "x0x0": "UTF-16LE", "0x0x": "UTF-16BE"}.get(zeros)
+
+
 def read_text_views(
     path: str, data: bytes | bytearray | mmap.mmap, warnings: list[str], run: str | None = None
 ) -> ParsedViews:
-    """The views of a text format, or ProfviewError naming the formats tried."""
+    """The views of a text format, or ProfviewError naming the formats tried (or the wide
+    encoding it is in: profview reads UTF-8)."""
+    encoding = wide_encoding(bytes(data[:4]))
+    if encoding is not None:
+        raise ProfviewError(
+            path, f"is text in {encoding}, not UTF-8 (convert it first: iconv -f {encoding} -t UTF-8 FILE > NEW)"
+        )
     text = bytes(data).decode("utf-8", "replace")
     if looks_like_plugin_json(text):
         return read_plugin_views(path, text, warnings, run)

@@ -29,10 +29,13 @@ SCAN_THREADS = 4
 def scan_threads() -> int:
     """Threads for scanning: ``PROFVIEW_THREADS``, else the CPUs this process may use, at most
     :data:`SCAN_THREADS`."""
-    configured = os.environ.get("PROFVIEW_THREADS", "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return min(usable_cpus(), SCAN_THREADS)
+    return thread_count(os.environ.get("PROFVIEW_THREADS", "")) or min(usable_cpus(), SCAN_THREADS)
+
+
+def thread_count(text: str) -> int:
+    """A thread setting's count: an ASCII whole number from 1 to 1024, else 0."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and 0 < int(text) <= 1024 else 0
 
 
 def give_back_freed_memory() -> None:
@@ -56,4 +59,4 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-__all__ = ["SCAN_THREADS", "give_back_freed_memory", "scan_threads", "usable_cpus"]
+__all__ = ["SCAN_THREADS", "give_back_freed_memory", "scan_threads", "thread_count", "usable_cpus"]

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..errors import ProfviewError
-from .resources import scan_threads, usable_cpus
+from .resources import scan_threads, thread_count, usable_cpus
 
 if TYPE_CHECKING:
     import gzip
+
+    import polars as pl
 
 #: Polars' allocator (jemalloc) gives the pages it frees back to the system after 50 ms (dirty)
 #: and at once (muzzy), instead of the 0.5 s and 1 s Polars configures: reading gpt2_train_big
@@ -188,15 +190,25 @@ POLARS_THREADS = 4
 SET_BY_PROFVIEW: set[str] = set()
 
 
-def cap_polars_threads() -> None:
+def cap_polars_threads() -> list[str]:
     """Before Polars loads (the command line and the viewer): Polars on at most
-    :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``."""
+    :data:`POLARS_THREADS` threads, unless the user set ``POLARS_MAX_THREADS``.
+
+    A thread setting that is not a whole number above 0 (``POLARS_MAX_THREADS=0`` made Polars
+    panic at its first query, issue 35) is replaced by the default; the warnings say so."""
     import sys
 
+    warnings: list[str] = []
+    for name in ("POLARS_MAX_THREADS", "PROFVIEW_THREADS"):
+        configured = os.environ.get(name)
+        if configured is not None and not thread_count(configured) and "polars" not in sys.modules:
+            del os.environ[name]
+            warnings.append(f"{name}={configured!r} is not a number of threads above 0: the default is used")
     if "polars" in sys.modules or os.environ.get("POLARS_MAX_THREADS"):  # loaded already, or the user's
-        return
+        return warnings
     os.environ["POLARS_MAX_THREADS"] = str(min(usable_cpus(), POLARS_THREADS))
     SET_BY_PROFVIEW.add("POLARS_MAX_THREADS")
+    return warnings
 
 
 def economise_address_space() -> None:
@@ -239,6 +251,21 @@ def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None
         )
 
 
+#: Names at least this long are counted again (:data:`LONG_NAME_COPIES`) by the memory checks.
+LONG_NAME_BYTES = 64 * 1024
+#: Copies of a very long name the views make beyond the frame's factor (the GPU and host frames
+#: of the model, the kernel and operator tables, their sorted and summed forms): a kernel name of
+#: 256 MB peaked at 3.85 GB in ``summary`` (15x), 32 MB at 647 MB, where the frame's factor
+#: counted it 3.6 times (issue 35).  No real name comes near: gpt2_train_big's longest is 1,118 bytes.
+LONG_NAME_COPIES = 12
+
+
+def long_name_bytes(events: pl.DataFrame) -> int:
+    """Bytes of the events' names of at least :data:`LONG_NAME_BYTES` (one pass over the lengths)."""
+    lengths = events.get_column("name").str.len_bytes()
+    return int(lengths.filter(lengths >= LONG_NAME_BYTES).sum() or 0)
+
+
 def _size(count: int) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:,.0f} MiB"
 
@@ -275,7 +302,7 @@ def memory_budget(held: bool = False) -> tuple[int, str] | None:
     """
     override = os.environ.get("PROFVIEW_MEMORY_LIMIT")
     if override:
-        return int(override), "PROFVIEW_MEMORY_LIMIT"
+        return _bytes_setting("PROFVIEW_MEMORY_LIMIT", override), "PROFVIEW_MEMORY_LIMIT"
     resident = (_proc_field("/proc/self/status", "VmRSS:") or 0) if held else 0
     found = [
         (room + resident, what)
@@ -317,10 +344,22 @@ def _rlimit_room(held: bool = False) -> tuple[int, str] | None:
     return min(rooms) if rooms else None
 
 
+def _bytes_setting(name: str, text: str) -> int:
+    """A number of bytes from the environment (``4000000000`` or ``4e9``), or a one-line error."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ProfviewError(None, f"{name}={text!r} is not a number of bytes (e.g. 4000000000 or 4e9)")
+    return int(value)
+
+
 def _polars_threads() -> int:
     """Threads in Polars' pool (``POLARS_MAX_THREADS``, else one per CPU), without starting it."""
-    configured = os.environ.get("POLARS_MAX_THREADS", "")
-    return int(configured) if configured.isdigit() else os.cpu_count() or 1
+    return thread_count(os.environ.get("POLARS_MAX_THREADS", "")) or os.cpu_count() or 1
 
 
 def _cgroup_room() -> tuple[int, str] | None:
@@ -383,6 +422,53 @@ def _sniff(head: bytes | bytearray, path: str) -> None:
     """
     if b"\x00" in head[:SNIFF_BYTES]:
         raise ProfviewError(path, "starts with binary data (NUL bytes), not a trace or profiler table")
+
+
+#: Seconds a named pipe may go without a program opening it to write (``mkfifo F; profview
+#: summary F`` with nothing writing blocked for ever, issue 35).  A program that opened it is
+#: waited for as long as it takes to write.
+FIFO_WAIT_S = 10.0
+
+
+class _Prefixed:
+    """A pipe's reader whose first bytes were read already (to tell a writer was there)."""
+
+    def __init__(self, first: bytes, fh: BinaryIO) -> None:
+        self.first, self.fh = first, fh
+
+    def read(self, size: int) -> bytes:
+        if self.first:
+            piece, self.first = self.first[:size], self.first[size:]
+            return piece
+        return self.fh.read(size)
+
+
+def read_fifo(name: str) -> bytearray:
+    """All of a named pipe, once a program opens it to write; a one-line error when none does
+    within :data:`FIFO_WAIT_S` seconds (a plain open waits for a writer for ever)."""
+    import select
+    import time
+
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        deadline = time.monotonic() + FIFO_WAIT_S
+        while True:
+            try:
+                first: bytes | None = os.read(fd, 1 << 16)
+            except BlockingIOError:  # a writer is there and has not written yet
+                first = None
+            if first or first is None:
+                break
+            # Nothing: no writer yet, or one that left without writing (the pipe hung up).
+            if any(event & select.POLLHUP for _fd, event in poller.poll(0)):
+                break
+            if time.monotonic() > deadline:
+                raise ProfviewError(name, f"is a named pipe that no program opened to write within {FIFO_WAIT_S:g} s")
+            poller.poll(50)
+        os.set_blocking(fd, True)
+        return _read_stream(_Prefixed(first or b"", fh), name)  # type: ignore[arg-type]
 
 
 def _read_stream(fh: BinaryIO, name: str) -> bytearray:
@@ -502,12 +588,16 @@ class SourceStream:
                         yield fresh[start : start + self.chunk_bytes]
         if total == 0:
             raise ProfviewError(self.path, problem or "not a readable gzip file")
-        self.warnings.append(f"{problem}; read {total:,} decompressed bytes")
+        self.warnings.append(f"{problem or UNREADABLE_END}; read {total:,} decompressed bytes")
 
 
 #: How often (in decompressed bytes) a chunked read checks the memory it will need: often enough that a
 #: gzip bomb is refused within a few chunks of crossing the budget (a check reads /proc, it is cheap).
 CHECK_EVERY = 16 * 2**20
+
+
+#: What a gzip stream the fast reader refused and zlib read whole is said to have.
+UNREADABLE_END = "the gzip stream could not be read to its end by the fast reader"
 
 
 def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
@@ -533,6 +623,8 @@ def _inflate_pieces(raw: bytes) -> Iterator[tuple[bytes, str | None]]:
             yield b"", "the gzip stream ends early (truncated file)"
             return
         rest = dec.unused_data
+    if rest:  # text after the last gzip member (gzip -d warns of "trailing garbage" too)
+        yield b"", f"ignored {len(rest):,} bytes after the end of the gzip stream"
 
 
 def _check_exists(name: str) -> None:
@@ -543,6 +635,25 @@ def _check_exists(name: str) -> None:
         raise ProfviewError(name, "is a directory, not a trace file")
 
 
+def _read_file(name: str) -> bytearray | SourceBytes:
+    """A file's raw bytes (a large plain one: mapped, as its :class:`SourceBytes`)."""
+    with open(name, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            # A file whose size the system does not know (/proc): read to its end.
+            return _read_stream(fh, name)
+        size = os.fstat(fh.fileno()).st_size
+        if size >= MAP_BYTES and fh.read(2) != GZIP_MAGIC:
+            check_memory(name, int(size * memory_factor()) + BASE_MEMORY)
+            return SourceBytes(name, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), compressed=False)
+        fh.seek(0)
+        check_memory(name, size + BASE_MEMORY)
+        raw = bytearray(size)
+        with memoryview(raw) as view:
+            count = fh.readinto(view)
+        del raw[count:]
+        return raw
+
+
 def read_source(path: str | os.PathLike[str]) -> SourceBytes:
     """Read ``path`` and return its decompressed bytes, or raise a one-line ProfviewError."""
     name = os.fspath(path)
@@ -551,22 +662,11 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         mode = os.stat(name).st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
             raise ProfviewError(name, "is a device or socket, not a trace file")
-        with open(name, "rb") as fh:
-            if stat.S_ISFIFO(mode) or os.fstat(fh.fileno()).st_size == 0:
-                # A pipe (<(zcat trace.json.gz)), or a file whose size the system does not know
-                # (/proc): read to its end.
-                raw = _read_stream(fh, name)
-            else:
-                size = os.fstat(fh.fileno()).st_size
-                if size >= MAP_BYTES and fh.read(2) != GZIP_MAGIC:
-                    check_memory(name, int(size * memory_factor()) + BASE_MEMORY)
-                    return SourceBytes(name, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), compressed=False)
-                fh.seek(0)
-                check_memory(name, size + BASE_MEMORY)
-                raw = bytearray(size)
-                with memoryview(raw) as view:
-                    count = fh.readinto(view)
-                del raw[count:]
+        # A named pipe is waited on a bounded time for a writer (<(zcat trace.json.gz) has one).
+        read = read_fifo(name) if stat.S_ISFIFO(mode) else _read_file(name)
+        if isinstance(read, SourceBytes):
+            return read
+        raw = read
     except PermissionError:
         raise ProfviewError(name, "permission denied") from None
     except OSError as exc:
@@ -588,6 +688,6 @@ def read_source(path: str | os.PathLike[str]) -> SourceBytes:
         data, problem = _gunzip_partial(raw, name)
         if not data:
             raise ProfviewError(name, problem or "not a readable gzip file") from None
-        warnings = [f"{problem}; read {len(data):,} decompressed bytes"]
+        warnings = [f"{problem or UNREADABLE_END}; read {len(data):,} decompressed bytes"]
     check_memory(name, _needed(len(data), b""))
     return SourceBytes(name, data, compressed=True, warnings=warnings)

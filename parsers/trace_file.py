@@ -16,8 +16,16 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
-from .chunked import WINDOW_BYTES, NotChunkable, looks_like_chrome_trace, read_chunked
+from .chunked import (
+    HEAD_LIMIT,
+    WINDOW_BYTES,
+    NotChunkable,
+    looks_like_chrome_trace,
+    may_hold_events_later,
+    read_chunked,
+)
 from .fast_chrome import ChunkedScan, FastScan, available
 from .metadata_keys import METADATA_KEYS
 from .source import STREAM_CHUNK_BYTES, SourceBytes, SourceStream, read_source
@@ -40,6 +48,9 @@ class TraceFile:
     scan: FastScan | None = None
     source: SourceBytes | None = None
     warnings: list[str] = field(default_factory=list)  # the source's (a damaged gzip stream)
+    #: Which version of the file was read: its identity, taken by the caller *before* reading
+    #: (a cache stores the events only if the file still has it after the parse).
+    identity: dict[str, Any] | None = None
 
 
 def read_trace_file(
@@ -54,14 +65,26 @@ def read_trace_file(
     stream = SourceStream(name, chunk_bytes)
     if stream.whole is not None:  # a pipe or a device: already in memory
         source = stream.whole
-        return TraceFile(name, looks_like_chrome_trace(bytes(source.data[:HEAD_BYTES])), source=source)
+        sniffed = bytes(source.data[:HEAD_BYTES])
+        if may_hold_events_later(sniffed):
+            at = source.data.find(b'"traceEvents"', 0, HEAD_LIMIT)
+            sniffed = bytes(source.data[: at + 64]) if at >= 0 else sniffed
+        return TraceFile(name, looks_like_chrome_trace(sniffed), source=source)
     chunks = stream.chunks()
     head = bytearray()
     for chunk in chunks:  # the format is decided on the first HEAD_BYTES, whatever the chunk size
         head += chunk
         if len(head) >= HEAD_BYTES:
             break
-    if not looks_like_chrome_trace(bytes(head[:HEAD_BYTES])):
+    # A JSON object whose events come after other keys: read on (up to HEAD_LIMIT) for the key.
+    if may_hold_events_later(bytes(head[:HEAD_BYTES])):
+        looked = 0
+        for chunk in chunks:
+            head += chunk
+            if head.find(b'"traceEvents"', max(0, looked - 16)) >= 0 or len(head) >= HEAD_LIMIT:
+                break
+            looked = len(head)
+    if not looks_like_chrome_trace(bytes(head[: max(HEAD_BYTES, head.find(b'"traceEvents"') + 64)])):
         chunks.close()
         return TraceFile(name, False, source=read_source(name))
     if not (compiled and available()):

@@ -10,7 +10,7 @@ import polars as pl
 
 from ..errors import ProfviewError
 from ..parsers.schema import EVENT_SCHEMA
-from ..parsers.source import BASE_MEMORY, check_memory
+from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
 from ..store import trace_cache as cache
 from .trace_profile import Profile
 
@@ -74,13 +74,13 @@ def load(
 
 
 def check_pattern(name: str, pattern: str) -> None:
-    """Raise :class:`ProfviewError` if ``pattern`` is not a valid regular expression."""
-    import re
+    """Raise :class:`ProfviewError` if ``pattern`` is not a regular expression the engine that
+    runs it can run (:mod:`profview.analysis.name_rules`: no look-around)."""
+    from ..analysis.name_rules import pattern_problem
 
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({problem})")
 
 
 def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
@@ -194,7 +194,10 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     from ..parsers.trace_file import read_trace_file
     from .prefetch import take
 
+    before = _version(name) if use_cache else None  # the identity the cache may store it under
     file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
+    if file.identity is None:
+        file.identity = before
     if file.chrome:
         trace = read_chrome(file)
         events, trace_format = trace.events, TRACE_FORMAT
@@ -202,7 +205,9 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         # What the trace holds, not its JSON size, sets what the tables need: many distinct names
         # (one kernel name per launch) make the frame larger than its JSON, and the tables with it.
         # The whole peak, against the room left plus what is already held (the frame, the libraries).
-        check_memory(name, int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, whole_process=True)
+        # A very long name is copied by each view, more than its share of the frame says.
+        needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+        check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
         if needs_lane_labels(events):
             events, missing = label_device_lanes(events)
             trace_format = "Chrome trace without categories (JAX/XLA/TensorFlow style)"
@@ -217,8 +222,8 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "truncated": trace.truncated or bool(file.warnings),
             "event_count": events.height,
         }
-        if use_cache:
-            cache.store(name, events, fields)
+        if use_cache and file.identity is not None:
+            cache.store(name, events, fields, version=file.identity)
         return Profile(
             path=file.path,
             events_source=events,
@@ -239,6 +244,16 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
     return Profile(path=source.path, **vars(views))
+
+
+def _version(name: str) -> dict[str, Any] | None:
+    """The trace's cache identity now, or None (a pipe, a vanished file: nothing is stored)."""
+    from ..store.keys import identity
+
+    try:
+        return identity(name)
+    except OSError:
+        return None
 
 
 def _single_run(profile: Profile, run: str | None) -> Profile:

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..store.keys import has_entry
+from ..store.keys import has_entry, identity
 
 if TYPE_CHECKING:
     from ..parsers.trace_file import TraceFile
 
 
 class _Read:
-    """One file read on a daemon thread; ``stamp`` says which version of the file it read."""
+    """One file read on a daemon thread; ``stamp`` says which version of the file it read (its
+    cache identity, taken before the read began)."""
 
-    def __init__(self, path: str, stamp: tuple[int, int, int]) -> None:
+    def __init__(self, path: str, stamp: dict[str, Any]) -> None:
         self.path = path
         self.stamp = stamp
         self.source: TraceFile | None = None
@@ -45,12 +46,12 @@ _reads: dict[str, _Read] = {}
 _lock = threading.Lock()
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
+def _stamp(path: str) -> dict[str, Any] | None:
+    """The file's cache identity (size, times, inode: a rewrite in place changes its ctime), or None."""
     try:
-        status = os.stat(path)
+        return identity(path)
     except OSError:
         return None
-    return status.st_size, status.st_mtime_ns, status.st_ino
 
 
 def _memory_limited() -> bool:
@@ -91,6 +92,7 @@ def take(path: str) -> TraceFile | None:
     if read.error is not None:
         raise read.error
     if read.source is not None:
+        read.source.identity = read.stamp  # unchanged from before the read to now
         read.source.path = os.fspath(path)  # messages name the file as the user wrote it
         if read.source.source is not None:
             read.source.source.path = read.source.path

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
 from ..errors import ProfviewError
@@ -159,6 +157,8 @@ def view_frame(
     ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`).
     ``graph``: graph_nodes of that graph only (issue 36).
     ``iteration``: iterations and phases: the iterations are the host ranges matching this regex."""
+    check_peak("--peak-tflops", peak_tflops, MAX_PEAK_TFLOPS, "TFLOP/s")
+    check_peak("--peak-tbs", peak_tb_s, MAX_PEAK_TB_S, "TB/s")
     if graph is not None and view != "graph_nodes":
         raise ProfviewError(None, f"--graph goes with --view graph_nodes, not {view}")
     if view in GRAPH_VIEWS:
@@ -257,6 +257,20 @@ def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> Profvi
     return ProfviewError(profile.path, f"no {what} named {name!r}{hint}")
 
 
+#: The largest peaks a user may give (an exaFLOP/s; a thousand times an H200's bandwidth): a
+#: larger one is a typo, and ``nan``/``inf``/``1e400`` gave NaN efficiency and MFU (issue 35).
+MAX_PEAK_TFLOPS = 1e6
+MAX_PEAK_TB_S = 1e4
+
+
+def check_peak(option: str, value: float | None, most: float, unit: str) -> None:
+    """A user's peak (None: the device's) is a finite number above 0 and at most ``most``."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and 0 < value <= most):
+        raise ProfviewError(None, f"{option} {value:g}: a peak is a number above 0 and at most {most:,.0f} {unit}")
+
+
 def filter_column(frame: pl.DataFrame) -> str | None:
     """The text column a filter matches: ``name`` where there is one, else the first text column."""
     for preferred in ("name", "op", "path"):  # memory views name the operator, modules the path
@@ -269,11 +283,13 @@ def filter_column(frame: pl.DataFrame) -> str | None:
 
 
 def compile_filter(pattern: str) -> str:
-    """Validate a user regex (case-insensitive); raise ProfviewError if it is not one."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {exc}") from None
+    """Validate a user regex (case-insensitive) with the engine that runs it
+    (:mod:`profview.analysis.name_rules`); raise ProfviewError if it cannot run it."""
+    from ..analysis.name_rules import pattern_problem
+
+    problem = pattern_problem(pattern, ignore_case=True)
+    if problem is not None:
+        raise ProfviewError(None, f"bad --filter regex {pattern!r}: {problem}")
     return f"(?i){pattern}"
 
 
@@ -289,10 +305,7 @@ def refine(
     if pattern:
         column = filter_column(frame)
         if column is not None:
-            try:
-                frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
-            except pl.exceptions.ComputeError:  # valid for Python, too big for Polars' regex engine
-                raise ProfviewError(None, f"--filter regex {pattern[:60]!r} is too large to run") from None
+            frame = frame.filter(pl.col(column).str.contains(compile_filter(pattern)).fill_null(False))
     if sort:
         if sort not in frame.columns:
             raise ProfviewError(None, f"no column {sort!r} to sort by (columns: {', '.join(frame.columns)})")

@@ -7,6 +7,8 @@ they read without colour.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +16,7 @@ from rich.text import Text
 
 from ..analysis.diff import GLYPHS
 from ..diff.comparison import SIDES, Comparison
-from ..frames import fmt_us
+from ..frames import SCIENTIFIC_FROM, fmt_fixed, fmt_us
 from ..sanitize import clean
 from .console import ReportConsole
 from .profile_summary import short
@@ -32,6 +34,8 @@ def _number(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if not math.isfinite(value) or abs(value) >= SCIENTIFIC_FROM:
+            return fmt_fixed(value, 2)
         return f"{value:,.2f}".rstrip("0").rstrip(".") if not value.is_integer() else f"{int(value):,}"
     return f"{value:,}"
 

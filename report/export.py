@@ -69,6 +69,9 @@ def export_format(target: str) -> str:
     """The format implied by a target path (``-`` is CSV on stdout)."""
     if target == "-":
         return "csv"
+    if target.endswith(("/", os.sep)) or os.path.isdir(target):  # before the suffix: /tmp has none
+        what = "is a directory" if os.path.isdir(target) else "names a directory"
+        raise ProfviewError(target, f"{what}: name a file, e.g. -o DIR/kernels.csv")
     fmt = FORMATS.get(Path(target).suffix.lower())
     if fmt is None:
         raise ProfviewError(target, "unknown export format: use .csv, .parquet or .json, or - for stdout")

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.scalars import as_float
-from ..frames import fmt_us
+from ..frames import fmt_fixed, fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
 from .console import ReportConsole
@@ -85,7 +85,12 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
     console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
     backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
-    for number, line in enumerate(job.notes or [f"{len(job.ranks)} of {job.world_size} ranks"]):
+    # The backend belongs to the line that counts the ranks (the notes may start with another).
+    count = f"{len(job.ranks)} of {job.world_size} ranks"
+    lines = list(job.notes)
+    if not (lines and lines[0].startswith(count)):
+        lines.insert(0, count)
+    for number, line in enumerate(lines):
         console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
     console.print(Text(f"  {straggler_line(job)}"))
     ranks, title = shown_ranks(job.ranks_view(), top)
@@ -171,9 +176,9 @@ def _cell(column: str, value: object) -> Text:
     if value is None:
         return Text("-")
     if column == "clock_offset_us":
-        return Text(f"{value:.1f}")
+        return Text(fmt_fixed(float(value), 1))  # type: ignore[arg-type]
     if column.endswith("_us"):
-        return Text(f"{float(value) / 1e3:.2f}")  # type: ignore[arg-type]
+        return Text(fmt_fixed(float(value) / 1e3, 2))  # type: ignore[arg-type]
     if column == "overlap_pct":
         return Text(f"{value:.1f}%")
     return Text(str(value))

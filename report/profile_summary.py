@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.scalars import as_float
-from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_us, rank_line
+from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_fixed, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
 from .console import ReportConsole
@@ -30,7 +30,7 @@ def _cell(column: str, value: object, unit_ms: bool) -> Text:
         return Text(clean(value))  # cut to the column's width in _table
     if column.endswith("_us"):
         us = as_float(value)
-        return Text("-" if us is None else f"{us / 1e3:.1f}" if unit_ms else fmt_us(us))
+        return Text("-" if us is None else fmt_fixed(us / 1e3, 1) if unit_ms else fmt_us(us))
     if column == "pct":
         return Text("-" if value is None else f"{value:.1f}%")
     return Text(clean(value))

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ..parsers.source import BASE_MEMORY, check_memory
+from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
 from .keys import META_FILE, cache_root
 from .keys import identity as _identity
 from .keys import key as _key
@@ -66,7 +66,12 @@ class CachedTrace:
         """
         stored = self.entry / EVENTS_FILE
         check_memory(self.path or str(stored), int(stored.stat().st_size * EVENTS_MEMORY_FACTOR) + BASE_MEMORY)
-        return pl.read_ipc(stored)
+        events = pl.read_ipc(stored)
+        long_names = long_name_bytes(events)  # compressed, a very long name takes no room on disk
+        if long_names:
+            needed = events.estimated_size() * EVENTS_MEMORY_FACTOR + long_names * LONG_NAME_COPIES + BASE_MEMORY
+            check_memory(self.path or str(stored), int(needed), whole_process=True)
+        return events
 
     def model_frames(
         self, columns: tuple[list[str], list[str]] | None = None
@@ -226,15 +231,20 @@ def _write_atomically(target: Path, write: Any) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any]) -> None:
+def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any], *, version: Mapping[str, Any]) -> None:
     """Save parsed events for ``path``; failures (read-only disk, full disk) are silent.
 
-    Only regular files are cached: a pipe or a device cannot be opened again to match an entry.
+    ``version`` is the trace's identity taken *before* it was read: if the file no longer has it
+    (rewritten in place while it was parsed), nothing is stored, for the events may be the old
+    file's and the identity the new one's.  Only regular files are cached: a pipe or a device
+    cannot be opened again to match an entry.
     """
     try:
         if not os.path.isfile(path):
             return
         identity = _identity(path)
+        if identity != dict(version):
+            return
         root = cache_root()
         root.mkdir(parents=True, exist_ok=True)
         entry = root / _key(identity)

@@ -9,8 +9,6 @@ one drill-down.  A mixin of the app, as :mod:`profview.tui.compare.mode` is (its
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -18,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from ..analysis.name_rules import pattern_problem
 from ..profiles.views import filter_column
 from ..sanitize import clean
 from .drill.screen import DrillScreen
@@ -72,10 +71,9 @@ class GotoPrompt(ModalScreen[str | None]):
         event.stop()
         value = event.value.strip()
         if value and not value.isdigit():
-            try:
-                re.compile(value)
-            except re.error as exc:
-                self.query_one("#goto-note", Static).update(f"not a valid regex: {clean(exc)} (Esc: cancel)")
+            problem = pattern_problem(value, ignore_case=True)
+            if problem is not None:
+                self.query_one("#goto-note", Static).update(f"not a valid regex: {clean(problem)} (Esc: cancel)")
                 return
         self.dismiss(value or None)
 

@@ -102,7 +102,7 @@ async def test_invalid_filter_regex_is_explained_and_enter_keeps_the_bar() -> No
         await pilot.pause()
         bar = app.screen.query_one(FilterBar)
         assert bar.display and bar.value == "gemm("
-        problem = "not a regex: missing ), unterminated subpattern at position 4"
+        problem = "not a regex: unclosed group at position 4"
         assert bar.border_subtitle == f"{problem} · fix it, or Esc to clear"
         await pilot.press(*["backspace"] * 5)  # in the bar, Backspace edits (it goes back elsewhere)
         await type_text(pilot, "nvjet")

@@ -141,7 +141,7 @@ async def test_invalid_search_regex_is_explained_and_kept() -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, GotoPrompt)
-        assert "not a valid regex: missing ), unterminated subpattern" in screen_text(app)
+        assert "not a valid regex: unclosed group at position 4" in screen_text(app)
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 

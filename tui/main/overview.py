@@ -234,7 +234,9 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
         reason = "" if short else f" ({clean(exc.problem)})"
         return Text(f"critical path: not available{reason}", style="dim")
     if step is not None and step not in frame["step"].to_list():
-        return Text("critical path: not available for this step", style="dim")
+        why = profile.step_paths().refused.get(step)  # events out of order in that step alone
+        reason = f" ({clean(why)})" if why and not short else ""
+        return Text(f"critical path: not available for this step{reason}", style="dim")
     line = bound_line(frame, step)
     if short:
         return Text(line)

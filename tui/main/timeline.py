@@ -10,8 +10,6 @@ critical path (:data:`PATH_GLYPH`) and jump to its next/previous event; Enter op
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import polars as pl
 from rich.text import Text
@@ -23,6 +21,7 @@ from textual.widgets import Static
 
 from ...analysis.instance import KernelInstance, OpInstance, kernel_instance, op_instance
 from ...analysis.lanes import Lane, Lanes, gpu_busy_between
+from ...analysis.name_rules import pattern_problem
 from ...errors import ProfviewError
 from ...frames import fmt_us
 from ...profiles.trace_profile import Profile
@@ -415,12 +414,12 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
             self.pattern, self.matched = "", None
             self.refresh()
             return None
-        try:
-            regex = re.compile(pattern, re.IGNORECASE)
-        except re.error as exc:
-            return f"not a regex: {exc}"
+        problem = pattern_problem(pattern, ignore_case=True)  # the tables' engine: linear in each name
+        if problem is not None:
+            return f"not a regex: {problem}"
         self.pattern = pattern
-        self.matched = np.array([bool(regex.search(name)) for name in self.lanes.names], dtype=bool)
+        names = pl.Series("name", self.lanes.names, dtype=pl.String)
+        self.matched = names.str.contains(f"(?i){pattern}").fill_null(False).to_numpy()
         self.refresh()
         return None
 
@@ -569,8 +568,9 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
         try:
             rows = path_event_rows(self.profile.step_paths())
-        except ProfviewError as exc:
-            self.notify(f"no critical path: {exc.problem}", severity="warning")
+        except ProfviewError as exc:  # the problem may say "no critical path" itself: not twice
+            said = exc.problem if exc.problem.startswith("no critical path") else f"no critical path: {exc.problem}"
+            self.notify(clean(said), severity="warning")
             return False
         lanes = self.lanes
         path: list[tuple[int, int]] = []

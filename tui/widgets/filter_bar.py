@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from textual.timer import Timer
 from textual.widgets import Input
 
@@ -15,12 +13,12 @@ DEBOUNCE_S = 0.15
 
 
 def regex_problem(pattern: str) -> str | None:
-    """Why ``pattern`` is not a regex, in one line (None: it is one)."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return f"not a regex: {exc}"
-    return None
+    """Why ``pattern`` is not a regex the filter's engine runs (case-insensitive), in one line
+    (None: it is one; :mod:`profview.analysis.name_rules`)."""
+    from ...analysis.name_rules import pattern_problem
+
+    problem = pattern_problem(pattern, ignore_case=True)
+    return None if problem is None else f"not a regex: {problem}"
 
 
 class FilterBar(Input):
