@@ -269,7 +269,8 @@ SETTINGS_TEXT = st.one_of(
 def test_any_value_of_a_numeric_setting_is_a_number_or_one_line(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """PROFVIEW_MEMORY_LIMIT, PROFVIEW_DASK_TIMEOUT/WORKER_WAIT and the thread settings."""
     from profview.jobs.dask_run import dask_seconds
-    from profview.parsers.source import _thread_count, memory_budget
+    from profview.parsers.resources import thread_count
+    from profview.parsers.source import memory_budget
 
     if "\x00" in value:
         return  # no environment holds a NUL
@@ -283,4 +284,4 @@ def test_any_value_of_a_numeric_setting_is_a_number_or_one_line(value: str, monk
             continue
         number = answer[0] if isinstance(answer, tuple) else answer
         assert isinstance(number, (int, float)) and number >= 0 and number == number and number != float("inf")
-    assert 0 <= _thread_count(value) <= 1024
+    assert 0 <= thread_count(value) <= 1024
