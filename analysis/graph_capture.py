@@ -27,7 +27,7 @@ from ..frames import CHAIN_SEPARATOR, NO_MODULE
 from .at_time import innermost_open
 from .launches import _launch_paths
 from .model import TraceModel
-from .modules import module_paths, source_stacks
+from .modules import module_paths, source_line, source_stacks
 
 BEGIN_CAPTURE = r"^(cuda|hip|cu)StreamBeginCapture"
 END_CAPTURE = r"^(cuda|hip|cu)StreamEndCapture"
@@ -177,7 +177,7 @@ def _describe(model: TraceModel, launches: pl.DataFrame, paths: list[str]) -> pl
             "op_chain": [text[1] for text in found],
             "python_stack": [text[2] for text in found],
             "module": [paths[f] or NO_MODULE if f >= 0 else NO_MODULE for f in frames.tolist()],
-            "source": [stacks[f][0] for f in frames.tolist()],
+            "source": [source_line(stacks[f]) for f in frames.tolist()],
             "sources": [stacks[f] for f in frames.tolist()],
         },
         schema=LAUNCH_SCHEMA,

@@ -299,6 +299,13 @@ def source_stacks(model: TraceModel, frames: np.ndarray) -> dict[int, list[str]]
     return stacks
 
 
+def source_line(stack: list[str]) -> str:
+    """The line a stack (innermost first) names as its source: the innermost frame with a file and
+    line (``vllm/model_executor/layers/utils.py(122): rocm_unquantized_gemm_impl``), not a built-in
+    (``<built-in function linear>`` names no line); the innermost frame where all are built-ins."""
+    return next((frame for frame in stack if not frame.startswith("<built-in")), stack[0])
+
+
 def source_kernels(
     model: TraceModel, frames: np.ndarray, name: str, replaced: dict[int, list[str]] | None = None
 ) -> pl.DataFrame:

@@ -37,7 +37,7 @@ def device_names(metadata: dict[str, Any], used: set[int] | None = None) -> list
             mem = dev.get("totalGlobalMem")
             size = f", {mem / 2**30:.0f} GiB" if isinstance(mem, (int, float)) else ""
             sms = f", {dev['numSms']} SMs" if "numSms" in dev else ""
-            names.append(f"{dev.get('id', '?')}: {dev.get('name', 'unknown')}{size}{sms}")
+            names.append(f"{dev.get('id', '?')}: {dev.get('name') or '(no name in the trace)'}{size}{sms}")
     return names
 
 

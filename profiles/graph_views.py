@@ -301,7 +301,7 @@ class GraphViews(ProfileHost):
 
     def _direct_modules_and_sources(self) -> tuple[pl.Series, pl.Series]:
         """Per ``model.gpu`` row, the module path and source line the modules and sources views give it."""
-        from ..analysis.modules import gpu_attribution, launch_frames, source_stacks
+        from ..analysis.modules import gpu_attribution, launch_frames, source_line, source_stacks
         from ..frames import NO_MODULE, NO_SOURCE
 
         model = self.model
@@ -310,7 +310,7 @@ class GraphViews(ProfileHost):
             return pl.repeat(NO_MODULE, height, eager=True), pl.repeat(NO_SOURCE, height, eager=True)
         frames = launch_frames(model)
         stacks = source_stacks(model, frames)
-        return gpu_attribution(model, frames)["module"], pl.Series([stacks[f][0] for f in frames.tolist()])
+        return gpu_attribution(model, frames)["module"], pl.Series([source_line(stacks[f]) for f in frames.tolist()])
 
     def graph_summary(self) -> dict[str, Any] | None:
         """The Overview's and summary's figures: GPU time replayed by graphs, the part attributed,

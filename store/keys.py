@@ -23,8 +23,9 @@ from .. import __version__
 #: 9: the modules view's forward/backward split and optimizer rows; 10: the stored linked model;
 #: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads; 12: host events of equal
 #: start and duration keep their file order in the call tree, so stored views from 11 may differ;
-#: 13: the events frame's repeated text columns (and the stored model's) are Categorical).
-CACHE_FORMAT = 13
+#: 13: the events frame's repeated text columns (and the stored model's) are Categorical;
+#: 14: the graph-replay and Triton argument columns (issue 36), views of issues 31-36).
+CACHE_FORMAT = 14
 META_FILE = "meta.json"
 
 

@@ -110,6 +110,32 @@ def test_vllm_every_captured_node_has_its_operator_module_and_python_line() -> N
 
 
 @needs_vllm
+def test_vllm_a_node_s_source_is_the_innermost_python_line_not_a_built_in() -> None:
+    """A node's ``source`` is the innermost Python frame that names a file and line: the raw
+    capture's python_function events open at each launch (standard library), built-ins skipped."""
+    from graph_witness import open_at
+
+    profile = attributed(VLLM_REPLAY, VLLM_FOLDER)
+    nodes = profile.graph_nodes().sort("node")
+    events = read(VLLM_CAPTURE)
+    launches = captured_launches(events)
+    pid, tid = launches[0]["pid"], launches[0]["tid"]
+    frames = [
+        e for e in events
+        if e.get("ph") == "X" and e.get("cat") == "python_function" and e["pid"] == pid and e["tid"] == tid
+        and not e["name"].startswith("nn.Module: ")
+    ]
+    expected = []
+    for stack in open_at(frames, [c["ts"] for c in launches]):
+        lines = [f["name"] for f in reversed(stack) if not f["name"].startswith("<built-in")]
+        expected.append(lines[0])
+    assert nodes["source"].to_list() == expected
+    assert not nodes["source"].str.starts_with("<built-in").any()
+    addmm = nodes.filter(pl.col("op") == "aten::addmm")["source"].unique().to_list()
+    assert "vllm/model_executor/layers/utils.py(122): rocm_unquantized_gemm_impl" in addmm
+
+
+@needs_vllm
 def test_vllm_graph_ops_equal_tracelens_and_the_raw_events() -> None:
     profile = attributed(VLLM_REPLAY, VLLM_FOLDER)
     assert_equals_tracelens(profile, VLLM_SUMMARY)
