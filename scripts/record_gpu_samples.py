@@ -40,6 +40,9 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 VOCAB, DIM, HEADS, LAYERS, MAX_LEN = 2048, 256, 4, 4, 128
 BATCH, PROMPT, DECODE = 4, 32, 12
+GROWTH_BATCH = 16  # the KV-growth recording: 16 sequences, one decode iteration at each context
+GROWTH_CONTEXTS = tuple(range(256, 4096 + 1, 128))  # 31 context lengths
+STEP_TOKENS = 6  # decode iterations in each ProfilerStep of the steps recording
 QUEUED = 200  # replays queued in the profiler's warm-up step, behind a GPU sleep of SLEEP_CYCLES:
 SLEEP_CYCLES = 60_000_000  # about 30 ms, so the window opens while some of those replays still wait or run
 
@@ -51,7 +54,7 @@ class Attention(nn.Module):
         self.proj = nn.Linear(DIM, DIM)
 
     def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None,
-                pos: torch.Tensor | None = None) -> torch.Tensor:
+                pos: torch.Tensor | None = None, length: int | None = None) -> torch.Tensor:
         b, s, _ = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, HEADS, DIM // HEADS).permute(2, 0, 3, 1, 4)
         if cache is None:
@@ -61,6 +64,9 @@ class Attention(nn.Module):
             assert pos is not None
             k_cache.index_copy_(2, pos, k)
             v_cache.index_copy_(2, pos, v)
+            if length is not None:  # one new token reads the filled cache only: work grows with it
+                out = F.scaled_dot_product_attention(q, k_cache[:, :, :length], v_cache[:, :, :length])
+                return self.proj(out.transpose(1, 2).reshape(b, s, DIM))
             length = torch.arange(MAX_LEN, device=x.device)
             mask = (length[None, :] <= pos[:, None]).view(1, 1, s, MAX_LEN)  # each new token sees up to itself
             out = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
@@ -75,8 +81,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(DIM)
         self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(approximate="tanh"), nn.Linear(4 * DIM, DIM))
 
-    def forward(self, x: torch.Tensor, cache=None, pos=None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache, pos)
+    def forward(self, x: torch.Tensor, cache=None, pos=None, length=None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, pos, length)
         return x + self.mlp(self.ln2(x))
 
 
@@ -88,15 +94,16 @@ class TinyDecoder(nn.Module):
         self.ln_f = nn.LayerNorm(DIM)
         self.head = nn.Linear(DIM, VOCAB, bias=False)
 
-    def forward(self, tokens: torch.Tensor, caches=None, pos=None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, caches=None, pos=None, length=None) -> torch.Tensor:
         x = self.embed(tokens)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i], pos)
+            x = block(x, None if caches is None else caches[i], pos, length)
         return self.head(self.ln_f(x))
 
 
-def new_caches(device: str, dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    shape = (BATCH, HEADS, MAX_LEN, DIM // HEADS)
+def new_caches(device: str, dtype: torch.dtype, batch: int = BATCH, max_len: int = MAX_LEN
+               ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    shape = (batch, HEADS, max_len, DIM // HEADS)
     return [(torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
             for _ in range(LAYERS)]
 
@@ -218,19 +225,76 @@ def record_graph_decode(model: nn.Module, out_dir: str) -> None:
                                               "graph_replays": DECODE, "captures": 1})
 
 
+def vllm_detailed(context: tuple[int, int, int], generation: tuple[int, int, int]) -> str:
+    """An iteration annotation in vLLM's detailed format (``--profiler-config.detailed_trace_annotation``,
+    read by analysis/iteration_names.py): (requests, query tokens, KV tokens) of the prefill and the
+    decode requests; the squared sums are written as the query and KV products."""
+    (_, cq, ck), (g, gq, gk) = context, generation
+    return (f"execute_{cq + gq}_context_{context[0]}(sq{cq}sk{ck}sqsq{cq * cq}sqsk{cq * ck})"
+            f"_generation_{g}(sq{gq}sk{gk}sqsq{gq}sqsk{gk})")
+
+
+def record_kv_growth(model: nn.Module, out_dir: str) -> None:
+    """Decode iterations at growing context lengths, annotated in vLLM's detailed format (the KV
+    tokens each reads): the decode step's attention reads the filled cache only, so its GPU time
+    grows with the context (the phases view's line fit)."""
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    batch, max_len = GROWTH_BATCH, GROWTH_CONTEXTS[-1] + 1
+    caches = new_caches("cuda", torch.float16, batch, max_len)
+    for k_cache, v_cache in caches:  # a filled cache: what the earlier tokens would have written
+        k_cache.normal_()
+        v_cache.normal_()
+    tok = torch.randint(0, VOCAB, (batch, 1), device="cuda")
+    with torch.no_grad():
+        model(tok, caches, torch.tensor([8], device="cuda"), 9)  # warm-up outside the profiler
+        torch.cuda.synchronize()
+        with profile(activities=acts, record_shapes=True) as prof:
+            for length in GROWTH_CONTEXTS:
+                with record_function(vllm_detailed((0, 0, 0), (batch, batch, batch * (length + 1)))):
+                    tok = greedy(model(tok, caches, torch.tensor([length], device="cuda"), length + 1))
+                torch.cuda.synchronize()
+    save(prof, out_dir, "decode_kv_growth", {"batch": batch, "contexts": list(GROWTH_CONTEXTS),
+                                             "kv_tokens": [batch * (n + 1) for n in GROWTH_CONTEXTS],
+                                             "annotation": "vLLM detailed format, written by this script"})
+
+
+def record_profiler_steps(model: nn.Module, out_dir: str) -> None:
+    """Two recorded ProfilerStep ranges (a schedule, after one warm-up step), each holding STEP_TOKENS decode iterations under
+    ``record_function("generate_one")``: a name no framework rule knows, repeated inside a step."""
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    prompt = torch.randint(0, VOCAB, (BATCH, PROMPT), device="cuda")
+    with torch.no_grad():
+        caches = new_caches("cuda", torch.float16)
+        nxt = greedy(model(prompt, caches, torch.arange(PROMPT, device="cuda")))
+        torch.cuda.synchronize()
+        at = PROMPT
+        with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=1, active=2, repeat=1)) as prof:
+            for _ in range(3):  # a warm-up step (not kept), then the two recorded ones
+                for _ in range(STEP_TOKENS):
+                    with record_function("generate_one"):
+                        nxt = greedy(model(nxt, caches, torch.tensor([at], device="cuda")))
+                    at += 1
+                torch.cuda.synchronize()
+                prof.step()
+    save(prof, out_dir, "decode_profiler_steps", {"batch": BATCH, "steps": 2, "tokens_per_step": STEP_TOKENS})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out_dir")
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
-    names = {"compile_reduce_overhead", "compile_partial_window", "decode_eager_kv", "decode_cuda_graph"}
+    names = {"compile_reduce_overhead", "compile_partial_window", "decode_eager_kv", "decode_cuda_graph",
+             "decode_kv_growth", "decode_profiler_steps"}
     only = set(args.only) if args.only else names
     os.makedirs(args.out_dir, exist_ok=True)
     torch.manual_seed(0)
     model = TinyDecoder().cuda().half().eval()
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
     for name, record in (("decode_eager_kv", lambda: record_eager_decode(model, args.out_dir)),
-                         ("decode_cuda_graph", lambda: record_graph_decode(model, args.out_dir))):
+                         ("decode_cuda_graph", lambda: record_graph_decode(model, args.out_dir)),
+                         ("decode_kv_growth", lambda: record_kv_growth(model, args.out_dir)),
+                         ("decode_profiler_steps", lambda: record_profiler_steps(model, args.out_dir))):
         if name in only:
             try:
                 record()
