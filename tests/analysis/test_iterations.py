@@ -257,3 +257,39 @@ def test_every_shared_trace_has_iterations_or_says_why(name: str, shared_dir) ->
         host = ("user_annotation", "cpu_op", "operator")  # torch 1.9 wrote its steps as Operator events
         steps = sorted({e["name"] for e in events if e.get("cat", "").lower() in host and "ProfilerStep#" in e["name"]})
         assert sorted(table["name"].to_list()) == steps
+
+
+GROWTH = "h100_decode_kv_growth.json.gz"
+STEPS = "h100_decode_profiler_steps.json.gz"
+
+
+def test_kv_growth_of_a_real_decode_loop_is_read_from_its_annotations() -> None:
+    """31 decode iterations recorded on an H100 at growing contexts, each annotated in vLLM's
+    detailed format (sk = the KV tokens it reads): the context comes from the annotation, the GPU
+    time from the raw launches, and the phases view's line is their least-squares line."""
+    recipe = facts(GROWTH)
+    raw = raw_iterations(GROWTH, lambda name: name.startswith("execute_"))
+    view = loaded(GROWTH).iterations()
+    assert view["context_tokens"].to_list() == recipe["kv_tokens"]  # the annotation, as the recording wrote it
+    assert view["tokens"].to_list() == [recipe["batch"]] * len(recipe["contexts"])
+    assert view["gpu_us"].to_list() == pytest.approx([it["gpu_us"] for it in raw], abs=1e-3)
+    slope, base = statistics.linear_regression(recipe["kv_tokens"], [it["gpu_us"] for it in raw])
+    decode = loaded(GROWTH).phases().row(0, named=True)
+    assert decode["phase"] == "decode" and decode["kv_points"] == 31
+    assert decode["kv_us_per_1k_context"] == pytest.approx(slope * 1000, abs=1e-3)
+    assert decode["kv_base_us"] == pytest.approx(base, abs=1e-3)
+    assert slope > 0 and decode["kv_r2"] > 0.9  # the attention reads the filled cache: its time grows
+
+
+def test_an_annotation_repeated_inside_profiler_steps_is_the_iteration() -> None:
+    """Two recorded ProfilerSteps of six ``generate_one`` ranges each (a name no framework rule
+    knows): the repeated annotation is the iteration, with its step, and no tokens are invented."""
+    recipe = facts(STEPS)
+    view = loaded(STEPS).iterations()
+    raw = raw_iterations(STEPS, lambda name: name == "generate_one")
+    assert view.height == len(raw) == recipe["steps"] * recipe["tokens_per_step"]
+    assert set(view["found_by"].to_list()) == {"repeated"}
+    steps = sorted({e["name"] for e in raw_events(STEPS) if e.get("name", "").startswith("ProfilerStep#")})
+    assert view["step"].value_counts().sort("step")["count"].to_list() == [recipe["tokens_per_step"]] * len(steps)
+    assert view["gpu_us"].to_list() == pytest.approx([it["gpu_us"] for it in raw], abs=1e-3)
+    assert view["phase"].unique().to_list() == ["unknown"] and view["tokens"].null_count() == view.height
