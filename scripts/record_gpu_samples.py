@@ -259,8 +259,8 @@ def record_kv_growth(model: nn.Module, out_dir: str) -> None:
 
 
 def record_profiler_steps(model: nn.Module, out_dir: str) -> None:
-    """Two recorded ProfilerStep ranges (a schedule, after one warm-up step), each holding STEP_TOKENS decode iterations under
-    ``record_function("generate_one")``: a name no framework rule knows, repeated inside a step."""
+    """Two recorded ProfilerStep ranges (a schedule, after one warm-up step), each holding STEP_TOKENS
+    decode iterations under ``record_function("generate_one")``: a name no framework rule knows, repeated inside a step."""
     acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     prompt = torch.randint(0, VOCAB, (BATCH, PROMPT), device="cuda")
     with torch.no_grad():
@@ -268,7 +268,8 @@ def record_profiler_steps(model: nn.Module, out_dir: str) -> None:
         nxt = greedy(model(prompt, caches, torch.arange(PROMPT, device="cuda")))
         torch.cuda.synchronize()
         at = PROMPT
-        with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=1, active=2, repeat=1)) as prof:
+        steps = schedule(wait=0, warmup=1, active=2, repeat=1)
+        with profile(activities=acts, record_shapes=True, schedule=steps) as prof:
             for _ in range(3):  # a warm-up step (not kept), then the two recorded ones
                 for _ in range(STEP_TOKENS):
                     with record_function("generate_one"):
