@@ -260,7 +260,8 @@ def record_kv_growth(model: nn.Module, out_dir: str) -> None:
 
 def record_profiler_steps(model: nn.Module, out_dir: str) -> None:
     """Two recorded ProfilerStep ranges (a schedule, after one warm-up step), each holding STEP_TOKENS
-    decode iterations under ``record_function("generate_one")``: a name no framework rule knows, repeated inside a step."""
+    decode iterations under ``record_function("generate_one")``: a name no framework rule knows,
+    repeated inside a step."""
     acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     prompt = torch.randint(0, VOCAB, (BATCH, PROMPT), device="cuda")
     with torch.no_grad():
