@@ -238,6 +238,14 @@ class EfficiencyViews(ProfileHost):
 
         return self._default_view("kernel_triton", compute)
 
+    def _replayed_share(self) -> float:
+        """The share of GPU time (%) that graph replays took (0 where none): work the perf model,
+        which reads the launching calls' shapes, cannot size (issue 36)."""
+        figures = self.graph_summary()
+        if not figures or not figures.get("all_gpu_us"):
+            return 0.0
+        return float(figures["replayed_us"]) / float(figures["all_gpu_us"]) * 100
+
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
         model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
@@ -288,6 +296,12 @@ class EfficiencyViews(ProfileHost):
         else:
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         lines.append(line)
+        replayed = self._replayed_share()
+        if replayed:  # issue 36: a replayed kernel's shapes are its capture's, which the perf model does not read
+            lines.append(
+                f"model FLOPs cover directly launched work only: graph replays, {replayed:.1f}% of GPU time, "
+                "are not sized (their shapes are in the capture)"
+            )
         busy = _mean(rows["gpu_busy_us"])
         lines.append(
             f"GPU busy {what}: {fmt_us(busy)} (all GPU work in the {'trace' if whole else 'step'}, "

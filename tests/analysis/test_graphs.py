@@ -286,3 +286,17 @@ def test_repeated_layers_are_labelled_as_inferred_blocks() -> None:
     assert labels.str.ends_with("(inferred)").all()
     per_block = nodes.drop_nulls("block").group_by("block").len()["len"].unique().to_list()
     assert len(per_block) == 1 and per_block[0] * len(layers) == labels.len()
+
+
+def test_the_model_flops_line_says_graph_replays_are_not_sized() -> None:
+    """The perf model sizes calls by their recorded shapes; a replayed kernel has none in the replay
+    trace, so the Overview's FLOPs line says which share of GPU time it leaves out (raw: the GPU
+    events of the graph launch's correlation over all GPU events)."""
+    events = read(SGLANG_REPLAY)
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    launched = {e["args"]["correlation"] for e in events if "GraphLaunch" in e.get("name", "")}
+    share = sum(e["dur"] for e in gpu if e["args"].get("correlation") in launched) / sum(e["dur"] for e in gpu)
+    lines = profview.load(SGLANG_REPLAY, use_cache=False).efficiency_lines()
+    assert f"graph replays, {share * 100:.1f}% of GPU time, are not sized" in " ".join(lines)
+    resnet = profview.load(SAMPLES / "resnet50_train_amp.pt.trace.json.gz", use_cache=False)
+    assert not any("graph replays" in line for line in resnet.efficiency_lines())
