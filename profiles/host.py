@@ -28,6 +28,7 @@ class ProfileHost(Protocol):
     saved: SavedViews | None
     fresh_facts: dict[str, Any]
     _facts: dict[str, Any]
+    _views: dict[str, pl.DataFrame]
 
     @property
     def is_trace(self) -> bool: ...
