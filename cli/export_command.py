@@ -38,7 +38,7 @@ def export(
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories; a job: ranks, "
-            "collectives, steps, kernels, straggler_path.",
+            "collectives, steps, kernels, straggler_path, rank_paths.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
