@@ -9,7 +9,10 @@ communication); ``wait_us`` (the sum of the rank's waits at matched collectives,
 :mod:`.collectives`); ``last_arrivals`` (instances it arrived at last); ``clock_offset_us`` (what
 was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
 wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
-at least two ranks; ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
+at least two ranks.
+
+The rank paths view (:func:`rank_path_table`, issue 32: computed when asked for, not when the job
+opens): ``rank``, ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
 :data:`~profview.frames.PATH_BOUNDS` (its share of the rank's critical paths, see
 docs/critical_path.md; null when the rank has none).
 """
@@ -35,9 +38,9 @@ RANK_COLUMNS: tuple[str, ...] = (
     "last_arrivals",
     "clock_offset_us",
     "straggler",
-    "critical_path_us",
-    *(f"path_{b}_pct" for b in PATH_BOUNDS),
 )
+#: The rank paths view (issue 26's per-rank critical paths, computed when asked for: issue 32).
+RANK_PATH_COLUMNS: tuple[str, ...] = ("rank", "critical_path_us", *(f"path_{b}_pct" for b in PATH_BOUNDS))
 
 
 def rank_table(
@@ -56,10 +59,6 @@ def rank_table(
         row["exposed_communication_us"] = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
         gpu_comm = facts.get("gpu_comm_us", 0.0)
         row["overlap_pct"] = round(100.0 * facts.get("overlap_us", 0.0) / gpu_comm, 2) if gpu_comm else None
-        path, path_steps = facts.get("cp_path_us"), facts.get("cp_steps")
-        row["critical_path_us"] = round(path / path_steps, 3) if path and path_steps else None
-        for bound in PATH_BOUNDS:
-            row[f"path_{bound}_pct"] = round(100.0 * facts.get(f"cp_{bound}_us", 0.0) / path, 2) if path else None
         rows.append(row)
     table = pl.DataFrame(rows, schema_overrides={"rank": pl.Int64, "steps": pl.Int64}, infer_schema_length=None)
     matched = collectives.filter(pl.col("ranks") > 1) if collectives.height else collectives
@@ -76,6 +75,21 @@ def rank_table(
     lowest = as_float(table["wait_us"].min()) if matched.height else None
     straggler = (pl.col("wait_us") <= lowest + 1e-6).fill_null(False) if lowest is not None else pl.lit(False)
     return table.with_columns(straggler.alias("straggler")).select(RANK_COLUMNS).sort("rank")
+
+
+def rank_path_table(ranks: Sequence[tuple[int, dict[str, Any]]]) -> pl.DataFrame:
+    """The rank paths view from each rank's (rank, critical-path facts: ``cp_steps``,
+    ``cp_path_us``, ``cp_<bound>_us``; empty for a rank without a path)."""
+    rows = []
+    for rank, facts in ranks:
+        path, path_steps = facts.get("cp_path_us"), facts.get("cp_steps")
+        row: dict[str, Any] = {"rank": rank}
+        row["critical_path_us"] = round(path / path_steps, 3) if path and path_steps else None
+        for bound in PATH_BOUNDS:
+            row[f"path_{bound}_pct"] = round(100.0 * facts.get(f"cp_{bound}_us", 0.0) / path, 2) if path else None
+        rows.append(row)
+    schema = {c: (pl.Int64 if c == "rank" else pl.Float64) for c in RANK_PATH_COLUMNS}
+    return pl.DataFrame(rows, schema=schema).sort("rank")
 
 
 def _mean(steps: pl.DataFrame, column: str) -> float | None:

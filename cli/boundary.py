@@ -45,8 +45,24 @@ def _internal_error(args: list[str], exc: BaseException) -> None:
     sys.exit(3)
 
 
+def _end_children() -> None:
+    """Worker processes (a job's ranks) stopped and joined before profview exits (issue 32); the
+    job machinery is not imported for it when no job ran."""
+    executors = sys.modules.get("profview.jobs.executors")
+    if executors is not None:
+        executors.end_children()
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line."""
+    """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line; worker
+    processes are joined before it returns or exits, whatever the outcome."""
+    try:
+        _main(argv)
+    finally:
+        _end_children()
+
+
+def _main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in COMMANDS and not args[0].startswith("-"):
         args.insert(0, "open")

@@ -41,8 +41,8 @@ def export(
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
-            "phases; a job: ranks, collectives, steps, kernels, straggler_path; graph replays: graphs, graph_nodes, "
-            "graph_ops.",
+            "phases; a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
+            "graph_nodes, graph_ops.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045

@@ -111,11 +111,36 @@ THREAD_VARIABLES = ("POLARS_MAX_THREADS", "PROFVIEW_THREADS")
 _ACTIVE: set[Any] = set()
 
 
-def stop_workers() -> None:
-    """Terminate the worker processes of every pool running in this process (a quit mid-job)."""
+def stop_workers(join: bool = False) -> None:
+    """Terminate the worker processes of every pool running in this process (a quit mid-job);
+    ``join``: and wait for each to end (at most :data:`JOIN_S` seconds each)."""
     for pool in list(_ACTIVE):
-        for process in list(getattr(pool, "_processes", {}).values()):  # no public way before 3.14
+        processes = list(getattr(pool, "_processes", {}).values())  # no public way before 3.14
+        for process in processes:
             process.terminate()
+        for process in processes if join else []:
+            process.join(JOIN_S)
+
+
+#: Seconds to wait for one terminated worker to end before profview exits.
+JOIN_S = 5.0
+
+
+def end_children() -> None:
+    """Before profview exits: every worker process stopped and joined, and multiprocessing's
+    resource tracker (started with the first pool) stopped and joined too, so that nothing of
+    profview's is left running in its process group (issue 32)."""
+    import sys
+
+    stop_workers(join=True)
+    tracker_module = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(tracker_module, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)  # closes its pipe and waits for it (no public way)
+    if callable(stop):
+        try:
+            stop()
+        except Exception:  # at exit: a tracker that cannot be stopped ends with us anyway
+            return
 
 
 def _worker_threads(count: int) -> dict[str, str]:

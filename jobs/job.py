@@ -19,9 +19,11 @@ import polars as pl
 from ..errors import ProfviewError
 from .executors import Progress, map_ranks
 from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
-from .rank_summary import RankFailure, RankSummary, cached_summary, summarise_or_fail
+from .rank_summary import RankFailure, RankPath, RankSummary, cached_summary, rank_path_or_fail, summarise_or_fail
 
-JOB_VIEWS = ("ranks", "collectives", "steps", "kernels", "straggler_path")
+JOB_VIEWS: tuple[str, ...] = ("ranks", "collectives", "steps", "kernels", "straggler_path")
+#: Issue 32: each rank's critical path, computed when asked for (not by opening the job).
+JOB_VIEWS += ("rank_paths",)
 #: The straggler's collectives on its critical path, and how long the other ranks waited at each
 #: (issue 26): what making the straggler's path shorter would release.
 STRAGGLER_PATH_COLUMNS = (
@@ -59,6 +61,10 @@ class Job:
     comm_pattern: str | None = None
     #: (trace, why) of each trace left out because it could not be read
     failures: list[tuple[str, str]] = field(default_factory=list)
+    #: How ranks are summarised when a view asks for more (each rank's critical path): as opened.
+    workers: int | None = None
+    dask: str | None = None
+    use_cache: bool = True
     _extracted: JobInputs | None = None
 
     format = "distributed job"
@@ -209,6 +215,7 @@ class Job:
             "steps": self.steps,
             "kernels": self.kernels,
             "straggler_path": self.straggler_path,
+            "rank_paths": self.rank_paths,
         }
         if name not in views:
             raise ProfviewError(None, f"a job has no {name!r} view: choose one of {', '.join(JOB_VIEWS)}")
@@ -223,9 +230,10 @@ class Job:
         )
         keep = np.zeros(view.height, dtype=bool)
         ranks, view_starts = view["rank"].to_numpy(), view["start_us"].to_numpy()
+        paths = self.paths(self.stragglers())  # the stragglers' critical paths alone (issue 32)
         for rank in self.stragglers():
             offset = self.clock_offsets().get(rank, 0.0)
-            starts = np.sort(np.asarray(self.summary(rank).path_collectives, dtype=np.float64) - offset - origin)
+            starts = np.sort(np.asarray(paths[rank].collectives, dtype=np.float64) - offset - origin)
             if not len(starts):
                 continue
             # The view's start_us went through two roundings to the ns: match within 0.01 µs.
@@ -247,6 +255,37 @@ class Job:
         )
         frame = mine.join(others, on="collective", how="left").sort("others_wait_us", descending=True, nulls_last=True)
         return frame.select(STRAGGLER_PATH_COLUMNS)
+
+    def paths(self, ranks: Sequence[int] | None = None) -> dict[int, RankPath]:
+        """The critical paths of ``ranks`` (default: all), computed now by the job's workers for the
+        ranks that have none yet (issue 32: opening a job computes none), then kept on their
+        summaries (and in the rank store, for traces that are files of their own)."""
+        wanted = list(self.ranks if ranks is None else ranks)
+        todo = [r for r in wanted if self.summary(r).critical_path is None]
+        if todo:
+            traces = [self.trace_path(r) for r in todo]
+            extracted = [t != self.summary(r).path or self._is_extracted(t) for r, t in zip(todo, traces, strict=True)]
+            cache = self.use_cache and not any(extracted)  # no entries keyed by a temporary copy
+            found = map_ranks(
+                rank_path_or_fail, traces, self.comm_pattern, cache, workers=self.workers, dask=self.dask
+            )
+            for rank, result in zip(todo, found, strict=True):
+                kept = RankPath(problem=result.problem) if isinstance(result, RankFailure) else result
+                self.summary(rank).critical_path = kept
+        return {r: self.summary(r).critical_path or RankPath() for r in wanted}
+
+    def _is_extracted(self, trace: str) -> bool:
+        """Whether ``trace`` is a copy extracted from an archive (a temporary file)."""
+        folders = [i.temp_dir for i in (self.inputs, self._extracted) if i is not None and i.temp_dir is not None]
+        return any(os.path.abspath(trace).startswith(os.path.abspath(folder) + os.sep) for folder in folders)
+
+    def rank_paths(self) -> pl.DataFrame:
+        """Each rank's critical paths (:data:`~profview.analysis.ranks.RANK_PATH_COLUMNS`): the mean
+        path per step and each bound kind's share, computed when asked for (issue 32)."""
+        from ..analysis.ranks import rank_path_table
+
+        paths = self.paths()
+        return rank_path_table([(r, paths[r].facts) for r in self.ranks])
 
     def _pairs(self) -> list[tuple[int, RankSummary]]:
         return list(zip(self.ranks, self.summaries, strict=True))
@@ -323,6 +362,9 @@ def open_job(
         notes=notes + _failure_notes(failures) + inputs.notes + run_notes,
         comm_pattern=comm_pattern,
         failures=failures,
+        workers=workers,
+        dask=dask,
+        use_cache=use_cache,
     )
     if saved is not None:
         _restore_views(job, saved[2])
@@ -375,7 +417,6 @@ def _saved_info(summary: RankSummary) -> dict[str, object]:
         "backend": summary.backend,
         "facts": summary.facts,
         "warnings": summary.warnings,
-        "path_collectives": summary.path_collectives,
     }
 
 
@@ -394,7 +435,6 @@ def _from_saved(info: dict, frames: dict[str, pl.DataFrame]) -> RankSummary:
         calls=frames["calls"],
         facts=dict(info["facts"]),
         warnings=list(info["warnings"]),
-        path_collectives=[float(t) for t in info.get("path_collectives") or [] if isinstance(t, int | float)],
     )
 
 

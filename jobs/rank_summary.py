@@ -3,8 +3,12 @@
 :func:`summarise_rank` loads a trace (through the cache, like a single trace), and returns its
 steps and kernel views, its collective calls (:func:`profview.analysis.collectives.rank_collectives`)
 and a few figures per step window (communication, its overlap with compute, exposed
-communication).  The whole summary is saved in :mod:`profview.store.rank_summaries`, so re-opening a job
-reads summaries only.
+communication): what the job's ranks, steps, kernels and collectives views show, nothing more
+(issue 32).  The whole summary is saved in :mod:`profview.store.rank_summaries`, so re-opening a
+job reads summaries only.
+
+:func:`rank_path` is the rank's critical paths (issue 26), computed only when a view asks for them
+(``rank_paths``, ``straggler_path``) and kept in the same store once computed.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ class RankSummary:
     """One rank's results: ``rank``/``world_size``/``backend`` from ``distributedInfo`` (None if
     absent); ``steps``/``kernels``: the usual views; ``calls``: its collective calls (absolute µs
     of its own clock); ``facts``: ``span_start``, ``comm_us``, ``gpu_comm_us``, ``overlap_us``,
-    ``exposed_us`` (totals over its steps), and its critical paths (``cp_*``, see
-    :func:`_critical_path_facts`)."""
+    ``exposed_us`` (totals over its steps); ``critical_path``: its critical paths once a view
+    asked for them (:func:`rank_path`)."""
 
     path: str
     rank: int | None
@@ -34,8 +38,18 @@ class RankSummary:
     calls: pl.DataFrame
     facts: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    #: Starts (µs, its own clock) of the collective kernels on the rank's critical paths (issue 26).
-    path_collectives: list[float] = field(default_factory=list)
+    critical_path: RankPath | None = None
+
+
+@dataclass
+class RankPath:
+    """One rank's critical paths summed over its steps (issue 26): ``facts`` ``cp_steps``,
+    ``cp_path_us`` and ``cp_<bound>_us`` per bound kind (empty: the trace has none, ``problem``
+    says why); ``collectives``: the starts (µs, its own clock) of the collective kernels on them."""
+
+    facts: dict[str, float] = field(default_factory=dict)
+    collectives: list[float] = field(default_factory=list)
+    problem: str | None = None
 
 
 @dataclass
@@ -79,8 +93,6 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     info = info if isinstance(info, dict) else {}
     steps, kernels = profile.steps(), profile.kernels()
     calls, facts = _compute(profile, steps)
-    path_facts, path_collectives = _critical_path_facts(profile)
-    facts |= path_facts
     summary = RankSummary(
         path=path,
         rank=_int(info.get("rank")),
@@ -91,11 +103,10 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
         calls=calls,
         facts=facts,
         warnings=list(profile.warnings),
-        path_collectives=path_collectives,
     )
     if use_cache:
         saved: dict[str, object] = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
-        saved |= {"warnings": summary.warnings, "facts": facts, "path_collectives": path_collectives}
+        saved |= {"warnings": summary.warnings, "facts": facts}
         rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
     return summary
 
@@ -125,8 +136,37 @@ def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | 
         calls=frames["calls"],
         facts=facts if isinstance(facts, dict) else {},
         warnings=[str(w) for w in info.get("warnings") or []],
-        path_collectives=[float(t) for t in info.get("path_collectives") or [] if isinstance(t, (int, float))],
     )
+
+
+def rank_path(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankPath:
+    """The critical paths of the rank trace ``path`` (runs in a worker process): kept in
+    :mod:`profview.store.rank_summaries` (with ``use_cache``) once computed, read from there after."""
+    from ..parsers.schema import EVENT_SCHEMA
+    from ..profiles.loading import load
+    from ..store import rank_summaries as rank_store
+    from ..store import trace_cache as cache
+
+    settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
+    found = rank_store.load_path(path, settings) if use_cache else None
+    if found is not None:
+        return RankPath(**found)
+    cached = use_cache and cache.lookup(path, EVENT_SCHEMA) is not None
+    profile = load(path, use_cache=cached, comm_pattern=comm_pattern)
+    facts, collectives, problem = _critical_path_facts(profile)
+    if use_cache:
+        rank_store.save_path(path, settings, {"facts": facts, "collectives": collectives, "problem": problem})
+    return RankPath(facts, collectives, problem)
+
+
+def rank_path_or_fail(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankPath | RankFailure:
+    """:func:`rank_path`, with a bad trace's one-line error returned instead of raised."""
+    try:
+        return rank_path(path, comm_pattern, use_cache)
+    except ProfviewError as exc:
+        return RankFailure(path, exc.problem)
+    except MemoryError:
+        return RankFailure(path, "out of memory while reading it")
 
 
 #: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
@@ -183,17 +223,19 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
     return calls, facts
 
 
-def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float]]:
+def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float], str | None]:
     """Issue 26: the rank's critical paths summed over its steps — ``cp_steps``, ``cp_path_us``
     and ``cp_<bound>_us`` per bound kind — and the starts of the collective kernels on them
-    (nothing when the trace has no path, e.g. no runtime events)."""
+    (nothing, and why, when the trace has no path, e.g. no runtime events)."""
     from ..analysis.critical_path_frames import path_event_rows
 
     try:
         paths = profile.step_paths()
         frame = profile.critical_path()
-    except (ProfviewError, ValueError):
-        return {}, []
+    except ProfviewError as exc:
+        return {}, [], exc.problem
+    except ValueError as exc:
+        return {}, [], str(exc)
     per_bound = frame.group_by("bound_by").agg(pl.col("duration_us").sum())
     facts = {f"cp_{bound}_us": round(float(value), 3) for bound, value in per_bound.iter_rows()}
     steps = frame.unique("step")
@@ -201,7 +243,7 @@ def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float]]:
     on_gpu = path_event_rows(paths).filter(pl.col("gpu"))["row"].to_numpy()
     comm = profile.model_communication().is_not_null().to_numpy()
     starts = profile.model.gpu["ts"].to_numpy()[on_gpu[comm[on_gpu]]] if len(on_gpu) else []
-    return facts, [float(t) for t in starts]
+    return facts, [float(t) for t in starts], None
 
 
 def _pair(frame: pl.DataFrame) -> tuple[Any, Any]:

@@ -32,6 +32,7 @@ class ProfileHost(Protocol):
     fresh_facts: dict[str, Any]
     _facts: dict[str, Any]
     open_capture: Callable[..., Any] | None
+    _views: dict[str, pl.DataFrame]
 
     @property
     def is_trace(self) -> bool: ...

@@ -7,6 +7,7 @@ figure comes from :mod:`profview.analysis` (gaps, lanes, critical_path, what_if)
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,10 @@ else:
 #: may ask for the same path at once: the others wait for it instead of computing it again).
 _PATH_LOCK = threading.Lock()
 #: Why a trace has no critical path (issue 26).
+#: The critical-path views kept with a trace's cached views (every step, profview's rules), and the
+#: fact saying why a trace has none (issue 32).
+KEPT_PATH_VIEWS = ("critical_path", "critical_path_names")
+NO_PATH_FACT = "no_critical_path"
 NO_RUNTIME = (
     "no runtime launch events link the GPU work to the host in this trace (the critical path needs "
     "cuda_runtime/cuda_driver events with correlation ids: record with ProfilerActivity.CPU and CUDA)"
@@ -105,15 +110,55 @@ class PathViews(ProfileHost):
             raise ProfviewError(self.path, f"no critical path: {exc}") from None
 
     def has_step_paths(self, step: int | None = None, rules: str = "profview") -> bool:
-        """Whether :meth:`step_paths` has been computed, or found there is none (a viewer shows
-        either without waiting)."""
-        return f"critical_path:{rules}:{step}" in self._facts
+        """Whether :meth:`step_paths` has been computed, or found there is none, or (every step,
+        profview's rules) its frames are kept with the trace: a viewer shows either without waiting."""
+        if f"critical_path:{rules}:{step}" in self._facts:
+            return True
+        if step is not None or rules != "profview":
+            return False
+        if KEPT_PATH_VIEWS[0] in self._views or NO_PATH_FACT in self._facts:
+            return True
+        if self.saved is None:
+            return False
+        reason = self.saved.facts().get(NO_PATH_FACT)
+        if isinstance(reason, str):
+            self._facts[NO_PATH_FACT] = reason
+            return True
+        frame = self.saved.frame(KEPT_PATH_VIEWS[0])
+        if frame is not None:
+            self._views[KEPT_PATH_VIEWS[0]] = frame
+        return frame is not None
+
+    def _kept_path_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A critical-path frame of every step under profview's rules, kept like the default views
+        (issue 32: a re-open shows the Overview's path line without linking), and so is the reason
+        a trace has none."""
+        reason = self._facts.get(NO_PATH_FACT)
+        if reason is None and name not in self._views and self.saved is not None:
+            saved = self.saved.facts().get(NO_PATH_FACT)
+            reason = self._facts[NO_PATH_FACT] = saved if isinstance(saved, str) else None
+        if isinstance(reason, str):
+            raise ProfviewError(self.path, reason)
+        try:
+            return self._default_view(name, compute)
+        except ProfviewError as exc:
+            if exc.problem is not None and self.is_trace:  # kept: the trace has no path, for good
+                self._facts[NO_PATH_FACT] = self.fresh_facts[NO_PATH_FACT] = exc.problem
+            raise
 
     def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per step and bound kind, its µs on the critical path (see
         :func:`profview.analysis.critical_path_frames.path_frame`)."""
         from ..analysis.critical_path_frames import path_frame
 
+        if step is None and rules == "profview":
+            return self._kept_path_view("critical_path", lambda: path_frame(self.step_paths()))
+        if rules == "profview" and not self.has_step_paths(step) and self.has_step_paths():
+            # Each step's path is found in its own window (no edge joins two windows), so one step's
+            # rows of every step's frame are its path: a kept frame answers without linking.
+            every = self.critical_path()
+            if step in every["step"].to_list():
+                return every.filter(pl.col("step") == step)
         return path_frame(self.step_paths(step, rules))
 
     def critical_path_events(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
@@ -127,6 +172,8 @@ class PathViews(ProfileHost):
         once per step and rules: the viewer's on-path column reads it on every redraw)."""
         from ..analysis.critical_path_frames import names_frame
 
+        if step is None and rules == "profview":
+            return self._kept_path_view("critical_path_names", lambda: names_frame(self.step_paths()))
         key = f"critical_path_names:{rules}:{step}"
         if key not in self._facts:
             self._facts[key] = names_frame(self.step_paths(step, rules))

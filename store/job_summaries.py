@@ -27,7 +27,7 @@ import orjson
 import polars as pl
 
 from .keys import cache_root, identity, key
-from .rank_summaries import FRAMES, REQUIRED_COLUMNS, valid_info
+from .rank_summaries import FRAMES, REQUIRED_COLUMNS, SUMMARY_FORMAT, valid_info
 from .staging import prune_oldest, write_entry
 
 FOLDER = "jobs"
@@ -46,7 +46,7 @@ def job_key(files: list[str], archives: list[str], settings: dict[str, Any]) -> 
             parts.append({"archive": identity(archive), "members": archive_members(archive)})
     except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile):
         return None
-    return key({"job": parts, "settings": settings})
+    return key({"job": parts, "settings": settings, "summary": SUMMARY_FORMAT})
 
 
 def archive_members(archive: str) -> list[list[Any]]:

@@ -27,9 +27,14 @@ FRAMES = ("steps", "kernels", "calls")
 INFO_FILE = "info.json"
 
 
-def _entry(path: str, settings: dict[str, Any]) -> Path:
+#: Bump when a summary's content changes (2: no critical path in it; it has its own entry, issue 32).
+SUMMARY_FORMAT = 2
+PATH_FILE = "path.json"
+
+
+def _entry(path: str, settings: dict[str, Any], part: str = "summary") -> Path:
     trace = identity(path)  # size, times, inode, version and cache format of the trace
-    return cache_root() / FOLDER / key({"trace": trace, "settings": settings})
+    return cache_root() / FOLDER / key({"trace": trace, "settings": settings, part: SUMMARY_FORMAT})
 
 
 #: Columns a saved frame must have for a re-open to use it.
@@ -105,6 +110,48 @@ def save(path: str, settings: dict[str, Any], frames: dict[str, pl.DataFrame], i
             return  # a sound entry (an unsound one was just removed by load)
         write_entry(entry, fill)
     except (OSError, TypeError, pl.exceptions.PolarsError):
+        return
+
+
+def load_path(path: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The critical paths saved for ``path`` with ``settings`` (``facts``, ``collectives``,
+    ``problem``), or None (a damaged entry is removed)."""
+    try:
+        entry = _entry(path, settings, "path")
+        doc = orjson.loads((entry / PATH_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not _valid_path(doc):
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    return {"facts": doc["facts"], "collectives": [float(t) for t in doc["collectives"]], "problem": doc["problem"]}
+
+
+def _valid_path(doc: Any) -> bool:
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("facts"), dict)
+        and all(isinstance(k, str) and number(v) for k, v in doc["facts"].items())
+        and isinstance(doc.get("collectives"), list)
+        and all(number(t) for t in doc["collectives"])
+        and (doc.get("problem") is None or isinstance(doc.get("problem"), str))
+    )
+
+
+def save_path(path: str, settings: dict[str, Any], doc: dict[str, Any]) -> None:
+    """Save one rank's critical paths (silently nothing on a read-only or full disk)."""
+    try:
+        entry = _entry(path, settings, "path")
+        if entry.exists():
+            return
+        def fill(staging: Path) -> None:
+            (staging / PATH_FILE).write_bytes(orjson.dumps(doc))
+
+        write_entry(entry, fill)
+    except (OSError, TypeError):
         return
 
 

@@ -123,10 +123,10 @@ def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> 
         print(f"profview: error: {clean(app.error)}", file=sys.stderr)
     if app.threads.busy():
         interrupted = not app.loaded
-        if workers and interrupted:
-            from ..jobs.executors import stop_workers
+        if workers:  # leaving at once: the workers stopped and joined first (issue 32)
+            from ..jobs.executors import end_children
 
-            stop_workers()
+            end_children()
         if interrupted:
             print("profview: interrupted", file=sys.stderr)
         sys.stdout.flush()

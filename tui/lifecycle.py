@@ -19,8 +19,10 @@ LARGE_TRACE_EVENTS = 100_000
 
 
 def is_large(profile: Profile) -> bool:
-    """Whether ``profile`` is a trace large enough that linking it takes seconds."""
-    return profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
+    """Whether ``profile`` is a trace large enough that linking it takes seconds (a re-opened one
+    whose Overview is kept with it links nothing: it opens on its whole Overview at once, issue 32)."""
+    large = profile.is_trace and profile.event_count >= LARGE_TRACE_EVENTS and profile.available("kernels")
+    return large and not (profile.saved is not None and "overview" in profile.saved.facts())
 
 
 def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
@@ -28,6 +30,8 @@ def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
     if profile.is_trace:
         phase("linking GPU work to operators and steps")
         profile.overview()
+        profile.efficiency_lines()  # the Overview's categories and model FLOPs: made (and kept) here
+        profile.span_start  # noqa: B018 (the Steps pane's time origin: a fact kept with the views)
     phase("building tables")
     for view in ("kernels", "ops", "steps"):
         if profile.available(view):
@@ -47,7 +51,9 @@ def remember(profile: Profile) -> None:
     """Save the views and the linked model: the next open reads them instead of linking again.
 
     A trace's launch index (every launching operator row's path) is made ready first, off the UI
-    thread, so that Enter on a kernel only groups its GPU events (issue 25); it is saved too.
+    thread, so that Enter on a kernel only groups its GPU events (issue 25); it is saved too, and
+    so is the critical path of every step (the Overview's path line, the on-path column: issue 32;
+    the viewer computes it anyway, and a re-open then shows the whole Overview without linking).
     Then the events frame goes (a trace parsed with the cache on): every pane reads the model and
     the views made by :func:`prepare`, and anything that asks for the events again reads them from
     the cache entry the parse wrote.  gpt2_train_big's viewer holds 160 MB less from then on."""
@@ -56,6 +62,10 @@ def remember(profile: Profile) -> None:
     if profile.is_trace and profile.available("launches"):
         with contextlib.suppress(ProfviewError):
             profile.launch_index  # noqa: B018 (computed or read now, kept on the profile)
+    if profile.is_trace and profile.cacheable:  # the Overview's path line, the on-path column: kept (issue 32)
+        with contextlib.suppress(ProfviewError):  # (the reason a trace has none is kept as well)
+            profile.critical_path()
+            profile.critical_path_names()
     remember_views(profile, model=True)
     if profile.cacheable:  # without a cache entry, reading them again would mean parsing again
         profile.release_events()

@@ -461,3 +461,35 @@ def test_calls_match_by_process_group_and_seq_before_their_order() -> None:
     assert set(view["match"]) == {"seq"}
     first = view.filter(pl.col("collective") == 0).sort("rank")
     assert first["wait_us"].to_list() == [20.0, 0.0]  # seq 1: rank 0 at 10, rank 1 at 30
+
+
+def test_rank_paths_are_computed_when_asked_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32: opening a job computes no critical path; the rank paths view computes each rank's
+    once, keeps it in the rank store, and a later open reads it from there (the computation is
+    made to fail the second time: it is not run); the straggler path needs the straggler's alone."""
+    from profview.jobs import rank_summary
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "gloo"
+    shutil.copytree(SAMPLES / "gloo_2rank", folder)
+    asked: list[str] = []
+    compute = rank_summary._critical_path_facts
+
+    def counted(profile):  # type: ignore[no-untyped-def]
+        asked.append(profile.path)
+        return compute(profile)
+
+    monkeypatch.setattr(rank_summary, "_critical_path_facts", counted)
+    with open_job([str(folder)], workers=1) as job:
+        job.ranks_view()
+        job.collectives()
+        assert asked == []  # opening the job and its first views: no path
+        assert job.stragglers() == [1]
+        job.straggler_path()
+        assert [Path(p).name for p in asked] == ["rank1.pt.trace.json.gz"]  # the straggler's alone
+        first = job.view("rank_paths")
+        assert len(asked) == 2  # then the other rank's; the straggler's is kept on its summary
+    monkeypatch.setattr(rank_summary, "_critical_path_facts", lambda profile: pytest.fail("computed again"))
+    with open_job([str(folder)], workers=1) as again:
+        assert_frame_equal(again.view("rank_paths"), first)
+    assert first["critical_path_us"].null_count() == 0

@@ -88,11 +88,17 @@ def test_each_view_has_its_columns(view: str, option: str) -> None:
 
 
 def test_job_views_have_their_columns() -> None:
-    from profview.analysis.ranks import RANK_COLUMNS
     from profview.jobs.job import JOB_KERNEL_COLUMNS, STRAGGLER_PATH_COLUMNS, open_job
 
+    ranks = [
+        "rank", "steps", "step_us", *STEP_CATEGORIES, "exposed_communication_us", "overlap_pct", "wait_us",
+        "last_arrivals", "clock_offset_us", "straggler",
+    ]
+    bounds = ["cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
+              "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead"]  # fmt: skip
     with open_job([str(sample("gloo_2rank"))], workers=1, use_cache=False) as job:
-        assert job.view("ranks").columns == list(RANK_COLUMNS)
+        assert job.view("ranks").columns == ranks  # issue 32: no critical path (its own view)
+        assert job.view("rank_paths").columns == ["rank", "critical_path_us", *(f"path_{b}_pct" for b in bounds)]
         assert job.view("kernels").columns == list(JOB_KERNEL_COLUMNS)
         assert job.view("straggler_path").columns == list(STRAGGLER_PATH_COLUMNS)
 

@@ -100,3 +100,31 @@ async def test_c_waits_for_the_path_off_the_ui_thread(monkeypatch: pytest.Monkey
         events = timeline.lanes.lanes[lane]
         assert timeline.lanes.names[int(events.names[position])] == "cudaStreamIsCapturing"
         assert not timeline.finding_path
+
+
+async def test_a_reopened_trace_shows_its_path_line_without_linking(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 32: the first open keeps the critical path with the trace; the re-open's Overview has
+    the same line at once (no 'computing…', even for a trace counted as large), with no model linked
+    and no events read."""
+    from profview.tui.main import overview
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path))
+    line = "critical path (all steps): 64% GPU compute, 34% CPU, 2% kernel-kernel gaps"
+    first = ProfviewApp(str(sample(GPT2)))
+    async with first.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(pilot, first)
+        while first.threads.busy():  # the load thread's last part: the cache written
+            await pilot.pause(0.05)
+    monkeypatch.setattr(overview, "PATH_ON_THE_SPOT", 0)  # it would be computed off the UI thread
+    again = ProfviewApp(str(sample(GPT2)))
+    async with again.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(pilot, again, path=False)
+        await pilot.pause(0.1)
+        assert line in screen_text(again) and "computing…" not in screen_text(again)
+        assert again.profile is not None
+        await pilot.press("4", "8")  # the Steps and Efficiency tabs
+        await pilot.pause(0.2)
+        assert "model" not in vars(again.profile) and "events" not in vars(again.profile)
+        assert again.profile.fresh == {}  # every view it showed was kept by the first open
