@@ -1,6 +1,6 @@
 """Issue 32: what the viewer computed once is kept with the trace, the critical path included.
 
-The viewer's load thread (:func:`profview.tui.launch.prepare`, then :func:`~profview.tui.launch.remember`)
+The viewer's load thread (:func:`profview.tui.lifecycle.prepare`, then :func:`~profview.tui.lifecycle.remember`)
 computes the critical path of every step and saves it with the views; a re-open then has the
 Overview's path line and the on-path column without linking the model or reading the events.
 Witness: the frames a fresh parse computes, and the path length recomputed from the raw events'
@@ -23,11 +23,11 @@ GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
 
 def opened_by_the_viewer(name: str) -> profview.Profile:
     """A trace opened as the viewer's load thread does it (cache on)."""
-    from profview.tui import launch
+    from profview.tui import lifecycle
 
     profile = profview.load(sample(name))
-    launch.prepare(profile, lambda _phase: None)
-    launch.remember(profile)
+    lifecycle.prepare(profile, lambda _phase: None)
+    lifecycle.remember(profile)
     return profile
 
 
