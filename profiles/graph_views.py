@@ -159,6 +159,8 @@ class GraphViews(ProfileHost):
     def _require_graphs(self) -> GraphFrames:
         if not self.is_trace:
             raise ProfviewError(self.path, f"a {self.format} has no graph views")
+        if not self.has_graphs():  # a kept fact or a few stored columns: no attribution, no model linked
+            raise ProfviewError(self.path, NO_GRAPHS)
         frames = self._graph_frames
         if frames.empty:
             raise ProfviewError(self.path, NO_GRAPHS)

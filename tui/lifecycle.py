@@ -40,6 +40,8 @@ def prepare(profile: Profile, phase: Callable[[str], object]) -> None:
         for view in ("memory_ops", "memory_peaks", "modules"):  # the timeline is built when first shown
             with contextlib.suppress(ProfviewError):  # the pane says why
                 getattr(profile, view)()
+        with contextlib.suppress(ProfviewError):  # issue 31: the Overview's per-phase lines, kept with the views
+            profile.phase_lines()
         if profile.has_graphs():  # issue 36: the replays attributed (a capture file read) here too
             phase("attributing graph replays through their capture")
             with contextlib.suppress(ProfviewError):
