@@ -299,8 +299,8 @@ class EfficiencyViews(ProfileHost):
         replayed = self._replayed_share()
         if replayed:  # issue 36: a replayed kernel's shapes are its capture's, which the perf model does not read
             lines.append(
-                f"model FLOPs cover directly launched work only: graph replays, {replayed:.1f}% of GPU time, "
-                "are not sized (their shapes are in the capture)"
+                f"model FLOPs: graph replays take {replayed:.1f}% of GPU time, and a replayed call is sized only "
+                "where its Triton host op is in this trace (the other calls' shapes are in the capture)"
             )
         busy = _mean(rows["gpu_busy_us"])
         lines.append(
