@@ -3,6 +3,15 @@
     .venv/bin/python benchmarks/jobs.py            # 16, 32, 64 ranks
     .venv/bin/python benchmarks/jobs.py --big      # ... and 128, 256
     .venv/bin/python benchmarks/jobs.py --scale    # 8, 256, 1,024 tiny ranks: cold and re-open
+    .venv/bin/python benchmarks/jobs.py --goals --base /work/base-729457a/.venv/bin/python   # issue 32
+
+``--goals`` (issue 32) prints two ratios in one run: a 128-rank job's cold open (each rank
+samples/gpt2_train_bf16, plain JSON) against the same with ``--base`` (another checkout's Python,
+e.g. commit 729457a in its own worktree and venv), interleaved, medians of ``--runs``: wall time and
+the CPU time of every process (the child's and its workers', from ``RUSAGE_CHILDREN``; goal ≤ 1.0x,
+target 0.7x); and ``profview summary`` of a 1,024-rank job re-opened against an 8-rank one's (tiny
+ranks, as ``--scale``; goal ≤ 2x).  Both sides run ``profview.load(DIR, use_cache=False)`` and the
+ranks and collectives views, which both versions have.
 
 ``--scale`` (issue 23): each rank is ``samples/gloo_2rank/rank0.pt.trace.json.gz`` (612 events,
 16 KB gzipped) with ``distributedInfo`` rewritten, written once under /tmp and deleted at the
@@ -184,6 +193,124 @@ def scale(sizes: list[int]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+COLD_OPEN = (
+    "import sys, profview; job = profview.load(sys.argv[1], use_cache=False); job.ranks_view(); job.collectives()"
+)
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the process and of every process it started, processes left
+    running after it exited) of one run.  This process is made their subreaper, so a worker the
+    command left behind is re-parented here and reaped (its CPU counted once it ends; one still
+    running 10 s later is killed and counted as left)."""
+    import resource
+
+    _become_subreaper()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    left = _reap_orphans(10.0)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, left
+
+
+def _become_subreaper() -> None:
+    """Orphans of the processes this one starts come here instead of to init (Linux)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux: orphans go uncounted
+        return
+
+
+def _reap_orphans(wait_s: float) -> int:
+    """Reap the processes re-parented here; kill those still running after ``wait_s``; how many were running."""
+    deadline = time.monotonic() + wait_s
+    running = 0
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # none left
+            return running
+        if pid:
+            running += 1
+            continue
+        if time.monotonic() > deadline:
+            for pid in _children():
+                os.kill(pid, 9)
+            os.waitpid(-1, 0)
+            continue
+        time.sleep(0.05)
+
+
+def _children() -> list[int]:
+    """This process's children (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():
+                found.append(int(entry))
+    return found
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def goals(base: str | None, ranks: int, runs: int, sizes: tuple[int, int] = (8, 1024)) -> None:
+    """Issue 32's job goals, printed as ratios (see the module doc)."""
+    ratios: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="profview-bench-") as scratch:
+        folder = Path(scratch) / f"job{ranks}"
+        folder.mkdir()
+        make(folder, ranks)
+        sides = [("this checkout", sys.executable)] + ([(f"base ({base})", base)] if base else [])
+        found: dict[str, list[tuple[float, float, int]]] = {label: [] for label, _ in sides}
+        for _ in range(runs):  # interleaved: the machine's load falls on both alike
+            for label, python in sides:
+                found[label].append(timed([python, "-c", COLD_OPEN, str(folder)]))
+        print(f"{ranks}-rank job, cold open (load + ranks + collectives views), medians of {runs}, interleaved:")
+        for label, got in found.items():
+            walls = ", ".join(f"{w:.1f}" for w, _c, _l in got)
+            cpus = ", ".join(f"{c:.1f}" for _w, c, _l in got)
+            left = max(n for _w, _c, n in got)
+            print(
+                f"  {label:<44} wall {median([w for w, _c, _l in got]):6.2f} s ({walls})  "
+                f"CPU {median([c for _w, c, _l in got]):6.2f} s ({cpus})  processes reaped after it exited: {left}"
+            )
+        if base:
+            ours, theirs = found["this checkout"], found[sides[1][0]]
+            for i, what in ((0, "wall"), (1, "CPU of every process")):
+                ratio = median([r[i] for r in ours]) / median([r[i] for r in theirs])
+                ratios[f"{ranks}-rank cold open, {what}: this / base (goal ≤ 1.0x, target 0.7x)"] = ratio
+        reopen: dict[int, float] = {}
+        for n in sizes:
+            tiny = Path(scratch) / f"tiny{n}"
+            tiny.mkdir()
+            subprocess.run([sys.executable, __file__, "--make-tiny", str(tiny), str(n)], check=True)
+            env = {"PROFVIEW_CACHE_DIR": str(Path(scratch) / f"cache{n}")}
+            summary = [sys.executable, "-m", "profview", "summary", str(tiny)]
+            cold = timed(summary, env)  # fills the cache
+            reopen[n] = median([timed(summary, env)[0] for _ in range(runs)])
+            print(
+                f"{n:>5} tiny ranks: profview summary cold {cold[0]:.1f} s, re-opened {reopen[n]:.2f} s "
+                f"(median of {runs})"
+            )
+        small, large = sizes
+        ratios[f"{large:,}-rank re-open / {small}-rank re-open (goal ≤ 2x)"] = reopen[large] / reopen[small]
+    print("\nRatios (this run):")
+    for label, ratio in ratios.items():
+        print(f"  {label:<72} {ratio:6.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true", help="also 128 and 256 ranks")
@@ -191,10 +318,19 @@ def main() -> None:
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--scale", action="store_true", help="8, 256 and 1,024 tiny ranks, cold and re-open")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 256, 1024], help="--scale: these sizes")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[8, 256, 1024], help="--scale: these sizes; --goals: the first and last"
+    )
     parser.add_argument("--scale-child", help=argparse.SUPPRESS)
     parser.add_argument("--make-tiny", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--goals", action="store_true", help="issue 32's ratios (see --base, --ranks, --runs)")
+    parser.add_argument("--base", help="--goals: another checkout's Python to compare the cold open with")
+    parser.add_argument("--ranks", type=int, default=128, help="--goals: ranks of the cold-open job")
+    parser.add_argument("--runs", type=int, default=3, help="--goals: runs of each measurement")
     args = parser.parse_args()
+    if args.goals:
+        goals(args.base, args.ranks, args.runs, (args.sizes[0], args.sizes[-1]))
+        return
     if args.scale_child:
         scale_child(args.scale_child)
         return

@@ -2,6 +2,8 @@
 
     python benchmarks/run.py --hta-python /path/to/hta-venv/bin/python
     python benchmarks/run.py --quick         # gpt2_train_big only
+    python benchmarks/run.py --goals --hta-python H --base-python ../base/.venv/bin/python   # issue 32
+    python benchmarks/run.py --quick --parts cores --pin 0,1 --runs 3   # all cores vs 2 (a 16-core node)
 
 Each measurement runs in a fresh subprocess (imports included, as a user sees it) and reports
 wall time and peak RSS (from wait4).  Baselines: ``json.load`` always; Holistic Trace Analysis
@@ -30,6 +32,14 @@ RATIOS: dict[str, float] = {}
 VIEWER_DRILL_MS: dict[str, float] = {}
 #: The benchmarks ``--parts`` chooses from, in the order they run.
 PARTS = ("big", "memory", "drill", "first", "scaled", "viewer", "interactive")
+#: Issue 32: a 649 MB trace against json.load, and the viewer's cached re-open against ``summary``.
+PARTS += ("json649", "reopen")
+#: Issue 32: a cold kernel export on every core against the same pinned to ``--pin`` (16 cores vs 2).
+PARTS += ("cores",)
+#: ``--goals``: issue 32's goals in one run (with ``--runs 3``).
+GOAL_PARTS = "big,json649,first,reopen"
+#: Another checkout's Python (``--base-python``): the figures it gives, printed beside ours.
+BASE: dict[str, str] = {}
 #: Goals that are a yes or no (a trace opens under a limit), printed with the ratios.
 OUTCOMES: dict[str, str] = {}
 
@@ -53,8 +63,10 @@ def measure(command: list[str], env: dict[str, str] | None = None, cores: str | 
     return elapsed, usage.ru_maxrss * 1024 / 1e6
 
 
-def profview_export(trace: Path, out: Path, view: str = "kernels", *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "profview", "export", str(trace), "-v", view, "-o", str(out)]
+def profview_export(
+    trace: Path, out: Path, view: str = "kernels", *extra: str, python: str = sys.executable
+) -> list[str]:
+    command = [python, "-m", "profview", "export", str(trace), "-v", view, "-o", str(out)]
     return [*command, "--force", *extra]
 
 
@@ -102,24 +114,44 @@ def row(label: str, seconds: float, rss: float, size_mb: float, base: float | No
     return f"  {label:<46} {seconds:7.2f} s {rss:7.0f} MB {rss / size_mb:5.2f}x JSON {ratio}"
 
 
-def bench_big(out: Path, hta_python: str) -> None:
+def middle(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """(median seconds, median peak RSS) of ``runs`` of (seconds, peak RSS)."""
+    half = len(runs) // 2
+    return sorted(s for s, _r in runs)[half], sorted(r for _s, r in runs)[half]
+
+
+def bench_big(out: Path, hta_python: str, runs: int = 1) -> None:
     size_mb = json_size(BIG) / 1e6
     print(f"\n{BIG.name}: {size_mb:.1f} MB of JSON, {BIG.stat().st_size / 1e6:.1f} MB gzipped")
     print(f"  {'':<46} {'time':>9} {'peak RSS':>10} {'RSS/JSON':>10} {'HTA/this':>8}")
     hta = hta_load(BIG, hta_python)
+    cache = tempfile.mkdtemp(prefix="profview-cache-")
+    env = {"PROFVIEW_CACHE_DIR": cache}
+    sides = {"ours": profview_export(BIG, out, "kernels", "--no-cache")}
+    if hta:
+        sides["hta"] = hta
+    if "python" in BASE:
+        sides["base"] = profview_export(BIG, out, "kernels", "--no-cache", python=BASE["python"])
+    found: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+    for _ in range(runs):  # interleaved: the machine's load falls on every side alike
+        for side, command in sides.items():
+            found[side].append(measure(command, env))
+    of = f", median of {runs}" if runs > 1 else ""
     hta_time = None
     if hta:
-        hta_time, hta_rss = measure(hta)
-        print(row("HTA TraceAnalysis (load only)", hta_time, hta_rss, size_mb, hta_time))
+        hta_time, hta_rss = middle(found["hta"])
+        print(row(f"HTA TraceAnalysis (load only){of}", hta_time, hta_rss, size_mb, hta_time))
     else:
         print("  HTA not importable by --hta-python: its anchor here is 22.1 s, 1.27 GB (issue #3)")
     anchor = hta_time or 22.1
     base, base_rss = measure(json_load(BIG))
     print(row("json.load", base, base_rss, size_mb, anchor))
-    cache = tempfile.mkdtemp(prefix="profview-cache-")
-    env = {"PROFVIEW_CACHE_DIR": cache}
-    cold, cold_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), env)
-    print(row("profview → kernels.csv (cold)", cold, cold_rss, size_mb, anchor))
+    cold, cold_rss = middle(found["ours"])
+    print(row(f"profview → kernels.csv (cold){of}", cold, cold_rss, size_mb, anchor))
+    if "base" in found:
+        base_cold, base_rss = middle(found["base"])
+        print(row(f"  the base checkout → kernels.csv (cold){of}", base_cold, base_rss, size_mb, anchor))
+        RATIOS["  cold kernel export, this / the base checkout (time)"] = middle(found["ours"])[0] / base_cold
     read, read_rss = measure(load_events(BIG))
     print(row("  the read alone (events frame, no tables)", read, read_rss, size_mb, anchor))
     pure, pure_rss = measure(profview_export(BIG, out, "kernels", "--no-cache"), {**env, "PROFVIEW_PURE_PYTHON": "1"})
@@ -137,7 +169,7 @@ def bench_big(out: Path, hta_python: str) -> None:
         f"{anchor / warm:.1f}x re-opening; compiled scanner {pure / cold:.1f}x; 2 cores vs 1: {one / cold:.2f}x"
     )
     RATIOS["cold load: HTA / profview (goal ≥ 30x)"] = anchor / cold
-    RATIOS[f"peak RSS of a cold open / JSON, {BIG.name.split('.')[0]} (goal ≤ 1.0x)"] = cold_rss / size_mb
+    RATIOS[f"peak RSS of a cold open / JSON, {BIG.name.split('.')[0]} (issue 32: goal ≤ 1.2x)"] = cold_rss / size_mb
     RATIOS[f"  the read alone (events frame), {BIG.name.split('.')[0]}"] = read_rss / size_mb
 
 
@@ -173,6 +205,169 @@ def reopen_ratio(trace: Path, out: Path, env: dict[str, str], runs: int = 5) -> 
     floor, ours = sorted(polars)[runs // 2], sorted(reopen)[runs // 2]
     print(f"  re-open ratio: {ours:.3f} s / import polars {floor:.3f} s = {ours / floor:.2f}x (goal ≤ 1.3x)")
     RATIOS["re-open: cached export / import polars (goal ≤ 1.3x)"] = ours / floor
+
+
+def json649_ratio(out: Path, folder: Path, runs: int = 3, mb: int = 649, style: str = "kineto") -> None:
+    """Issue 32: a cold kernel export of a 649 MB trace (``scale_trace.py --mb 649`` from
+    gpt2_train_big) against ``json.load`` of it (goal ≥ 15x faster), and its peak RSS against the
+    JSON (goal ≤ 1.0x); medians of ``runs`` exports (interleaved with the base checkout's, if
+    any), ``json.load`` once (it takes a minute and 5 GB)."""
+    trace = scaled_trace(folder, mb, style)
+    size_mb = trace.stat().st_size / 1e6
+    base, base_rss = measure(json_load(trace))
+    sides = {"ours": profview_export(trace, out, "kernels", "--no-cache")}
+    if "python" in BASE:
+        sides["base"] = profview_export(trace, out, "kernels", "--no-cache", python=BASE["python"])
+    found: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+    for _ in range(runs):  # interleaved
+        for side, command in sides.items():
+            found[side].append(measure(command))
+    seconds, rss = middle(found["ours"])
+    print(f"\n{trace.name} ({size_mb:.0f} MB of JSON): cold kernel export against json.load")
+    print(row("json.load", base, base_rss, size_mb))
+    print(row(f"profview → kernels.csv (cold), median of {runs}", seconds, rss, size_mb, base))
+    if "base" in found:
+        print(row(f"  the base checkout, median of {runs}", *middle(found["base"]), size_mb, base))
+        RATIOS[f"  {size_mb:.0f} MB cold export, this / the base checkout (time)"] = seconds / middle(found["base"])[0]
+    RATIOS[f"{size_mb:.0f} MB trace: json.load / cold kernel export (goal ≥ 15x)"] = base / seconds
+    RATIOS[f"{size_mb:.0f} MB trace: peak RSS of the cold export / JSON (goal ≤ 1.0x)"] = rss / size_mb
+
+
+REOPEN_PROBE = """
+import asyncio, sys, time
+start = time.perf_counter()
+from profview.profiles.background import BackgroundLoad
+pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does
+from rich.text import Text
+from profview.tui.app import ProfviewApp
+from profview.tui.main.screen import MainScreen
+
+def path_line(app):
+    # The Overview body's critical-path line once it is there (a look at its renderables).
+    if not (isinstance(app.screen, MainScreen) and app.linked):
+        return None
+    found = app.screen.query("#overview-body")
+    if not found:
+        return None
+    visual = found.first().render()
+    for part in getattr(getattr(visual, "_renderable", visual), "renderables", []):
+        if isinstance(part, Text) and part.plain.startswith("critical path"):
+            return part.plain
+    return None
+
+async def main():
+    app = ProfviewApp(sys.argv[1], pending=pending)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while (line := path_line(app)) is None or "computing" in line:
+            if time.perf_counter() - start > 120:
+                raise SystemExit("no critical path line in 120 s")
+            await pilot.pause(0.005)
+        shown = time.perf_counter() - start
+        while sys.argv[2] == "settle" and app.threads.busy():  # the first open: its cache written
+            await pilot.pause(0.05)
+    print(f"{shown:.3f}", int("model" in vars(app.profile)), int("events" in vars(app.profile)))
+
+asyncio.run(main())
+"""
+
+CACHED_READS = """
+import sys, time
+start = time.perf_counter()
+import polars as pl
+from pathlib import Path
+for name in sys.argv[1:]:
+    pl.read_ipc(name)
+"""
+
+
+FLOOR_PROBE = """
+import asyncio, sys, time
+start = time.perf_counter()
+import polars as pl
+for name in sys.argv[1:]:
+    pl.read_ipc(name)
+from textual.app import App
+from textual.widgets import Static
+
+class Floor(App):
+    def compose(self):
+        yield Static("critical path")
+
+async def main():
+    async with Floor().run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0)
+        print(f"{time.perf_counter() - start:.3f}")
+
+asyncio.run(main())
+"""
+
+
+def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
+    """Issue 32: a cached re-open in the viewer, from the command to the whole Overview on screen
+    (its critical-path line included; headless at 120x40), against a cached ``profview summary``
+    (goal ≤ 1.5x) and against ``import polars`` plus reading every view the cache keeps for the
+    trace (goal ≤ 1.3x), interleaved, medians of ``runs``."""
+    cache = tempfile.mkdtemp(prefix="profview-cache-")
+    base_cache = tempfile.mkdtemp(prefix="profview-base-cache-")  # the base checkout's own entries
+
+    def probe(mode: str, python: str = sys.executable) -> tuple[float, str]:
+        command = [python, "-c", REOPEN_PROBE, str(trace), mode]
+        env = {**os.environ, "PROFVIEW_CACHE_DIR": cache if python == sys.executable else base_cache}
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"viewer re-open probe failed:\n{done.stderr.strip()[-2000:]}")
+        seconds, model, events = done.stdout.split()
+        said = {"1": "yes", "0": "no"}
+        return float(seconds), f"model linked: {said[model]}, events read: {said[events]}"
+
+    first, _ = probe("settle")  # the first (cold) open writes the cache
+    if "python" in BASE:
+        probe("settle", BASE["python"])  # and the base checkout's, in its own folder
+    views = sorted(str(p) for p in Path(cache).glob("*/views-*/*.arrow"))
+    reads = [sys.executable, "-c", CACHED_READS, *views]
+    summary = [sys.executable, "-m", "profview", "summary", str(trace)]
+    textual = [sys.executable, "-c", FLOOR_PROBE, *views]
+    viewer, summaries, floors, apps, theirs, what = [], [], [], [], [], ""
+    for _ in range(runs):  # interleaved
+        seconds, what = probe("once")
+        viewer.append(seconds)
+        if "python" in BASE:
+            theirs.append(probe("once", BASE["python"])[0])
+        summaries.append(measure(summary, {"PROFVIEW_CACHE_DIR": cache})[0])
+        floors.append(measure(reads)[0])
+        apps.append(float(subprocess.run(textual, capture_output=True, text=True, check=True).stdout))
+    ours, base, floor, app = (sorted(v)[runs // 2] for v in (viewer, summaries, floors, apps))
+    print(
+        f"\n{trace.name}: the viewer re-opened, to the whole Overview with its path line: {ours:.2f} s ({what}; "
+        f"the first open {first:.2f} s)\n  cached summary {base:.2f} s; import polars + the {len(views)} cached views "
+        f"read {floor:.2f} s;\n  the floor of any viewer: the same reads, then an empty Textual app's first screen "
+        f"(headless, 120x40, timed as the viewer is) {app:.2f} s"
+    )
+    if theirs:
+        print(f"  the base checkout's viewer re-opened: {sorted(theirs)[runs // 2]:.2f} s")
+    RATIOS["re-open: viewer's whole Overview / cached summary (goal ≤ 1.5x)"] = ours / base
+    RATIOS["re-open: viewer's whole Overview / (import polars + cached reads) (goal ≤ 1.3x)"] = ours / floor
+    RATIOS["  the floor: (cached reads + an empty Textual app) / cached summary"] = app / base
+    RATIOS["  the viewer's whole Overview / that floor"] = ours / app
+
+
+def cores_ratio(trace: Path, out: Path, pin: str, runs: int = 3) -> None:
+    """Issue 32: a cold kernel export with every core this process may use against the same under
+    ``taskset -c PIN`` (goal on a 16-core node: ≥ 2x faster than on ``0,1``), interleaved, medians."""
+    every: list[tuple[float, float]] = []
+    pinned: list[tuple[float, float]] = []
+    command = profview_export(trace, out, "kernels", "--no-cache")
+    for _ in range(runs):
+        every.append(measure(command))
+        pinned.append(measure(command, cores=pin))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    (many, many_rss), (few, few_rss) = middle(every), middle(pinned)
+    print(
+        f"\n{trace.name}: cold kernel export, medians of {runs} interleaved: {cores} cores {many:.2f} s "
+        f"({', '.join(f'{s:.2f}' for s, _r in every)}; {many_rss:.0f} MB), taskset -c {pin} {few:.2f} s "
+        f"({', '.join(f'{s:.2f}' for s, _r in pinned)}; {few_rss:.0f} MB)"
+    )
+    RATIOS[f"cold export: taskset -c {pin} / all {cores} cores (goal on 16 cores: ≥ 2x)"] = few / many
 
 
 DECODE_SOURCE = SHARED / "traces" / "public" / "tracelens_h100_qwen1.5-0.5b.json.gz"
@@ -425,12 +620,20 @@ def main() -> None:
         "--decode-copies", type=int, default=80, help="copies of the Qwen decode trace (80: 1.45 M events, issue 25)"
     )
     parser.add_argument("--trace", default=str(BIG), help="the big trace (default: ../shared's gpt2_train_big)")
+    parser.add_argument("--goals", action="store_true", help=f"issue 32's goals: --quick --parts {GOAL_PARTS}")
+    parser.add_argument("--runs", type=int, default=1, help="runs of the cold export and HTA, interleaved (medians)")
+    parser.add_argument("--pin", default="0,1", help="--parts cores: the cores the pinned export runs on")
+    parser.add_argument(
+        "--base-python", help="another checkout's Python: its figures beside ours (big, json649, reopen)"
+    )
     parser.add_argument(
         "--parts",
         default=",".join(PARTS),
         help="which benchmarks, comma-separated: " + ", ".join(PARTS) + " (big,first: a machine without ../shared)",
     )
     args = parser.parse_args()
+    if args.goals:
+        args.quick, args.parts, args.runs = True, GOAL_PARTS, max(args.runs, 3)
     BIG = Path(args.trace).resolve()
     parts = set(args.parts.split(","))
     if unknown := parts - set(PARTS):
@@ -441,14 +644,22 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "out.csv"
     print(f"profview benchmark: {os.cpu_count()} cores, Python {sys.version.split()[0]}; traces in {folder}")
+    if args.base_python:
+        BASE["python"] = args.base_python
     if "big" in parts:
-        bench_big(out, args.hta_python)
+        bench_big(out, args.hta_python, args.runs)
     if args.memory_mb and "memory" in parts:
         memory_ratios(out, folder, args.memory_mb, args.styles.split(","))
     if "drill" in parts:
         drilldown_ratio(folder, out, args.decode_copies)
+    if "json649" in parts:
+        json649_ratio(out, folder)
     if "first" in parts:
         first_screen_ratio(BIG, out)
+    if "reopen" in parts:
+        reopen_overview_ratio(BIG)
+    if "cores" in parts:
+        cores_ratio(BIG, out, args.pin, max(args.runs, 3))
     if args.quick:
         if "viewer" in parts:
             bench_viewer([BIG])
