@@ -84,8 +84,8 @@ async def test_the_viewer_opens_a_job_with_its_progress_on_the_loading_screen() 
 
     app = Recording(lambda progress: open_job(SAMPLES / "gloo_2rank", workers=1, use_cache=False, progress=progress))
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(200):
-            if isinstance(app.screen, JobScreen):
+        for _ in range(200):  # the screen, then its table (composed a moment after the screen is pushed)
+            if isinstance(app.screen, JobScreen) and app.screen.query("#ranks-table"):
                 break
             await pilot.pause(0.05)
         assert isinstance(app.screen, JobScreen)

@@ -18,6 +18,8 @@ from profview.tui.drill.screen import DrillScreen
 from profview.tui.main.screen import MainScreen
 from profview.tui.main.step_timeline import Timeline
 from profview.tui.main.steps import StepList
+from profview.tui.messages import StepChosen
+from profview.tui.widgets.table_view import FrameView
 
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 
@@ -140,8 +142,10 @@ async def test_steps_select_narrows_tables_and_timeline_names_kernels() -> None:
         await pilot.pause()
         assert app.screen.step == 3
         await wait_path(pilot, app.screen)  # the step's own critical path, from a worker
+        await pilot.press("2")  # issue 32: a table is made when its pane is shown
         kernels = app.screen.query_one("#kernels").displayed
         assert kernels.equals(view_frame(loaded(RESNET), "kernels", step=3, on_path=True))
+        await pilot.press("4")
         timeline = app.screen.query_one(Timeline)
         await pilot.press(*["right"] * 5)
         assert timeline.cursor == 5
@@ -213,3 +217,32 @@ async def test_hostile_names_are_shown_inert(tmp_path: Path) -> None:
         assert "␛[2J" in shot
         assert "\x1b[2J" not in app.frame_view().table.backend.get_cell_at(0, 0)
         assert app.is_running  # the [@click=app.quit] text did nothing
+
+
+@pytest.mark.asyncio
+async def test_a_table_pane_is_built_when_first_shown() -> None:
+    """Issue 32: a view pays only for what it shows. The Kernels and Operators tables of a viewer
+    that opens on the Overview are not built (their frames formatted into a table widget) until
+    their tab is shown; a step chosen meanwhile is what the table then shows."""
+    app = viewer(RESNET)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen.pane == "overview"
+        kernels, ops = (screen.query_one(f"#{pane}", FrameView) for pane in ("kernels", "ops"))
+        assert kernels.table is None and ops.table is None
+        await pilot.press("3")
+        await pilot.pause()
+        assert ops.table is not None and kernels.table is None
+        expected = view_frame(loaded(RESNET), "ops", on_path=True)
+        assert ops.table.row_count == expected.height == ops.displayed.height
+        assert ops.displayed["name"].to_list() == expected["name"].to_list()
+        screen.post_message(StepChosen(screen.profile.step_numbers()[1]))  # Kernels is still hidden
+        await pilot.pause()
+        assert kernels.table is None
+        await pilot.press("2")
+        await pilot.pause()
+        step = screen.profile.step_numbers()[1]
+        narrowed = screen.profile.kernels(step=step)
+        assert kernels.table is not None and kernels.table.row_count == narrowed.height
+        assert sorted(kernels.displayed["name"].to_list()) == sorted(narrowed["name"].to_list())

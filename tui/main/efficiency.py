@@ -51,8 +51,11 @@ class EfficiencyView(Vertical):
     BINDINGS = bindings("efficiency")
     DEFAULT_CSS = "EfficiencyView { padding: 0 1; } #efficiency-caption { height: 1; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None, step: int | None = None) -> None:
+    def __init__(
+        self, profile: Profile, *, id: str | None = None, step: int | None = None, deferred: bool = False
+    ) -> None:
         super().__init__(id=id)
+        self.deferred = deferred  # issue 32: its table is built when the pane is first shown
         self.profile = profile
         self.step = step
         self.frame = profile.efficiency(step=step)
@@ -65,7 +68,7 @@ class EfficiencyView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self.caption(), id="efficiency-caption")
         yield RooflineChart(self.frame, id="roofline")
-        yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table")
+        yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table", deferred=self.deferred)
 
     def set_step(self, step: int | None) -> None:
         """Issue 33: "step N only" narrows the table, the chart and an export to the step's calls."""
@@ -90,9 +93,9 @@ class EfficiencyView(Vertical):
         self.query_one(FrameView).focus_table()
 
 
-def efficiency_pane(profile: Profile, pane_id: str) -> Widget:
+def efficiency_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:
     """The Efficiency pane, or the one line saying why this profile has none."""
     try:
-        return EfficiencyView(profile, id=pane_id)
+        return EfficiencyView(profile, id=pane_id, deferred=deferred)
     except ProfviewError as exc:
         return Static(Text(f"Efficiency: not available — {clean(exc.problem)}", style="italic"), id=pane_id)

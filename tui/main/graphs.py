@@ -26,8 +26,9 @@ class GraphsView(Vertical):
 
     DEFAULT_CSS = "#graphs-caption { height: auto; max-height: 3; padding: 0 1; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
         super().__init__(id=id)
+        self.deferred = deferred  # issue 32: its table is built when the pane is first shown
         self.profile = profile
         self.frame = profile.graphs()  # computed off the UI thread by lifecycle.prepare (kept on the profile)
 
@@ -35,15 +36,15 @@ class GraphsView(Vertical):
         caption = Text("; ".join(clean(line) for line in self.profile.graph_lines()), style="bold")
         caption.append("   Enter: the graph's nodes", style="dim")
         yield Static(caption, id="graphs-caption")
-        yield FrameView("graphs", self.frame, id="graphs-table")
+        yield FrameView("graphs", self.frame, id="graphs-table", deferred=self.deferred)
 
     def focus_table(self) -> None:
         self.query_one(FrameView).focus_table()
 
 
-def graphs_pane(profile: Profile, pane_id: str) -> Widget:
+def graphs_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:
     """The Graphs pane, or the reason this profile has none."""
     try:
-        return GraphsView(profile, id=pane_id)
+        return GraphsView(profile, id=pane_id, deferred=deferred)
     except ProfviewError as exc:
         return Static(Text(f"Graphs: not available — {clean(exc.problem)}", style="italic"), id=pane_id)

@@ -39,8 +39,9 @@ class MemoryView(Vertical):
     BINDINGS = bindings("memory")
     DEFAULT_CSS = "MemoryView { padding: 0 1; } #memory-caption { height: 2; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
         super().__init__(id=id)
+        self.deferred = deferred  # issue 32: its table is built when the pane is first shown
         self.profile = profile
         peaks = profile.memory_peaks()
         # The device with the highest peak first (the GPU, on a training trace).
@@ -50,7 +51,7 @@ class MemoryView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="memory-caption")
         yield MemoryChart(self.device_events(), id="memory-chart")
-        yield FrameView("memory_ops", self.profile.memory_ops(), id="memory-ops")
+        yield FrameView("memory_ops", self.profile.memory_ops(), id="memory-ops", deferred=self.deferred)
 
     def on_mount(self) -> None:
         self.update_caption()
@@ -76,9 +77,9 @@ class MemoryView(Vertical):
         self.query_one(FrameView).focus_table()
 
 
-def memory_pane(profile: Profile, pane_id: str) -> Widget:
+def memory_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:
     """The Memory pane, or the reason this profile has none."""
     try:
-        return MemoryView(profile, id=pane_id)
+        return MemoryView(profile, id=pane_id, deferred=deferred)
     except ProfviewError as exc:
         return Static(Text(f"Memory: not available — {clean(exc.problem)}", style="italic"), id=pane_id)

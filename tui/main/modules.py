@@ -49,8 +49,9 @@ class ModulesView(Vertical):
     BINDINGS = bindings("modules")
     DEFAULT_CSS = "#modules-caption { height: 1; padding: 0 1; }"
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
         super().__init__(id=id)
+        self.deferred = deferred  # issue 32: its table is built when the pane is first shown
         self.profile = profile
         self.modules = profile.modules()
         self.deepest = int(self.modules.select(pl.col("depth").max()).item() or 0) + 1
@@ -59,7 +60,7 @@ class ModulesView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="modules-caption")
-        yield FrameView("modules", tree_frame(self.modules, self.max_depth), id="modules-table")
+        yield FrameView("modules", tree_frame(self.modules, self.max_depth), id="modules-table", deferred=self.deferred)
 
     def on_mount(self) -> None:
         self.update_caption()
@@ -102,10 +103,9 @@ class ModulesView(Vertical):
         self.table().focus_table()
 
 
-def modules_pane(profile: Profile, pane_id: str) -> Widget:
+def modules_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:
     """The Modules pane, or the reason this profile has none."""
     try:
-        return ModulesView(profile, id=pane_id)
+        return ModulesView(profile, id=pane_id, deferred=deferred)
     except ProfviewError as exc:
         return Static(Text(f"Modules: not available — {clean(exc.problem)}", style="italic"), id=pane_id)
-

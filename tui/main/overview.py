@@ -27,6 +27,8 @@ TOP = 5  # the top kernels and operators on a 24-line terminal; more on a taller
 def top_rows(height: int) -> int:
     """How many top kernels (and operators) the Overview lists on a pane ``height`` lines tall."""
     return max(TOP, (height - 22) // 2 + TOP)
+
+
 #: Traces with more events than this get their critical path computed off the UI thread (it takes
 #: about a second per 250,000 events); smaller ones on the spot.
 PATH_ON_THE_SPOT = 200_000
@@ -162,9 +164,7 @@ def overview_renderable(
     return Group(*parts)
 
 
-def early_overview_renderable(
-    profile: Profile, width: int, title: str | None = None, top: int = TOP
-) -> RenderableType:
+def early_overview_renderable(profile: Profile, width: int, title: str | None = None, top: int = TOP) -> RenderableType:
     """The Overview of a large trace while its model is built: what the kernel table alone tells.
 
     The top kernels and the GPU totals come from the kernels frame (ready right after the parse);

@@ -102,6 +102,7 @@ def reserve_path_columns(frame: pl.DataFrame) -> pl.DataFrame:
 #: Columns the header's context line leaves for a notice of the message line ("now: step 12").
 NOTICE_ROOM = 18
 
+
 class MainScreen(Screen[None]):
     """The four views of one profile."""
 
@@ -147,19 +148,21 @@ class MainScreen(Screen[None]):
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
         if pane == "memory":
-            return memory_pane(self.profile, pane)
+            return memory_pane(self.profile, pane, deferred=pane != self.pane)
         if pane == "modules":
-            return modules_pane(self.profile, pane)
+            return modules_pane(self.profile, pane, deferred=pane != self.pane)
         if pane == "efficiency":
-            return efficiency_pane(self.profile, pane)
+            return efficiency_pane(self.profile, pane, deferred=pane != self.pane)
         if pane == "graphs":
-            return graphs_pane(self.profile, pane)
+            return graphs_pane(self.profile, pane, deferred=pane != self.pane)
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
         if pane == "iterations":  # issue 31: computed when first shown
             return IterationsView(self.profile, id=pane)
+        if pane != self.pane:  # issue 32: its frame and table are made when the pane is first shown
+            return FrameView(pane, id=pane, deferred=True, source=lambda: self.frame_for(pane))
         return FrameView(pane, self.frame_for(pane), id=pane)
 
     def waiting(self, pane: str) -> Static:
@@ -354,7 +357,9 @@ class MainScreen(Screen[None]):
     def refresh_tables(self) -> None:
         for view in ("kernels", "ops"):
             widget = self.query_one(f"#{view}")
-            if isinstance(widget, FrameView):
+            if isinstance(widget, FrameView) and widget.deferred:  # made from the state it is shown in
+                widget.set_frame_source(lambda view=view: self.frame_for(view))
+            elif isinstance(widget, FrameView):
                 widget.set_frame(self.frame_for(view))
         if self.path_known():
             self.path_shown = (self.step,)

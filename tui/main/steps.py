@@ -199,6 +199,7 @@ class StepsView(VerticalScroll):
         rows = max(free, int(self.size.height * 0.35), 2)
         if step_list.styles.max_height is None or step_list.styles.max_height.value != rows:
             step_list.styles.max_height = rows
+
     def show_sort(self) -> None:
         """The step list's title: the sort in force, what s does next, the outlier rule."""
         steps = self.query_one(StepList)

@@ -146,6 +146,7 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
     MIN_CELL_US = 0.01
     MIN_WIDTH_US = 1.0  # a trace of one instant still has a width
     COUNTED = "events"  # what the filter bar counts
+
     def __init__(self, profile: Profile, lanes: Lanes, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile = profile

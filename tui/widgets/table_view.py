@@ -6,6 +6,7 @@ that same frame, so the CSV equals the screen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -138,8 +139,20 @@ class FrameView(Vertical):
     #: Issue 13: the cursor highlights the whole row (tui/row_cursor.py).
     table_class: type[DataTable] = RowCursorTable
 
-    def __init__(self, view: str, frame: pl.DataFrame | None = None, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        view: str,
+        frame: pl.DataFrame | None = None,
+        *,
+        id: str | None = None,
+        deferred: bool = False,
+        source: Callable[[], pl.DataFrame] | None = None,
+    ) -> None:
+        """``deferred``: the table is built when first focused (a pane not on screen yet, issue 32),
+        from ``source()`` where given (the frame is then computed only if the pane is shown)."""
         super().__init__(id=id)
+        self._deferred = deferred
+        self._source = source if deferred else None
         self.view = view
         self.base = frame if frame is not None else pl.DataFrame()
         self.pattern = ""
@@ -160,7 +173,31 @@ class FrameView(Vertical):
         yield Static("", classes="details")  # the full name and figures of the row under the cursor
 
     def on_mount(self) -> None:
-        self.rebuild()
+        if not self._deferred:
+            self.rebuild()
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the table waits for its pane to be shown (:meth:`ensure_built`)."""
+        return self._deferred
+
+    def set_frame_source(self, source: Callable[[], pl.DataFrame]) -> None:
+        """A deferred table: its frame is ``source()``, made when its pane is first shown."""
+        if self._deferred:
+            self._source = source
+        else:
+            self.set_frame(source())
+
+    def ensure_built(self) -> None:
+        """Build a deferred table now (its pane is shown)."""
+        if not self._deferred:
+            return
+        self._deferred = False
+        if self._source is not None:
+            self.set_frame(self._source())
+            self._source = None
+        elif self.is_attached:
+            self.rebuild()
 
     @property
     def table(self) -> DataTable | None:
@@ -174,6 +211,9 @@ class FrameView(Vertical):
         self._cells = None
         if self.sort not in frame.columns:
             self.sort = None
+        if self._deferred:  # built from this frame when its pane is first shown
+            self.displayed, self._source = frame, None
+            return
         self.rebuild(keep_row=name)
 
     def counts(self) -> tuple[int, int]:
@@ -434,6 +474,7 @@ class FrameView(Vertical):
         return Text(f" · {fmt_us(shown)}{share}")
 
     def focus_table(self) -> None:
+        self.ensure_built()
         table = self.table
         if table is not None:
             table.focus()
