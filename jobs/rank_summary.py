@@ -13,12 +13,15 @@ job reads summaries only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from ..errors import ProfviewError
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -65,8 +68,13 @@ def summarise_or_fail(
 ) -> RankSummary | RankFailure:
     """:func:`summarise_rank`, with a bad trace's one-line error returned instead of raised, so
     that one unreadable rank does not stop the others (runs in a worker process)."""
+    return _or_failure(path, lambda: summarise_rank(path, comm_pattern, use_cache))
+
+
+def _or_failure(path: str, compute: Callable[[], T]) -> T | RankFailure:
+    """``compute()``, or the one line that says why ``path`` could not be read."""
     try:
-        return summarise_rank(path, comm_pattern, use_cache)
+        return compute()
     except ProfviewError as exc:
         return RankFailure(path, exc.problem)
     except MemoryError:
@@ -161,12 +169,7 @@ def rank_path(path: str, comm_pattern: str | None = None, use_cache: bool = True
 
 def rank_path_or_fail(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankPath | RankFailure:
     """:func:`rank_path`, with a bad trace's one-line error returned instead of raised."""
-    try:
-        return rank_path(path, comm_pattern, use_cache)
-    except ProfviewError as exc:
-        return RankFailure(path, exc.problem)
-    except MemoryError:
-        return RankFailure(path, "out of memory while reading it")
+    return _or_failure(path, lambda: rank_path(path, comm_pattern, use_cache))
 
 
 #: Integers above int64 are missing values (as for ids; docs/robustness.md), on both readers.
