@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import polars as pl
 from rich.text import Text
@@ -358,7 +359,7 @@ class MainScreen(Screen[None]):
         for view in ("kernels", "ops"):
             widget = self.query_one(f"#{view}")
             if isinstance(widget, FrameView) and widget.deferred:  # made from the state it is shown in
-                widget.set_frame_source(lambda view=view: self.frame_for(view))
+                widget.set_frame_source(functools.partial(self.frame_for, view))
             elif isinstance(widget, FrameView):
                 widget.set_frame(self.frame_for(view))
         if self.path_known():
