@@ -148,22 +148,23 @@ class MainScreen(Screen[None]):
             return OverviewView(self.profile, id="overview", title=self.title_text)
         if not self.profile.available(pane):
             return Static(self.missing_text(pane), id=pane)
+        hidden = pane != self.pane  # issue 32: a hidden pane's table is made when the pane is first shown
         if pane == "memory":
-            return memory_pane(self.profile, pane, deferred=pane != self.pane)
+            return memory_pane(self.profile, pane, deferred=hidden)
         if pane == "modules":
-            return modules_pane(self.profile, pane, deferred=pane != self.pane)
+            return modules_pane(self.profile, pane, deferred=hidden)
         if pane == "efficiency":
-            return efficiency_pane(self.profile, pane, deferred=pane != self.pane)
+            return efficiency_pane(self.profile, pane, deferred=hidden)
         if pane == "graphs":
-            return graphs_pane(self.profile, pane, deferred=pane != self.pane)
+            return graphs_pane(self.profile, pane, deferred=hidden)
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
             return StepsView(self.profile, id="steps")
         if pane == "iterations":  # issue 31: computed when first shown
             return IterationsView(self.profile, id=pane)
-        if pane != self.pane:  # issue 32: its frame and table are made when the pane is first shown
-            return FrameView(pane, id=pane, deferred=True, source=lambda: self.frame_for(pane))
+        if hidden:  # its frame too
+            return FrameView(pane, id=pane, deferred=True, source=functools.partial(self.frame_for, pane))
         return FrameView(pane, self.frame_for(pane), id=pane)
 
     def waiting(self, pane: str) -> Static:
@@ -358,10 +359,8 @@ class MainScreen(Screen[None]):
     def refresh_tables(self) -> None:
         for view in ("kernels", "ops"):
             widget = self.query_one(f"#{view}")
-            if isinstance(widget, FrameView) and widget.deferred:  # made from the state it is shown in
+            if isinstance(widget, FrameView):  # a hidden one: made from the state it is shown in
                 widget.set_frame_source(functools.partial(self.frame_for, view))
-            elif isinstance(widget, FrameView):
-                widget.set_frame(self.frame_for(view))
         if self.path_known():
             self.path_shown = (self.step,)
         self.update_header()

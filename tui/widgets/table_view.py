@@ -176,13 +176,8 @@ class FrameView(Vertical):
         if not self._deferred:
             self.rebuild()
 
-    @property
-    def deferred(self) -> bool:
-        """Whether the table waits for its pane to be shown (:meth:`ensure_built`)."""
-        return self._deferred
-
     def set_frame_source(self, source: Callable[[], pl.DataFrame]) -> None:
-        """A deferred table: its frame is ``source()``, made when its pane is first shown."""
+        """The frame ``source()`` gives: now for a built table, when its pane is first shown for a deferred one."""
         if self._deferred:
             self._source = source
         else:
@@ -192,11 +187,10 @@ class FrameView(Vertical):
         """Build a deferred table now (its pane is shown)."""
         if not self._deferred:
             return
-        self._deferred = False
         if self._source is not None:
-            self.set_frame(self._source())
-            self._source = None
-        elif self.is_attached:
+            self.set_frame(self._source())  # kept while deferred
+        self._deferred = False
+        if self.is_attached:  # else on_mount builds it
             self.rebuild()
 
     @property
