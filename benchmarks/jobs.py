@@ -210,8 +210,7 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float,
     started = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    left = sum(1 for _pid, state in _children() if state != "Z")  # an exited, unreaped one is not running
-    _reap_orphans(10.0)
+    left = _reap_orphans(10.0)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, left
@@ -228,27 +227,28 @@ def _become_subreaper() -> None:
 
 
 def _reap_orphans(wait_s: float) -> int:
-    """Reap the processes re-parented here; kill those still running after ``wait_s``; how many it reaped."""
+    """Reap the processes re-parented here; kill those still running after ``wait_s``: how many
+    (one that exits within ``wait_s``, as multiprocessing's resource tracker does, is not left)."""
     deadline = time.monotonic() + wait_s
-    running = 0
+    killed = 0
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:  # none left
-            return running
+            return killed
         if pid:
-            running += 1
             continue
         if time.monotonic() > deadline:
-            for pid, _state in _children():
+            for pid in _children():
                 os.kill(pid, 9)
+                killed += 1
             os.waitpid(-1, 0)
             continue
         time.sleep(0.05)
 
 
-def _children() -> list[tuple[int, str]]:
-    """This process's children and their states (from /proc; "Z": exited, not yet reaped)."""
+def _children() -> list[int]:
+    """This process's children (from /proc)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -258,7 +258,7 @@ def _children() -> list[tuple[int, str]]:
             except OSError:
                 continue
             if int(fields[1]) == os.getpid():
-                found.append((int(entry), fields[0]))
+                found.append(int(entry))
     return found
 
 
@@ -285,7 +285,7 @@ def goals(base: str | None, ranks: int, runs: int, sizes: tuple[int, int] = (8, 
             left = max(n for _w, _c, n in got)
             print(
                 f"  {label:<44} wall {median([w for w, _c, _l in got]):6.2f} s ({walls})  "
-                f"CPU {median([c for _w, c, _l in got]):6.2f} s ({cpus})  running after exit: {left}"
+                f"CPU {median([c for _w, c, _l in got]):6.2f} s ({cpus})  left running: {left}"
             )
         if base:
             ours, theirs = found["this checkout"], found[sides[1][0]]

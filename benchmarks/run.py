@@ -314,15 +314,13 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
     cache = tempfile.mkdtemp(prefix="profview-cache-")
     base_cache = tempfile.mkdtemp(prefix="profview-base-cache-")  # the base checkout's own entries
 
-    def probe(mode: str, python: str = sys.executable) -> tuple[float, str]:
+    def run_probe(mode: str, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
         command = [python, "-c", REOPEN_PROBE, str(trace), mode]
         env = {**os.environ, "PROFVIEW_CACHE_DIR": cache if python == sys.executable else base_cache}
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        if done.returncode != 0 and python != sys.executable:  # a base checkout without this viewer
-            BASE.pop("python", None)
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            print(f"  the base checkout's viewer cannot be probed, left out: {last}")
-            return 0.0, ""
+        return subprocess.run(command, env=env, capture_output=True, text=True)
+
+    def probe(mode: str, python: str = sys.executable) -> tuple[float, str]:
+        done = run_probe(mode, python)
         if done.returncode != 0:
             raise SystemExit(f"viewer re-open probe failed:\n{done.stderr.strip()[-2000:]}")
         seconds, model, events = done.stdout.split()
@@ -330,8 +328,13 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
         return float(seconds), f"model linked: {said[model]}, events read: {said[events]}"
 
     first, _ = probe("settle")  # the first (cold) open writes the cache
-    if "python" in BASE:
-        probe("settle", BASE["python"])  # and the base checkout's, in its own folder
+    base_python = BASE.get("python")
+    if base_python is not None:  # and the base checkout's, in its own folder
+        done = run_probe("settle", base_python)
+        if done.returncode != 0:  # a base checkout without this viewer: left out here only
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"  the base checkout's viewer cannot be probed, left out: {last}")
+            base_python = None
     views = sorted(str(p) for p in Path(cache).glob("*/views-*/*.arrow"))
     reads = [sys.executable, "-c", CACHED_READS, *views]
     summary = [sys.executable, "-m", "profview", "summary", str(trace)]
@@ -341,8 +344,8 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
     for _ in range(runs):  # interleaved
         seconds, what = probe("once")
         viewer.append(seconds)
-        if "python" in BASE:
-            theirs.append(probe("once", BASE["python"])[0])
+        if base_python is not None:
+            theirs.append(probe("once", base_python)[0])
         summaries.append(measure(summary, {"PROFVIEW_CACHE_DIR": cache})[0])
         floors.append(measure(reads)[0])
         apps.append(float(subprocess.run(textual, capture_output=True, text=True, check=True).stdout))
