@@ -187,7 +187,7 @@ NO_SOURCE = "(no Python frame)"
 
 #: What an edge on a critical path is bound by, in HTA's names (``data_loading`` is HTA's too: the
 #: host time of ``enumerate(DataLoader)`` ranges, counted apart from ``cpu_bound``); see
-#: :mod:`profview.analysis.critical_path`.
+#: :mod:`profview.analysis.critical_path.path`.
 PATH_BOUNDS: tuple[str, ...] = (
     "cpu_bound",
     "data_loading",
@@ -330,7 +330,7 @@ class Overview:
     events name no device), of ``devices_listed`` in ``deviceProperties``.  ``rank``,
     ``world_size``, ``backend``: from ``distributedInfo`` (None for a single-process trace).
     ``communication_us``: the union of communication kernels (see
-    :mod:`profview.analysis.communication`), ``communication_pct`` its share of ``gpu_busy_us``,
+    :mod:`profview.analysis.trace.communication`), ``communication_pct`` its share of ``gpu_busy_us``,
     ``collectives`` one ``[backend, collective type or "?", calls, total µs]`` per kind, longest
     first; ``host_collective_us``: the union of host time inside CPU collectives (gloo).
     """

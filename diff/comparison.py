@@ -1,7 +1,7 @@
 """Two profiles compared: BEFORE and AFTER loaded, their diff views and the facts of each side.
 
 The CLI (``profview diff``), the viewer's compare mode and notebooks use :func:`load_comparison`;
-the figures come from :mod:`profview.analysis.diff` over each profile's own views.
+the figures come from :mod:`profview.analysis.diff.compare` over each profile's own views.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from ..analysis.diff import (
+from ..analysis.diff.compare import (
     DEFAULT_TOLERANCE_PCT,
     MATCH_MODES,
     architectures,
@@ -41,7 +41,7 @@ class Comparison:
     """BEFORE and AFTER, and how to compare them.
 
     ``per_step``: kernels and operators are divided by each side's own step count;
-    ``match``: ``exact`` or ``normalized`` (see :func:`profview.analysis.diff.pair_names`);
+    ``match``: ``exact`` or ``normalized`` (see :func:`profview.analysis.diff.compare.pair_names`);
     ``tolerance_pct``: a change within this share of the before figure is ``unchanged``;
     ``step``: the step :meth:`align` aligns on both sides (None: each side's median step).
     """
@@ -79,7 +79,7 @@ class Comparison:
         return counts[0], counts[1]
 
     def kernels(self) -> pl.DataFrame:
-        """Kernel tables compared (:func:`profview.analysis.diff.diff_kernels`)."""
+        """Kernel tables compared (:func:`profview.analysis.diff.compare.diff_kernels`)."""
         return diff_kernels(
             self.before.kernels(),
             self.after.kernels(),
@@ -89,20 +89,20 @@ class Comparison:
         )
 
     def ops(self) -> pl.DataFrame:
-        """Operator tables compared (:func:`profview.analysis.diff.diff_ops`)."""
+        """Operator tables compared (:func:`profview.analysis.diff.compare.diff_ops`)."""
         return diff_ops(
             self.before.ops(), self.after.ops(), tolerance_pct=self.tolerance_pct, match=self.match, steps=self._steps()
         )
 
     def efficiency(self) -> pl.DataFrame:
-        """Issue 24: the perf model compared (:func:`profview.analysis.perf_model.diff_efficiency`)."""
-        from ..analysis.perf_model import diff_efficiency
+        """Issue 24: the perf model compared (:func:`profview.analysis.efficiency.perf_model.diff_efficiency`)."""
+        from ..analysis.efficiency.perf_model import diff_efficiency
 
         return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
 
     def phases(self) -> pl.DataFrame:
-        """Issue 31: two serving runs per phase (:func:`profview.analysis.phase_diff.diff_phases`)."""
-        from ..analysis.phase_diff import diff_phases
+        """Issue 31: two serving runs per phase (:func:`profview.analysis.diff.phases.diff_phases`)."""
+        from ..analysis.diff.phases import diff_phases
 
         return diff_phases(self.before.phases(), self.after.phases(), tolerance_pct=self.tolerance_pct)
 
@@ -111,7 +111,7 @@ class Comparison:
         return all(self.side(w).is_trace and self.side(w).has_serving_iterations() for w in SIDES)
 
     def steps(self) -> pl.DataFrame:
-        """The mean step compared (:func:`profview.analysis.diff.diff_steps`)."""
+        """The mean step compared (:func:`profview.analysis.diff.compare.diff_steps`)."""
         return diff_steps(self.before.steps(), self.after.steps(), tolerance_pct=self.tolerance_pct)
 
     def view(self, name: str) -> pl.DataFrame:
@@ -125,7 +125,7 @@ class Comparison:
     # -- drill-downs of both sides (the viewer's compare mode) --------------------------------
     def kernel_launches(self, before: str | None, after: str | None) -> pl.DataFrame:
         """A kernel's launch paths on both sides (``before``/``after``: its name on each side, None
-        where it is missing), one row per operator chain (:func:`~profview.analysis.diff.diff_launch_paths`)."""
+        where it is missing), one row per operator chain (:func:`~profview.analysis.diff.compare.diff_launch_paths`)."""
         return diff_launch_paths(
             self._side_frame("before", lambda p: p.kernel_launches(before) if before else None, _LAUNCH_SCHEMA),
             self._side_frame("after", lambda p: p.kernel_launches(after) if after else None, _LAUNCH_SCHEMA),
@@ -182,7 +182,7 @@ class Comparison:
     def unpaired_cut_lines(self, view: str) -> list[str]:
         """Issue 34: the names a side's table cut short that nothing paired, and why (each starts
         several whole names of the other side, and no figures single one out)."""
-        from ..analysis.diff import unpaired_cut_names
+        from ..analysis.diff.compare import unpaired_cut_names
 
         if not all(self.side(w).available(view) for w in SIDES):
             return []
@@ -200,7 +200,7 @@ class Comparison:
                 )
         return lines
 
-    # -- one step aligned operator by operator (analysis/align.py) ---------------------------
+    # -- one step aligned operator by operator (analysis/diff/align.py) ---------------------------
     def representative_step(self, which: str) -> int:
         """``step`` if given and present, else the side's step of median duration (the lower middle one)."""
         profile = self.side(which)
@@ -216,7 +216,7 @@ class Comparison:
 
     def launch_sequence(self, which: str) -> pl.DataFrame:
         """The launching operator calls of the side's representative step, in order."""
-        from ..analysis.align import launch_sequence
+        from ..analysis.diff.align import launch_sequence
 
         profile = self.side(which)
         step = self.representative_step(which)
@@ -225,20 +225,20 @@ class Comparison:
         return launch_sequence(profile.model, start, start + float(row["duration_us"]))
 
     def align(self) -> pl.DataFrame:
-        """One step of each side aligned by operator (:func:`profview.analysis.align.align_steps`)."""
-        from ..analysis.align import align_steps
+        """One step of each side aligned by operator (:func:`profview.analysis.diff.align.align_steps`)."""
+        from ..analysis.diff.align import align_steps
 
         return align_steps(self.launch_sequence("before"), self.launch_sequence("after"))
 
     def moved(self) -> pl.DataFrame:
         """Kernels that changed under the same operator in the aligned step (:func:`moved_kernels`)."""
-        from ..analysis.align import moved_kernels
+        from ..analysis.diff.align import moved_kernels
 
         return moved_kernels(self.align())
 
     def moved_calls(self, op: str, kernels_before: str, kernels_after: str) -> pl.DataFrame:
-        """The aligned calls one row of :meth:`moved` sums (:func:`profview.analysis.align.moved_calls`)."""
-        from ..analysis.align import moved_calls
+        """The aligned calls one row of :meth:`moved` sums (:func:`profview.analysis.diff.align.moved_calls`)."""
+        from ..analysis.diff.align import moved_calls
 
         return moved_calls(self.align(), op, kernels_before, kernels_after)
 
@@ -263,9 +263,9 @@ class Comparison:
 
     def repeated_count(self, which: str, view: str) -> int:
         """How many names side ``which`` repeats in ``view`` once its rows cut short are given the
-        whole names they stand for (:func:`~profview.analysis.diff.resolve_cut_rows`): the rows the
+        whole names they stand for (:func:`~profview.analysis.diff.compare.resolve_cut_rows`): the rows the
         diff sums into one."""
-        from ..analysis.diff import repeated_names, resolve_cut_rows
+        from ..analysis.diff.compare import repeated_names, resolve_cut_rows
 
         frame = getattr(self.side(which), view)()
         if not repeated_names(frame):

@@ -1,5 +1,5 @@
 """Two distributed jobs compared (``profview diff JOB_A JOB_B``): BEFORE and AFTER opened as
-:class:`~profview.jobs.job.Job`, and their diff views (:mod:`profview.analysis.job_diff`).
+:class:`~profview.jobs.job.Job`, and their diff views (:mod:`profview.analysis.diff.jobs`).
 
 :func:`diff_kind` tells two jobs, two single profiles and a mix (a one-line error) apart.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..analysis.diff import DEFAULT_TOLERANCE_PCT, MATCH_MODES
+from ..analysis.diff.compare import DEFAULT_TOLERANCE_PCT, MATCH_MODES
 from ..errors import ProfviewError
 
 if TYPE_CHECKING:
@@ -65,22 +65,22 @@ class JobComparison:
         return self.before if which == "before" else self.after
 
     def ranks(self) -> pl.DataFrame:
-        """Per-rank medians compared (:func:`profview.analysis.job_diff.diff_rank_medians`)."""
-        from ..analysis.job_diff import diff_rank_medians
+        """Per-rank medians compared (:func:`profview.analysis.diff.jobs.diff_rank_medians`)."""
+        from ..analysis.diff.jobs import diff_rank_medians
 
         return diff_rank_medians(
             self.before.ranks_view(), self.after.ranks_view(), tolerance_pct=self.tolerance_pct
         )
 
     def stragglers(self) -> pl.DataFrame:
-        """The straggler tables compared, rank by rank (:func:`~profview.analysis.job_diff.diff_stragglers`)."""
-        from ..analysis.job_diff import diff_stragglers
+        """The straggler tables compared, rank by rank (:func:`~profview.analysis.diff.jobs.diff_stragglers`)."""
+        from ..analysis.diff.jobs import diff_stragglers
 
         return diff_stragglers(self.before.ranks_view(), self.after.ranks_view(), tolerance_pct=self.tolerance_pct)
 
     def kernels(self) -> pl.DataFrame:
-        """Kernels across ranks compared (:func:`~profview.analysis.job_diff.diff_job_kernels`)."""
-        from ..analysis.job_diff import diff_job_kernels
+        """Kernels across ranks compared (:func:`~profview.analysis.diff.jobs.diff_job_kernels`)."""
+        from ..analysis.diff.jobs import diff_job_kernels
 
         return diff_job_kernels(
             self.before.kernels(), self.after.kernels(), tolerance_pct=self.tolerance_pct, match=self.match
@@ -95,7 +95,7 @@ class JobComparison:
     # -- drill-downs (the viewer's job compare mode) ------------------------------------------
     def figure_by_rank(self, figure: str) -> pl.DataFrame:
         """One figure of the ranks view (``step_us``, ``wait_us``, …), rank by rank, before and after."""
-        from ..analysis.job_diff import diff_per_rank
+        from ..analysis.diff.jobs import diff_per_rank
 
         def side(job: Job) -> pl.DataFrame:
             view = job.ranks_view()
@@ -109,7 +109,7 @@ class JobComparison:
     def kernel_by_rank(self, before: str | None, after: str | None) -> pl.DataFrame:
         """One kernel (its name on each side; None where missing), rank by rank: calls and total
         before and after (0 on a rank that did not run it), the delta of the totals."""
-        from ..analysis.job_diff import diff_per_rank
+        from ..analysis.diff.jobs import diff_per_rank
 
         def side(job: Job, name: str | None) -> pl.DataFrame:
             rows = [
@@ -125,9 +125,9 @@ class JobComparison:
                              tolerance_pct=self.tolerance_pct)
 
     def rank_kernels(self, rank: int) -> pl.DataFrame:
-        """One rank's kernels before and after (:func:`~profview.analysis.diff.diff_kernels`; a side
+        """One rank's kernels before and after (:func:`~profview.analysis.diff.compare.diff_kernels`; a side
         without the rank counts none)."""
-        from ..analysis.diff import diff_kernels
+        from ..analysis.diff.compare import diff_kernels
 
         def side(job: Job) -> pl.DataFrame:
             if rank in job.ranks:

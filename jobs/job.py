@@ -116,7 +116,7 @@ class Job:
 
     @cached_property
     def _matched(self) -> tuple[pl.DataFrame, dict[int, float]]:
-        from ..analysis.collectives import match_collectives
+        from ..analysis.distributed.collectives import match_collectives
 
         per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
         view, offsets = match_collectives(per_rank)
@@ -130,14 +130,16 @@ class Job:
         )
 
     def collective_instances(self) -> pl.DataFrame:
-        """One row per collective matched across ranks (:func:`~profview.analysis.collectives.collective_instances`)."""
-        from ..analysis.collectives import collective_instances
+        """One row per collective matched across ranks
+        (:func:`~profview.analysis.distributed.collectives.collective_instances`)."""
+        from ..analysis.distributed.collectives import collective_instances
 
         return collective_instances(self.collectives())
 
     def step_waits(self) -> pl.DataFrame:
-        """Each rank's wait at matched collectives, step by step (:func:`~profview.analysis.ranks.step_waits`)."""
-        from ..analysis.ranks import step_waits
+        """Each rank's wait at matched collectives, step by step
+        (:func:`~profview.analysis.distributed.ranks.step_waits`)."""
+        from ..analysis.distributed.ranks import step_waits
 
         offsets = self.clock_offsets()
         origin = self._origin(offsets)
@@ -155,7 +157,7 @@ class Job:
         return step_waits(frame, self.collectives())
 
     def collectives(self) -> pl.DataFrame:
-        """The collectives view (see :mod:`profview.analysis.collectives`)."""
+        """The collectives view (see :mod:`profview.analysis.distributed.collectives`)."""
         return self._matched[0]
 
     def clock_offsets(self) -> dict[int, float]:
@@ -164,13 +166,13 @@ class Job:
 
     @cached_property
     def _ranks_view(self) -> pl.DataFrame:
-        from ..analysis.ranks import rank_table
+        from ..analysis.distributed.ranks import rank_table
 
         rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
         return rank_table(rows, self.collectives(), self.clock_offsets())
 
     def ranks_view(self) -> pl.DataFrame:
-        """The ranks view (see :mod:`profview.analysis.ranks`)."""
+        """The ranks view (see :mod:`profview.analysis.distributed.ranks`)."""
         return self._ranks_view
 
     def stragglers(self) -> list[int]:
@@ -280,9 +282,9 @@ class Job:
         return any(os.path.abspath(trace).startswith(os.path.abspath(folder) + os.sep) for folder in folders)
 
     def rank_paths(self) -> pl.DataFrame:
-        """Each rank's critical paths (:data:`~profview.analysis.ranks.RANK_PATH_COLUMNS`): the mean
+        """Each rank's critical paths (:data:`~profview.analysis.distributed.ranks.RANK_PATH_COLUMNS`): the mean
         path per step and each bound kind's share, computed when asked for (issue 32)."""
-        from ..analysis.ranks import rank_path_table
+        from ..analysis.distributed.ranks import rank_path_table
 
         paths = self.paths()
         return rank_path_table([(r, paths[r].facts) for r in self.ranks])

@@ -1,7 +1,7 @@
 """One rank's summary: what a worker computes from one trace and sends back (never the events).
 
 :func:`summarise_rank` loads a trace (through the cache, like a single trace), and returns its
-steps and kernel views, its collective calls (:func:`profview.analysis.collectives.rank_collectives`)
+steps and kernel views, its collective calls (:func:`profview.analysis.distributed.collectives.rank_collectives`)
 and a few figures per step window (communication, its overlap with compute, exposed
 communication): what the job's ranks, steps, kernels and collectives views show, nothing more
 (issue 32).  The whole summary is saved in :mod:`profview.store.rank_summaries`, so re-opening a
@@ -185,10 +185,10 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
     """The collective calls and the per-step communication figures of a loaded trace."""
     import numpy as np
 
-    from ..analysis import intervals as iv
-    from ..analysis.collectives import ARG_FIELDS, rank_collectives
-    from ..analysis.communication import classify_communication, host_collective_intervals
-    from ..analysis.events import COMPLETE, GPU_COLUMNS
+    from ..analysis.distributed.collectives import ARG_FIELDS, rank_collectives
+    from ..analysis.trace import intervals as iv
+    from ..analysis.trace.communication import classify_communication, host_collective_intervals
+    from ..analysis.trace.events import COMPLETE, GPU_COLUMNS
     from ..frames import GPU_KINDS, HOST_OP_KINDS
 
     events: pl.DataFrame = profile.events
@@ -230,7 +230,7 @@ def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float], s
     """Issue 26: the rank's critical paths summed over its steps — ``cp_steps``, ``cp_path_us``
     and ``cp_<bound>_us`` per bound kind — and the starts of the collective kernels on them
     (nothing, and why, when the trace has no path, e.g. no runtime events)."""
-    from ..analysis.critical_path_frames import path_event_rows
+    from ..analysis.critical_path.frames import path_event_rows
 
     try:
         paths = profile.step_paths()

@@ -2,8 +2,8 @@
 and shapes, per step model FLOPs, TFLOP/s and MFU, and the Overview's efficiency lines (the kernel
 and operator tables' categories need no model: issue 32, :func:`profview.profiles.views.with_efficiency`).  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; every figure comes from
-:mod:`profview.analysis.kernel_categories`, :mod:`~profview.analysis.perf_model` and
-:mod:`~profview.analysis.device_peaks`.
+:mod:`profview.analysis.efficiency.categories`, :mod:`~profview.analysis.efficiency.perf_model` and
+:mod:`~profview.analysis.efficiency.device_peaks`.
 """
 
 from __future__ import annotations
@@ -34,17 +34,17 @@ class EfficiencyViews(ProfileHost):
     @cached_property
     def _categorized(self) -> pl.DataFrame:
         """``model.gpu`` with ``backend``, ``op_name`` and ``category`` per GPU event
-        (:mod:`.analysis.kernel_categories`)."""
-        from ..analysis.communication import classify_communication
-        from ..analysis.kernel_categories import categorize, operator_names
+        (:mod:`.analysis.efficiency.categories`)."""
+        from ..analysis.efficiency.categories import categorize, operator_names
+        from ..analysis.trace.communication import classify_communication
 
         backend = (self.metadata.get("distributedInfo") or {}).get("backend")
         gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
         return categorize(gpu, operator_names(self.model.host, self.model.gpu["op_row"]))
 
     def categories(self, step: int | None = None) -> pl.DataFrame:
-        """GPU time by kernel category (see :func:`profview.analysis.kernel_categories.category_table`)."""
-        from ..analysis.kernel_categories import category_table
+        """GPU time by kernel category (see :func:`profview.analysis.efficiency.categories.category_table`)."""
+        from ..analysis.efficiency.categories import category_table
 
         if step is not None:
             self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
@@ -52,8 +52,8 @@ class EfficiencyViews(ProfileHost):
         return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
 
     def device_peak(self) -> tuple[str | None, Any]:
-        """(the trace's device name, its :class:`~profview.analysis.device_peaks.DevicePeak` or None)."""
-        from ..analysis.device_peaks import trace_device
+        """(the trace's device name, its :class:`~profview.analysis.efficiency.device_peaks.DevicePeak` or None)."""
+        from ..analysis.efficiency.device_peaks import trace_device
 
         return trace_device(self.metadata, self._busiest_device)
 
@@ -71,12 +71,12 @@ class EfficiencyViews(ProfileHost):
 
     @cached_property
     def _call_work(self) -> pl.DataFrame:
-        """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.perf_model.call_work`),
+        """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.efficiency.perf_model.call_work`),
         ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped.
         Compiled Triton kernels are one call per execution (:meth:`_triton_calls`)."""
-        from ..analysis.operators import operator_rows
-        from ..analysis.perf_model import call_rank, call_work, modeled, nested_calls
-        from ..analysis.work_triton import is_triton
+        from ..analysis.efficiency.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.efficiency.work.triton import is_triton
+        from ..analysis.tables.operators import operator_rows
 
         # Folded calls are calls here (the innermost of autocast's mul-in-mul is the row), and only
         # the modelled operators' rows are made: a kernel export needs no others (issue 25).
@@ -101,9 +101,9 @@ class EfficiencyViews(ProfileHost):
 
     def _with_gemm_layout(self, calls: pl.DataFrame) -> pl.DataFrame:
         """Calls with ``kernel_layout``: for a GEMM, the operand layout its first kernel's name
-        states (an inference from a name, :func:`.analysis.work_gemm.kernel_layout`)."""
-        from ..analysis.perf_model import first_kernels
-        from ..analysis.work_gemm import kernel_layout
+        states (an inference from a name, :func:`.analysis.efficiency.work.gemm.kernel_layout`)."""
+        from ..analysis.efficiency.perf_model import first_kernels
+        from ..analysis.efficiency.work.gemm import kernel_layout
 
         gemms = calls.filter(pl.col("family") == "gemm")
         kernels = first_kernels(self.model.gpu, gemms["row"].to_numpy(), self.model.tree.subtree_end)
@@ -115,10 +115,10 @@ class EfficiencyViews(ProfileHost):
 
     def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
         """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's
-        arguments (:func:`.analysis.triton_kernels.executions`); an execution no call sizes keeps
+        arguments (:func:`.analysis.efficiency.triton.executions`); an execution no call sizes keeps
         its time, and the reason."""
-        from ..analysis.perf_model import call_work
-        from ..analysis.triton_kernels import executions
+        from ..analysis.efficiency.perf_model import call_work
+        from ..analysis.efficiency.triton import executions
 
         names = host_ops["name"].unique().implode()
         kernels = self.model.gpu.filter((pl.col("kind") == "kernel") & pl.col("name").is_in(names))
@@ -144,10 +144,10 @@ class EfficiencyViews(ProfileHost):
         self, peak_tflops: float | None = None, peak_tb_s: float | None = None, step: int | None = None
     ) -> pl.DataFrame:
         """The perf model per (operator, input dims, input types, params) (see
-        :func:`profview.analysis.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
+        :func:`profview.analysis.efficiency.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
         replace the device's peaks from the table; ``step``: that step's calls alone (those that
         started in its host range, as the operator table under a step takes them)."""
-        from ..analysis.perf_model import efficiency_table
+        from ..analysis.efficiency.perf_model import efficiency_table
 
         self._require("efficiency")
         if not self.is_trace:
@@ -165,7 +165,7 @@ class EfficiencyViews(ProfileHost):
 
     def _step_calls(self, step: int) -> pl.DataFrame:
         """The modelled calls that started in step ``step``'s host range (an unknown step: one line)."""
-        from ..analysis.step_scope import step_host_range
+        from ..analysis.tables.step_scope import step_host_range
 
         self._window(step)  # an unknown step is a one-line error naming the steps there are
         found = step_host_range(self.model, step)
@@ -185,8 +185,8 @@ class EfficiencyViews(ProfileHost):
         return self._step_efficiency(peak_tflops)
 
     def _step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
-        from ..analysis.perf_model import dominant_precision, step_flops
-        from ..analysis.step_scope import step_host_range
+        from ..analysis.efficiency.perf_model import dominant_precision, step_flops
+        from ..analysis.tables.step_scope import step_host_range
 
         steps = self.steps()
         ranges = []
@@ -199,7 +199,7 @@ class EfficiencyViews(ProfileHost):
         peak_entry = self.device_peak()[1]
         precision = dominant_precision(self._call_work)
         peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
-        from ..analysis.step_scope import step_gpu_busy
+        from ..analysis.tables.step_scope import step_gpu_busy
 
         busy = step_gpu_busy(self.model).select("step", pl.col("gpu_busy_us").round(3))
         table = steps.select("step", "duration_us").join(flops, on="step", how="left").join(busy, on="step", how="left")
@@ -222,10 +222,10 @@ class EfficiencyViews(ProfileHost):
     def kernel_triton(self) -> pl.DataFrame:
         """Issue 36: per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
         ``kernel_hash``, ``num_warps`` and ``num_stages`` its host ops recorded
-        (:func:`profview.analysis.triton_kernels.kernel_columns`); kept with the cached views.
+        (:func:`profview.analysis.efficiency.triton.kernel_columns`); kept with the cached views.
         The host ops come from the linked model where it is built, else from the events (a
         kernel export links nothing for these)."""
-        from ..analysis.triton_kernels import TRITON_KERNEL_COLUMNS, kernel_columns
+        from ..analysis.efficiency.triton import TRITON_KERNEL_COLUMNS, kernel_columns
 
         def compute() -> pl.DataFrame:
             host = self.model.host if "model" in vars(self) else self._trace_events()

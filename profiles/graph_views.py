@@ -1,8 +1,8 @@
 """Issue 36: a profile's graph views: the graphs its replays ran, their nodes, and every GPU
 microsecond by (operator, module) with replayed kernels charged through their capture.  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; the figures come from
-:mod:`profview.analysis.graphs` (and :mod:`~profview.analysis.graph_replays`,
-:mod:`~profview.analysis.graph_capture`, :mod:`~profview.analysis.graph_align`).
+:mod:`profview.analysis.graphs.attribution` (and :mod:`~profview.analysis.graphs.replays`,
+:mod:`~profview.analysis.graphs.capture`, :mod:`~profview.analysis.graphs.align`).
 
 The captures are those in the trace itself and those of ``--capture PATH`` (:meth:`use_capture`: a
 capture trace, or a folder with vLLM's or SGLang's ``execution_details.json``).  Nothing here runs
@@ -23,9 +23,9 @@ import polars as pl
 from ..errors import ProfviewError
 
 if TYPE_CHECKING:
-    from ..analysis.graph_capture import Capture
-    from ..analysis.graphs import GraphFrames
-    from ..analysis.launch_index import LaunchIndex
+    from ..analysis.graphs.attribution import GraphFrames
+    from ..analysis.graphs.capture import Capture
+    from ..analysis.trace.launch_index import LaunchIndex
     from .host import ProfileHost
     from .iteration_scope import IterationScope
 else:
@@ -42,7 +42,7 @@ CAPTURE_REMEDY = (
 HAS_REPLAYS = "graph_replays"
 #: The file vLLM and SGLang write beside their capture traces.
 EXECUTION_DETAILS = "execution_details.json"
-#: The frames of :class:`~profview.analysis.graphs.GraphFrames` as the cache keeps them.
+#: The frames of :class:`~profview.analysis.graphs.attribution.GraphFrames` as the cache keeps them.
 _STORED = ("events", "replays", "nodes", "graphs")
 
 
@@ -76,7 +76,7 @@ class GraphViews(ProfileHost):
 
     def _captures(self) -> list[Capture]:
         """The captures in this trace, then those of ``--capture`` (each file's, in order)."""
-        from ..analysis.graph_capture import find_captures
+        from ..analysis.graphs.capture import find_captures
 
         found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
         for path in self.capture:
@@ -96,7 +96,7 @@ class GraphViews(ProfileHost):
     @cached_property
     def _graph_frames(self) -> GraphFrames:
         """The replays attributed through the captures: from the cache, else computed once."""
-        from ..analysis.graphs import GraphFrames
+        from ..analysis.graphs.attribution import GraphFrames
 
         names = [f"graph_{part}-{self._capture_key}" for part in _STORED]
         saved = [self.saved.frame(name) if self.saved else None for name in names]
@@ -110,8 +110,8 @@ class GraphViews(ProfileHost):
         return frames
 
     def _attribute(self) -> GraphFrames:
-        from ..analysis.graph_replays import find_replays, has_replays
-        from ..analysis.graphs import attribute, replay_batch_sizes
+        from ..analysis.graphs.attribution import attribute, replay_batch_sizes
+        from ..analysis.graphs.replays import find_replays, has_replays
 
         model = self.model
         if not has_replays(model):
@@ -126,7 +126,7 @@ class GraphViews(ProfileHost):
         events = self._trace_events()
         if "graph_id" not in events.columns or events["graph_id"].null_count() == events.height:
             return None
-        from ..analysis.events import COMPLETE
+        from ..analysis.trace.events import COMPLETE
         from ..frames import GPU_KINDS
 
         return events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select("graph_id", "graph_node_id")
@@ -144,7 +144,7 @@ class GraphViews(ProfileHost):
         if isinstance(facts.get(HAS_REPLAYS), bool):  # kept with the linked model (remember_views)
             return bool(facts[HAS_REPLAYS])
         if HAS_REPLAYS not in self._facts:
-            from ..analysis.graph_replays import has_replays
+            from ..analysis.graphs.replays import has_replays
 
             # Without the model, four columns of the stored one (a kernel's launchers stay a few
             # columns' read, issue 25); the answer is kept with the views.
@@ -174,22 +174,22 @@ class GraphViews(ProfileHost):
 
     def _attributed_replays(self, *attributes: str) -> pl.DataFrame | None:
         """The replayed GPU events a capture attributes, with their nodes' ``attributes`` (see
-        :func:`profview.analysis.graphs.replayed`); None where the trace replays no graph (a cheap
+        :func:`profview.analysis.graphs.attribution.replayed`); None where the trace replays no graph (a cheap
         look first: no attribution) or a capture attributes none of it."""
         if not self.is_trace or not self.has_graphs():
             return None
-        from ..analysis.graphs import replayed
+        from ..analysis.graphs.attribution import replayed
 
         events = replayed(self._graph_frames, self.gpu, attributes).filter(pl.col("attributed"))
         return events if events.height else None
 
     def _with_replayed_modules(self, attribution: pl.DataFrame) -> pl.DataFrame:
-        """Per ``model.gpu`` row ``module`` and ``pass`` (:func:`profview.analysis.modules.gpu_attribution`),
+        """Per ``model.gpu`` row ``module`` and ``pass`` (:func:`profview.analysis.tables.modules.gpu_attribution`),
         a replayed kernel's taken from its captured launch (forward: a graph is replayed inference)."""
         events = self._attributed_replays("module")
         if events is None:
             return attribution
-        from ..analysis.modules import FORWARD
+        from ..analysis.tables.modules import FORWARD
 
         rows = events["gpu_row"].to_numpy()
         module = attribution["module"].to_numpy().copy()
@@ -256,13 +256,13 @@ class GraphViews(ProfileHost):
     def launch_index_with_replays(self) -> LaunchIndex:
         """The launch index (:attr:`Profile.launch_index`) with each replayed kernel a capture
         attributes launched from its captured launch's path (the operator chain marked
-        :data:`~profview.analysis.graphs.CAPTURED`), not from the graph launch's."""
+        :data:`~profview.analysis.graphs.attribution.CAPTURED`), not from the graph launch's."""
         events = self._attributed_replays("op", "op_chain", "python_stack")
         index = self.launch_index
         if events is None:
             return index
         if "_replay_index" not in vars(self):
-            from ..analysis.graphs import with_replayed_paths
+            from ..analysis.graphs.attribution import with_replayed_paths
 
             vars(self)["_replay_index"] = with_replayed_paths(index, events)
         replay_index: LaunchIndex = vars(self)["_replay_index"]
@@ -270,9 +270,9 @@ class GraphViews(ProfileHost):
 
     # -- the views -----------------------------------------------------------------------------
     def graphs(self) -> pl.DataFrame:
-        """One row per graph (see :func:`profview.analysis.graphs.graph_table`); the note of a graph
+        """One row per graph (see :func:`profview.analysis.graphs.attribution.graph_table`); the note of a graph
         no capture attributes says how to get one."""
-        from ..analysis.graphs import NO_CAPTURE, graph_table
+        from ..analysis.graphs.attribution import NO_CAPTURE, graph_table
 
         frames = self._require_graphs()
         table = graph_table(frames, self.gpu)
@@ -280,8 +280,8 @@ class GraphViews(ProfileHost):
         return table.with_columns(remedy)
 
     def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
-        """One row per node (see :func:`profview.analysis.graphs.graph_node_table`); ``graph``: its only."""
-        from ..analysis.graphs import graph_node_table
+        """One row per node (see :func:`profview.analysis.graphs.attribution.graph_node_table`); ``graph``: its only."""
+        from ..analysis.graphs.attribution import graph_node_table
 
         frames = self._require_graphs()
         if graph is not None and graph not in set(frames.graphs["graph"].to_list()):
@@ -290,8 +290,8 @@ class GraphViews(ProfileHost):
 
     def graph_ops(self) -> pl.DataFrame:
         """Every GPU microsecond by (operator, module), replays through their capture (see
-        :func:`profview.analysis.graphs.graph_ops_table`)."""
-        from ..analysis.graphs import graph_ops_table
+        :func:`profview.analysis.graphs.attribution.graph_ops_table`)."""
+        from ..analysis.graphs.attribution import graph_ops_table
 
         frames = self._require_graphs()
 
@@ -303,7 +303,7 @@ class GraphViews(ProfileHost):
 
     def _direct_modules_and_sources(self) -> tuple[pl.Series, pl.Series]:
         """Per ``model.gpu`` row, the module path and source line the modules and sources views give it."""
-        from ..analysis.modules import gpu_attribution, launch_frames, source_line, source_stacks
+        from ..analysis.tables.modules import gpu_attribution, launch_frames, source_line, source_stacks
         from ..frames import NO_MODULE, NO_SOURCE
 
         model = self.model
@@ -332,8 +332,8 @@ class GraphViews(ProfileHost):
     def _graph_figures(self) -> dict[str, Any]:
         if not self.has_graphs():
             return {}
-        from ..analysis.graph_replays import FULL
-        from ..analysis.graphs import replayed
+        from ..analysis.graphs.attribution import replayed
+        from ..analysis.graphs.replays import FULL
 
         frames = self._graph_frames
         events = replayed(frames, self.gpu, ())
@@ -410,7 +410,7 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
 def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Callable[..., Any] | None) -> list[Capture]:
     """The captures in one capture trace, opened by ``load`` (:func:`profview.profiles.loading.load`);
     an error naming it where it holds none."""
-    from ..analysis.graph_capture import find_captures
+    from ..analysis.graphs.capture import find_captures
 
     if load is None:
         raise ProfviewError(file, "--capture: this profile was not opened by profview.load, so it cannot open captures")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import polars as pl
 
 if TYPE_CHECKING:
-    from ..analysis.launch_index import LaunchIndex
-    from ..analysis.model import TraceModel
+    from ..analysis.trace.launch_index import LaunchIndex
+    from ..analysis.trace.model import TraceModel
     from ..store.trace_cache import SavedViews
     from .iteration_scope import IterationScope
 

@@ -1,7 +1,7 @@
 """Issue 31: a profile's serving and decode loops: one row per iteration, the phases, the
 Overview's per-phase lines, and one iteration's GPU work (what Enter on an iteration narrows to).
 A mixin of :class:`~profview.profiles.trace_profile.Profile`; the rules are
-:mod:`profview.analysis.iterations`' and :mod:`~profview.analysis.phases`'.
+:mod:`profview.analysis.serving.iterations`' and :mod:`~profview.analysis.serving.phases`'.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class IterationViews(ProfileHost):
     """Serving and decode loops (issue 31): iterations, phases, one iteration's GPU work."""
 
     def iterations(self, pattern: str | None = None) -> pl.DataFrame:
-        """One row per iteration (:func:`profview.analysis.iterations.iteration_table`); ``pattern``:
+        """One row per iteration (:func:`profview.analysis.serving.iterations.iteration_table`); ``pattern``:
         the iterations are the host ranges whose name matches this regex (``--iteration``)."""
         if pattern is None:
             return self._trace_only("iterations", NO_ITERATIONS, lambda: self._iteration_table(None))
@@ -53,7 +53,7 @@ class IterationViews(ProfileHost):
         return frame
 
     def _iteration_table(self, pattern: str | None) -> pl.DataFrame:
-        from ..analysis.iterations import ITERATION_COLUMNS, find_iterations, iteration_table
+        from ..analysis.serving.iterations import ITERATION_COLUMNS, find_iterations, iteration_table
 
         found = find_iterations(self.model, pattern)
         if found is None:
@@ -61,8 +61,8 @@ class IterationViews(ProfileHost):
         return iteration_table(self.model, found)
 
     def phases(self, pattern: str | None = None) -> pl.DataFrame:
-        """The iterations summed per phase (:func:`profview.analysis.phases.phase_table`)."""
-        from ..analysis.phases import phase_table
+        """The iterations summed per phase (:func:`profview.analysis.serving.phases.phase_table`)."""
+        from ..analysis.serving.phases import phase_table
 
         if pattern is not None:
             return phase_table(self.iterations(pattern))
@@ -94,7 +94,7 @@ class IterationViews(ProfileHost):
         if isinstance(saved, bool):
             return saved
         if SERVING_FACT not in self._facts:
-            from ..analysis.iterations import find_iterations
+            from ..analysis.serving.iterations import find_iterations
 
             found = find_iterations(self.model)
             self._facts[SERVING_FACT] = self.fresh_facts[SERVING_FACT] = (
@@ -117,7 +117,7 @@ class IterationViews(ProfileHost):
 
     def iteration_gpu_mask(self, scope: IterationScope) -> pl.Series:
         """Per ``model.gpu`` row, whether the iteration launched it (its launching runtime call started
-        inside the iteration's host range: :mod:`profview.analysis.iterations`' rule)."""
+        inside the iteration's host range: :mod:`profview.analysis.serving.iterations`' rule)."""
         launch = self.model.gpu["launch_row"]
         launch_ts = self.model.host["ts"].gather(launch.fill_null(0))
         # start_us and host_us are kept to the nanosecond: the range is widened by half of one

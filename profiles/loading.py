@@ -15,8 +15,8 @@ from ..store import trace_cache as cache
 from .trace_profile import Profile
 
 if TYPE_CHECKING:
-    from ..analysis.launch_index import LaunchIndex
-    from ..analysis.model import TraceModel
+    from ..analysis.trace.launch_index import LaunchIndex
+    from ..analysis.trace.model import TraceModel
 
 TRACE_FORMAT = "Chrome trace"
 
@@ -75,8 +75,8 @@ def load(
 
 def check_pattern(name: str, pattern: str) -> None:
     """Raise :class:`ProfviewError` if ``pattern`` is not a regular expression the engine that
-    runs it can run (:mod:`profview.analysis.name_rules`: no look-around)."""
-    from ..analysis.name_rules import pattern_problem
+    runs it can run (:mod:`profview.analysis.trace.name_rules`: no look-around)."""
+    from ..analysis.trace.name_rules import pattern_problem
 
     problem = pattern_problem(pattern)
     if problem is not None:
@@ -110,7 +110,7 @@ def _read_events_again(name: str, use_cache: bool, event_count: int) -> pl.DataF
 def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] | None = None) -> TraceModel | None:
     """The linked model stored in a cache entry (``columns``: only these host and GPU columns, the
     call tree always), or None (then it is built from the events)."""
-    from ..analysis.model import TREE_COLUMNS, model_from_frames
+    from ..analysis.trace.model import TREE_COLUMNS, model_from_frames
 
     if columns is not None:
         columns = ([*columns[0], *TREE_COLUMNS], list(columns[1]))
@@ -122,7 +122,7 @@ def _cached_model(hit: cache.CachedTrace, columns: tuple[list[str], list[str]] |
 
 def _cached_launch_index(hit: cache.CachedTrace) -> LaunchIndex | None:
     """The launch index stored in a cache entry, or None (then it is computed from the model)."""
-    from ..analysis.launch_index import KERNEL_LAUNCH_GPU_COLUMNS, LaunchIndex
+    from ..analysis.trace.launch_index import KERNEL_LAUNCH_GPU_COLUMNS, LaunchIndex
 
     stored = hit.launch_index(list(KERNEL_LAUNCH_GPU_COLUMNS))
     return None if stored is None else LaunchIndex(*stored)
@@ -142,7 +142,7 @@ def remember_views(profile: Profile, *, model: bool = False) -> None:
         profile.fresh.clear()
         profile.fresh_facts.clear()
     if model and profile.cacheable and "model" in vars(profile) and not profile.model_stored:
-        from ..analysis.model import model_frames
+        from ..analysis.trace.model import model_frames
 
         cache.store_model(profile.path, *model_frames(profile.model))
         profile.model_stored = True

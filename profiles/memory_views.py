@@ -1,7 +1,7 @@
 """Issue 15: a profile's memory and module views: allocator events, memory per operator and the
 peak per device, GPU time by ``nn.Module`` path and by Python source line, and the GPU work under
 one module or source line.  A mixin of :class:`~profview.profiles.trace_profile.Profile`; every
-figure comes from :mod:`profview.analysis.memory` and :mod:`profview.analysis.modules`.
+figure comes from :mod:`profview.analysis.tables.memory` and :mod:`profview.analysis.tables.modules`.
 """
 
 from __future__ import annotations
@@ -29,32 +29,32 @@ class MemoryViews(ProfileHost):
     """Memory, modules and sources (issue 15)."""
 
     def memory(self) -> pl.DataFrame:
-        """One row per allocator event (see :func:`profview.analysis.memory.memory_events`)."""
-        from ..analysis.memory import memory_events
+        """One row per allocator event (see :func:`profview.analysis.tables.memory.memory_events`)."""
+        from ..analysis.tables.memory import memory_events
 
         return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self._trace_events()))
 
     def memory_ops(self) -> pl.DataFrame:
-        """Memory per operator and device (see :func:`profview.analysis.memory.memory_ops`)."""
-        from ..analysis.memory import memory_ops
+        """Memory per operator and device (see :func:`profview.analysis.tables.memory.memory_ops`)."""
+        from ..analysis.tables.memory import memory_ops
 
         return self._trace_only("memory_ops", NO_MEMORY, lambda: memory_ops(self.memory()))
 
     def memory_peaks(self) -> pl.DataFrame:
-        """The peak per device (see :func:`profview.analysis.memory.memory_peaks`)."""
-        from ..analysis.memory import memory_peaks
+        """The peak per device (see :func:`profview.analysis.tables.memory.memory_peaks`)."""
+        from ..analysis.tables.memory import memory_peaks
 
         return self._trace_only("memory_peaks", NO_MEMORY, lambda: memory_peaks(self.memory()))
 
     @cached_property
     def _launch_frames(self) -> Any:
-        from ..analysis.modules import launch_frames
+        from ..analysis.tables.modules import launch_frames
 
         return launch_frames(self.model)
 
     @cached_property
     def _gpu_attribution(self) -> pl.DataFrame:
-        from ..analysis.modules import gpu_attribution
+        from ..analysis.tables.modules import gpu_attribution
 
         # issue 36: a replayed kernel in the module its captured launch was under
         return self._with_replayed_modules(gpu_attribution(self.model, self._launch_frames))
@@ -64,8 +64,8 @@ class MemoryViews(ProfileHost):
         return self._gpu_attribution["module"]
 
     def modules(self) -> pl.DataFrame:
-        """GPU time by module path (see :func:`profview.analysis.modules.module_table`)."""
-        from ..analysis.modules import has_modules, module_table
+        """GPU time by module path (see :func:`profview.analysis.tables.modules.module_table`)."""
+        from ..analysis.tables.modules import has_modules, module_table
 
         def compute() -> pl.DataFrame:
             if not has_modules(self.model):
@@ -76,7 +76,7 @@ class MemoryViews(ProfileHost):
 
     def module_kernels(self, path: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""
-        from ..analysis.modules import module_kernels
+        from ..analysis.tables.modules import module_kernels
 
         if path not in set(self.modules()["path"].to_list()):
             raise ProfviewError(self.path, f"no module {path!r}")
@@ -88,7 +88,7 @@ class MemoryViews(ProfileHost):
     def source_kernels(self, name: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The GPU work launched while source line ``name`` (as the sources view shows it) was open
         (``step``: in that step)."""
-        from ..analysis.modules import source_kernels
+        from ..analysis.tables.modules import source_kernels
 
         if name not in set(self.sources()["name"].to_list()):
             raise ProfviewError(self.path, f"no source line {name!r}")
@@ -98,8 +98,8 @@ class MemoryViews(ProfileHost):
         return source_kernels(self.step_model(step), self._launch_frames[mask], name, self._replayed_sources(mask))
 
     def sources(self) -> pl.DataFrame:
-        """GPU time by source line (see :func:`profview.analysis.modules.source_table`)."""
-        from ..analysis.modules import source_table
+        """GPU time by source line (see :func:`profview.analysis.tables.modules.source_table`)."""
+        from ..analysis.tables.modules import source_table
 
         def compute() -> pl.DataFrame:
             if not self.model.host["is_python"].any():

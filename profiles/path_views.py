@@ -16,7 +16,7 @@ import polars as pl
 from ..errors import ProfviewError
 
 if TYPE_CHECKING:
-    from ..analysis.critical_path_frames import StepPaths
+    from ..analysis.critical_path.frames import StepPaths
     from .host import ProfileHost
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
@@ -41,13 +41,13 @@ class PathViews(ProfileHost):
     # -- the timeline (issue 15) ------------------------------------------------------------------
     @cached_property
     def _idle(self) -> tuple[pl.DataFrame, pl.DataFrame]:
-        from ..analysis.gaps import idle_gaps
+        from ..analysis.tables.gaps import idle_gaps
 
         return idle_gaps(self.model, self.model_communication())
 
     def model_communication(self) -> pl.Series:
         """Per ``model.gpu`` row, its communication backend (null: not communication)."""
-        from ..analysis.communication import classify_communication
+        from ..analysis.trace.communication import classify_communication
 
         backend = (self.metadata.get("distributedInfo") or {}).get("backend")
         frame = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
@@ -55,7 +55,7 @@ class PathViews(ProfileHost):
 
     def gpu_idle(self) -> pl.DataFrame:
         """Per step: GPU busy, compute, communication and their overlap, idle time by likely cause
-        (see :func:`profview.analysis.gaps.idle_gaps`)."""
+        (see :func:`profview.analysis.tables.gaps.idle_gaps`)."""
         return self._trace_only("gpu_idle", "no GPU work in this trace", lambda: self._idle[0])
 
     def gaps(self) -> pl.DataFrame:
@@ -63,9 +63,9 @@ class PathViews(ProfileHost):
         return self._trace_only("gaps", "no GPU idle gaps in this trace", lambda: self._idle[1])
 
     def timeline_lanes(self) -> Any:
-        """The timeline's lanes (see :func:`profview.analysis.lanes.build_lanes`), built once."""
+        """The timeline's lanes (see :func:`profview.analysis.tables.lanes.build_lanes`), built once."""
         if "lanes" not in self._facts:
-            from ..analysis.lanes import build_lanes
+            from ..analysis.tables.lanes import build_lanes
 
             if not self.is_trace:
                 raise ProfviewError(self.path, f"a {self.format} has no timeline")
@@ -75,7 +75,7 @@ class PathViews(ProfileHost):
     # -- the critical path (issue 26) ----------------------------------------------------------------
     def step_paths(self, step: int | None = None, rules: str = "profview") -> StepPaths:
         """The critical path of every step (``step``: that one) under ``rules`` (``profview`` or
-        ``hta``; see :mod:`profview.analysis.critical_path`), computed once each (and so is the
+        ``hta``; see :mod:`profview.analysis.critical_path.path`), computed once each (and so is the
         reason a trace has none)."""
         key = f"critical_path:{rules}:{step}"
         if key not in self._facts:
@@ -92,8 +92,8 @@ class PathViews(ProfileHost):
         return paths
 
     def _compute_step_paths(self, step: int | None, rules: str) -> StepPaths:
-        from ..analysis.critical_path import RULES
-        from ..analysis.critical_path_frames import has_runtime, step_paths, step_ranges
+        from ..analysis.critical_path.frames import has_runtime, step_paths, step_ranges
+        from ..analysis.critical_path.path import RULES
 
         if not self.is_trace:
             raise ProfviewError(self.path, f"a {self.format} has no critical path (it needs a trace)")
@@ -148,8 +148,8 @@ class PathViews(ProfileHost):
 
     def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per step and bound kind, its µs on the critical path (see
-        :func:`profview.analysis.critical_path_frames.path_frame`)."""
-        from ..analysis.critical_path_frames import path_frame
+        :func:`profview.analysis.critical_path.frames.path_frame`)."""
+        from ..analysis.critical_path.frames import path_frame
 
         if step is None and rules == "profview":
             return self._kept_path_view("critical_path", lambda: path_frame(self.step_paths()))
@@ -163,14 +163,14 @@ class PathViews(ProfileHost):
 
     def critical_path_events(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """The events on each step's critical path, in order."""
-        from ..analysis.critical_path_frames import events_frame
+        from ..analysis.critical_path.frames import events_frame
 
         return events_frame(self.step_paths(step, rules))
 
     def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per operator and kernel name, its time on the critical path beside its total (computed
         once per step and rules: the viewer's on-path column reads it on every redraw)."""
-        from ..analysis.critical_path_frames import names_frame
+        from ..analysis.critical_path.frames import names_frame
 
         if step is None and rules == "profview":
             return self._kept_path_view("critical_path_names", lambda: names_frame(self.step_paths()))
@@ -182,8 +182,8 @@ class PathViews(ProfileHost):
 
     def what_if(self, scalings: list[str], step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """The critical path before and after scaling the events named by ``scalings``
-        (``'REGEX=FACTOR'`` each): a model (see :mod:`profview.analysis.what_if`)."""
-        from ..analysis.what_if import parse_scaling, what_if
+        (``'REGEX=FACTOR'`` each): a model (see :mod:`profview.analysis.critical_path.what_if`)."""
+        from ..analysis.critical_path.what_if import parse_scaling, what_if
 
         try:
             parsed = [parse_scaling(text) for text in scalings]

@@ -1,7 +1,7 @@
 """Issue 13: one step of a profile: a step chosen in Steps narrows every view.  The step numbers,
 the step's window and its GPU work (a mask over ``model.gpu``, a model narrowed to it), and the
 step's row of the steps table with its GPU busy time.  A mixin of
-:class:`~profview.profiles.trace_profile.Profile`; the rules are :mod:`profview.analysis.step_scope`'s.
+:class:`~profview.profiles.trace_profile.Profile`; the rules are :mod:`profview.analysis.tables.step_scope`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ..errors import ProfviewError
 from .iteration_views import IterationScope
 
 if TYPE_CHECKING:
-    from ..analysis.model import TraceModel
+    from ..analysis.trace.model import TraceModel
     from .host import ProfileHost
 else:
     ProfileHost = object  # the Protocol is the type checker's base only
@@ -37,13 +37,13 @@ class StepViews(ProfileHost):
         return [s for s in self.steps()["step"].to_list() if s is not None and s >= 0]
 
     def _step_mask(self, step: int | IterationScope) -> pl.Series:
-        """Per ``model.gpu`` row, whether it is step ``step``'s work (:mod:`.analysis.step_scope`);
+        """Per ``model.gpu`` row, whether it is step ``step``'s work (:mod:`.analysis.tables.step_scope`);
         an iteration's (issue 31): the work it launched."""
         if isinstance(step, IterationScope):
             return self.iteration_gpu_mask(step)
         key = f"step_mask:{step}"
         if key not in self._facts:
-            from ..analysis.step_scope import step_gpu_mask
+            from ..analysis.tables.step_scope import step_gpu_mask
 
             window = self._window(step)  # an unknown step is a one-line error naming the steps there are
             self._facts[key] = step_gpu_mask(self.model, step, window)
@@ -65,7 +65,7 @@ class StepViews(ProfileHost):
     def step_overview(self, step: int) -> dict[str, Any]:
         """Step ``step``'s row of the steps table, with ``gpu_busy_us`` (GPU work, any device, inside
         the step's window) and ``gpu_busy_pct`` of its duration."""
-        from ..analysis.step_scope import gpu_busy_in
+        from ..analysis.tables.step_scope import gpu_busy_in
 
         rows = self.steps().filter(pl.col("step") == step)
         if rows.height == 0:

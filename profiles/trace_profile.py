@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ..analysis.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
-from ..analysis.kernels import kernel_table
+from ..analysis.tables.kernels import kernel_table
+from ..analysis.trace.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
 from ..errors import ProfviewError
 from ..frames import Overview, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
@@ -33,8 +33,8 @@ from .path_views import NO_RUNTIME, PathViews
 from .step_views import StepViews
 
 if TYPE_CHECKING:
-    from ..analysis.launch_index import LaunchIndex
-    from ..analysis.model import TraceModel
+    from ..analysis.trace.launch_index import LaunchIndex
+    from ..analysis.trace.model import TraceModel
     from ..store.trace_cache import SavedViews
 
 # The model-based analysis modules (NumPy, the call tree) are imported where they are first
@@ -54,7 +54,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
     ``settings`` (see :mod:`profview.store.trace_cache`).  ``missing`` maps a view that this profile cannot
     provide to the reason, shown to the user.  ``comm_pattern`` (``--comm-pattern``, kept in
     ``settings``) is a regex naming more kernels as communication (see
-    :mod:`profview.analysis.communication`); views are saved and kept per setting, so changing it
+    :mod:`profview.analysis.trace.communication`); views are saved and kept per setting, so changing it
     never shows figures computed without it.
 
     The views beyond the default ones come from the mixins (see the module's docstring); each
@@ -137,7 +137,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             if model is not None:
                 self.model_stored = True
                 return model
-        from ..analysis.model import NEST_COLUMNS, link_model, nest_host
+        from ..analysis.trace.model import NEST_COLUMNS, link_model, nest_host
 
         gpu = vars(self).get("gpu")  # made for the kernel table already, or made here and not kept
         if gpu is None:  # (the model holds it with its links: self.gpu then drops them from that)
@@ -174,8 +174,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             if stored is not None:
                 self.launch_index_stored = True
                 return stored
-        from ..analysis.launch_index import KERNEL_LAUNCH_GPU_COLUMNS
-        from ..analysis.launches import KERNEL_LAUNCH_HOST_COLUMNS, launch_index
+        from ..analysis.tables.launches import KERNEL_LAUNCH_HOST_COLUMNS, launch_index
+        from ..analysis.trace.launch_index import KERNEL_LAUNCH_GPU_COLUMNS
 
         return launch_index(self.model_with(KERNEL_LAUNCH_HOST_COLUMNS, KERNEL_LAUNCH_GPU_COLUMNS))
 
@@ -195,7 +195,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
 
     @cached_property
     def _operator_rows(self) -> pl.DataFrame:
-        from ..analysis.operators import operator_rows
+        from ..analysis.tables.operators import operator_rows
 
         return operator_rows(self.model)
 
@@ -229,7 +229,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         """GPU work with ``backend`` and ``collective_name`` (null: not communication), per event."""
         pattern = self.comm_pattern
         if pattern not in self._communication:
-            from ..analysis.communication import classify_communication
+            from ..analysis.trace.communication import classify_communication
 
             backend = (self.metadata.get("distributedInfo") or {}).get("backend")
             self._communication[pattern] = classify_communication(
@@ -261,7 +261,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
 
     # -- views -----------------------------------------------------------------------------
     def kernels(self, by_shape: bool = False, step: int | IterationScope | None = None) -> pl.DataFrame:
-        """The kernel table (see :func:`profview.analysis.kernels.kernel_table`)."""
+        """The kernel table (see :func:`profview.analysis.tables.kernels.kernel_table`)."""
         given = self._require("kernels")
         if given is not None:
             return given
@@ -271,7 +271,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         return kernel_table(gpu, by_shape)
 
     def ops(self, by_shapes: bool = False, step: int | IterationScope | None = None) -> pl.DataFrame:
-        """The operator table (see :func:`profview.analysis.operators.operator_table`)."""
+        """The operator table (see :func:`profview.analysis.tables.operators.operator_table`)."""
         given = self._require("ops")
         if given is not None:
             return self.tables.get("ops_by_shapes", given) if by_shapes else given
@@ -281,13 +281,13 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
 
     def _operator_table(self, step: int | IterationScope | None, by_shapes: bool) -> pl.DataFrame:
         """Issue 13: under a step, the operator calls that started in its host range, and the
-        unattributed GPU work of the step (:mod:`.analysis.step_scope`), as its drill-downs count."""
-        from ..analysis.operators import operator_table
+        unattributed GPU work of the step (:mod:`.analysis.tables.step_scope`), as its drill-downs count."""
+        from ..analysis.tables.operators import operator_table
 
         rows = self._operator_rows
         unattributed = self.step_model(step).gpu.filter(pl.col("op_row").is_null())
         if step is not None:
-            from ..analysis.step_scope import step_host_range
+            from ..analysis.tables.step_scope import step_host_range
 
             if isinstance(step, IterationScope):  # issue 31: the calls that started in its host range
                 start, end = step.start, step.end
@@ -297,11 +297,11 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         return operator_table(rows, unattributed, by_shapes)
 
     def steps(self) -> pl.DataFrame:
-        """The step breakdown (see :func:`profview.analysis.steps.step_table`)."""
+        """The step breakdown (see :func:`profview.analysis.tables.steps.step_table`)."""
         given = self._require("steps")
         if given is not None:
             return given
-        from ..analysis.steps import step_table
+        from ..analysis.tables.steps import step_table
 
         return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
 
@@ -317,7 +317,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             if "total_us" in rows.columns:  # issue 22: longest first, as a trace's drill-down (the log's order is not)
                 rows = rows.sort(["total_us", "name"], descending=[True, False], nulls_last=True, maintain_order=True)
             return rows
-        from ..analysis.launches import op_launches
+        from ..analysis.tables.launches import op_launches
 
         replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
         return op_launches(self.step_model(step), op, input_dims, replayed)
@@ -327,10 +327,10 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         given = self._require("launches")
         if given is None:
             if step is None:  # every launching row's path, once (of a re-opened trace: read, no host row)
-                from ..analysis.launch_index import kernel_launchers
+                from ..analysis.trace.launch_index import kernel_launchers
 
                 return kernel_launchers(self.launch_index_with_replays(), kernel)  # issue 36: through captures
-            from ..analysis.launches import kernel_launches
+            from ..analysis.tables.launches import kernel_launches
 
             return kernel_launches(self.step_model(step), kernel)
         self._no_step(step)
@@ -354,7 +354,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             if isinstance(saved, dict):
                 self._facts["overview"] = Overview(**saved)
             else:
-                from ..analysis.overview import build_overview
+                from ..analysis.tables.overview import build_overview
 
                 view = build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())
                 self._facts["overview"] = view

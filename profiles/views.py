@@ -32,11 +32,11 @@ EVENT_VIEWS = ("memory", "memory_ops", "memory_peaks")
 def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
     """A trace's kernel or operator table with ``category`` at the end (issue 32: a view pays only for
     what it shows): kernels by their name alone, operators by the operator rule
-    (:mod:`profview.analysis.kernel_categories`); no model is linked and no perf model run for it
+    (:mod:`profview.analysis.efficiency.categories`); no model is linked and no perf model run for it
     (TFLOP/s per operator and shapes is the efficiency view's).  A text format's table as it is."""
     if not profile.is_trace or frame.height == 0 or "name" not in frame.columns:
         return frame
-    from ..analysis.kernel_categories import operator_categories, with_name_category
+    from ..analysis.efficiency.categories import operator_categories, with_name_category
 
     if view == "kernels":
         return with_triton(profile, with_name_category(frame, profile.comm_pattern))
@@ -47,7 +47,7 @@ def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
     """Issue 36: a trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
     ``num_warps`` and ``num_stages`` at the end, where it has Triton kernels (another table as
     it is, at no cost: only its names are looked at)."""
-    from ..analysis.work_triton import is_triton
+    from ..analysis.efficiency.work.triton import is_triton
 
     names = frame["name"].unique().to_list() if profile.is_trace and "name" in frame.columns else []
     if not any(is_triton(n) for n in names if n):
@@ -120,7 +120,7 @@ def by_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
         return frame
     if "category" not in frame.columns:
         raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories (of a trace)")
-    from ..analysis.kernel_categories import KERNEL_CATEGORIES
+    from ..analysis.efficiency.categories import KERNEL_CATEGORIES
 
     if category not in KERNEL_CATEGORIES:
         raise ProfviewError(None, f"unknown category {category!r}: choose one of {', '.join(KERNEL_CATEGORIES)}")
@@ -149,7 +149,7 @@ def view_frame(
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
     ``step``: only that ProfilerStep's work (kernels, ops, launches; the rule is
-    :mod:`profview.analysis.step_scope`), as the viewer shows after Enter on a step.  The critical
+    :mod:`profview.analysis.tables.step_scope`), as the viewer shows after Enter on a step.  The critical
     path views (:data:`PATH_VIEWS`) take ``rules`` (``profview`` or ``hta``) and ``critical_path``
     takes ``what_if`` (``'REGEX=FACTOR'`` scalings: the path before and after, a model).
     ``category``: only that kernel category (kernels, ops, efficiency, categories);
@@ -189,7 +189,7 @@ def view_frame(
     if category is not None:
         raise ProfviewError(None, "--category filters kernels, ops, efficiency and categories")
     if view == "steps":  # issue 13: with the outlier flag the Steps view marks (!)
-        from ..analysis.step_outliers import step_outliers
+        from ..analysis.tables.step_outliers import step_outliers
 
         frame = step_outliers(profile.steps())  # flagged among all steps, then narrowed
         if profile.is_trace:  # issue 24: GPU busy by the one rule, model FLOPs, TFLOP/s, MFU
@@ -284,8 +284,8 @@ def filter_column(frame: pl.DataFrame) -> str | None:
 
 def compile_filter(pattern: str) -> str:
     """Validate a user regex (case-insensitive) with the engine that runs it
-    (:mod:`profview.analysis.name_rules`); raise ProfviewError if it cannot run it."""
-    from ..analysis.name_rules import pattern_problem
+    (:mod:`profview.analysis.trace.name_rules`); raise ProfviewError if it cannot run it."""
+    from ..analysis.trace.name_rules import pattern_problem
 
     problem = pattern_problem(pattern, ignore_case=True)
     if problem is not None:

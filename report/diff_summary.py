@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.diff import GLYPHS
+from ..analysis.diff.compare import GLYPHS
 from ..diff.comparison import SIDES, Comparison
 from ..frames import SCIENTIFIC_FROM, fmt_fixed, fmt_us
 from ..sanitize import clean

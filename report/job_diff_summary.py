@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.diff import GLYPHS
+from ..analysis.diff.compare import GLYPHS
 from ..diff.job_comparison import SIDES, JobComparison
 from ..frames import fmt_us
 from ..sanitize import clean

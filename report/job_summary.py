@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.scalars import as_float
+from ..analysis.trace.scalars import as_float
 from ..frames import fmt_fixed, fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.scalars import as_float
+from ..analysis.trace.scalars import as_float
 from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_fixed, fmt_us, rank_line
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
@@ -147,7 +147,7 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
 
 def outlier_line(steps: pl.DataFrame) -> str | None:
     """"outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)", or None."""
-    from ..analysis.step_outliers import outlier_threshold, step_outliers
+    from ..analysis.tables.step_outliers import outlier_threshold, step_outliers
 
     if "duration_us" not in steps.columns or "step" not in steps.columns:
         return None

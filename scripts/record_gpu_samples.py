@@ -227,7 +227,7 @@ def record_graph_decode(model: nn.Module, out_dir: str) -> None:
 
 def vllm_detailed(context: tuple[int, int, int], generation: tuple[int, int, int]) -> str:
     """An iteration annotation in vLLM's detailed format (``--profiler-config.detailed_trace_annotation``,
-    read by analysis/iteration_names.py): (requests, query tokens, KV tokens) of the prefill and the
+    read by analysis/serving/names.py): (requests, query tokens, KV tokens) of the prefill and the
     decode requests; the squared sums are written as the query and KV products."""
     (_, cq, ck), (g, gq, gk) = context, generation
     return (f"execute_{cq + gq}_context_{context[0]}(sq{cq}sk{ck}sqsq{cq * cq}sqsk{cq * ck})"

@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from ..analysis.name_rules import pattern_problem
+from ..analysis.trace.name_rules import pattern_problem
 from ..profiles.views import filter_column
 from ..sanitize import clean
 from .drill.screen import DrillScreen

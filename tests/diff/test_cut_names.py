@@ -8,7 +8,7 @@ import polars as pl
 from support import SAMPLES, raw_events
 
 import profview
-from profview.analysis.diff import cut_prefix, diff_kernels, unpaired_cut_names
+from profview.analysis.diff.compare import cut_prefix, diff_kernels, unpaired_cut_names
 
 TABLE = SAMPLES / "gpt2_train_bf16.tables.txt"
 TRACE = "gpt2_train_bf16.pt.trace.json.gz"

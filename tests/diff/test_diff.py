@@ -18,7 +18,7 @@ import pytest
 from support import SAMPLES, run_cli
 from witness import AFTER, BEFORE, GPU_CATS, raw, raw_kernels
 
-from profview.analysis.diff import normalized_name, pair_names
+from profview.analysis.diff.compare import normalized_name, pair_names
 from profview.diff.comparison import Comparison, load_comparison
 
 HOST_ROW_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead")

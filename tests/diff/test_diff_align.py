@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from witness import AFTER, BEFORE, GPU_CATS, raw
 
-from profview.analysis.align import MAX_ALIGN_CELLS, edit_script
+from profview.analysis.diff.align import MAX_ALIGN_CELLS, edit_script
 from profview.diff.comparison import Comparison, load_comparison
 
 

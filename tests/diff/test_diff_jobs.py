@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 from support import run_cli
 
-from profview.analysis.job_diff import RANK_FIGURES, diff_rank_medians
+from profview.analysis.diff.jobs import RANK_FIGURES, diff_rank_medians
 from profview.diff.job_comparison import JobComparison, diff_kind, load_job_comparison
 
 SAMPLES = Path(__file__).resolve().parent.parent.parent / "samples"

@@ -444,7 +444,7 @@ def test_a_rank_whose_size_disagrees_is_flagged_and_the_others_are_kept(tmp_path
 
 def test_calls_match_by_process_group_and_seq_before_their_order() -> None:
     """Rule 1 over rule 3: rank 1 issues seq 2 before seq 1 (two process groups interleaving)."""
-    from profview.analysis.collectives import RANK_CALL_SCHEMA, match_collectives
+    from profview.analysis.distributed.collectives import RANK_CALL_SCHEMA, match_collectives
 
     def calls(rows: list[tuple[int, float]]) -> pl.DataFrame:
         return pl.DataFrame(

@@ -21,7 +21,7 @@ from strategies import EVENT, SETTINGS
 from support import SAMPLES, loaded, raw_events, sample
 
 import profview
-from profview.analysis import calltree
+from profview.analysis.trace import calltree
 from profview.errors import ProfviewError
 from profview.parsers import chrome_trace, fast_chrome, source
 

@@ -128,7 +128,10 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = ("numpy", "profview.analysis.model", "profview.analysis.perf_model", "profview.analysis.operators")
+heavy = (
+    "numpy", "profview.analysis.trace.model", "profview.analysis.efficiency.perf_model",
+    "profview.analysis.tables.operators",
+)
 print("LOADED:", ",".join(m for m in heavy if m in sys.modules) or "none", file=sys.stderr)
 """
 

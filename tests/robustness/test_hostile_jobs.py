@@ -705,7 +705,7 @@ def _table_name_of(line: str, name: str) -> bool:
 
 
 def test_16_diff_of_a_trace_and_its_table_pairs_cut_names(tmp_path: Path) -> None:
-    from profview.analysis.diff import pair_names
+    from profview.analysis.diff.compare import pair_names
 
     table_text = (SAMPLES / "gpt2_train_bf16.tables.txt").read_text()
     out = tmp_path / "d.csv"

@@ -79,7 +79,7 @@ def test_reopen_reads_gpu_work_from_the_stored_model(trace: Path) -> None:
     import subprocess
     import sys
 
-    from profview.analysis.events import gpu_work
+    from profview.analysis.trace.events import gpu_work
 
     first = profview.load(trace)
     first.model  # noqa: B018 (linked here, then stored)
@@ -89,7 +89,7 @@ def test_reopen_reads_gpu_work_from_the_stored_model(trace: Path) -> None:
     assert "events" not in again.__dict__ and "model" not in again.__dict__
     probe = (
         "import sys, profview; p = profview.load(sys.argv[1]); k = p.kernels(by_shape=True); "
-        "print(k.height, sorted(m for m in ('numpy', 'profview.analysis.model') if m in sys.modules), "
+        "print(k.height, sorted(m for m in ('numpy', 'profview.analysis.trace.model') if m in sys.modules), "
         "'events' in p.__dict__, 'model' in p.__dict__)"
     )
     out = subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, check=True)

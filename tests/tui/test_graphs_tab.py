@@ -12,7 +12,7 @@ from pilot import screen_text, wait_loaded, wait_until
 from support import SAMPLES
 
 import profview
-from profview.analysis.graphs import CAPTURED
+from profview.analysis.graphs.attribution import CAPTURED
 from profview.tui.app import ProfviewApp
 from profview.tui.drill.screen import DrillScreen
 

@@ -14,7 +14,7 @@ from pilot import screen_text, wait_loaded, wait_until
 from support import SAMPLES, raw_events, sample, viewer
 
 import profview
-from profview.analysis.lanes import gpu_busy_between
+from profview.analysis.tables.lanes import gpu_busy_between
 from profview.frames import CATEGORY_CHAR, fmt_us
 from profview.tui.app import ProfviewApp
 from profview.tui.dialogs.loading import LoadingScreen

@@ -20,7 +20,7 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ...analysis.diff import GLYPHS
+from ...analysis.diff.compare import GLYPHS
 from ...diff.comparison import SIDES, Comparison
 from ...sanitize import clean
 from ..keymap import bindings

@@ -61,7 +61,7 @@ def _module_kernels(
 
 def _gpu_event(profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None) -> DrillScreen | str:
     """One GPU event of the Timeline → its own launch path and Python stack (one row)."""
-    from ...analysis.instance import kernel_instance_launch
+    from ...analysis.tables.instance import kernel_instance_launch
 
     frame = kernel_instance_launch(profile.model, int(row["gpu_row"]))
     with_stack = bool(profile.metadata.get("with_stack"))
@@ -70,7 +70,7 @@ def _gpu_event(profile: Profile, row: dict[str, Any], path: list[str], step: int
 
 def _host_event(profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None) -> DrillScreen | str:
     """One host call of the Timeline → the GPU work launched under this call (not every call of its name)."""
-    from ...analysis.instance import instance_launches
+    from ...analysis.tables.instance import instance_launches
 
     frame = instance_launches(profile.model, int(row["host_row"]))
     return DrillScreen("op_launches", frame, [*path, f"{row['name']} at {row['at']}"])
@@ -98,7 +98,7 @@ def _node_origin(
 ) -> DrillScreen | str:
     """Issue 36: a graph node → its captured launch's operator chain and Python stack (one row; Enter
     on it: that operator's GPU work)."""
-    from ...analysis.graphs import node_launch_frame
+    from ...analysis.graphs.attribution import node_launch_frame
 
     if row.get("op") is None:
         return f"not attributed: {row.get('how')}"

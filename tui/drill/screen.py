@@ -9,7 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ...analysis.launches import telling_frames
+from ...analysis.tables.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean

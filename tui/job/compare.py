@@ -17,7 +17,7 @@ import polars as pl
 from textual import events, work
 from textual.widget import Widget
 
-from ...analysis.diff import GLYPHS
+from ...analysis.diff.compare import GLYPHS
 from ...diff.job_comparison import JOB_DIFF_VIEWS, SIDES, JobComparison
 from ...jobs.executors import Progress
 from ...sanitize import clean

@@ -1,14 +1,14 @@
 """The Timeline's event inspector: the selected event's figures first, then its name (at most two
 lines), its launch arguments or inputs, where it came from and its Python stack.
 
-Pure text building over :mod:`profview.analysis.instance`; no widget.
+Pure text building over :mod:`profview.analysis.tables.instance`; no widget.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from ...analysis.instance import KernelInstance, OpCall, OpInstance
+from ...analysis.tables.instance import KernelInstance, OpCall, OpInstance
 from ...frames import fmt_us
 from ...report.wording import plural
 from ...sanitize import clean

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ...analysis.step_outliers import MAD_FACTOR, MAD_SCALE
+from ...analysis.tables.step_outliers import MAD_FACTOR, MAD_SCALE
 from ...errors import ProfviewError
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean

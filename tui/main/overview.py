@@ -224,7 +224,7 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
     """What bounds the steps (``step``: that one): ``critical path (all steps): 64% GPU compute,
     33% CPU, 3% kernel-kernel gaps`` (issue 26), or why the trace has no critical path
     (``short``: ``critical path: …`` without saying which steps)."""
-    from ...analysis.critical_path_frames import bound_line
+    from ...analysis.critical_path.frames import bound_line
 
     if not profile.has_step_paths() and profile.event_count > PATH_ON_THE_SPOT:
         return Text("critical path: computing…", style="dim italic")  # the view computes it off the UI thread

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ...analysis.step_outliers import outlier_threshold, step_outliers
+from ...analysis.tables.step_outliers import outlier_threshold, step_outliers
 from ...frames import CATEGORIES, CATEGORY_CHAR, CATEGORY_LABELS, CATEGORY_STYLE, fmt_us
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean

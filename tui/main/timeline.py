@@ -1,7 +1,7 @@
 """The Timeline pane: CPU thread lanes (operators by depth) and GPU stream lanes on one time axis.
 
 Drawing asks each lane only for the events inside the visible window (two binary searches per
-lane, :meth:`~profview.analysis.lanes.Lane.visible`), so a redraw costs the same on a 3-step and
+lane, :meth:`~profview.analysis.tables.lanes.Lane.visible`), so a redraw costs the same on a 3-step and
 a 40-step trace.  Keys (``tui/keymap.py``, scope ``trace_timeline``): move, lane, zoom, pan, fit;
 ``n``/``p`` the next/previous event on the lane; ``f`` follows the flow link between a kernel and
 the runtime call that launched it; ``t``/``T`` the next/previous step; ``c``/``C`` mark the
@@ -19,9 +19,9 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ...analysis.instance import KernelInstance, OpInstance, kernel_instance, op_instance
-from ...analysis.lanes import Lane, Lanes, gpu_busy_between
-from ...analysis.name_rules import pattern_problem
+from ...analysis.tables.instance import KernelInstance, OpInstance, kernel_instance, op_instance
+from ...analysis.tables.lanes import Lane, Lanes, gpu_busy_between
+from ...analysis.trace.name_rules import pattern_problem
 from ...errors import ProfviewError
 from ...frames import fmt_us
 from ...profiles.trace_profile import Profile
@@ -270,7 +270,7 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
     def step_note(self, name: str, host_us: float) -> Text | None:
         """Issue 34: a ``ProfilerStep#N`` range says how it relates to step N of Steps (its host range
-        is not the step's duration: :func:`profview.analysis.model.step_windows`)."""
+        is not the step's duration: :func:`profview.analysis.trace.model.step_windows`)."""
         if not name.startswith("ProfilerStep#") or not name.removeprefix("ProfilerStep#").isdigit():
             return None
         try:
@@ -565,7 +565,7 @@ class TraceTimeline(ZoomPan, Widget, can_focus=True):
 
     def mark_path(self) -> bool:
         """Find the events on the critical paths (once) and mark them on their lanes."""
-        from ...analysis.critical_path_frames import path_event_rows
+        from ...analysis.critical_path.frames import path_event_rows
 
         try:
             rows = path_event_rows(self.profile.step_paths())

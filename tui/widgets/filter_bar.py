@@ -14,8 +14,8 @@ DEBOUNCE_S = 0.15
 
 def regex_problem(pattern: str) -> str | None:
     """Why ``pattern`` is not a regex the filter's engine runs (case-insensitive), in one line
-    (None: it is one; :mod:`profview.analysis.name_rules`)."""
-    from ...analysis.name_rules import pattern_problem
+    (None: it is one; :mod:`profview.analysis.trace.name_rules`)."""
+    from ...analysis.trace.name_rules import pattern_problem
 
     problem = pattern_problem(pattern, ignore_case=True)
     return None if problem is None else f"not a regex: {problem}"

@@ -39,16 +39,16 @@ class FrameSort:
 
 #: The first sort key of each table's frame, by the view name its FrameView is given.
 FRAME_SORTS: dict[str, FrameSort] = {
-    "kernels": FrameSort("total_us"),  # analysis/kernels.py
-    "ops": FrameSort("device_total_us"),  # analysis/operators.py (then host_total_us)
-    "kernel_launches": FrameSort("total_us"),  # analysis/launch_index.py
-    "op_launches": FrameSort("total_us"),  # analysis/launches.py (modules and source lines too)
-    "memory_ops": FrameSort("allocated_bytes"),  # analysis/memory.py
-    "efficiency": FrameSort("kernel_us"),  # analysis/perf_model.py
-    "collectives": FrameSort("max_wait_us"),  # analysis/collectives.py
+    "kernels": FrameSort("total_us"),  # analysis/tables/kernels.py
+    "ops": FrameSort("device_total_us"),  # analysis/tables/operators.py (then host_total_us)
+    "kernel_launches": FrameSort("total_us"),  # analysis/trace/launch_index.py
+    "op_launches": FrameSort("total_us"),  # analysis/tables/launches.py (modules and source lines too)
+    "memory_ops": FrameSort("allocated_bytes"),  # analysis/tables/memory.py
+    "efficiency": FrameSort("kernel_us"),  # analysis/efficiency/perf_model.py
+    "collectives": FrameSort("max_wait_us"),  # analysis/distributed/collectives.py
     "collective_ranks": FrameSort("wait_us"),  # tui/job/screen.py
-    "ranks": FrameSort("rank", descending=False, movable=False),  # analysis/ranks.py; the name says the rank
-    "diff_moved_calls": FrameSort("position", descending=False),  # analysis/align.py: in step order
+    "ranks": FrameSort("rank", descending=False, movable=False),  # analysis/distributed/ranks.py: the name is the rank
+    "diff_moved_calls": FrameSort("position", descending=False),  # analysis/diff/align.py: in step order
 }
 #: Compare mode's tables (two profiles, two jobs) are sorted by the size of the change.
 BY_CHANGE = FrameSort("delta_us", magnitude=True)

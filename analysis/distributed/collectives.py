@@ -1,0 +1,338 @@
+"""Collectives across the ranks of a job: each rank's collective calls, matched into instances.
+
+Per rank (:func:`rank_collectives`, run where the rank's events are): one row per collective
+call, from the communication kernels :func:`~profview.analysis.trace.communication.classify_communication` finds (their
+collective arguments filled from the ``record_param_comms`` operator of the same external id when
+the kernel lacks them), or, for a rank without any, from its CPU collectives (``gloo:*`` ranges).
+
+Across ranks (:func:`match_collectives`), a call is one instance of a collective with the calls
+of the other ranks that share its key, in this order of preference:
+
+1. ``(process group, Seq)`` when the trace has ``Seq``, else ``Comms Id``;
+2. ``(process group, n-th call of that group on this rank)`` when the process group is known;
+3. ``(n-th communication stream of the rank, n-th call on that stream)``; host collectives:
+   ``n-th call``.
+
+Clocks: each rank's offset is the median, over GPU instances that all ranks of the job join and
+that block (every type but Send/Recv), of (its end − the instance's median end), taken relative
+to the lowest rank; it is subtracted before waits are measured (CPU collectives anchor nothing:
+their ranges do not end together).  ``wait_us`` of a call is the latest
+(corrected) start of its instance minus its own: the time it waited for the last rank to arrive.
+A rank whose name, dtype or size disagrees with the instance's most common value (a tie: the
+lowest rank's) is flagged (``mismatch``), and still kept.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+
+from ..trace.communication import CPU_COLLECTIVE, collective_type
+
+#: Per-rank calls (what a worker returns), times in absolute µs of that rank's clock.
+RANK_CALL_SCHEMA: pl.Schema = pl.Schema(
+    {
+        "name": pl.String(),
+        "backend": pl.String(),
+        "process_group": pl.String(),
+        "seq": pl.Int64(),
+        "comms_id": pl.Int64(),
+        "stream": pl.Int64(),
+        "start": pl.Float64(),
+        "end": pl.Float64(),
+        "dtype": pl.String(),
+        "bytes": pl.Int64(),
+        "group_size": pl.Int64(),
+    }
+)
+#: The collectives view: one row per (instance, rank).
+COLLECTIVE_COLUMNS: tuple[str, ...] = (
+    "collective",
+    "name",
+    "process_group",
+    "rank",
+    "start_us",
+    "duration_us",
+    "wait_us",
+    "bytes",
+    "algbw_gbps",
+    "busbw_gbps",
+    "dtype",
+    "ranks",
+    "last",
+    "mismatch",
+    "match",
+)
+COLLECTIVE_SCHEMA: pl.Schema = pl.Schema(
+    {
+        "collective": pl.Int64(),
+        "name": pl.String(),
+        "process_group": pl.String(),
+        "rank": pl.Int64(),
+        "start_us": pl.Float64(),
+        "duration_us": pl.Float64(),
+        "wait_us": pl.Float64(),
+        "bytes": pl.Int64(),
+        "algbw_gbps": pl.Float64(),
+        "busbw_gbps": pl.Float64(),
+        "dtype": pl.String(),
+        "ranks": pl.Int64(),
+        "last": pl.Boolean(),
+        "mismatch": pl.Boolean(),
+        "match": pl.String(),
+    }
+)
+assert tuple(COLLECTIVE_SCHEMA) == COLLECTIVE_COLUMNS
+#: Collective arguments copied from ``record_param_comms`` onto its kernels where missing.
+ARG_FIELDS = ("dtype", "in_nelems", "out_nelems", "group_size", "process_group", "seq", "comms_id")
+#: Bytes per element of Kineto's ``dtype`` names (and gloo's ``Input type``).
+DTYPE_BYTES: dict[str, int] = {
+    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
+    "c10::half": 2, "c10::bfloat16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2,
+    "char": 1, "int8": 1, "byte": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+}  # fmt: skip
+#: Types that do not block every member (their ends are not a clock anchor).
+NON_BLOCKING = ("Send", "Recv")
+#: CPU collectives: each rank's range ends when its own part is done, not with the others' (on
+#: samples/gloo_2rank, two ranks of one host, they would say 0.94 ms of skew), so no clock anchor.
+HOST_BACKENDS = ("gloo", "mpi")
+
+
+def _elem_bytes(dtype: pl.Expr) -> pl.Expr:
+    return dtype.str.to_lowercase().replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64)
+
+
+def rank_collectives(events: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
+    """One rank's collective calls (:data:`RANK_CALL_SCHEMA`), by start.
+
+    ``comm``: GPU work classified by :func:`~profview.analysis.trace.communication.classify_communication`, with the
+    collective-argument columns of the events frame and ``external_id``.
+    """
+    kernels = comm.filter(pl.col("backend").is_not_null())
+    if kernels.height:
+        params = (
+            events.filter((pl.col("name") == "record_param_comms") & pl.col("external_id").is_not_null())
+            .select("external_id", *[pl.col(c).alias(f"_{c}") for c in ARG_FIELDS])
+            .unique("external_id", keep="first")
+        )
+        kernels = kernels.join(params, on="external_id", how="left").with_columns(
+            pl.coalesce(c, f"_{c}").alias(c) for c in ARG_FIELDS
+        )
+        elems = pl.max_horizontal("in_nelems", "out_nelems")
+        calls = kernels.select(
+            pl.coalesce("collective_name", pl.lit("?")).alias("name"),
+            "backend",
+            "process_group",
+            "seq",
+            "comms_id",
+            "stream",
+            pl.col("ts").alias("start"),
+            "end",
+            "dtype",
+            (elems * _elem_bytes(pl.col("dtype"))).alias("bytes"),
+            "group_size",
+        )
+    else:
+        calls = _host_calls(events)
+    return calls.cast(RANK_CALL_SCHEMA).select(list(RANK_CALL_SCHEMA)).sort("start", maintain_order=True)
+
+
+def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
+    """CPU collectives (``gloo:all_reduce`` ...): name, start, end, dtype and bytes of the input."""
+    work = events.filter(
+        (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("name").str.contains(CPU_COLLECTIVE)
+    )
+    names = work["name"].to_list()
+    sizes = [
+        _input_bytes(d, t) for d, t in zip(work["input_dims"].to_list(), work["input_type"].to_list(), strict=False)
+    ]
+    return pl.DataFrame(
+        {
+            "name": [collective_type(n.split(":", 1)[1]) or "?" for n in names],
+            "backend": [n.split(":", 1)[0] for n in names],
+            "process_group": None,
+            "seq": None,
+            "comms_id": None,
+            "stream": None,
+            "start": work["ts"],
+            "end": work["ts"] + work["dur"],
+            "dtype": [_first_type(t) for t in work["input_type"].to_list()],
+            "bytes": sizes,
+            "group_size": None,
+        },
+        schema=RANK_CALL_SCHEMA,
+    )
+
+
+def _first_type(types: str | None) -> str | None:
+    try:
+        parsed = json.loads(types) if types else None
+    except ValueError:
+        return None
+    return parsed[0] if isinstance(parsed, list) and parsed and isinstance(parsed[0], str) and parsed[0] else None
+
+
+def _input_bytes(dims: str | None, types: str | None) -> int | None:
+    """Bytes of the first input (``Input Dims`` [[n, m]] × the size of ``Input type``), if known."""
+    try:
+        shape = json.loads(dims)[0] if dims else None
+    except (ValueError, IndexError, TypeError):
+        return None
+    size = DTYPE_BYTES.get((_first_type(types) or "").lower())
+    if not isinstance(shape, list) or not shape or size is None or not all(isinstance(n, int) for n in shape):
+        return None
+    return int(np.prod(shape)) * size
+
+
+def match_keys(calls: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` of one rank with ``match`` (how it was matched) and ``key`` (shared across ranks)."""
+    calls = calls.sort("start", maintain_order=True)
+    stream_no = pl.col("stream").rank("dense").over(pl.lit(1)).cast(pl.Int64)
+    by_pg = pl.int_range(pl.len()).over("process_group")
+    by_stream = pl.int_range(pl.len()).over("stream")
+    return calls.with_columns(
+        pl.when(pl.col("seq").is_not_null())
+        .then(pl.lit("seq"))
+        .when(pl.col("comms_id").is_not_null())
+        .then(pl.lit("comms_id"))
+        .when(pl.col("process_group").is_not_null())
+        .then(pl.lit("group_order"))
+        .otherwise(pl.lit("stream_order"))
+        .alias("match"),
+        pl.when(pl.col("seq").is_not_null())
+        .then(pl.format("pg {}/seq {}", pl.col("process_group").fill_null("?"), pl.col("seq")))
+        .when(pl.col("comms_id").is_not_null())
+        .then(pl.format("id {}", pl.col("comms_id")))
+        .when(pl.col("process_group").is_not_null())
+        .then(pl.format("pg {}/#{}", pl.col("process_group"), by_pg))
+        .otherwise(pl.format("stream {}/#{}", stream_no.fill_null(0), by_stream))
+        .alias("key"),
+    )
+
+
+def clock_offsets(calls: pl.DataFrame, ranks: list[int]) -> dict[int, float]:
+    """Each rank's clock offset in µs (see the module doc); 0 where nothing anchors it."""
+    offsets = {r: 0.0 for r in ranks}
+    if len(ranks) < 2 or calls.height == 0:
+        return offsets
+    full = calls.filter(
+        (pl.len().over("key") == len(ranks))
+        & (pl.col("rank").n_unique().over("key") == len(ranks))
+        & ~pl.col("name").is_in(NON_BLOCKING)
+        & ~pl.col("backend").is_in(HOST_BACKENDS)
+    )
+    if full.height == 0:
+        return offsets
+    per_rank = (
+        full.with_columns((pl.col("end") - pl.col("end").median().over("key")).alias("d"))
+        .group_by("rank")
+        .agg(pl.col("d").median())
+    )
+    found = dict(zip(per_rank["rank"].to_list(), per_rank["d"].to_list(), strict=False))
+    base = found.get(min(ranks), 0.0)
+    return {r: round(float(found.get(r, base) - base), 3) for r in ranks}
+
+
+def _busbw_factor(name: pl.Expr, n: pl.Expr) -> pl.Expr:
+    """nccl-tests' bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for gathers and scatters."""
+    n = n.cast(pl.Float64)
+    return (
+        pl.when(name == "AllReduce")
+        .then(2 * (n - 1) / n)
+        .when(name.is_in(["AllGather", "ReduceScatter", "AllToAll"]))
+        .then((n - 1) / n)
+        .otherwise(1.0)
+    )
+
+
+def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) -> tuple[pl.DataFrame, dict[int, float]]:
+    """The collectives view (:data:`COLLECTIVE_COLUMNS`) and each rank's clock offset.
+
+    ``per_rank``: :func:`rank_collectives` of each rank; ``origin``: the job's start (µs, on the
+    lowest rank's clock), which ``start_us`` counts from.
+    """
+    ranks = sorted(per_rank)
+    frames = [match_keys(f).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
+    calls = pl.concat(frames) if frames else pl.DataFrame(schema={**RANK_CALL_SCHEMA, "rank": pl.Int64})
+    if calls.height == 0:
+        return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
+    offsets = clock_offsets(calls, ranks)
+    shift = pl.col("rank").replace_strict(offsets, return_dtype=pl.Float64)
+    calls = calls.with_columns((pl.col("start") - shift).alias("start"), (pl.col("end") - shift).alias("end"))
+    signature = pl.concat_str(
+        [pl.col("name"), pl.col("dtype").fill_null(""), pl.col("bytes").cast(pl.String).fill_null("")], separator="|"
+    )
+    n_ranks = pl.col("rank").n_unique().over("key")
+    calls = calls.with_columns(
+        signature.alias("_sig"),
+        n_ranks.alias("ranks"),
+        pl.col("start").min().over("key").alias("_first"),
+        pl.col("start").max().over("key").alias("_last"),
+    )
+    # The instance's signature: the most common one; a tie goes to the lowest rank's.
+    usual = (
+        calls.group_by("key", "_sig")
+        .agg(pl.len().alias("_n"), pl.col("rank").min().alias("_low"))
+        .sort(["key", "_n", "_low"], descending=[False, True, False])
+        .unique("key", keep="first")
+        .select("key", pl.col("_sig").alias("_usual"))
+    )
+    calls = calls.join(usual, on="key", how="left").with_columns(
+        (pl.col("_sig") != pl.col("_usual")).alias("mismatch"),
+        pl.when(pl.col("ranks") > 1).then(pl.col("_last") - pl.col("start")).otherwise(0.0).alias("wait_us"),
+        ((pl.col("start") == pl.col("_last")) & (pl.col("ranks") > 1)).alias("last"),
+    )
+    order = calls.group_by("key").agg(pl.col("_first").first()).sort(["_first", "key"])
+    ids = dict(zip(order["key"].to_list(), range(order.height), strict=False))
+    duration = pl.col("end") - pl.col("start")
+    algbw = pl.when(duration > 0).then(pl.col("bytes") / duration / 1e3)
+    n = pl.coalesce("group_size", "ranks")
+    view = calls.with_columns(
+        pl.col("key").replace_strict(ids, return_dtype=pl.Int64).alias("collective"),
+        (pl.col("start") - origin).round(3).alias("start_us"),
+        duration.round(3).alias("duration_us"),
+        pl.col("wait_us").round(3),
+        algbw.round(3).alias("algbw_gbps"),
+        (algbw * _busbw_factor(pl.col("name"), n)).round(3).alias("busbw_gbps"),
+    )
+    return view.select(COLLECTIVE_COLUMNS).cast(COLLECTIVE_SCHEMA).sort(["collective", "rank"]), offsets
+
+
+#: One row per matched collective (:func:`collective_instances`).
+INSTANCE_COLUMNS: tuple[str, ...] = (
+    "collective", "name", "bytes", "ranks", "last_rank", "max_wait_us", "waiting_rank", "skew_us",
+    "duration_us", "busbw_gbps", "process_group", "dtype", "mismatches",
+)
+
+
+def collective_instances(view: pl.DataFrame) -> pl.DataFrame:
+    """The collectives view (one row per instance and rank) as one row per instance matched across
+    at least two ranks, longest wait first: ``collective`` (its id), ``name`` (its kind), ``bytes``
+    (the instance's most common size: the last rank's), ``ranks``, ``last_rank`` (who arrived last:
+    the one the others waited for), ``max_wait_us`` (the longest wait) and ``waiting_rank`` (whose),
+    ``skew_us`` (last start − first start), ``duration_us`` (the longest call), ``busbw_gbps`` (at
+    the last rank, whose call is the transfer without waiting), ``mismatches`` (ranks whose name,
+    dtype or size differ)."""
+    matched = view.filter(pl.col("ranks") > 1)
+    if not matched.height:
+        return pl.DataFrame(schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS} | {
+            "last_rank": pl.Int64, "max_wait_us": pl.Float64, "waiting_rank": pl.Int64, "skew_us": pl.Float64,
+            "mismatches": pl.Int64})
+    last = pl.col("last") & ~pl.col("mismatch")
+    frame = matched.group_by("collective").agg(
+        pl.col("name").filter(~pl.col("mismatch")).first(),
+        pl.col("bytes").filter(last).first(),
+        pl.col("ranks").first(),
+        pl.col("rank").filter(pl.col("last")).min().alias("last_rank"),
+        pl.col("wait_us").max().alias("max_wait_us"),
+        pl.col("rank").sort_by(["wait_us", "rank"], descending=[True, False]).first().alias("waiting_rank"),
+        (pl.col("start_us").max() - pl.col("start_us").min()).round(3).alias("skew_us"),
+        pl.col("duration_us").max(),
+        pl.col("busbw_gbps").filter(pl.col("last")).first(),
+        pl.col("process_group").first(),
+        pl.col("dtype").filter(~pl.col("mismatch")).first(),
+        pl.col("mismatch").sum().cast(pl.Int64).alias("mismatches"),
+    )
+    return frame.sort(["max_wait_us", "collective"], descending=[True, False]).select(INSTANCE_COLUMNS)

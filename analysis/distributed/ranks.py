@@ -1,0 +1,115 @@
+"""The ranks view: one row per rank of a job, and which rank the others wait for.
+
+Columns (:data:`RANK_COLUMNS`): ``rank``; ``steps`` and ``step_us`` (mean step time); the steps
+view's categories as a mean per step, under the same names (``kernel_us`` ... ``other_us``);
+``exposed_communication_us`` (mean per step: the union of communication minus its part under
+the union of compute kernels); ``overlap_pct`` (|GPU communication ∩ compute| / |GPU
+communication| over the steps, as HTA's ``get_comm_comp_overlap`` defines it; null without GPU
+communication); ``wait_us`` (the sum of the rank's waits at matched collectives, see
+:mod:`.collectives`); ``last_arrivals`` (instances it arrived at last); ``clock_offset_us`` (what
+was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
+wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
+at least two ranks.
+
+The rank paths view (:func:`rank_path_table`, issue 32: computed when asked for, not when the job
+opens): ``rank``, ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
+:data:`~profview.frames.PATH_BOUNDS` (its share of the rank's critical paths, see
+docs/critical_path.md; null when the rank has none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ...frames import CATEGORIES, PATH_BOUNDS
+from ..trace.scalars import as_float
+
+RANK_COLUMNS: tuple[str, ...] = (
+    "rank",
+    "steps",
+    "step_us",
+    *(f"{c}_us" for c in CATEGORIES),
+    "exposed_communication_us",
+    "overlap_pct",
+    "wait_us",
+    "last_arrivals",
+    "clock_offset_us",
+    "straggler",
+)
+#: The rank paths view (issue 26's per-rank critical paths, computed when asked for: issue 32).
+RANK_PATH_COLUMNS: tuple[str, ...] = ("rank", "critical_path_us", *(f"path_{b}_pct" for b in PATH_BOUNDS))
+
+
+def rank_table(
+    ranks: Sequence[tuple[int, pl.DataFrame, dict[str, Any]]],
+    collectives: pl.DataFrame,
+    offsets: dict[int, float],
+) -> pl.DataFrame:
+    """The ranks view from each rank's (rank, steps view, facts) and the collectives view."""
+    rows = []
+    for rank, steps, facts in ranks:
+        count = steps.height
+        row: dict[str, Any] = {"rank": rank, "steps": count}
+        row["step_us"] = _mean(steps, "duration_us")
+        for category in CATEGORIES:
+            row[f"{category}_us"] = _mean(steps, f"{category}_us")
+        row["exposed_communication_us"] = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
+        gpu_comm = facts.get("gpu_comm_us", 0.0)
+        row["overlap_pct"] = round(100.0 * facts.get("overlap_us", 0.0) / gpu_comm, 2) if gpu_comm else None
+        rows.append(row)
+    table = pl.DataFrame(rows, schema_overrides={"rank": pl.Int64, "steps": pl.Int64}, infer_schema_length=None)
+    matched = collectives.filter(pl.col("ranks") > 1) if collectives.height else collectives
+    if matched.height:
+        waits = matched.group_by("rank").agg(
+            pl.col("wait_us").sum().round(3).alias("wait_us"),
+            pl.col("last").sum().cast(pl.Int64).alias("last_arrivals"),
+        )
+    else:
+        waits = pl.DataFrame(schema={"rank": pl.Int64, "wait_us": pl.Float64, "last_arrivals": pl.Int64})
+    table = table.join(waits, on="rank", how="left").with_columns(
+        pl.col("rank").replace_strict(offsets, default=0.0, return_dtype=pl.Float64).alias("clock_offset_us")
+    )
+    lowest = as_float(table["wait_us"].min()) if matched.height else None
+    straggler = (pl.col("wait_us") <= lowest + 1e-6).fill_null(False) if lowest is not None else pl.lit(False)
+    return table.with_columns(straggler.alias("straggler")).select(RANK_COLUMNS).sort("rank")
+
+
+def rank_path_table(ranks: Sequence[tuple[int, dict[str, Any]]]) -> pl.DataFrame:
+    """The rank paths view from each rank's (rank, critical-path facts: ``cp_steps``,
+    ``cp_path_us``, ``cp_<bound>_us``; empty for a rank without a path)."""
+    rows = []
+    for rank, facts in ranks:
+        path, path_steps = facts.get("cp_path_us"), facts.get("cp_steps")
+        row: dict[str, Any] = {"rank": rank}
+        row["critical_path_us"] = round(path / path_steps, 3) if path and path_steps else None
+        for bound in PATH_BOUNDS:
+            row[f"path_{bound}_pct"] = round(100.0 * facts.get(f"cp_{bound}_us", 0.0) / path, 2) if path else None
+        rows.append(row)
+    schema = {c: (pl.Int64 if c == "rank" else pl.Float64) for c in RANK_PATH_COLUMNS}
+    return pl.DataFrame(rows, schema=schema).sort("rank")
+
+
+def _mean(steps: pl.DataFrame, column: str) -> float | None:
+    return round(float(steps[column].mean()), 3) if steps.height and column in steps.columns else None  # type: ignore[arg-type]
+
+
+def step_waits(windows: pl.DataFrame, collectives: pl.DataFrame) -> pl.DataFrame:
+    """Each rank's wait at matched collectives step by step: ``rank``, ``step``, ``wait_us`` (the sum
+    of the waits of its calls that start in the step; 0 for a step with none).
+
+    ``windows``: ``rank``, ``step``, ``start_us``, ``end_us`` on the collectives view's timeline
+    (each rank's own clock, corrected as :mod:`.collectives` corrects it)."""
+    calls = collectives.filter(pl.col("ranks") > 1).select("rank", "start_us", "wait_us")
+    inside = windows.join(calls, on="rank", how="inner").filter(
+        (pl.col("start_us_right") >= pl.col("start_us")) & (pl.col("start_us_right") < pl.col("end_us"))
+    )
+    waits = inside.group_by("rank", "step").agg(pl.col("wait_us").sum().round(3))
+    return (
+        windows.select("rank", "step")
+        .join(waits, on=["rank", "step"], how="left")
+        .with_columns(pl.col("wait_us").fill_null(0.0))
+        .sort("rank", "step")
+    )
