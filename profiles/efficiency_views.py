@@ -1,4 +1,4 @@
-"""Issue 24: a profile's efficiency views: GPU time by kernel category, the perf model per operator
+"""A profile's efficiency views: GPU time by kernel category, the perf model per operator
 and shapes, per step model FLOPs, TFLOP/s and MFU, and the Overview's efficiency lines (the kernel
 and operator tables' categories need no model: issue 32, :func:`profview.profiles.views.with_efficiency`).  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; every figure comes from

@@ -1,4 +1,4 @@
-"""Issue 36: a profile's graph views: the graphs its replays ran, their nodes, and every GPU
+"""A profile's graph views: the graphs its replays ran, their nodes, and every GPU
 microsecond by (operator, module) with replayed kernels charged through their capture.  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; the figures come from
 :mod:`profview.analysis.graphs.attribution` (and :mod:`~profview.analysis.graphs.replays`,

@@ -319,7 +319,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             return rows
         from ..analysis.tables.launches import op_launches
 
-        replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
+        replayed = self.replayed_launches(op, step) if input_dims is None else None  # replays of its captured calls
         return op_launches(self.step_model(step), op, input_dims, replayed)
 
     def kernel_launches(self, kernel: str, step: int | IterationScope | None = None) -> pl.DataFrame:

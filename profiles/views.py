@@ -167,7 +167,7 @@ def view_frame(
         return profile.graph_nodes(graph) if view == "graph_nodes" else getattr(profile, view)()
     if iteration is not None and view not in ITERATION_VIEWS:
         raise ProfviewError(None, f"--iteration goes with --view iterations or phases, not {view}")
-    if view in ITERATION_VIEWS:  # issue 31
+    if view in ITERATION_VIEWS:  # serving and decode loops
         if step is not None:
             raise ProfviewError(None, f"--step does not narrow {view}: each iteration says its step")
         return profile.iterations(iteration) if view == "iterations" else profile.phases(iteration)

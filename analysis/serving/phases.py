@@ -1,4 +1,4 @@
-"""Issue 31: the iterations of a serving run summed per phase (prefill, decode, mixed, unknown).
+"""The iterations of a serving run summed per phase (prefill, decode, mixed, unknown).
 
 Per phase, from :func:`profview.analysis.serving.iterations.iteration_table`'s rows:
 

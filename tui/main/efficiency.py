@@ -1,4 +1,4 @@
-"""The Efficiency pane (issue 24): the roofline chart over the perf-model table.
+"""The Efficiency pane: the roofline chart over the perf-model table.
 
 The table is ``Profile.efficiency()`` (sortable and filterable like every table; Enter opens the
 GPU work the operator launched); the chart (:mod:`.roofline`) draws its rows against the device's

@@ -185,7 +185,7 @@ WHOLE = "whole trace · "
 
 
 def only(step: int | IterationScope | None) -> str:
-    if isinstance(step, IterationScope):  # issue 31
+    if isinstance(step, IterationScope):  # an iteration narrows as a step does
         return f" · iteration {step.iteration} only"
     return "" if step is None else f" · step {step} only"
 
@@ -261,7 +261,7 @@ class OverviewView(VerticalScroll):
         self.title_text = title
         self.early = early
         self.step: int | None = None
-        self.iteration: IterationScope | None = None  # issue 31
+        self.iteration: IterationScope | None = None  # chosen in Iterations (None: all)
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="overview-body")

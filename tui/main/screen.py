@@ -34,16 +34,16 @@ from .steps import StepList, StepsView
 from .timeline import TimelinePane, TraceTimeline
 
 PANES: tuple[str, ...] = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
-PANES += ("graphs", "iterations")  # issues 36, 31: tabs 9 and 0
+PANES += ("graphs", "iterations")  # graph replays and serving loops: tabs 9 and 0
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
-# Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
+# Memory, modules, the timeline.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
-TITLES |= {"efficiency": "Efficiency"}  # issue 24
-TITLES |= {"iterations": "Iterations"}  # issue 31
+TITLES |= {"efficiency": "Efficiency"}  # the perf model and its roofline
+TITLES |= {"iterations": "Iterations"}  # serving and decode loops
 #: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
 SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
-TITLES |= {"graphs": "Graphs"}  # issue 36
+TITLES |= {"graphs": "Graphs"}  # graph replays through their capture
 SHORT_TITLES |= {"graphs": "Grph"}
 SHORT_TITLES |= {"iterations": "Iter"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
@@ -309,7 +309,7 @@ class MainScreen(Screen[None]):
             short = f"step {self.step} only (a: all steps)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
-        if self.iteration is not None:  # issue 31
+        if self.iteration is not None:  # an iteration chosen in Iterations, said as a step is
             full = f"{self.iteration.label()} only: Overview, Kernels, Operators, drill-downs (Iterations: a = all)"
             short = f"iteration {self.iteration.iteration} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
