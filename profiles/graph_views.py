@@ -47,7 +47,7 @@ _STORED = ("events", "replays", "nodes", "graphs")
 
 
 class GraphViews(ProfileHost):
-    """Graph replays (issue 36): graphs, graph nodes, operators through the capture."""
+    """Graph replays: graphs, graph nodes, operators through the capture."""
 
     capture: list[str]
     capture_use_cache: bool

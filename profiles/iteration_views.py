@@ -34,7 +34,7 @@ LINE_PHASES = ("prefill", "decode", "mixed")
 
 
 class IterationViews(ProfileHost):
-    """Serving and decode loops (issue 31): iterations, phases, one iteration's GPU work."""
+    """Serving and decode loops: iterations, phases, one iteration's GPU work."""
 
     def iterations(self, pattern: str | None = None) -> pl.DataFrame:
         """One row per iteration (:func:`profview.analysis.serving.iterations.iteration_table`); ``pattern``:

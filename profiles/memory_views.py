@@ -26,7 +26,7 @@ NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
 
 
 class MemoryViews(ProfileHost):
-    """Memory, modules and sources (issue 15)."""
+    """Memory (allocator events, per operator, peak per device), GPU time by module and by source line."""
 
     def memory(self) -> pl.DataFrame:
         """One row per allocator event (see :func:`profview.analysis.tables.memory.memory_events`)."""

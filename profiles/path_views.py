@@ -36,7 +36,7 @@ NO_RUNTIME = (
 
 
 class PathViews(ProfileHost):
-    """The timeline (issue 15) and the critical path (issue 26)."""
+    """The timeline (idle gaps, lanes) and each step's critical path with its what-if scalings."""
 
     # -- the timeline (issue 15) ------------------------------------------------------------------
     @cached_property

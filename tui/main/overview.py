@@ -191,7 +191,7 @@ def only(step: int | IterationScope | None) -> str:
 
 
 def iteration_section(profile: Profile, scope: IterationScope) -> list[RenderableType]:
-    """Issue 31: the chosen iteration's row of the iterations view, in two lines."""
+    """The chosen iteration's row of the iterations view, in two lines."""
     rows = profile.iterations(scope.pattern).filter(pl.col("iteration") == scope.iteration)
     if rows.height == 0:
         return []
@@ -278,7 +278,7 @@ class OverviewView(VerticalScroll):
         self.on_resize()
 
     def set_iteration(self, scope: IterationScope | None) -> None:
-        """Issue 31: narrowed to one iteration (None: all)."""
+        """Narrowed to one iteration (None: all)."""
         self.iteration = scope
         self.step = None
         self.on_resize()
@@ -298,7 +298,7 @@ class OverviewView(VerticalScroll):
 
     @work(thread=True, exclusive=True, group="serving-phases", exit_on_error=False)
     def phases_in_background(self) -> None:
-        """Issue 31: whether the trace is a serving run, and its phases, off the UI thread; the Overview
+        """Whether the trace is a serving run, and its phases, off the UI thread; the Overview
         redraws with its per-phase lines (a trace without serving iterations shows none)."""
         with contextlib.suppress(ProfviewError):
             self.profile.phase_lines()

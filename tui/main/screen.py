@@ -201,7 +201,7 @@ class MainScreen(Screen[None]):
         self.ask_for_path()
 
     def on_resize(self) -> None:
-        """Issue 34: the tab titles follow the width (abbreviated at 80 columns, whole again wider)."""
+        """The tab titles follow the width (abbreviated at 80 columns, whole again wider)."""
         with contextlib.suppress(NoMatches):
             self.update_header()
 
@@ -401,7 +401,7 @@ class MainScreen(Screen[None]):
         self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
 
     def on_iteration_chosen(self, message: IterationChosen) -> None:
-        """Issue 31: Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
+        """Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
         self.iteration = message.scope
         self.step = None
         self.refresh_tables()
