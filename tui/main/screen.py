@@ -59,7 +59,7 @@ def tab_line(current: str, width: int, path: str = "", empty: frozenset[str] = f
         titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
         labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
-        titles.update(SHORT_TITLES)  # issue 24: eight
+        titles.update(SHORT_TITLES)  # more tabs than fit whole: every title short
         labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:  # issue 34: at 60 columns, no padding (8 Eff stays)
         labels = [f"{index % 10} {titles[pane]}" for index, pane in enumerate(PANES, 1)]
