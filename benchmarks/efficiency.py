@@ -1,5 +1,6 @@
-"""What issue 24's figures cost on ``../shared/traces/gpt2_train_big`` (40 steps, 512,907 events),
-as ratios to the load in the same process.
+"""What the efficiency figures (categories, the perf model) cost, as ratios to the trace's load.
+
+On ``../shared/traces/gpt2_train_big`` (40 steps, 512,907 events), the load in the same process.
 
     python benchmarks/efficiency.py [TRACE] [--runs N]
 

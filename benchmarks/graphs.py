@@ -1,4 +1,4 @@
-"""Issue 36: attributing graph replays against the cold load of the same trace (one command).
+"""Attributing graph replays against the cold load of the same trace (one command).
 
     python benchmarks/graphs.py [--replays 100000] [--runs 3] [--source TRACE] [--keep]
 

@@ -209,7 +209,7 @@ def reopen_ratio(trace: Path, out: Path, env: dict[str, str], runs: int = 5) -> 
 
 
 def json649_ratio(out: Path, folder: Path, runs: int = 3, mb: int = 649, style: str = "kineto") -> None:
-    """Issue 32: a cold kernel export of a 649 MB trace (``scale_trace.py --mb 649`` from
+    """A cold kernel export of a 649 MB trace (``scale_trace.py --mb 649`` from
     gpt2_train_big) against ``json.load`` of it (goal ≥ 15x faster), and its peak RSS against the
     JSON (goal ≤ 1.0x); medians of ``runs`` exports (interleaved with the base checkout's, if
     any), ``json.load`` once (it takes a minute and 5 GB)."""
@@ -307,7 +307,7 @@ asyncio.run(main())
 
 
 def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
-    """Issue 32: a cached re-open in the viewer, from the command to the whole Overview on screen
+    """A cached re-open in the viewer, from the command to the whole Overview on screen
     (its critical-path line included; headless at 120x40), against a cached ``profview summary``
     (goal ≤ 1.5x) and against ``import polars`` plus reading every view the cache keeps for the
     trace (goal ≤ 1.3x), interleaved, medians of ``runs``."""
@@ -368,7 +368,7 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
 
 
 def cores_ratio(trace: Path, out: Path, pin: str, runs: int = 3) -> None:
-    """Issue 32: a cold kernel export with every core this process may use against the same under
+    """A cold kernel export with every core this process may use against the same under
     ``taskset -c PIN`` (goal on a 16-core node: ≥ 2x faster than on ``0,1``), interleaved, medians."""
     every: list[tuple[float, float]] = []
     pinned: list[tuple[float, float]] = []

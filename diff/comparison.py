@@ -95,13 +95,13 @@ class Comparison:
         )
 
     def efficiency(self) -> pl.DataFrame:
-        """Issue 24: the perf model compared (:func:`profview.analysis.efficiency.perf_model.diff_efficiency`)."""
+        """The perf model compared (:func:`profview.analysis.efficiency.perf_model.diff_efficiency`)."""
         from ..analysis.efficiency.perf_model import diff_efficiency
 
         return diff_efficiency(self.before.efficiency(), self.after.efficiency(), self.tolerance_pct)
 
     def phases(self) -> pl.DataFrame:
-        """Issue 31: two serving runs per phase (:func:`profview.analysis.diff.phases.diff_phases`)."""
+        """Two serving runs per phase (:func:`profview.analysis.diff.phases.diff_phases`)."""
         from ..analysis.diff.phases import diff_phases
 
         return diff_phases(self.before.phases(), self.after.phases(), tolerance_pct=self.tolerance_pct)
@@ -180,7 +180,7 @@ class Comparison:
         return lines
 
     def unpaired_cut_lines(self, view: str) -> list[str]:
-        """Issue 34: the names a side's table cut short that nothing paired, and why (each starts
+        """The names a side's table cut short that nothing paired, and why (each starts
         several whole names of the other side, and no figures single one out)."""
         from ..analysis.diff.compare import unpaired_cut_names
 

@@ -227,7 +227,7 @@ def _compute(profile: Any, steps: pl.DataFrame) -> tuple[pl.DataFrame, dict[str,
 
 
 def _critical_path_facts(profile: Any) -> tuple[dict[str, float], list[float], str | None]:
-    """Issue 26: the rank's critical paths summed over its steps — ``cp_steps``, ``cp_path_us``
+    """The rank's critical paths summed over its steps — ``cp_steps``, ``cp_path_us``
     and ``cp_<bound>_us`` per bound kind — and the starts of the collective kernels on them
     (nothing, and why, when the trace has no path, e.g. no runtime events)."""
     from ..analysis.critical_path.frames import path_event_rows

@@ -177,8 +177,8 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
 #: join with a ``String`` column need ``.cast(pl.String)`` first.
 CATEGORICAL_COLUMNS: frozenset[str] = frozenset(
     {"ph", "cat", "pid", "tid", "grid", "block", "input_dims", "input_type", "concrete_inputs", "label"}
-    | {"launch_kernel"}  # issue 36
-    | {"kernel_file", "kernel_hash", "kernel_name", "kernel_kwargs", "kernel_backend"}  # issue 36: Triton
+    | {"launch_kernel"}  # the kernel a ROCm launch call names (graph captures)
+    | {"kernel_file", "kernel_hash", "kernel_name", "kernel_kwargs", "kernel_backend"}  # Inductor's Triton ops
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {

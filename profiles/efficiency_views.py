@@ -1,4 +1,4 @@
-"""Issue 24: a profile's efficiency views: GPU time by kernel category, the perf model per operator
+"""A profile's efficiency views: GPU time by kernel category, the perf model per operator
 and shapes, per step model FLOPs, TFLOP/s and MFU, and the Overview's efficiency lines (the kernel
 and operator tables' categories need no model: issue 32, :func:`profview.profiles.views.with_efficiency`).  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; every figure comes from
@@ -29,7 +29,7 @@ NO_MODELLED = "no operator in this trace that the perf model sizes (GEMM, attent
 
 
 class EfficiencyViews(ProfileHost):
-    """Efficiency (issue 24): kernel categories, the perf model, per-step model FLOPs."""
+    """Efficiency: kernel categories, the perf model, per-step model FLOPs."""
 
     @cached_property
     def _categorized(self) -> pl.DataFrame:
@@ -114,7 +114,7 @@ class EfficiencyViews(ProfileHost):
         return calls.join(found, on="row", how="left")
 
     def _triton_calls(self, host_ops: pl.DataFrame) -> pl.DataFrame:
-        """Issue 36: one call per execution of a compiled Triton kernel, sized by its host op's
+        """One call per execution of a compiled Triton kernel, sized by its host op's
         arguments (:func:`.analysis.efficiency.triton.executions`); an execution no call sizes keeps
         its time, and the reason."""
         from ..analysis.efficiency.perf_model import call_work
@@ -220,7 +220,7 @@ class EfficiencyViews(ProfileHost):
         )
 
     def kernel_triton(self) -> pl.DataFrame:
-        """Issue 36: per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
+        """Per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
         ``kernel_hash``, ``num_warps`` and ``num_stages`` its host ops recorded
         (:func:`profview.analysis.efficiency.triton.kernel_columns`); kept with the cached views.
         The host ops come from the linked model where it is built, else from the events (a

@@ -1,4 +1,4 @@
-"""Issue 36: a profile's graph views: the graphs its replays ran, their nodes, and every GPU
+"""A profile's graph views: the graphs its replays ran, their nodes, and every GPU
 microsecond by (operator, module) with replayed kernels charged through their capture.  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; the figures come from
 :mod:`profview.analysis.graphs.attribution` (and :mod:`~profview.analysis.graphs.replays`,
@@ -47,7 +47,7 @@ _STORED = ("events", "replays", "nodes", "graphs")
 
 
 class GraphViews(ProfileHost):
-    """Graph replays (issue 36): graphs, graph nodes, operators through the capture."""
+    """Graph replays: graphs, graph nodes, operators through the capture."""
 
     capture: list[str]
     capture_use_cache: bool

@@ -1,4 +1,4 @@
-"""Issue 31: one iteration chosen to narrow the views, passed where a step number goes.  Its own
+"""One iteration chosen to narrow the views, passed where a step number goes.  Its own
 module so that the views' Protocol (:mod:`.host`) and the iteration views both import it without
 importing each other."""
 

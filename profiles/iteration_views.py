@@ -1,4 +1,4 @@
-"""Issue 31: a profile's serving and decode loops: one row per iteration, the phases, the
+"""A profile's serving and decode loops: one row per iteration, the phases, the
 Overview's per-phase lines, and one iteration's GPU work (what Enter on an iteration narrows to).
 A mixin of :class:`~profview.profiles.trace_profile.Profile`; the rules are
 :mod:`profview.analysis.serving.iterations`' and :mod:`~profview.analysis.serving.phases`'.
@@ -34,7 +34,7 @@ LINE_PHASES = ("prefill", "decode", "mixed")
 
 
 class IterationViews(ProfileHost):
-    """Serving and decode loops (issue 31): iterations, phases, one iteration's GPU work."""
+    """Serving and decode loops: iterations, phases, one iteration's GPU work."""
 
     def iterations(self, pattern: str | None = None) -> pl.DataFrame:
         """One row per iteration (:func:`profview.analysis.serving.iterations.iteration_table`); ``pattern``:

@@ -1,4 +1,4 @@
-"""Issue 15: a profile's memory and module views: allocator events, memory per operator and the
+"""A profile's memory and module views: allocator events, memory per operator and the
 peak per device, GPU time by ``nn.Module`` path and by Python source line, and the GPU work under
 one module or source line.  A mixin of :class:`~profview.profiles.trace_profile.Profile`; every
 figure comes from :mod:`profview.analysis.tables.memory` and :mod:`profview.analysis.tables.modules`.
@@ -26,7 +26,7 @@ NO_SOURCES = "no Python frames in this trace (record with with_stack=True)"
 
 
 class MemoryViews(ProfileHost):
-    """Memory, modules and sources (issue 15)."""
+    """Memory (allocator events, per operator, peak per device), GPU time by module and by source line."""
 
     def memory(self) -> pl.DataFrame:
         """One row per allocator event (see :func:`profview.analysis.tables.memory.memory_events`)."""

@@ -1,4 +1,4 @@
-"""Issues 15 and 26: a profile's timeline and critical path: GPU idle time and gaps per step, the
+"""A profile's timeline and critical path: GPU idle time and gaps per step, the
 timeline's lanes, each step's critical path (its bound kinds, its events, per name its time on it)
 and what-if scalings of it.  A mixin of :class:`~profview.profiles.trace_profile.Profile`; every
 figure comes from :mod:`profview.analysis` (gaps, lanes, critical_path, what_if).
@@ -36,7 +36,7 @@ NO_RUNTIME = (
 
 
 class PathViews(ProfileHost):
-    """The timeline (issue 15) and the critical path (issue 26)."""
+    """The timeline (idle gaps, lanes) and each step's critical path with its what-if scalings."""
 
     # -- the timeline (issue 15) ------------------------------------------------------------------
     @cached_property

@@ -1,4 +1,4 @@
-"""Issue 13: one step of a profile: a step chosen in Steps narrows every view.  The step numbers,
+"""One step of a profile: a step chosen in Steps narrows every view.  The step numbers,
 the step's window and its GPU work (a mask over ``model.gpu``, a model narrowed to it), and the
 step's row of the steps table with its GPU busy time.  A mixin of
 :class:`~profview.profiles.trace_profile.Profile`; the rules are :mod:`profview.analysis.tables.step_scope`'s.

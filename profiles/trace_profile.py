@@ -280,7 +280,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         return self._operator_table(step, by_shapes)
 
     def _operator_table(self, step: int | IterationScope | None, by_shapes: bool) -> pl.DataFrame:
-        """Issue 13: under a step, the operator calls that started in its host range, and the
+        """Under a step, the operator calls that started in its host range, and the
         unattributed GPU work of the step (:mod:`.analysis.tables.step_scope`), as its drill-downs count."""
         from ..analysis.tables.operators import operator_table
 
@@ -319,7 +319,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             return rows
         from ..analysis.tables.launches import op_launches
 
-        replayed = self.replayed_launches(op, step) if input_dims is None else None  # issue 36
+        replayed = self.replayed_launches(op, step) if input_dims is None else None  # replays of its captured calls
         return op_launches(self.step_model(step), op, input_dims, replayed)
 
     def kernel_launches(self, kernel: str, step: int | IterationScope | None = None) -> pl.DataFrame:

@@ -44,7 +44,7 @@ def with_efficiency(profile: Profile, view: str, frame: pl.DataFrame, by_shape: 
 
 
 def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
-    """Issue 36: a trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
+    """A trace's kernel table with ``fused_ops``, ``kernel_file``, ``kernel_hash``,
     ``num_warps`` and ``num_stages`` at the end, where it has Triton kernels (another table as
     it is, at no cost: only its names are looked at)."""
     from ..analysis.efficiency.work.triton import is_triton
@@ -64,7 +64,7 @@ _GPU_KINDS = ("kernel", "memcpy", "memset")
 def with_on_path(
     profile: Profile, view: str, frame: pl.DataFrame, step: int | None = None, rules: str = "profview"
 ) -> pl.DataFrame:
-    """Issue 26: a trace's kernel or operator table (one row per name) with ``on_path_us`` and
+    """A trace's kernel or operator table (one row per name) with ``on_path_us`` and
     ``path_pct`` after its total: per name, its own time on the critical path of the steps (``step``:
     that one's) beside its total, as :meth:`Profile.critical_path_names` has it (kernels by kernel
     name, operators by kind and name; a name outside every step's window has none).  Raises
@@ -86,7 +86,7 @@ def with_on_path(
 
 
 def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
-    """Issue 36: a trace's operator table with ``graph_device_us`` after ``calls``, where it replays graphs:
+    """A trace's operator table with ``graph_device_us`` after ``calls``, where it replays graphs:
     per operator, the replayed GPU time a capture attributes to it (the table's own figures stay
     torch's, which charge a replay to the call around the graph launch).  An operator that ran only
     in the capture gets a row of its own (``kind`` ``captured``: no host time, no device time of
@@ -167,7 +167,7 @@ def view_frame(
         return profile.graph_nodes(graph) if view == "graph_nodes" else getattr(profile, view)()
     if iteration is not None and view not in ITERATION_VIEWS:
         raise ProfviewError(None, f"--iteration goes with --view iterations or phases, not {view}")
-    if view in ITERATION_VIEWS:  # issue 31
+    if view in ITERATION_VIEWS:  # serving and decode loops
         if step is not None:
             raise ProfviewError(None, f"--step does not narrow {view}: each iteration says its step")
         return profile.iterations(iteration) if view == "iterations" else profile.phases(iteration)

@@ -111,7 +111,7 @@ def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
 
 
 def phase_lines(comparison: Comparison) -> list[Text]:
-    """Issue 31: two serving runs per phase, two short lines each (80 columns): GPU per token (per
+    """Two serving runs per phase, two short lines each (80 columns): GPU per token (per
     iteration where a side does not know its tokens) before → after with the change, then the median
     host time per iteration before → after."""
     from ..profiles.iteration_views import short_us

@@ -99,9 +99,9 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
         )
         for line in communication_lines(view):
             console.print(Text(f"  {clean(line)}"))
-        for line in profile.efficiency_lines():  # issue 24
+        for line in profile.efficiency_lines():  # kernel categories, model FLOPs, MFU
             console.print(Text(f"  {clean(line)}"))
-        for line in profile.graph_lines():  # issue 36
+        for line in profile.graph_lines():  # graph replays, attributed or why not
             console.print(Text(f"  {clean(line)}"))
         for line in profile.phase_lines():  # issue 31: serving and decode loops, per phase
             console.print(Text(f"  {clean(line)}"))
@@ -123,7 +123,7 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
         steps = steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
-        outliers = outlier_line(profile.steps())  # issue 13
+        outliers = outlier_line(profile.steps())  # the steps slower than median + 3×1.4826×MAD
         if outliers:
             console.print(Text(f"  {outliers}"))
     if profile.available("kernels"):

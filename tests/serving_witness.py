@@ -1,4 +1,4 @@
-"""Issue 31's witness: the iterations of a trace counted from its raw events with the standard library.
+"""The serving witness: the iterations of a trace counted from its raw events with the standard library.
 
 An iteration is a ``user_annotation`` event of the given names (outermost per thread), its GPU work
 the kernel, memcpy and memset events whose ``correlation`` is that of a runtime call that started

@@ -475,7 +475,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         main = self.main_screen()
         if main is not None and main.scope and parts:  # the subject names the rank already
             parts = [parts[0].removeprefix(f"{main.scope} › "), *parts[1:]]
-        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13
+        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # trace, view, step
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 

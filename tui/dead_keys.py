@@ -1,4 +1,4 @@
-"""Keys that do nothing where you are say why (issue 34: no dead keys: act, or explain).
+"""Keys that do nothing where you are say why: no dead keys, a key acts or explains.
 
 The app offers a key only where it acts (``check_action``; the footer follows).  A key pressed
 where it is not offered would otherwise do nothing at all; :func:`dead_key_reason` gives the one

@@ -62,7 +62,7 @@ class StepChosen(Message):
 
 @dataclass
 class IterationChosen(Message):
-    """Issue 31: an iteration was chosen in the Iterations view (None: all of them)."""
+    """An iteration was chosen in the Iterations view (None: all of them)."""
 
     scope: IterationScope | None
 

@@ -1,4 +1,4 @@
-"""Issue 31: two serving runs compared per phase (``profview diff --view phases``, the summary's table).
+"""Two serving runs compared per phase (``profview diff --view phases``, the summary's table).
 
 One row per phase found on either side (:func:`profview.analysis.serving.phases.phase_table`'s rows), each
 side's own figures beside each other.  The figure compared (``compared``) is ``gpu_us_per_token``
@@ -7,7 +7,8 @@ side whose tokens are unknown, a CUDA-graph replay, is still compared per iterat
 after − before of it, ``delta_pct`` its share of the before figure, ``status`` as every diff's
 (:func:`profview.analysis.diff.compare.status_expr`: ``added``/``removed`` for a phase on one side only,
 ``unchanged`` within the tolerance).  The median host µs per iteration and the GPU busy share are
-shown beside it, not compared.
+shown beside it, not compared.  Witness: tests/diff/test_phase_diff.py recomputes every figure
+from the raw events (tests/serving_witness.py).
 """
 
 from __future__ import annotations

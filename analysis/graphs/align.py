@@ -1,4 +1,4 @@
-"""Issue 36: which captured launch ran each node of a replayed graph, where that is certain.
+"""Which captured launch ran each node of a replayed graph, where that is certain.
 
 A graph's nodes on one stream ran in the order their launches were captured, so each lane (the
 nodes of one stream, in order) is aligned to the capture's launches (CPU order) as a longest
@@ -16,6 +16,8 @@ operators (two streams and a capture that names no kernel, typically).  When the
 every name agrees in order, the pairing is positional and certain by construction.
 
 No I/O: NumPy over small arrays (one row per captured launch, one column per node of a lane).
+Witness: tests/analysis/graphs/test_graph_robustness.py makes real pairs harder and checks each
+attributed event against its own launch in the untouched pair (tests/graph_witness.py).
 """
 
 from __future__ import annotations

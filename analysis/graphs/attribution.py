@@ -1,4 +1,4 @@
-"""Issue 36: graph replays attributed through their capture, and the views that show them.
+"""Graph replays attributed through their capture, and the views that show them.
 
 :mod:`.replays` finds the replays, graphs and nodes of a trace; :mod:`.capture` the
 captures (of this trace, or of a capture trace given with ``--capture``); :mod:`.align`
@@ -17,7 +17,9 @@ pairs each graph's nodes with one capture's launches.  Here the three meet:
   captured launch's, the rest under their own launching operator's, as TraceLens' capture-merged
   ``ops_summary.csv`` counts them (docs/graphs.md: where and by how much it differs).
 
-No I/O: pure functions over frames.
+No I/O: pure functions over frames.  Witnesses: the raw events paired in order with the standard
+library (tests/graph_witness.py) and TraceLens' ``ops_summary.csv`` of the same replays
+(tests/analysis/graphs/test_graphs.py, test_graph_views_attributed.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 36: the captures of a trace: what each graph's nodes were when they were recorded.
+"""The captures of a trace: what each graph's nodes were when they were recorded.
 
 A capture is the host work between a ``cudaStreamBeginCapture``/``hipStreamBeginCapture`` and the
 next ``…StreamEndCapture`` on the same thread.  The launch calls there (``cudaLaunchKernel``,

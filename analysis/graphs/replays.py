@@ -1,4 +1,4 @@
-"""Issue 36: graph replays found in a trace without any capture, and the graphs and nodes they replay.
+"""Graph replays found in a trace without any capture, and the graphs and nodes they replay.
 
 A **replay** is the GPU work of one graph launch: the GPU events (kernel, memcpy, memset) whose
 launching runtime call is a ``cudaGraphLaunch``/``hipGraphLaunch``/``cuGraphLaunch`` (they share

@@ -1,4 +1,4 @@
-"""Issue 31: serving and decode loops, one row per iteration (a scheduler step, one token's decode).
+"""Serving and decode loops, one row per iteration (a scheduler step, one token's decode).
 
 **Finding the iterations** (the first rule that finds any; ``found_by`` says which):
 
@@ -23,7 +23,8 @@ whose phase is known, from its first ``aten::embedding`` call: the product of th
 shape (batch × sequence; ``embedding``).  An iteration of unknown phase (a training step) has no
 tokens: a step's sequence length is not a number of generated tokens.
 
-The figures (docs/iterations.md has a worked example of each):
+The figures (docs/iterations.md has a worked example of each; tests/analysis/serving/test_iterations.py
+recomputes each from the raw JSON with tests/serving_witness.py):
 
 * ``host_us``: the annotation's duration; ``start_us`` from the trace's start (as ``steps``);
 * ``wall_us``: from the host start to the end of the last GPU work the iteration launched (never

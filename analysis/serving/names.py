@@ -1,4 +1,4 @@
-"""Issue 31: what a serving framework's iteration annotation says, read from its name alone.
+"""What a serving framework's iteration annotation says, read from its name alone.
 
 Each format is the one its framework writes around one scheduler iteration (the host range a
 ``record_function`` opens); the numbers are taken as written, never estimated:

@@ -1,4 +1,4 @@
-"""Issue 31: the iterations of a serving run summed per phase (prefill, decode, mixed, unknown).
+"""The iterations of a serving run summed per phase (prefill, decode, mixed, unknown).
 
 Per phase, from :func:`profview.analysis.serving.iterations.iteration_table`'s rows:
 
@@ -14,6 +14,10 @@ Per phase, from :func:`profview.analysis.serving.iterations.iteration_table`'s r
   ``sk``, SGLang's ``g_sk``, ATOM's ``sk``): the least-squares line ``gpu_us = kv_base_us +
   kv_us_per_1k_context × context_tokens / 1000`` over the decode iterations, with ``kv_r2`` and
   ``kv_points``; null with fewer than :data:`KV_MIN_POINTS` iterations or a single context length.
+
+Witness: tests/analysis/serving/test_iterations.py sums the raw events' iterations per phase with
+the standard library and :mod:`statistics` (tests/serving_witness.py), and checks the KV-growth
+line against the closed form (``statistics.linear_regression``).
 """
 
 from __future__ import annotations

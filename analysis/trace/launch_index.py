@@ -1,11 +1,14 @@
 """A kernel's launchers from a launch index: every GPU event's launching operator row, and every
-such row's launching path, computed once per trace (issue 25).
+such row's launching path, computed once per trace so that a kernel's drill-down does not walk
+the host rows again.
 
 A row's path (``op``, ``op_chain``, ``python_stack``) depends on the linked model only, so
 :func:`profview.analysis.tables.launches.launch_index` computes the paths of every launching row once
 (the viewer after linking, the first drill-down export; the cache keeps them beside the model).
 Then the launchers of any kernel are a group-by of its GPU events and two joins: no host row is
-read, and this module needs Polars alone (no NumPy, no call tree).
+read, and this module needs Polars alone (no NumPy, no call tree).  Witness:
+tests/analysis/trace/test_launch_index.py, against the per-kernel computation and the raw events
+matched by correlation with the standard library.
 """
 
 from __future__ import annotations

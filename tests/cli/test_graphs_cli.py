@@ -1,4 +1,4 @@
-"""Issue 36 from the command line: ``export --view graphs|graph_nodes|graph_ops [--capture PATH]``,
+"""Graph replays from the command line: ``export --view graphs|graph_nodes|graph_ops [--capture PATH]``,
 and one line with a non-zero exit for what cannot be done."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 31 from the command line: ``export --view iterations|phases [--iteration REGEX]``, the
+"""Serving and decode loops from the command line: ``export --view iterations|phases [--iteration REGEX]``, the
 summary's per-phase line, one-line errors, and a re-opened trace's line read from the cache.
 
 Witnesses: the raw JSON read with the standard library (``tests/serving_witness.py``), and the

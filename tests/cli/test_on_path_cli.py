@@ -1,4 +1,4 @@
-"""Issue 26: ``profview export T --view kernels|ops --on-path``: each name's time on the critical
+"""``profview export T --view kernels|ops --on-path``: each name's time on the critical
 path (``on_path_us``, ``path_pct``) beside its total, the same frame the viewer's column reads.
 
 Witnesses: Profile.critical_path_names() (the path's per-name view) for the figures; the path's

@@ -1,4 +1,4 @@
-"""Issue 34: a text table diffed against a trace pairs the rows whose names the table cut short with
+"""A text table diffed against a trace pairs the rows whose names the table cut short with
 the one whole name each stands for, and says what could not pair.  Checked against the raw events
 (gzip + json) and the table's own printed text."""
 

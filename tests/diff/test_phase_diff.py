@@ -1,4 +1,4 @@
-"""Issue 31: ``profview diff`` of two serving runs per phase, each figure recomputed from the raw events.
+"""``profview diff`` of two serving runs per phase, each figure recomputed from the raw events.
 
 Pairs: the H100 eager KV-cache loop against the same loop replaying a CUDA graph (decode tokens
 unknown on the graph side: compared per iteration), and TraceLens' vLLM against its SGLang decode

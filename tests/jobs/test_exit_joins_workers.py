@@ -1,4 +1,4 @@
-"""Issue 32: profview joins its worker processes before it exits: nothing of its own is left
+"""Profview joins its worker processes before it exits: nothing of its own is left
 running in its process group when it ends (the job's workers, multiprocessing's resource tracker),
 whether the job finished or was interrupted with Ctrl+C.
 

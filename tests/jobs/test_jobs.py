@@ -464,7 +464,7 @@ def test_calls_match_by_process_group_and_seq_before_their_order() -> None:
 
 
 def test_rank_paths_are_computed_when_asked_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 32: opening a job computes no critical path; the rank paths view computes each rank's
+    """Opening a job computes no critical path; the rank paths view computes each rank's
     once, keeps it in the rank store, and a later open reads it from there (the computation is
     made to fail the second time: it is not run); the straggler path needs the straggler's alone."""
     from profview.jobs import rank_summary

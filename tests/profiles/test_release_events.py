@@ -1,4 +1,4 @@
-"""Issue 25: a one-shot export lets the events frame go once the model is linked, and every figure
+"""A one-shot export lets the events frame go once the model is linked, and every figure
 stays what it was; a view that still needs the events reads them again (from the cache entry the
 parse wrote, or by parsing again), to the same frame."""
 

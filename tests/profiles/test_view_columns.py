@@ -1,4 +1,4 @@
-"""Issue 32: which columns each view has (a view pays only for what it shows), and what the cold
+"""Which columns each view has (a view pays only for what it shows), and what the cold
 kernel table does not compute: no linked model, no perf model, no NumPy.
 
 The column lists are the views' contract (exports, the viewer and the API read the same frames):

@@ -1,4 +1,4 @@
-"""Issue 13's small things, each against the raw file: CSV floats at the trace's resolution, the
+"""Small fixes, each against the raw file: CSV floats at the trace's resolution, the
 overview of a trace without steps or devices, the loading screen's decompressed size, the export
 name (trace, view, step), and an invalid filter regex kept and explained."""
 

@@ -1,4 +1,4 @@
-"""Issue 32: what the viewer computed once is kept with the trace, the critical path included.
+"""What the viewer computed once is kept with the trace, the critical path included.
 
 The viewer's load thread (:func:`profview.tui.lifecycle.prepare`, then :func:`~profview.tui.lifecycle.remember`)
 computes the critical path of every step and saves it with the views; a re-open then has the

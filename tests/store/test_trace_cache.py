@@ -134,7 +134,7 @@ def test_events_damaged_after_lookup_are_parsed_again(trace: Path) -> None:
 
 
 def test_stored_model_is_the_built_one_and_drill_downs_agree(trace: Path) -> None:
-    """Issue 13: the linked model is stored beside the events; a re-open's drill-downs read it
+    """The linked model is stored beside the events; a re-open's drill-downs read it
     (no events, no linking) and give the frames a fresh parse gives; a damaged model is rebuilt."""
     import numpy as np
 
@@ -175,7 +175,7 @@ def test_plain_exports_do_not_store_the_model(trace: Path) -> None:
 
 
 def test_launch_index_is_stored_once_and_a_reopens_launchers_read_no_host_row(trace: Path) -> None:
-    """Issue 25: a drill-down export stores the launch index beside the model; a re-open's
+    """A drill-down export stores the launch index beside the model; a re-open's
     launchers read it (no host row, no events, no model) and equal a fresh parse's, kernel by
     kernel, which add up to the kernel table's calls; a damaged index is computed again."""
     first = profview.load(trace)

@@ -63,7 +63,7 @@ async def test_a_large_traces_path_is_computed_off_the_ui_thread(monkeypatch: py
 
 
 async def test_c_waits_for_the_path_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 25: ``c`` before the path is known does not block the viewer: the path is found by a
+    """``c`` before the path is known does not block the viewer: the path is found by a
     worker (here held back until the test lets it go, while the UI keeps answering), and then ``c``
     selects the path's first event, as when the path was ready (HTA's witness above)."""
     import threading
@@ -105,7 +105,7 @@ async def test_c_waits_for_the_path_off_the_ui_thread(monkeypatch: pytest.Monkey
 async def test_a_reopened_trace_shows_its_path_line_without_linking(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """Issue 32: the first open keeps the critical path with the trace; the re-open's Overview has
+    """The first open keeps the critical path with the trace; the re-open's Overview has
     the same line at once (no 'computing…', even for a trace counted as large), with no model linked
     and no events read."""
     from profview.tui.main import overview

@@ -73,7 +73,7 @@ async def test_one_trace_a_kernel_drills_into_its_launch_paths() -> None:
 
 
 async def test_enter_on_a_decode_loops_gemm_shows_the_launchers_of_the_precomputed_index() -> None:
-    """Issue 25: the viewer computes every launching row's path once, after linking (the launch
+    """The viewer computes every launching row's path once, after linking (the launch
     index); Enter on the most launched GEMM of a decode loop shows what the per-kernel computation
     gives, and its launches add up to the trace's kernel events (counted with the standard library)."""
     from profview.analysis.tables.launches import kernel_launches

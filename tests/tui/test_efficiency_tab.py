@@ -67,7 +67,7 @@ async def test_efficiency_tab_shows_tracelens_figures_and_the_roofline() -> None
 
 
 async def test_kernels_and_operators_tabs_gain_a_category_and_no_tflops() -> None:
-    """Issue 32: each table's category needs no model (operators by the operator rule, kernels by
+    """Each table's category needs no model (operators by the operator rule, kernels by
     their name); TFLOP/s is the Efficiency tab's, per operator and shapes."""
     app = viewer(QWEN)
     async with app.run_test(size=(250, 30)) as pilot:
@@ -97,7 +97,7 @@ async def test_efficiency_tab_without_shapes_says_so() -> None:
 
 
 async def test_step_only_narrows_the_efficiency_tab_and_its_export(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 33: Enter on step 2 in Steps, then 8: the table holds step 2's calls (a third of
+    """Enter on step 2 in Steps, then 8: the table holds step 2's calls (a third of
     gpt2's three identical steps) and the export named …-step-2.csv writes them.  At 80 columns
     the table shows figures (calls, kernel time, TFLOP/s) beside the name, the shapes after."""
     app = viewer("gpt2_train_bf16.pt.trace.json.gz")

@@ -1,4 +1,4 @@
-"""Issue 36: the Graphs tab, driven by Textual's pilot at 80x24 on the SGLang sample and its capture
+"""The Graphs tab, driven by Textual's pilot at 80x24 on the SGLang sample and its capture
 folder: graphs → nodes → a node's captured operator chain and stack; a replayed kernel drills to
 its captured operator; the Overview says how much GPU time the replays took and how much is
 attributed, or, without a capture, how to get one.  Figures checked against the raw events

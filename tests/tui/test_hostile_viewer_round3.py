@@ -49,7 +49,7 @@ async def test_a_step_number_that_does_not_fit_opens_in_the_viewer(tmp_path: Pat
 
 
 async def test_a_cycle_is_said_once_on_the_timeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 35, low: the Timeline said 'no critical path: no critical path: …'."""
+    """The Timeline says why there is no critical path once (it said 'no critical path: no critical path: …')."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": _one_step("1", crossed=True)}))
     app = ProfviewApp(str(path), no_cache=True)

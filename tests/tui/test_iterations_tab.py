@@ -1,4 +1,4 @@
-"""Issue 31: the Iterations tab at 80x24: the iterations table with its outlier, Enter narrowing the
+"""The Iterations tab at 80x24: the iterations table with its outlier, Enter narrowing the
 Overview, Kernels, drill-downs and the Timeline to one iteration, ``a`` back to all, and the
 Overview's per-phase lines.  Figures checked against the raw events (``tests/serving_witness.py``)."""
 

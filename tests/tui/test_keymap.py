@@ -33,7 +33,7 @@ from profview.tui.widgets.table_view import FrameView
 RESNET = "resnet50_train_amp.pt.trace.json.gz"
 SCOPES = {
     "app": ProfviewApp,
-    "efficiency": EfficiencyView,  # issue 24
+    "efficiency": EfficiencyView,  # the perf model and its roofline
     "drill": DrillScreen,
     "steps": StepList,
     "timeline": Timeline,
@@ -50,7 +50,7 @@ SCOPES = {
     "goto": GotoPrompt,
     "drill_progress": DrillProgress,
     "table": FrameView,  # issue 22: hide and move columns
-    "iterations": IterationsView,  # issue 31
+    "iterations": IterationsView,  # serving and decode loops
 }
 
 

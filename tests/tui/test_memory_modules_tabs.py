@@ -119,7 +119,7 @@ async def test_text_tables_say_why_there_is_no_memory_modules_or_timeline() -> N
 
 @pytest.mark.asyncio
 async def test_the_viewer_lets_the_events_go_once_its_views_are_saved(tmp_path: Path, monkeypatch) -> None:
-    """Issue 25: a trace parsed with the cache on is viewed without its events frame; the memory
+    """A trace parsed with the cache on is viewed without its events frame; the memory
     pane, which is made from the events, still shows the raw events' peak, and the events asked for
     again equal the first read (from the cache entry)."""
     from profview.tui.app import ProfviewApp

@@ -1,4 +1,4 @@
-"""Issue 13: Python stacks innermost first, the details line and y (copy), : n N (search and jump
+"""Python stacks innermost first, the details line and y (copy), : n N (search and jump
 without filtering), Backspace (history), and drill-downs in a worker that Esc cancels.
 
 Witnesses are raw trace events read here, independently of profview's engine.

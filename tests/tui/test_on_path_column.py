@@ -1,4 +1,4 @@
-"""Issue 26: the Kernels and Operators tabs gain an on-path column once the critical path, computed
+"""The Kernels and Operators tabs gain an on-path column once the critical path, computed
 by a thread worker, arrives; the context line says whose path it is, or why there is none.
 
 Witness: the figures on screen are Profile.critical_path_names()'s (a second load of the trace),

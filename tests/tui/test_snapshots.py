@@ -93,7 +93,7 @@ def test_timeline_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_kernel_details_line_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13: at 80 columns the details line under the table shows the whole name of the row."""
+    """At 80 columns the details line under the table shows the whole name of the row."""
 
     async def steps(pilot) -> None:  # type: ignore[no-untyped-def]
         await loaded(pilot)

@@ -1,4 +1,4 @@
-"""Issue 13, tables and history: the sorted column stays on screen, the name column is frozen and
+"""Tables and history: the sorted column stays on screen, the name column is frozen and
 follows the terminal's width, the cursor marks the whole row, a breadcrumb names the drill-down
 path, each tab keeps its place, notices do not cover the rows, and "q" then "e" is harmless.
 

@@ -1,4 +1,4 @@
-"""Issue 22, Timeline: it opens on the step chosen in Steps with that step's busy/idle line; the
+"""The Timeline: it opens on the step chosen in Steps with that step's busy/idle line; the
 inspector shows the selected event's arguments and origin; Enter drills into that one event;
 "/" marks matching events and n/N jump between them.  Checked against the raw events (gzip + json)."""
 

@@ -1,4 +1,4 @@
-"""Issue 22, "80x24 first" and "Smaller defects seen": each checked on screen (Textual's pilot)
+"""The viewer at 80x24 first, and smaller defects seen (issue 22): each checked on screen (Textual's pilot)
 against the raw events (gzip + json), the Paddle log's own text, or Python's decimal module."""
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ async def test_hostile_names_are_shown_inert(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_a_table_pane_is_built_when_first_shown() -> None:
-    """Issue 32: a view pays only for what it shows. The Kernels and Operators tables of a viewer
+    """A view pays only for what it shows. The Kernels and Operators tables of a viewer
     that opens on the Overview are not built (their frames formatted into a table widget) until
     their tab is shown; a step chosen meanwhile is what the table then shows."""
     app = viewer(RESNET)

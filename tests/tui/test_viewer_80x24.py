@@ -1,4 +1,4 @@
-"""Issue 34, the viewer at 80x24: never a cut or mislabelled figure, no dead key, every screen says
+"""The viewer at 80x24: never a cut or mislabelled figure, no dead key, every screen says
 what it shows.  Each test drives the viewer (Textual's pilot) and checks what is on screen against
 the raw events (gzip + json), or against the rule the screen claims."""
 

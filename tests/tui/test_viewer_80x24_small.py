@@ -1,4 +1,5 @@
-"""Issue 34's low items: each checked on screen (Textual's pilot) or on the function that draws it,
+"""The viewer at 80x24, its smaller defects (issue 34's low items): each checked on screen
+(Textual's pilot) or on the function that draws it,
 against the raw events (gzip + json) where a figure is shown."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ PANE_SCOPES = {
     "memory": ("memory", "table"),
     "modules": ("modules", "table"),
     "trace": ("trace_timeline",),
-    "iterations": ("iterations", "table"),  # issue 31
+    "iterations": ("iterations", "table"),  # serving and decode loops
 }
 #: The keymap scopes of the other screens, by class name (no screen module is imported here).
 SCREEN_SCOPES = {

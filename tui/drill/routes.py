@@ -79,7 +79,7 @@ def _host_event(profile: Profile, row: dict[str, Any], path: list[str], step: in
 def _shape_launches(
     profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
 ) -> DrillScreen | str:
-    """Issue 24: an operator and shapes of the perf model → the GPU work its calls of those shapes launched."""
+    """An operator and shapes of the perf model → the GPU work its calls of those shapes launched."""
     name, dims = row["name"], row.get("input_dims")
     frame = profile.launches(name, step, input_dims=dims)
     return DrillScreen("op_launches", frame, [*path, f"op {name} {dims or ''}".rstrip()])
@@ -88,7 +88,7 @@ def _shape_launches(
 def _graph_nodes(
     profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
 ) -> DrillScreen | str:
-    """Issue 36: a graph → its nodes, each with its captured launch's operator, module and source line."""
+    """A graph → its nodes, each with its captured launch's operator, module and source line."""
     graph = int(row["graph"])
     return DrillScreen("graph_nodes", profile.graph_nodes(graph), [*path, f"graph {graph}"], profile=profile)
 
@@ -96,7 +96,7 @@ def _graph_nodes(
 def _node_origin(
     profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
 ) -> DrillScreen | str:
-    """Issue 36: a graph node → its captured launch's operator chain and Python stack (one row; Enter
+    """A graph node → its captured launch's operator chain and Python stack (one row; Enter
     on it: that operator's GPU work)."""
     from ...analysis.graphs.attribution import node_launch_frame
 

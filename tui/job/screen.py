@@ -58,7 +58,7 @@ class JobScreen(Screen[None]):
         self.call_after_refresh(self.open_on_straggler)
 
     def open_on_straggler(self) -> None:
-        """Issue 34: the cursor starts on the straggler the header names, so the grid shows its row."""
+        """The cursor starts on the straggler the header names, so the grid shows its row."""
         view = self.query_one("#ranks-table", FrameView)
         stragglers = self.job.stragglers()
         ranks = view.displayed["rank"].to_list() if "rank" in view.displayed.columns else []

@@ -1,4 +1,4 @@
-"""The Efficiency pane (issue 24): the roofline chart over the perf-model table.
+"""The Efficiency pane: the roofline chart over the perf-model table.
 
 The table is ``Profile.efficiency()`` (sortable and filterable like every table; Enter opens the
 GPU work the operator launched); the chart (:mod:`.roofline`) draws its rows against the device's
@@ -71,7 +71,7 @@ class EfficiencyView(Vertical):
         yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table", deferred=self.deferred)
 
     def set_step(self, step: int | None) -> None:
-        """Issue 33: "step N only" narrows the table, the chart and an export to the step's calls."""
+        """A step chosen ("step N only") narrows the table, the chart and an export to its calls."""
         self.step = step
         try:
             self.frame = self.profile.efficiency(step=step)

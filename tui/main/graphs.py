@@ -1,4 +1,4 @@
-"""The Graphs pane (issue 36): the CUDA/HIP graphs the trace replays, a row each, under a caption.
+"""The Graphs pane: the CUDA/HIP graphs the trace replays, a row each, under a caption.
 
 Each row: its nodes, whole replays and replays the window cut, the GPU time they took (and its share
 of all GPU time), the share of it attributed to operators through a capture, the capture, and a note

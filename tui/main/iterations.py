@@ -1,4 +1,4 @@
-"""The Iterations pane (issue 31): one row per serving or decode-loop iteration, its phase lines above.
+"""The Iterations pane: one row per serving or decode-loop iteration, its phase lines above.
 
 The table is ``Profile.iterations()`` (sort with ``s`` or a header click, filter with ``/``, export
 with ``e``, as every table; ``!`` in the ``outlier`` column's place marks an iteration slower than its

@@ -185,13 +185,13 @@ WHOLE = "whole trace · "
 
 
 def only(step: int | IterationScope | None) -> str:
-    if isinstance(step, IterationScope):  # issue 31
+    if isinstance(step, IterationScope):  # an iteration narrows as a step does
         return f" · iteration {step.iteration} only"
     return "" if step is None else f" · step {step} only"
 
 
 def iteration_section(profile: Profile, scope: IterationScope) -> list[RenderableType]:
-    """Issue 31: the chosen iteration's row of the iterations view, in two lines."""
+    """The chosen iteration's row of the iterations view, in two lines."""
     rows = profile.iterations(scope.pattern).filter(pl.col("iteration") == scope.iteration)
     if rows.height == 0:
         return []
@@ -261,7 +261,7 @@ class OverviewView(VerticalScroll):
         self.title_text = title
         self.early = early
         self.step: int | None = None
-        self.iteration: IterationScope | None = None  # issue 31
+        self.iteration: IterationScope | None = None  # chosen in Iterations (None: all)
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="overview-body")
@@ -278,7 +278,7 @@ class OverviewView(VerticalScroll):
         self.on_resize()
 
     def set_iteration(self, scope: IterationScope | None) -> None:
-        """Issue 31: narrowed to one iteration (None: all)."""
+        """Narrowed to one iteration (None: all)."""
         self.iteration = scope
         self.step = None
         self.on_resize()
@@ -298,7 +298,7 @@ class OverviewView(VerticalScroll):
 
     @work(thread=True, exclusive=True, group="serving-phases", exit_on_error=False)
     def phases_in_background(self) -> None:
-        """Issue 31: whether the trace is a serving run, and its phases, off the UI thread; the Overview
+        """Whether the trace is a serving run, and its phases, off the UI thread; the Overview
         redraws with its per-phase lines (a trace without serving iterations shows none)."""
         with contextlib.suppress(ProfviewError):
             self.profile.phase_lines()

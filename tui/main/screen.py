@@ -34,16 +34,16 @@ from .steps import StepList, StepsView
 from .timeline import TimelinePane, TraceTimeline
 
 PANES: tuple[str, ...] = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
-PANES += ("graphs", "iterations")  # issues 36, 31: tabs 9 and 0
+PANES += ("graphs", "iterations")  # graph replays and serving loops: tabs 9 and 0
 TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "steps": "Steps"}
-# Issue 15.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
+# Memory, modules, the timeline.  The timeline pane is "trace": the Steps view already holds a widget #timeline.
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
-TITLES |= {"efficiency": "Efficiency"}  # issue 24
-TITLES |= {"iterations": "Iterations"}  # issue 31
+TITLES |= {"efficiency": "Efficiency"}  # the perf model and its roofline
+TITLES |= {"iterations": "Iterations"}  # serving and decode loops
 #: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
 SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
-TITLES |= {"graphs": "Graphs"}  # issue 36
+TITLES |= {"graphs": "Graphs"}  # graph replays through their capture
 SHORT_TITLES |= {"graphs": "Grph"}
 SHORT_TITLES |= {"iterations": "Iter"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
@@ -59,7 +59,7 @@ def tab_line(current: str, width: int, path: str = "", empty: frozenset[str] = f
         titles["ops"] = "Ops"  # seven tabs on an 80-column terminal
         labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:
-        titles.update(SHORT_TITLES)  # issue 24: eight
+        titles.update(SHORT_TITLES)  # more tabs than fit whole: every title short
         labels = [f" {index % 10} {titles[pane]} " for index, pane in enumerate(PANES, 1)]
     if sum(len(label) + 1 for label in labels) > width:  # issue 34: at 60 columns, no padding (8 Eff stays)
         labels = [f"{index % 10} {titles[pane]}" for index, pane in enumerate(PANES, 1)]
@@ -201,7 +201,7 @@ class MainScreen(Screen[None]):
         self.ask_for_path()
 
     def on_resize(self) -> None:
-        """Issue 34: the tab titles follow the width (abbreviated at 80 columns, whole again wider)."""
+        """The tab titles follow the width (abbreviated at 80 columns, whole again wider)."""
         with contextlib.suppress(NoMatches):
             self.update_header()
 
@@ -309,7 +309,7 @@ class MainScreen(Screen[None]):
             short = f"step {self.step} only (a: all steps)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
-        if self.iteration is not None:  # issue 31
+        if self.iteration is not None:  # an iteration chosen in Iterations, said as a step is
             full = f"{self.iteration.label()} only: Overview, Kernels, Operators, drill-downs (Iterations: a = all)"
             short = f"iteration {self.iteration.iteration} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
@@ -401,7 +401,7 @@ class MainScreen(Screen[None]):
         self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
 
     def on_iteration_chosen(self, message: IterationChosen) -> None:
-        """Issue 31: Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
+        """Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
         self.iteration = message.scope
         self.step = None
         self.refresh_tables()

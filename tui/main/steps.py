@@ -191,7 +191,7 @@ class StepsView(VerticalScroll):
         self.call_after_refresh(self.fit_list)
 
     def fit_list(self) -> None:
-        """Issue 22: the step list takes the lines the rest leaves (at least 35% of the pane, as
+        """The step list takes the lines the rest leaves (at least 35% of the pane, as
         before): at 200x50 it lists 30-odd steps where 80x24 lists 7."""
         step_list = self.query_one(StepList)
         others = sum(w.outer_size.height for w in self.children if w is not step_list and w.display)

@@ -1,7 +1,7 @@
 """The order each table's frame comes in, as the status line names it (``sorted by total_us ↓``).
 
-Issue 34: the label used to be guessed from whichever known column happened to be descending, so
-the job's Collectives said ``sorted by duration_us ↓`` while their rows are sorted by
+Why: the label used to be guessed from whichever known column happened to be descending, so the
+job's Collectives said ``sorted by duration_us ↓`` while their rows are sorted by
 ``max_wait_us``.  Here each table says how its frame is sorted (its first key: where the frame is
 made, ``analysis/`` and ``jobs/``), and the label is shown only when the frame really is in that
 order; a frame in another order gets no label rather than a wrong one.

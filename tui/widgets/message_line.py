@@ -1,4 +1,4 @@
-"""A one-line message area in a screen's header row, for informational notices (issue 13).
+"""A one-line message area in a screen's header row, for informational notices.
 
 Textual's toasts are drawn over the bottom-right of the screen, where the table's rows are.
 :meth:`profview.tui.app.ProfviewApp.notify` sends an *information* notice here when the screen

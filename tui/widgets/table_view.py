@@ -393,7 +393,7 @@ class FrameView(Vertical):
             table.move_cursor(row=place["row"], column=place["column"])
 
     def on_resize(self) -> None:
-        """Issue 13: the name column's width follows the terminal's (rebuilt when its limit changes)."""
+        """The name column's width follows the terminal's (rebuilt when its limit changes)."""
         table = self.table
         if table is None or not self.is_attached:
             return

@@ -1,4 +1,4 @@
-"""Issue 33's perf-model defects, each on the real trace it was seen on, each figure recomputed from
+"""Perf-model defects, each on the real trace it was seen on, each figure recomputed from
 the raw JSON with the standard library (tests/witness.py) or by hand from the recorded shapes, and
 checked against TraceLens' own report of the same trace where it models the call."""
 

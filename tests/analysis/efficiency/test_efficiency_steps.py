@@ -1,4 +1,4 @@
-"""Issue 33: one step's efficiency and categories (``--step N``, the viewer's "step N only"), the
+"""One step's efficiency and categories (``--step N``, the viewer's "step N only"), the
 Overview's one definition of model TFLOP/s, and the B200's FP8-named batched GEMMs as GEMM.
 Each figure is recomputed from the raw events (tests/witness.py)."""
 

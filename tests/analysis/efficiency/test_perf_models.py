@@ -1,4 +1,5 @@
-"""Issue 33's new perf models, each against a hand calculation from the recorded shapes and, where
+"""Perf models of more operators (norms, reductions, FP8/FP4 and grouped GEMMs, attention kernels),
+each against a hand calculation from the recorded shapes and, where
 TraceLens models the same operator, TraceLens' own figure (samples/tracelens_live/, written by
 scripts/tracelens_witness.py: its perf report of a sample, or its model class run on the recorded
 calls of samples/tracelens_live/perf_model_calls.json, operators no trace here holds).  Where the

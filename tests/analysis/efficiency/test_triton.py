@@ -1,4 +1,4 @@
-"""Issue 36 item 3: TorchInductor's Triton kernels.  The host-op arguments read by both readers, the
+"""TorchInductor's Triton kernels.  The host-op arguments read by both readers, the
 kernel view's Triton columns, and the efficiency view's row per compiled kernel in TraceLens'
 conventions (its own report of the same trace: samples/tracelens_live/*.triton.csv), each figure
 recomputed from the raw JSON."""

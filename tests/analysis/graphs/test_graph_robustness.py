@@ -1,4 +1,4 @@
-"""Issue 36: graph alignment is right or refused, never guessed, on real pairs made harder.
+"""Graph alignment is right or refused, never guessed, on real pairs made harder.
 
 Each case rewrites a real replay (or capture) the way a profiler or a model can make it: nodes
 missing from the replay or from the capture, two captures to choose from, a graph on two streams, a

@@ -1,4 +1,4 @@
-"""Issue 36: the operator, module, source and launch views see replayed kernels through their capture.
+"""The operator, module, source and launch views see replayed kernels through their capture.
 
 Witnesses: the raw events paired in order (tests/graph_witness.py), TraceLens' ops_summary.csv of
 the same replay (its ``total_subtree_kernel_time_sum``: an operator's kernels and those of the

@@ -1,4 +1,4 @@
-"""Issue 36: graph replays attributed through their capture, on real pairs.
+"""Graph replays attributed through their capture, on real pairs.
 
 Every figure is checked against a second witness: the raw events read with the standard library
 (tests/graph_witness.py: launches paired in order with the replay's kernels, operators and modules

@@ -1,4 +1,4 @@
-"""Issue 31: iterations of serving and decode loops, each figure recomputed from the raw JSON.
+"""Iterations of serving and decode loops, each figure recomputed from the raw JSON.
 
 The witness is ``tests/serving_witness.py`` (the raw events read with the standard library); the
 recordings' own facts (``samples/h100_*.facts.json``) are a third source where they say a count.

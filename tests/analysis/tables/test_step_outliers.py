@@ -1,4 +1,4 @@
-"""Issue 13: outlier steps, and one chosen step narrowing every view (CLI and viewer).
+"""Outlier steps, and one chosen step narrowing every view (CLI and viewer).
 
 Each figure is checked against the raw trace JSON read with the standard library: step windows,
 launches by correlation id and the GPU busy union are recomputed here in plain Python, and the
