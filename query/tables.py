@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: operator or kernel to drill into (``profview export --view launches --op NAME``).
 TRACE_TABLES: dict[str, str] = {
     "events": "one per trace event as parsed (every phase: X, i, s/f, M), none dropped",
-    "kernels": "one per GPU kernel name (memcpy and memset too)",
+    "kernels": "one per GPU kernel name (kernels only: memcpy and memset are in events)",
     "ops": "one per operator name and kind (host and device time, self and total)",
     "steps": "one per ProfilerStep (a trace without steps: one row, step -1, the whole trace)",
     "iterations": "one per serving or decode iteration (else per step)",
