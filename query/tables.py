@@ -61,20 +61,25 @@ JOB_TABLES: dict[str, str] = {
 #: Units by column name: the exact names first, then the endings (what ``--tables`` prints).
 UNIT_NAMES: dict[str, str] = {
     "ts": "µs", "dur": "µs", "bytes": "bytes", "shared_mem": "bytes", "occupancy": "%", "pct": "%",
-    "mfu": "%", "flops": "FLOP", "kernel_num_gb": "GB", "mem_bytes": "bytes", "mem_allocated": "bytes",
-    "mem_reserved": "bytes",
+    "flops": "FLOP", "kernel_flop": "FLOP", "kernel_num_gb": "GB", "mem_bytes": "bytes", "mem_allocated": "bytes",
+    "mem_reserved": "bytes", "gflops": "GFLOP per call", "kineto_gflops": "GFLOP per call",
+    "data_mb": "MiB per call", "model_tflop": "TFLOP", "tb_s": "TB/s", "pct_of_roofline": "%",
+    "flops_per_byte": "FLOP/byte", "gpu_us_per_token": "µs", "kv_us_per_1k_context": "µs",
 }
 UNIT_ENDINGS: tuple[tuple[str, str], ...] = (
-    ("_us", "µs"), ("_ms", "ms"), ("_bytes", "bytes"), ("_pct", "%"), ("_tflops", "TFLOP/s"), ("tflops", "TFLOP/s"),
-    ("_tb_s", "TB/s"), ("_gb_s", "GB/s"), ("_flops", "FLOP"), ("_gb", "GB"), ("_mb", "MB"),
+    ("_us", "µs"), ("_ms", "ms"), ("_bytes", "bytes"), ("_pct", "%"), ("_tflops", "TFLOP/s"), ("_tb_s", "TB/s"),
+    ("_gb_s", "GB/s"), ("_mb", "MB"),
 )
+#: Units by how a column's name starts (``tflops_s_min``: TFLOP/s; ``us_median``: µs).
+UNIT_STARTS: tuple[tuple[str, str], ...] = (("tflops_s", "TFLOP/s"), ("us_", "µs"))
 
 
 def unit_of(column: str) -> str:
     """The unit a column's name says (``total_us``: µs), or ``""`` for a count, a name or a flag."""
     if column in UNIT_NAMES:
         return UNIT_NAMES[column]
-    return next((unit for ending, unit in UNIT_ENDINGS if column.endswith(ending)), "")
+    found = next((unit for ending, unit in UNIT_ENDINGS if column.endswith(ending)), "")
+    return found or next((unit for start, unit in UNIT_STARTS if column.startswith(start)), "")
 
 
 class Tables(Mapping[str, pl.DataFrame]):
