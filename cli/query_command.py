@@ -72,7 +72,12 @@ def query(
             _print_tables(tables)
             return
         assert sql is not None
-        from ..query.engine import run_sql
+        from ..profiles.views import EVENT_VIEWS
+        from ..query.engine import named_tables, run_sql
+
+        if not set(named_tables(sql, list(tables))) & {"events", *EVENT_VIEWS}:
+            for profile in profiles:  # as a one-shot export: the events go once the model is linked
+                profile.release_events_after_link = True
 
         answer = run_sql(tables, sql)
         _write(answer, out, inputs, force, raw_formulas)

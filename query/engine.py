@@ -49,6 +49,10 @@ def run_sql(tables: Mapping[str, pl.DataFrame], sql: str) -> pl.DataFrame:
         raise ProfviewError(None, "empty query: give one SQL statement, e.g. -q 'SELECT * FROM kernels'")
     if len(sql) > MAX_SQL_CHARS:
         raise ProfviewError(None, f"query of {len(sql):,} characters: at most {MAX_SQL_CHARS:,}")
+    first = re.match(r"[\s(]*([A-Za-z]+)", _NOT_NAMES.sub(" ", sql))
+    if first is None or first.group(1).upper() not in ("SELECT", "WITH"):
+        word = first.group(1) if first else sql.strip()[:20]
+        raise ProfviewError(None, f"bad query: only SELECT (or WITH ... SELECT) is answered, not {word!r}")
     available = list(tables)
     used = named_tables(sql, available)
     context = pl.SQLContext()

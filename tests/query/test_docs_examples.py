@@ -34,3 +34,13 @@ def test_example_runs(line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert (tmp_path / args[args.index("-o") + 1]).stat().st_size > 0
     elif "--tables" not in args and "--format" not in args:
         assert re.search(r"\(([1-9][\d,]*) rows?\)\n$", out), out
+
+
+def test_python_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doc's Python block, run as written: only the kernel table is built."""
+    monkeypatch.chdir(ROOT)
+    block = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)[0]
+    scope: dict[str, object] = {}
+    exec(compile(block, str(DOC), "exec"), scope)
+    tables = scope["tables"]
+    assert tables.built() == ["kernels"]  # type: ignore[attr-defined]

@@ -53,6 +53,21 @@ def test_select_star_equals_the_export(tmp_path: Path, view: str) -> None:
     assert_frame_equal(answer.drop("trace"), _export(tmp_path, path, view))
 
 
+@pytest.mark.parametrize(
+    ("name", "views"),
+    [
+        (GPT2, ["memory", "memory_ops", "memory_peaks", "critical_path_names", "critical_path_events"]),
+        ("h100_compile_reduce_overhead.json.gz", ["graphs", "graph_nodes", "graph_ops", "ops"]),
+    ],
+)
+def test_memory_and_graph_tables_equal_their_exports(tmp_path: Path, name: str, views: list[str]) -> None:
+    path = str(sample(name))
+    for view in views:
+        answer = _query(tmp_path, [path], f"SELECT * FROM {view}", f"{view}-q.parquet")
+        assert answer.height > 0
+        assert_frame_equal(answer.drop("trace"), _export(tmp_path, path, view))
+
+
 def test_group_by_over_events_equals_the_kernel_table_and_the_json(tmp_path: Path) -> None:
     """Per kernel name, calls and total from the raw events (SQL), from the kernel table, and from
     the JSON read with the standard library: three counts, one answer."""
@@ -151,10 +166,13 @@ def test_no_event_dropped_where_kernels_overlap_on_one_stream(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("SELEC * FROM kernels", "bad query: sql parser error"),
+        ("SELECT * FROM kernels WHERE", "bad query: sql parser error"),
+        ("SELEC * FROM kernels", "only SELECT (or WITH ... SELECT) is answered, not 'SELEC'"),
         ("SELECT * FROM kernals", "unknown table 'kernals' in the query: the tables are events, kernels"),
         ("SELECT nope FROM kernels", "unknown column 'nope' in the query (kernels: trace, name, calls"),
         ("   ", "empty query"),
+        ("DROP TABLE kernels", "bad query: only SELECT (or WITH ... SELECT) is answered, not 'DROP'"),
+        ("SELECT * FROM kernels; SELECT * FROM ops", "bad query: one (and only one) statement"),
     ],
 )
 def test_bad_sql_is_one_line_and_exit_2(sql: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
