@@ -44,16 +44,18 @@ def summary(
     from ..report.profile_summary import print_summary, print_summary_json
 
     if target.is_job:
-        from ..report.job_summary import print_job_summary
+        from ..report.job_summary import print_job_summary, print_job_summary_json
 
-        if capture or format_ == "json":
+        if capture:
             from ..errors import ProfviewError
 
-            what = "--capture" if capture else "--format json"
-            raise ProfviewError(None, f"{what}: one trace's option, not a job's (profview query JOB answers in JSON)")
+            raise ProfviewError(None, "--capture: one trace's option, not a job's")
         with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             try:
-                print_job_summary(job, top)
+                if format_ == "json":
+                    print_job_summary_json(job, top)
+                else:
+                    print_job_summary(job, top)
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None

@@ -209,7 +209,7 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
         console.print(Text(f"  no {missing} view: {clean(reason)}"))
 
 
-def _rows(frame: pl.DataFrame | None, columns: list[str]) -> list[dict[str, object]] | None:
+def json_rows(frame: pl.DataFrame | None, columns: list[str]) -> list[dict[str, object]] | None:
     """A frame's rows as JSON objects (the shown columns it has; NaN and infinities as null)."""
     if frame is None:
         return None
@@ -252,23 +252,26 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
         },
         "environments": figures.environments,
         "runs": figures.runs,
-        "steps": _rows(figures.steps, step_columns),
+        "steps": json_rows(figures.steps, step_columns),
         "outlier_steps": outliers,
         "top": figures.top,
-        "kernels": _rows(figures.kernels, list(KERNEL_COLUMNS)),
-        "ops": _rows(figures.ops, list(OP_COLUMNS)),
+        "kernels": json_rows(figures.kernels, list(KERNEL_COLUMNS)),
+        "ops": json_rows(figures.ops, list(OP_COLUMNS)),
         "missing": figures.missing,
     }
 
 
-def print_summary_json(profile: Profile, top: int, stream: TextIO | None = None) -> None:
-    """The summary as one JSON document on stdout (ASCII: no byte of a trace's text can act on a
-    terminal; control characters are ``\\u`` escapes)."""
+def dump_json(document: dict[str, object]) -> str:
+    """A summary document as JSON text: ASCII (no byte of a trace's text can act on a terminal;
+    control characters are ``\\u`` escapes), no NaN, indented, with a final newline."""
     import json
 
-    text = json.dumps(summary_document(summary_figures(profile, top)), ensure_ascii=True, allow_nan=False,
-                      default=str, indent=2)
-    (stream or sys.stdout).write(text + "\n")
+    return json.dumps(document, ensure_ascii=True, allow_nan=False, default=str, indent=2) + "\n"
+
+
+def print_summary_json(profile: Profile, top: int, stream: TextIO | None = None) -> None:
+    """The summary as one JSON document on stdout."""
+    (stream or sys.stdout).write(dump_json(summary_document(summary_figures(profile, top))))
 
 
 @dataclass

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import tarfile
-from collections import Counter
-from functools import cache
 from pathlib import Path
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 from support import SAMPLES, run_cli, sample
-from witness import raw_kernels
+from witness import dlrm_kernel_calls, raw_kernels
 
 from profview.errors import ProfviewError
 from profview.profiles.loading import load
@@ -97,19 +94,6 @@ def test_two_traces_at_once(tmp_path: Path) -> None:
         raw = raw_kernels(Path(path))
         calls = totals.filter(pl.col("trace") == path)["calls"].item()
         assert calls == sum(c for c, _ in raw.values())
-
-
-@cache
-def dlrm_kernel_calls() -> dict[int, int]:
-    """rank → its ``kernel`` events, read with tarfile + json."""
-    calls: Counter[int] = Counter()
-    with tarfile.open(DLRM) as archive:
-        for member in archive.getmembers():
-            if member.name.endswith(".json"):
-                doc = json.load(archive.extractfile(member))  # type: ignore[arg-type]
-                rank = doc["distributedInfo"]["rank"]
-                calls[rank] += sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X")
-    return dict(calls)
 
 
 def test_a_job(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from support import run_cli, sample
-from witness import raw_kernels
+from witness import dlrm_kernels, raw_kernels
 
 from profview.frames import fmt_us
+from profview.report.job_summary import JOB_SUMMARY_SCHEMA, RANK_COLUMNS
 from profview.report.profile_summary import SUMMARY_SCHEMA
 
 EAGER = "h100_decode_eager_kv.json.gz"
@@ -81,9 +82,22 @@ def test_bad_format_is_one_line(args: list[str], message: str, capsys: pytest.Ca
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_job_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli(["summary", str(sample("gloo_2rank")), "--format", "json"]) == 2
-    assert "--format json: one trace's option, not a job's" in capsys.readouterr().err
+def test_a_job(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DLRM job: the straggler line as printed, the ranks as exported, the kernels' calls from the JSON."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    job = sample("param_dlrm_8rank_v100.tar.gz")
+    doc = json.loads(_summary(capsys, job, "--format", "json", "-j", "2"))
+    text = _summary(capsys, job, "-j", "2")
+    assert doc["schema"] == JOB_SUMMARY_SCHEMA and doc["lines"] == ["8 of 8 ranks"] and doc["backends"] == ["nccl"]
+    assert doc["straggler"].startswith("straggler: rank 7 ") and doc["straggler"] in text
+    out = tmp_path / "ranks.parquet"
+    assert run_cli(["export", str(job), "-v", "ranks", "-o", str(out), "-j", "2"]) == 0
+    exported = pl.read_parquet(out).select(*RANK_COLUMNS, "straggler").to_dicts()
+    assert doc["ranks"] == exported  # 8 ranks, at most --top 10: all of them
+    assert len(doc["kernels"]) == 10
+    for row in doc["kernels"]:  # calls over all ranks, counted in the JSON
+        assert row["calls"] == sum(names[row["name"]] for names in dlrm_kernels().values())
+    assert [r["name"] for r in doc["collectives"]][:1] == ["SendRecv"] and "SendRecv" in text
 
 
 def test_trace_text_is_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
