@@ -229,3 +229,15 @@ def test_no_output_over_an_input(capsys: pytest.CaptureFixture[str], tmp_path: P
 def test_run_sql_raises_profview_error() -> None:
     with pytest.raises(ProfviewError, match="unknown table 'x'"):
         run_sql({"kernels": pl.DataFrame({"a": [1]})}, "SELECT * FROM x")
+
+
+def test_capture_as_export_takes_it(tmp_path: Path) -> None:
+    """``--capture``: the graph tables attributed through a capture folder, as the export has them."""
+    replay = str(SAMPLES / "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz")
+    folder = str(SAMPLES / "sglang_decode_capture_traces")
+    for view in ("graphs", "graph_ops"):
+        answer = _query(tmp_path, [replay, "--capture", folder], f"SELECT * FROM {view}", f"{view}-q.parquet")
+        out = tmp_path / f"{view}.parquet"
+        assert run_cli(["export", replay, "-v", view, "--capture", folder, "-o", str(out), "--force"]) == 0
+        assert answer.height > 0
+        assert_frame_equal(answer.drop("trace"), pl.read_parquet(out))
