@@ -19,6 +19,8 @@ from .options import CaptureOption, CommPattern, DaskOption, ForceOption, NoCach
 from .output import say_written, stdout_closed
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..profiles.trace_profile import Profile
     from ..query.tables import Tables
 
@@ -58,12 +60,14 @@ def query(
 
     if out is not None:
         export_format(out)
+    if out not in (None, "-"):  # an output that cannot be written is said before the work, not after it
+        check_target(out, inputs=tuple(paths), overwrite=force)
     jobs = [p for p in paths if is_job([p])]
     if capture and (jobs or len(paths) > 1):
         raise ProfviewError(None, "--capture: one trace's option, not a job's or several traces'")
     with contextlib.ExitStack() as stack:
         sources, inputs, profiles = _open(paths, jobs, stack, no_cache, comm_pattern, workers, dask, strict, capture)
-        if out not in (None, "-"):  # said before the work, not after it
+        if out not in (None, "-"):  # and never over a job's own traces or archives
             check_target(out, inputs=inputs, overwrite=force)
         from ..query.tables import stacked
 
@@ -141,11 +145,8 @@ def _print_tables(tables: Tables) -> None:
         raise stdout_closed() from None
 
 
-def _write(answer: object, out: str | None, inputs: tuple[str, ...], force: bool, raw_formulas: bool) -> None:
+def _write(answer: pl.DataFrame, out: str | None, inputs: tuple[str, ...], force: bool, raw_formulas: bool) -> None:
     """The answer to ``out`` (the export writer), or onto the terminal as an aligned table."""
-    import polars as pl
-
-    assert isinstance(answer, pl.DataFrame)
     try:
         if out is None:
             from ..report.frame_text import print_frame
