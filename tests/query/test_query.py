@@ -241,3 +241,18 @@ def test_capture_as_export_takes_it(tmp_path: Path) -> None:
         assert run_cli(["export", replay, "-v", view, "--capture", folder, "-o", str(out), "--force"]) == 0
         assert answer.height > 0
         assert_frame_equal(answer.drop("trace"), pl.read_parquet(out))
+
+
+def test_a_jobs_tables_list_its_own_and_each_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["query", str(DLRM), "--tables", "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    for line in ("ranks: one per rank", "collectives: one per collective call", "rank_kernels: one per rank",
+                 "events: per rank: one per trace event"):
+        assert line in out
+    rank_kernels = out.split("rank_kernels:", 1)[1].split("\n", 2)[1:]
+    assert rank_kernels[0].split()[0] == "trace" and rank_kernels[1].split()[:2] == ["rank", "Int64"]
+
+
+def test_table_names_ignore_case(tmp_path: Path) -> None:
+    answer = _query(tmp_path, [str(sample(RESNET))], "SELECT COUNT(*) AS n FROM KERNELS")
+    assert answer["n"].item() == len(raw_kernels(sample(RESNET)))
