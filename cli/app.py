@@ -15,6 +15,7 @@ from .. import __version__
 from .diff_command import diff
 from .export_command import export
 from .open_command import open_viewer
+from .query_command import query
 from .summary_command import summary
 
 app = typer.Typer(
@@ -25,7 +26,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-COMMANDS = ("open", "summary", "export", "diff")
+COMMANDS = ("open", "summary", "export", "diff", "query")
 
 
 def _version(value: bool) -> None:
@@ -50,3 +51,4 @@ app.command("open")(open_viewer)
 app.command()(summary)
 app.command()(export)
 app.command("diff")(diff)
+app.command()(query)

@@ -25,15 +25,26 @@ def summary(
         bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
     ] = False,
     capture: CaptureOption = None,
+    format_: Annotated[
+        str,
+        typer.Option(
+            "--format", help="text, or json: the same figures as one JSON document with a schema version "
+            "(docs/query.md).",
+        ),
+    ] = "text",
 ) -> None:
     """Print an overview, the step breakdown and the top kernels and operators."""
+    if format_ not in ("text", "json"):
+        from ..errors import ProfviewError
+
+        raise ProfviewError(None, f"--format {format_!r}: choose text or json")
     target = Target.of(path)
     target.start_reading(no_cache)
     from ..profiles.loading import remember_views
-    from ..report.profile_summary import print_summary
+    from ..report.profile_summary import print_summary, print_summary_json
 
     if target.is_job:
-        from ..report.job_summary import print_job_summary
+        from ..report.job_summary import print_job_summary, print_job_summary_json
 
         if capture:
             from ..errors import ProfviewError
@@ -41,7 +52,10 @@ def summary(
             raise ProfviewError(None, "--capture: one trace's option, not a job's")
         with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
             try:
-                print_job_summary(job, top)
+                if format_ == "json":
+                    print_job_summary_json(job, top)
+                else:
+                    print_job_summary(job, top)
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None
@@ -50,7 +64,10 @@ def summary(
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
     try:
-        print_summary(profile, top, wide=wide)
+        if format_ == "json":
+            print_summary_json(profile, top)
+        else:
+            print_summary(profile, top, wide=wide)
         sys.stdout.flush()
     except BrokenPipeError:
         raise stdout_closed() from None

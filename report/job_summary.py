@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from dataclasses import dataclass
 from typing import TextIO
 
 import polars as pl
@@ -79,49 +80,87 @@ def straggler_line(job: Job) -> str:
     )
 
 
-def print_job_summary(job: Job, top: int, console: Console | None = None) -> None:
-    """The job's ranks, its straggler, the longest-waiting collectives and the top kernels."""
-    console = console or ReportConsole()
-    console.print(Text(f"{clean(job.source)}  (distributed job)", style="bold"))
-    backends = sorted({clean(s.backend) for s in job.summaries if s.backend})  # trace text: made inert
-    backend = f" ({', '.join(backends)})" if backends else ""
+#: The version of ``summary JOB --format json``'s document (docs/query.md).
+JOB_SUMMARY_SCHEMA = "profview.job-summary/1"
+#: The ranks table's columns the summary shows (text and JSON), and their headers.
+RANK_COLUMNS = {
+    "rank": "rank",
+    "steps": "steps",
+    "step_us": "step",
+    "kernel_us": "kernel",
+    "communication_us": "comm",
+    "exposed_communication_us": "exposed",
+    "overlap_pct": "overlap",
+    "wait_us": "wait",
+    "last_arrivals": "last",
+    "clock_offset_us": "offset µs",
+}
+COLLECTIVE_COLUMNS = ("collective", "name", "ranks", "max_wait_us", "last_rank", "duration_us")
+JOB_KERNEL_COLUMNS = ("name", "calls", "total_us", "median_rank_us", "max_rank_us", "max_rank")
+
+
+@dataclass
+class JobSummaryFigures:
+    """Every figure ``profview summary JOB`` shows, read once from the job: the text and the JSON
+    render this one object.  Lines are as printed (not yet sanitised); frames cut to ``top`` rows."""
+
+    source: str
+    top: int
+    lines: list[str]
+    backends: list[str]
+    straggler: str
+    ranks: pl.DataFrame
+    ranks_title: str
+    collectives: pl.DataFrame
+    kernels: pl.DataFrame
+
+
+def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
+    """The job summary's figures: its rank count and notes, the straggler, ranks, collectives, kernels."""
+    backends = sorted({s.backend for s in job.summaries if s.backend})
     # The backend belongs to the line that counts the ranks (the notes may start with another).
     count = f"{len(job.ranks)} of {job.world_size} ranks"
     lines = list(job.notes)
     if not (lines and lines[0].startswith(count)):
         lines.insert(0, count)
-    for number, line in enumerate(lines):
-        console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
-    console.print(Text(f"  {straggler_line(job)}"))
     ranks, title = shown_ranks(job.ranks_view(), top)
-    columns = {
-        "rank": "rank",
-        "steps": "steps",
-        "step_us": "step",
-        "kernel_us": "kernel",
-        "communication_us": "comm",
-        "exposed_communication_us": "exposed",
-        "overlap_pct": "overlap",
-        "wait_us": "wait",
-        "last_arrivals": "last",
-        "clock_offset_us": "offset µs",
-    }
+    return JobSummaryFigures(
+        source=job.source, top=top, lines=lines, backends=backends, straggler=straggler_line(job), ranks=ranks,
+        ranks_title=title, collectives=job.collective_instances().head(top), kernels=job.kernels().head(top),
+    )
+
+
+def print_job_summary(job: Job, top: int, console: Console | None = None) -> None:
+    """The job's ranks, its straggler, the longest-waiting collectives and the top kernels."""
+    print_job_figures(job_summary_figures(job, top), console)
+
+
+def print_job_figures(figures: JobSummaryFigures, console: Console | None = None) -> None:
+    """The job summary as text."""
+    console = console or ReportConsole()
+    top = figures.top
+    console.print(Text(f"{clean(figures.source)}  (distributed job)", style="bold"))
+    backends = [clean(b) for b in figures.backends]  # trace text: made inert
+    backend = f" ({', '.join(backends)})" if backends else ""
+    for number, line in enumerate(figures.lines):
+        console.print(Text(f"  {clean(line)}{backend if number == 0 else ''}"))
+    console.print(Text(f"  {figures.straggler}"))
     table = Table(
-        title=title,
+        title=figures.ranks_title,
         title_justify="left",
         show_edge=False,
         pad_edge=False,
         box=None,
         padding=(0, 1),
     )
-    for header in columns.values():
+    for header in RANK_COLUMNS.values():
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
-    for row in ranks.iter_rows(named=True):
-        cells = [_cell(c, row[c]) for c in columns]
+    for row in figures.ranks.iter_rows(named=True):
+        cells = [_cell(c, row[c]) for c in RANK_COLUMNS]
         table.add_row(*cells, Text("◀" if row["straggler"] else ""))
     console.print(table)
-    instances = job.collective_instances().head(top)
+    instances = figures.collectives
     if instances.height:
         table = Table(title=f"Top {top} collectives by wait", title_justify="left", show_edge=False, box=None)
         for header in ("id", "collective", "ranks", "longest wait", "last rank", "longest"):
@@ -136,7 +175,7 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
                 Text(fmt_us(row["duration_us"])),
             )
         console.print(table)
-    kernels = job.kernels().head(top)
+    kernels = figures.kernels
     if kernels.height == 0:
         return
     table = Table(title=f"Top {top} kernels (all ranks)", title_justify="left", show_edge=False, box=None)
@@ -153,6 +192,33 @@ def print_job_summary(job: Job, top: int, console: Console | None = None) -> Non
             Text(str(row["max_rank"])),
         )
     console.print(table)
+
+
+def job_summary_document(figures: JobSummaryFigures) -> dict[str, object]:
+    """The job summary as a JSON document (``summary JOB --format json``; keys in docs/query.md):
+    the same figures as the text, in their frames' units (µs, %)."""
+    from .profile_summary import json_rows
+
+    return {
+        "schema": JOB_SUMMARY_SCHEMA,
+        "path": figures.source,
+        "format": "distributed job",
+        "lines": figures.lines,
+        "backends": figures.backends,
+        "straggler": figures.straggler,
+        "top": figures.top,
+        "ranks_title": figures.ranks_title,
+        "ranks": json_rows(figures.ranks, [*RANK_COLUMNS, "straggler"]),
+        "collectives": json_rows(figures.collectives, list(COLLECTIVE_COLUMNS)),
+        "kernels": json_rows(figures.kernels, list(JOB_KERNEL_COLUMNS)),
+    }
+
+
+def print_job_summary_json(job: Job, top: int, stream: TextIO | None = None) -> None:
+    """The job summary as one JSON document on stdout (ASCII, as :func:`print_summary_json`)."""
+    from .profile_summary import dump_json
+
+    (stream or sys.stdout).write(dump_json(job_summary_document(job_summary_figures(job, top))))
 
 
 def shown_ranks(ranks: pl.DataFrame, top: int) -> tuple[pl.DataFrame, str]:

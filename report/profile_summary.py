@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import sys
+from dataclasses import dataclass, field
+from typing import Literal, TextIO
 
 import polars as pl
 from rich.console import Console
@@ -10,7 +12,16 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.trace.scalars import as_float
-from ..frames import CATEGORIES, SHORT_LABELS, communication_lines, device_note, fmt_fixed, fmt_us, rank_line
+from ..frames import (
+    CATEGORIES,
+    SHORT_LABELS,
+    Overview,
+    communication_lines,
+    device_note,
+    fmt_fixed,
+    fmt_us,
+    rank_line,
+)
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
 from .console import ReportConsole
@@ -75,20 +86,94 @@ def _memory_lines(profile: Profile) -> list[str]:
         return []
 
 
+#: The version of ``summary --format json``'s document (docs/query.md): raised when a key changes
+#: meaning or goes; a new key does not raise it.
+SUMMARY_SCHEMA = "profview.summary/1"
+#: The columns of each table the summary shows (text and JSON alike), by its frame's column name.
+KERNEL_COLUMNS = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
+OP_COLUMNS = {
+    "name": "operator",
+    "calls": "calls",
+    "host_self_us": "host self",
+    "host_total_us": "host total",
+    "device_self_us": "device self",
+    "device_total_us": "device total",
+}
+
+
+@dataclass
+class SummaryFigures:
+    """Every figure ``profview summary`` shows, read once from the profile: the text and the JSON
+    are two renderings of this one object, so they cannot disagree.  Lines are as printed (not
+    yet sanitised); frames are the profile's own, cut to ``top`` rows."""
+
+    path: str
+    format: str
+    top: int
+    overview: Overview | None = None
+    rank: str | None = None
+    device_note: str | None = None
+    communication: list[str] = field(default_factory=list)
+    efficiency: list[str] = field(default_factory=list)
+    graphs: list[str] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+    memory: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    environments: dict[str, object] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+    steps: pl.DataFrame | None = None
+    outliers: Outliers | None = None
+    kernels: pl.DataFrame | None = None
+    ops: pl.DataFrame | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def summary_figures(profile: Profile, top: int) -> SummaryFigures:
+    """The summary's figures: the overview and its lines, the steps, the top kernels and operators."""
+    figures = SummaryFigures(path=profile.path, format=profile.format, top=top)
+    if profile.is_trace:
+        view = figures.overview = profile.overview()
+        figures.rank = rank_line(view)
+        figures.device_note = device_note(view)
+        figures.communication = communication_lines(view)
+        figures.efficiency = profile.efficiency_lines()  # kernel categories, model FLOPs, MFU
+        figures.graphs = profile.graph_lines()  # graph replays, attributed or why not
+        figures.phases = profile.phase_lines()  # issue 31: serving and decode loops, per phase
+        figures.memory = _memory_lines(profile)
+        figures.hints = list(view.hints)
+    else:
+        figures.environments = dict(profile.metadata.get("environments") or {})
+        figures.hints = list(profile.metadata.get("hints") or [])
+    figures.runs = list(profile.runs) if len(profile.runs) > 1 else []
+    if profile.available("steps"):
+        figures.steps = profile.steps()
+        figures.outliers = outlier_figures(figures.steps)  # the steps slower than median + 3×1.4826×MAD
+    if profile.available("kernels"):
+        figures.kernels = profile.kernels().head(top)
+    if profile.available("ops"):
+        figures.ops = profile.ops().head(top)
+    figures.missing = dict(profile.missing)
+    return figures
+
+
 def print_summary(profile: Profile, top: int, console: Console | None = None, wide: bool = False) -> None:
     """Print what a user wants first about a profile (``wide``: names whole, not cut to the width)."""
+    print_figures(summary_figures(profile, top), console, wide)
+
+
+def print_figures(figures: SummaryFigures, console: Console | None = None, wide: bool = False) -> None:
+    """The summary as text (``wide``: names whole, not cut to the width)."""
     console = console or ReportConsole()
-    console.print(Text(f"{clean(profile.path)}  ({profile.format})", style="bold"))
-    if profile.is_trace:
-        view = profile.overview()
-        rank = rank_line(view)
-        if rank:
-            console.print(Text(f"  {clean(rank)}"))
+    top = figures.top
+    console.print(Text(f"{clean(figures.path)}  ({figures.format})", style="bold"))
+    view = figures.overview
+    if view is not None:
+        if figures.rank:
+            console.print(Text(f"  {clean(figures.rank)}"))
         for device in view.devices:
             console.print(Text(f"  device {clean(device)}"))
-        note = device_note(view)
-        if note:
-            console.print(Text(f"  {note}"))
+        if figures.device_note:
+            console.print(Text(f"  {figures.device_note}"))
         console.print(
             Text(
                 f"  span {fmt_us(view.span_us)}, "
@@ -97,56 +182,108 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
                 f"({view.gpu_events:,} GPU events)"
             )
         )
-        for line in communication_lines(view):
+        for line in [*figures.communication, *figures.efficiency, *figures.graphs, *figures.phases, *figures.memory]:
             console.print(Text(f"  {clean(line)}"))
-        for line in profile.efficiency_lines():  # kernel categories, model FLOPs, MFU
-            console.print(Text(f"  {clean(line)}"))
-        for line in profile.graph_lines():  # graph replays, attributed or why not
-            console.print(Text(f"  {clean(line)}"))
-        for line in profile.phase_lines():  # issue 31: serving and decode loops, per phase
-            console.print(Text(f"  {clean(line)}"))
-        for line in _memory_lines(profile):
-            console.print(Text(f"  {clean(line)}"))
-        for hint in view.hints:
+        for hint in figures.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
-    elif profile.metadata.get("hints") or profile.metadata.get("environments"):
-        for key, value in (profile.metadata.get("environments") or {}).items():
+    elif figures.hints or figures.environments:
+        for key, value in figures.environments.items():
             console.print(Text(f"  {clean(key)}: {clean(value)}"))
-        for hint in profile.metadata.get("hints") or []:
+        for hint in figures.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
-    if len(profile.runs) > 1:
-        console.print(Text(f"  runs: {', '.join(profile.runs)} (choose with --run)"))
-    if profile.available("steps"):
-        steps = profile.steps()
+    if figures.runs:
+        console.print(Text(f"  runs: {', '.join(figures.runs)} (choose with --run)"))
+    if figures.steps is not None:
         columns = {"step": "step", "duration_us": "total"} | {f"{c}_us": SHORT_LABELS[c] for c in CATEGORIES}
         # issue 13: a trace without steps has one row for the whole trace (step -1): say so
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
-        steps = steps.with_columns(step.alias("step"))
+        steps = figures.steps.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
-        outliers = outlier_line(profile.steps())  # the steps slower than median + 3×1.4826×MAD
-        if outliers:
-            console.print(Text(f"  {outliers}"))
-    if profile.available("kernels"):
-        kernels = profile.kernels().head(top)
-        cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
-        console.print(_table(f"Top {top} kernels", kernels, cols, console.width, wide=wide))
-    if profile.available("ops"):
-        ops = profile.ops().head(top)
-        cols = {
-            "name": "operator",
-            "calls": "calls",
-            "host_self_us": "host self",
-            "host_total_us": "host total",
-            "device_self_us": "device self",
-            "device_total_us": "device total",
-        }
-        console.print(_table(f"Top {top} operators", ops, cols, console.width, wide=wide))
-    for missing, reason in profile.missing.items():
+        if figures.outliers is not None:
+            console.print(Text(f"  {outlier_text(figures.outliers)}"))
+    if figures.kernels is not None:
+        console.print(_table(f"Top {top} kernels", figures.kernels, KERNEL_COLUMNS, console.width, wide=wide))
+    if figures.ops is not None:
+        console.print(_table(f"Top {top} operators", figures.ops, OP_COLUMNS, console.width, wide=wide))
+    for missing, reason in figures.missing.items():
         console.print(Text(f"  no {missing} view: {clean(reason)}"))
 
 
-def outlier_line(steps: pl.DataFrame) -> str | None:
-    """"outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)", or None."""
+def json_rows(frame: pl.DataFrame | None, columns: list[str]) -> list[dict[str, object]] | None:
+    """A frame's rows as JSON objects (the shown columns it has; NaN and infinities as null)."""
+    if frame is None:
+        return None
+    picked = frame.select([c for c in columns if c in frame.columns])
+    picked = picked.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
+    floats = [c for c, dtype in picked.schema.items() if dtype.is_float()]
+    picked = picked.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in floats)
+    return picked.to_dicts()
+
+
+def summary_document(figures: SummaryFigures) -> dict[str, object]:
+    """The summary as a JSON document (``summary --format json``; its keys are in docs/query.md):
+    the same figures as the text, in their frames' units (µs, %), rows not cut to the width."""
+    import math
+    from dataclasses import asdict
+
+    overview = None
+    if figures.overview is not None:
+        overview = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                    for k, v in asdict(figures.overview).items()}
+    step_columns = ["step", "duration_us", *(f"{c}_us" for c in CATEGORIES)]
+    outliers = None
+    if figures.outliers is not None:
+        outliers = {"threshold_us": figures.outliers.threshold_us,
+                    "steps": [{"step": s, "duration_us": d} for s, d in figures.outliers.steps]}
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "path": figures.path,
+        "format": figures.format,
+        "overview": overview,
+        "lines": {
+            "rank": figures.rank,
+            "device_note": figures.device_note,
+            "communication": figures.communication,
+            "efficiency": figures.efficiency,
+            "graphs": figures.graphs,
+            "phases": figures.phases,
+            "memory": figures.memory,
+            "hints": figures.hints,
+        },
+        "environments": figures.environments,
+        "runs": figures.runs,
+        "steps": json_rows(figures.steps, step_columns),
+        "outlier_steps": outliers,
+        "top": figures.top,
+        "kernels": json_rows(figures.kernels, list(KERNEL_COLUMNS)),
+        "ops": json_rows(figures.ops, list(OP_COLUMNS)),
+        "missing": figures.missing,
+    }
+
+
+def dump_json(document: dict[str, object]) -> str:
+    """A summary document as JSON text: ASCII (no byte of a trace's text can act on a terminal;
+    control characters are ``\\u`` escapes), no NaN, indented, with a final newline."""
+    import json
+
+    return json.dumps(document, ensure_ascii=True, allow_nan=False, default=str, indent=2) + "\n"
+
+
+def print_summary_json(profile: Profile, top: int, stream: TextIO | None = None) -> None:
+    """The summary as one JSON document on stdout."""
+    (stream or sys.stdout).write(dump_json(summary_document(summary_figures(profile, top))))
+
+
+@dataclass
+class Outliers:
+    """The outlier steps: the threshold (median + 3×1.4826×MAD, at least +5%) and each (step, µs)."""
+
+    threshold_us: float
+    steps: list[tuple[int, float]]
+
+
+def outlier_figures(steps: pl.DataFrame) -> Outliers | None:
+    """The outlier steps of a step table, or None where none is."""
     from ..analysis.tables.step_outliers import outlier_threshold, step_outliers
 
     if "duration_us" not in steps.columns or "step" not in steps.columns:
@@ -155,5 +292,17 @@ def outlier_line(steps: pl.DataFrame) -> str | None:
     if flagged.height == 0:
         return None
     threshold = outlier_threshold(steps.filter(pl.col("step") >= 0)["duration_us"])
-    listed = ", ".join(f"{s} ({fmt_us(d)})" for s, d in flagged.select("step", "duration_us").iter_rows())
-    return f"outlier steps (duration > {fmt_us(threshold or 0.0)}: median + 3×1.4826×MAD, at least +5%): {listed}"
+    listed = [(int(s), float(d)) for s, d in flagged.select("step", "duration_us").iter_rows()]
+    return Outliers(threshold or 0.0, listed)
+
+
+def outlier_text(outliers: Outliers) -> str:
+    """"outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)"."""
+    listed = ", ".join(f"{s} ({fmt_us(d)})" for s, d in outliers.steps)
+    return f"outlier steps (duration > {fmt_us(outliers.threshold_us)}: median + 3×1.4826×MAD, at least +5%): {listed}"
+
+
+def outlier_line(steps: pl.DataFrame) -> str | None:
+    """The outlier line of a step table, or None."""
+    outliers = outlier_figures(steps)
+    return None if outliers is None else outlier_text(outliers)

@@ -185,3 +185,26 @@ def kernels_under(events: list[dict], op_name: str) -> list[tuple[dict, float]]:
             inside = [c for ts, c in launches[(e["pid"], e["tid"])] if e["ts"] <= ts <= e["ts"] + e["dur"]]
             out.append((e, sum(gpu_us.get(c, 0.0) for c in inside)))
     return out
+
+
+@cache
+def dlrm_kernels() -> dict[int, collections.Counter[str]]:
+    """rank → kernel name → its complete ``kernel`` events in the DLRM 8-rank sample (tarfile + json)."""
+    import json
+    import tarfile
+
+    found: dict[int, collections.Counter[str]] = {}
+    with tarfile.open(SAMPLES / "param_dlrm_8rank_v100.tar.gz") as archive:
+        for member in archive.getmembers():
+            if member.name.endswith(".json"):
+                doc = json.load(archive.extractfile(member))  # type: ignore[arg-type]
+                names = collections.Counter(
+                    e["name"] for e in doc["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X"
+                )
+                found[doc["distributedInfo"]["rank"]] = names
+    return found
+
+
+def dlrm_kernel_calls() -> dict[int, int]:
+    """rank → its complete ``kernel`` events in the DLRM 8-rank sample."""
+    return {rank: sum(names.values()) for rank, names in dlrm_kernels().items()}

@@ -1,6 +1,6 @@
 """Import hygiene: the commands that print or write never import the viewer's libraries.
 
-``profview summary`` and ``export`` run in fresh interpreters (the only way to see what a run
+``profview summary``, ``export`` and ``query`` run in fresh interpreters (the only way to see what a run
 imports), on a real sample; each must print its figures and leave Textual out of ``sys.modules``.
 """
 
@@ -31,6 +31,7 @@ print("VIEWER-MODULES:", ",".join(viewer) or "none", file=sys.stderr)
         ["summary", "ddp_nccl_streams.pt.trace.json.gz"],
         ["export", "ddp_nccl_streams.pt.trace.json.gz", "--view", "ops", "-o", "-"],
         ["summary", "param_dlrm_8rank_v100.tar.gz", "--workers", "1"],
+        ["query", "ddp_nccl_streams.pt.trace.json.gz", "-q", "SELECT name, calls FROM kernels", "-o", "-"],
     ],
 )
 def test_printing_commands_leave_textual_out(args: list[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -44,6 +45,8 @@ def test_printing_commands_leave_textual_out(args: list[str], tmp_path) -> None:
     # and the command did its work: the figures are there
     if name.endswith(".tar.gz"):  # the straggler, as docs/jobs.md and HTA's figures have it
         assert "straggler: rank 7" in run.stdout, run.stdout[:500]
+    elif command == "query":
+        assert run.stdout.startswith("name,calls"), run.stdout[:200]
     elif command == "summary":
         assert "Top 10 kernels" in run.stdout, run.stdout[:500]
     else:
