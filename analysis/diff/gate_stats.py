@@ -30,7 +30,10 @@ LEVEL = 0.95
 def block_length(steps: int) -> int:
     """The moving-block length for ``steps`` samples: ``ceil(n ** (1/3))``, the usual rate for a
     median under short-range dependence (1 for a handful of steps, 4 for 40)."""
-    return max(1, int(math.ceil(float(steps) ** (1.0 / 3.0))))
+    length = 1
+    while length**3 < steps:
+        length += 1
+    return length
 
 
 def _block_indices(steps: int, rng: np.random.Generator, draws: int) -> npt.NDArray[np.int64]:

@@ -92,7 +92,7 @@ def test_one_percent_slower_passes(tmp_path: Path) -> None:
 
 def test_accepted_regression_passes_until_its_date(slowed: tuple[Path, Path, str],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    before, after, kernel = slowed
+    before, after, _ = slowed
     accept = ["--accept", RULE, "--reason", "new kernel, tracked"]
     assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, *accept, "--until", "2999-01-01"]) == 0
     out = capsys.readouterr().out
