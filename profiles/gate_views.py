@@ -20,7 +20,7 @@ else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
 #: The views a gate rule may read, each the name its samples are cached under.
-GATE_VIEWS = ("kernels", "ops", "steps", "phases", "memory", "efficiency")
+GATE_VIEWS = ("kernels", "ops", "steps", "phases", "memory", "efficiency", "categories", "collectives")
 
 
 class GateViews(ProfileHost):
@@ -38,6 +38,20 @@ class GateViews(ProfileHost):
         def compute() -> pl.DataFrame:
             if view == "kernels":
                 return samples.kernel_samples(self.model.gpu, samples.gpu_steps(self.model))
+            if view == "categories":
+                from ..analysis.efficiency.categories import with_name_category
+
+                names = with_name_category(self.kernels().select("name"), self.comm_pattern)
+                return samples.category_samples(self.gate_samples("kernels"), names)
+            if view == "collectives":
+                from ..analysis.trace.communication import classify_communication
+
+                info = self.metadata.get("distributedInfo") or {}
+                backend = info.get("backend") if isinstance(info, dict) else None
+                communication = classify_communication(
+                    self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None
+                )
+                return samples.collective_samples(communication, samples.gpu_steps(self.model))
             if view == "ops":
                 return samples.op_samples(self._operator_rows, samples.host_step_ranges(self.model))
             if view == "steps":

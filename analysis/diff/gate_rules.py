@@ -1,11 +1,12 @@
 """The gate's rules: ``VIEW[SELECTOR].METRIC OP THRESHOLD`` parsed, and evaluated over per-step samples.
 
 A rule names a view (``kernels``, ``ops``, ``steps``, ``phases``, ``memory``, ``efficiency``,
-``new_kernels``), optionally a regex selector over its names (``kernels["gemm|xmma"]``), a metric,
-an operator (``>``, ``>=``, ``<``, ``<=``) and a threshold.  A *signed* threshold is a change:
-``+5%`` relative (after / before - 1), ``-2pt`` in percentage points, ``+256MiB``, ``+300us`` or
-``+0`` absolute.  An *unsigned* one is a level the after side must not pass (``new_kernels.share >
-1%``).  ``sql:QUERY OP THRESHOLD`` is a query rule (its samples come from the query's result).
+``categories``, ``collectives``, ``new_kernels``), optionally a regex selector over its names
+(``kernels["gemm|xmma"]``), a metric, an operator (``>``, ``>=``, ``<``, ``<=``) and a threshold.
+A *signed* threshold is a change: ``+5%`` relative (after / before - 1), ``-2pt`` in percentage
+points, ``+256MiB``, ``+300us`` or ``+0`` absolute.  An *unsigned* one is a level the after side
+must not pass (``new_kernels.share > 1%``).  ``sql:QUERY OP THRESHOLD`` is a query rule (its
+samples come from the query's result).
 
 Each name a rule selects is one test (:mod:`.gate_stats`): its per-step samples on each side, the
 change, its interval and p-value.  :func:`decide` then controls the false-discovery rate over every
@@ -39,9 +40,11 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "memory": ("peak_bytes",),
     "efficiency": EFFICIENCY_METRICS,
     "new_kernels": ("share",),
+    "categories": KERNEL_METRICS,
+    "collectives": KERNEL_METRICS,
 }
 #: Views whose names add up to a whole (a name absent from a step counts 0 there; ``min_share`` applies).
-ADDITIVE = frozenset({"kernels", "ops"})
+ADDITIVE = frozenset({"kernels", "ops", "categories", "collectives"})
 PERCENT_METRICS = frozenset({"mfu", "share", "gpu_busy_pct"})
 BYTE_METRICS = frozenset({"peak_bytes"})
 

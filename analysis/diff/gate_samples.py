@@ -75,6 +75,30 @@ def kernel_samples(gpu: pl.DataFrame, steps: pl.Series) -> pl.DataFrame:
     )
 
 
+def category_samples(kernels: pl.DataFrame, categories: pl.DataFrame) -> pl.DataFrame:
+    """Per kernel category (the kernel table's rule by name: ``categories`` maps ``name`` to
+    ``category``) and step: ``total_us`` and ``calls`` of its kernels."""
+    return (
+        kernels.join(categories.select(pl.col("name").cast(pl.String), "category"), on="name", how="left")
+        .group_by(pl.col("category").fill_null("other").alias("name"), "step")
+        .agg(pl.col("total_us").sum(), pl.col("calls").sum())
+        .sort("name", "step")
+    )
+
+
+def collective_samples(communication: pl.DataFrame, steps: pl.Series) -> pl.DataFrame:
+    """Per collective (``AllReduce``…; ``unknown`` where neither its arguments nor its name say)
+    and step: ``total_us`` and ``calls`` of the communication kernels (``communication``: the GPU
+    work with ``backend``/``collective_name``, row for row with ``steps``)."""
+    frame = communication.select("backend", "collective_name", "dur").with_columns(steps.alias("step"))
+    return (
+        frame.filter(pl.col("backend").is_not_null() & pl.col("step").is_not_null())
+        .group_by(pl.col("collective_name").cast(pl.String).fill_null("unknown").alias("name"), "step")
+        .agg(pl.col("dur").sum().cast(pl.Float64).alias("total_us"), pl.len().cast(pl.Float64).alias("calls"))
+        .sort("name", "step")
+    )
+
+
 def op_samples(operator_rows: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """Per operator name and step: the calls that started in the step's host range and their µs
     (``total_us`` is the device total, what an operator cost the GPU; the host figures beside it)."""

@@ -4,6 +4,7 @@ the step's host range), and the steps' samples against the step table's own rows
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from gate_witness import raw_step_kernels
 from support import loaded, sample
@@ -35,3 +36,26 @@ def test_step_samples_are_the_step_table() -> None:
     profile = loaded("resnet50_train_amp.pt.trace.json.gz")
     frame = profile.gate_samples("steps")
     assert frame["duration_us"].to_list() == profile.steps()["duration_us"].to_list()
+
+
+def test_collective_samples_equal_the_raw_nccl_kernels() -> None:
+    name = "hta_sampled_rank-0.json.gz"
+    frame = loaded(name).gate_samples("collectives")
+    raw = raw_step_kernels(sample(name))
+    nccl: dict[int, float] = {}
+    for (kernel, step), (total, _calls) in raw.items():
+        if "nccl" in kernel.lower():
+            nccl[step] = nccl.get(step, 0.0) + total
+    ours = frame.group_by("step").agg(pl.col("total_us").sum()).sort("step")
+    assert nccl and dict(zip(ours["step"].to_list(), ours["total_us"].to_list(), strict=True)) == pytest.approx(nccl)
+
+
+def test_category_samples_share_out_each_steps_kernel_time() -> None:
+    name = "resnet50_train_amp.pt.trace.json.gz"
+    frame = loaded(name).gate_samples("categories")
+    per_step: dict[int, float] = {}
+    for (_kernel, step), (total, _calls) in raw_step_kernels(sample(name)).items():
+        per_step[step] = per_step.get(step, 0.0) + total
+    ours = frame.group_by("step").agg(pl.col("total_us").sum()).sort("step")
+    assert dict(zip(ours["step"].to_list(), ours["total_us"].to_list(), strict=True)) == pytest.approx(per_step)
+    assert {"convolution", "normalization", "elementwise"} <= set(frame["name"].to_list())
