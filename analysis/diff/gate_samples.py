@@ -6,7 +6,8 @@ metric.  The step a piece of GPU work belongs to is :mod:`profview.analysis.tabl
 rule, so a kernel's per-step µs add up to the step-narrowed kernel table: the runtime call that
 launched it started inside the host range of ``ProfilerStep#N``; work with no launching call
 belongs to the step whose window holds its start.  GPU work outside every step (before the first,
-launched before the profiling window) is in no sample.
+launched before the profiling window) is in no sample; a trace without ProfilerSteps is one sample,
+step -1 (the whole trace), compared exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import polars as pl
 from ...frames import STEP_NAME, STEP_NUMBER
 from ..trace.model import TraceModel, step_windows
 
+#: The step number of the one sample of a trace without ProfilerSteps (as the steps table numbers it).
+WHOLE_TRACE = -1
 #: The metrics of each view, in the units the rule's threshold is read in.
 KERNEL_METRICS = ("total_us", "calls")
 OP_METRICS = ("calls", "total_us", "host_total_us", "host_self_us", "device_total_us", "device_self_us")
@@ -51,8 +54,8 @@ def gpu_steps(model: TraceModel) -> pl.Series:
     """Per ``model.gpu`` row: the ProfilerStep it belongs to (see the module doc), or null."""
     ranges = host_step_ranges(model)
     gpu = model.gpu
-    if ranges.height == 0:
-        return pl.Series("step", [None] * gpu.height, dtype=pl.Int64)
+    if ranges.height == 0:  # no steps: the whole trace is one sample, step -1 (the steps table's)
+        return pl.Series("step", [WHOLE_TRACE] * gpu.height, dtype=pl.Int64)
     launched = gpu["launch_row"]
     launch_ts = model.host["ts"].gather(launched.fill_null(0)).to_numpy()
     by_launch = _which_range(launch_ts, ranges)
@@ -103,12 +106,17 @@ def op_samples(operator_rows: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFram
     """Per operator name and step: the calls that started in the step's host range and their µs
     (``total_us`` is the device total, what an operator cost the GPU; the host figures beside it)."""
     rows = operator_rows.filter(~pl.col("name").str.contains(STEP_NAME))
-    step = _which_range(rows["ts"].to_numpy(), ranges)
+    if ranges.height == 0:  # no steps: the whole trace is one sample
+        step = np.full(rows.height, WHOLE_TRACE, dtype=np.int64)
+        ranges_given = False
+    else:
+        step = _which_range(rows["ts"].to_numpy(), ranges)
+        ranges_given = True
     columns = [c for c in OP_METRICS if c not in ("calls", "total_us")]
     return (
         rows.select("name", *columns)
         .with_columns(pl.Series("step", step, dtype=pl.Int64))
-        .filter(pl.col("step") >= 0)
+        .filter((pl.col("step") >= 0) | pl.lit(not ranges_given))
         .group_by("name", "step")
         .agg(
             pl.len().cast(pl.Float64).alias("calls"),

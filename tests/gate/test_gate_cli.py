@@ -167,3 +167,10 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert run_cli(["diff", *args, "--fail-if", RULE]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("profview: error: ") and "Traceback" not in err[0]
+
+
+def test_trace_without_steps_is_one_exact_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(sample("tracelens_b200_nccl_eager_no_steps.json.gz"))
+    assert run_cli(["diff", trace, trace, "--fail-if", RULE, "--format", "json"]) == 0
+    results = json.loads(capsys.readouterr().out)["rules"][0]["results"]
+    assert results and all(r["exact"] and r["samples"] == [1, 1] and r["change"] == 0 for r in results)
