@@ -174,3 +174,28 @@ def test_trace_without_steps_is_one_exact_sample(capsys: pytest.CaptureFixture[s
     assert run_cli(["diff", trace, trace, "--fail-if", RULE, "--format", "json"]) == 0
     results = json.loads(capsys.readouterr().out)["rules"][0]["results"]
     assert results and all(r["exact"] and r["samples"] == [1, 1] and r["change"] == 0 for r in results)
+
+
+def test_hostile_kernel_names_are_inert_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    import orjson
+
+    hostile = "gemm\x1b]0;owned\x07\x1b[31m\u202eevil"
+    original = sample(GPT2)
+    kernel = _biggest_kernel(original)
+    renamed = tmp_path / "before.pt.trace.json.gz"
+    with gzip.open(original, "rb") as fh:
+        doc = orjson.loads(fh.read())
+    for event in doc["traceEvents"]:
+        if event.get("name") == kernel:
+            event["name"] = hostile
+    with gzip.open(renamed, "wb") as fh:
+        fh.write(orjson.dumps(doc))
+    after = tmp_path / "after.pt.trace.json.gz"
+    slowed_copy(renamed, after, hostile, 1.2)
+    for fmt in ("text", "markdown", "github", "junit"):
+        capsys.readouterr()
+        assert run_cli(["diff", str(renamed), str(after), "--fail-if", RULE, "--format", fmt]) == 1
+        out = capsys.readouterr().out
+        assert "owned" in out and not any(c in out for c in ("\x1b", "\x07", "\u202e")), fmt
