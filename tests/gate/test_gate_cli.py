@@ -110,6 +110,10 @@ def test_gate_file(slowed: tuple[Path, Path, str], tmp_path: Path) -> None:
     assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 0
     gate.write_text('rulez = ["kernels.total_us > +50%"]\n')
     assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 2
+    gate.write_text(f'rules = ["{RULE}"]\n[[accept]]\nrule = "{RULE}"\nreason = "known"\nuntil = 2999-12-31\n')
+    assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 0
+    assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, "--accept", "steps.duration_us > +1%",
+                    "--reason", "x", "--until", "2999-01-01"]) == 2
 
 
 def test_inconclusive_exits_3_unless_chosen() -> None:
