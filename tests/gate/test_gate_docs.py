@@ -22,7 +22,7 @@ def _lines() -> list[str]:
     for line in GUIDE.read_text().splitlines():
         at = line.find("profview diff traces/baseline traces/pr")
         if at >= 0 and "\\" not in line:
-            found.append(line[at + len("profview ") :].strip())
+            found.append(line[at + len("profview ") :].split(" ||")[0].strip())
     return found
 
 
