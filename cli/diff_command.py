@@ -66,8 +66,63 @@ def diff(
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
     workers: Workers = None,
+    fail_if: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--fail-if",
+            help="A gate rule, VIEW[SELECTOR].METRIC OP THRESHOLD, e.g. 'kernels.total_us > +5%' (repeatable; "
+            "docs/gate.md). BEFORE and AFTER may each be a folder, glob or comma list of captures.",
+        ),
+    ] = None,
+    gate_file: Annotated[
+        Optional[str], typer.Option("--gate", help="A gate file (TOML): rules, fdr, min_share, accept.")  # noqa: UP045
+    ] = None,
+    gate_format: Annotated[
+        str, typer.Option("--format", help="The gate's output: text, json, markdown, github or junit.")
+    ] = "text",
+    inconclusive: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--inconclusive", help="Exit 0 (pass) or 1 (fail) for an inconclusive gate instead of 3."),
+    ] = None,
+    accept: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--accept", help="A rule whose regressions pass until --until (with --reason)."),
+    ] = None,
+    reason: Annotated[Optional[list[str]], typer.Option("--reason", help="Why --accept.")] = None,  # noqa: UP045
+    until: Annotated[
+        Optional[list[str]], typer.Option("--until", help="--accept holds until this date (YYYY-MM-DD).")  # noqa: UP045
+    ] = None,
+    fdr: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--fdr", help="Gate: false-discovery rate across all tests (default 0.05)."),
+    ] = None,
+    min_share: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--min-share", help="Gate: kernels/ops under this % of the time are not tested (default 0.5)."),
+    ] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Gate: the bootstrap's seed (default 0).")] = None,  # noqa: UP045
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Gate: an interval straddling a threshold is inconclusive.")
+    ] = False,
 ) -> None:
-    """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT."""
+    """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
+    --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 inconclusive)."""
+    if fail_if or gate_file is not None:
+        from .gate_command import GateArgs, gate
+
+        if view is not None or summary_:
+            raise ProfviewError(None, "--fail-if/--gate cannot be combined with --view or --summary")
+        gate(
+            before, after,
+            GateArgs(
+                fail_if or [], gate_file, gate_format, out, force, inconclusive, accept or [], reason or [],
+                until or [], fdr, min_share, seed, strict, no_cache, comm_pattern,
+            ),
+        )
+        return
+    if any(x for x in (accept, reason, until, inconclusive, fdr, min_share, seed, strict)) or gate_format != "text":
+        raise ProfviewError(None, "--format, --accept, --inconclusive, --fdr, --min-share, --seed and --strict "
+                            "are gate options: add --fail-if RULE or --gate FILE.toml")
     from ..diff.comparison import check_inputs, load_comparison, remember
 
     # two jobs (cli/job_diff.py); a job and a single profile is a one-line error

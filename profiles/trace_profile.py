@@ -9,7 +9,7 @@ launch index, and the default views (kernels, operators, steps, launches, the ov
 other views come from one mixin each: :mod:`.memory_views` (memory, modules, sources),
 :mod:`.path_views` (the timeline and the critical path), :mod:`.step_views` (one step) and
 :mod:`.efficiency_views` (kernel categories and the perf model), :mod:`.iteration_views` (serving
-and decode loops: iterations and phases).
+and decode loops: iterations and phases), :mod:`.gate_views` (the gate's per-step samples).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..analysis.trace.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
 from ..errors import ProfviewError
 from ..frames import Overview, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
+from .gate_views import GateViews
 from .graph_views import GraphViews
 from .iteration_views import IterationScope, IterationViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
@@ -46,7 +47,7 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 
 @dataclass
-class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, IterationViews):
+class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, IterationViews, GateViews):
     """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events

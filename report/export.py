@@ -15,6 +15,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -102,15 +103,34 @@ def write_table(
                 raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
             raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None  # a closed pipe (| head): not an error
         return target
-    path = Path(target).expanduser()
     path = check_target(target, inputs=inputs, overwrite=overwrite)
     if path.exists() and not path.is_file():  # a FIFO or a device: streamed into, never replaced
         return _write_into(frame, fmt, path, target)
+    return _write_atomically(path, target, lambda fh: _write_frame(frame, fmt, fh))
+
+
+def write_text(text: str, target: str, *, inputs: tuple[str, ...] = (), overwrite: bool = True) -> str:
+    """Write ``text`` (a report: the gate's JSON, Markdown, JUnit) to ``target`` atomically, as
+    :func:`write_table` writes a table, never over an input; return the path written."""
+    path = check_target(target, inputs=inputs, overwrite=overwrite)
+    data = text.encode()
+    if path.exists() and not path.is_file():  # a FIFO or a device
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise ProfviewError(target, f"cannot write ({exc.strerror or exc})") from None
+        return str(path)
+    return _write_atomically(path, target, lambda fh: fh.write(data))
+
+
+def _write_atomically(path: Path, target: str, write: Callable[[BinaryIO], object]) -> str:
+    """``write`` into an unnamed file beside ``path``, renamed over it once whole (module doc)."""
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = _unnamed_file(folder, path.name)
     try:
         with os.fdopen(fd, "wb", closefd=False) as fh:
-            _write_frame(frame, fmt, fh)
+            write(fh)
         # mkstemp makes the file 0600: give it the mode a plain open() would (or the old file's).
         os.fchmod(fd, _mode_for(path))
         if tmp is None:  # an unnamed file: it gets a name only now that it is whole

@@ -1,0 +1,64 @@
+"""A gate file (``--gate FILE.toml``), the rules kept under version control::
+
+    fdr = 0.05          # false-discovery rate across every test (Benjamini–Hochberg)
+    min_share = 0.5     # % of the view's time under which a kernel or operator is not tested
+    rules = ["kernels.total_us > +5%", "steps.duration_us > +3%"]
+
+    [[accept]]          # a known regression, passing until its date
+    rule = "kernels.total_us > +5%"
+    reason = "new attention kernel, tracked in #123"
+    until = "2026-12-31"
+
+Unknown keys are refused (a misspelt ``min_shares`` would silently gate nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ProfviewError
+from .run import Accepted, parse_date
+
+KEYS = frozenset({"rules", "fdr", "min_share", "seed", "strict", "accept", "inconclusive"})
+
+
+def read_gate_file(path: str) -> dict[str, Any]:
+    """The settings of a gate file (see the module doc), checked; one-line errors naming the file."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            raise ProfviewError(path, "reading a gate file needs Python 3.11 or the tomli package") from None
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ProfviewError(path, f"cannot read ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProfviewError(path, f"not a valid TOML gate file ({exc})") from None
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise ProfviewError(path, f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
+    rules = data.get("rules", [])
+    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+        raise ProfviewError(path, "rules must be a list of strings")
+    settings: dict[str, Any] = {"rules": rules}
+    for key, kind in (("fdr", (int, float)), ("min_share", (int, float)), ("seed", int), ("strict", bool)):
+        if key in data:
+            if not isinstance(data[key], kind) or isinstance(data[key], bool) is not (kind is bool):
+                raise ProfviewError(path, f"{key} has the wrong type ({type(data[key]).__name__})")
+            settings[key] = data[key]
+    if "inconclusive" in data:
+        if data["inconclusive"] not in ("pass", "fail"):
+            raise ProfviewError(path, "inconclusive must be \"pass\" or \"fail\"")
+        settings["inconclusive"] = data["inconclusive"]
+    accepted = []
+    for entry in data.get("accept", []):
+        if not isinstance(entry, dict) or not {"rule", "reason", "until"} <= set(entry):
+            raise ProfviewError(path, "each [[accept]] needs rule, reason and until")
+        until = entry["until"]
+        until = parse_date(str(until), f"{path}: accept.until")
+        accepted.append(Accepted(str(entry["rule"]), str(entry["reason"]), until))
+    settings["accept"] = accepted
+    return settings

@@ -1,0 +1,44 @@
+"""A side of the gate: one trace, or several captures of the same run (a folder, a glob, or a
+comma-separated list), each loaded as its own profile.  A job's folder of ranks is a side of
+several captures too: its ranks are samples of the same step, and the spread between them is
+part of the noise."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from ..errors import ProfviewError
+from ..jobs.inputs import list_inputs, looks_like_trace
+from ..profiles.trace_profile import Profile
+
+#: The most captures one side may hold (each is a whole profile in memory).
+MAX_CAPTURES = 16
+
+
+def capture_paths(side: str) -> list[str]:
+    """The trace files ``side`` names (see the module doc), in a stable order."""
+    parts = [p for p in side.split(",") if p] if "," in side and not os.path.exists(side) else [side]
+    files: list[str] = []
+    for part in parts:
+        if os.path.isfile(part):
+            files.append(part)
+            continue
+        listing = list_inputs([part])
+        if listing.archives:
+            raise ProfviewError(part, "is an archive: extract it, then name the folder (the gate reads traces)")
+        files.extend(p for p in listing.all_files() if looks_like_trace(p))
+    if not files:
+        raise ProfviewError(side, "no traces found")
+    if len(files) > MAX_CAPTURES:
+        raise ProfviewError(side, f"{len(files)} captures: the gate reads at most {MAX_CAPTURES} a side")
+    return files
+
+
+def load_side(paths: list[str], *, use_cache: bool, comm_pattern: str | None) -> list[Profile]:
+    """Each capture loaded (two at a time: parsing releases the GIL)."""
+    from ..profiles.loading import load
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in paths]
+        return [f.result() for f in futures]

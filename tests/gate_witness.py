@@ -1,0 +1,116 @@
+"""Helpers of the gate's tests: per-step kernel figures recomputed from the raw JSON with the
+standard library, and a real trace copied with one kernel slowed down."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+
+import orjson
+
+
+@cache
+def load_raw(path: Path) -> dict:
+    with gzip.open(path, "rt") as fh:
+        return json.load(fh)
+
+
+def raw_step_kernels(path: Path) -> dict[tuple[str, int], tuple[float, int]]:
+    """(kernel name, step) → (total µs, calls): a kernel belongs to the step whose host
+    ``ProfilerStep#N`` range holds the start of the runtime call that launched it (same
+    ``correlation``); one no call launched, to the step whose window holds its start (docs/steps.md's
+    rule), computed from the raw events alone."""
+    events = load_raw(path)["traceEvents"]
+    steps = collections.defaultdict(list)
+    for e in events:
+        name = str(e.get("name", ""))
+        if e.get("ph") == "X" and e.get("cat") == "user_annotation" and name.startswith("ProfilerStep#"):
+            steps[int(name.split("#")[1])].append((e["ts"], e["ts"] + e["dur"]))
+    ranges = {n: (min(s for s, _ in r), max(e for _, e in r)) for n, r in steps.items()}
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    out: dict[tuple[str, int], list[float]] = collections.defaultdict(lambda: [0.0, 0])
+    unlaunched = []
+    gpu_end = {n: float("-inf") for n in ranges}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        ts = launches.get(e.get("args", {}).get("correlation"))
+        if ts is None:
+            if e.get("cat") == "kernel":
+                unlaunched.append(e)
+            continue
+        for n, (lo, hi) in ranges.items():
+            if lo <= ts <= hi:
+                gpu_end[n] = max(gpu_end[n], e["ts"] + e["dur"])
+                if e.get("cat") == "kernel":
+                    out[(e["name"], n)][0] += e["dur"]
+                    out[(e["name"], n)][1] += 1
+                break
+    # Work no call in the trace launched: the step whose window (its host start to the end of the
+    # GPU work launched inside it, never into the next step) holds its start.
+    order = sorted(ranges, key=lambda n: ranges[n][0])
+    windows = []
+    for i, n in enumerate(order):
+        end = max(ranges[n][1], gpu_end[n])
+        if i + 1 < len(order):
+            end = min(end, ranges[order[i + 1]][0])
+        windows.append((n, ranges[n][0], end))
+    for e in unlaunched:
+        for n, lo, hi in windows:
+            if lo <= e["ts"] < hi:
+                out[(e["name"], n)][0] += e["dur"]
+                out[(e["name"], n)][1] += 1
+                break
+    return {k: (v[0], int(v[1])) for k, v in out.items()}
+
+
+def raw_kernel_share(path: Path) -> dict[str, float]:
+    """Kernel name → % of all kernel µs, from the raw events."""
+    total: collections.Counter[str] = collections.Counter()
+    for e in load_raw(path)["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            total[e["name"]] += e["dur"]
+    whole = sum(total.values())
+    return {n: t / whole * 100 for n, t in total.items()}
+
+
+def slowed_copy(src: Path, dst: Path, kernel: str, factor: float) -> int:
+    """Copy ``src`` to ``dst`` with every ``kernel`` event's duration × ``factor`` and the GPU events
+    after it on the same stream shifted by the time added so far (the stream runs later, as it
+    would); returns the number of kernel events scaled."""
+    with gzip.open(src, "rb") as fh:  # a fresh copy: the cached one of load_raw is never changed
+        doc = orjson.loads(fh.read())
+    events = doc["traceEvents"]
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    by_stream = collections.defaultdict(list)
+    for e in gpu:
+        by_stream[(e.get("pid"), e.get("tid"))].append(e)
+    scaled = 0
+    for stream in by_stream.values():
+        stream.sort(key=lambda e: e["ts"])
+        added = 0.0
+        for e in stream:
+            e["ts"] += added
+            if e["name"] == kernel:
+                extra = e["dur"] * (factor - 1.0)
+                e["dur"] += extra
+                added += extra
+                scaled += 1
+    with gzip.open(dst, "wb", compresslevel=1) as fh:
+        fh.write(orjson.dumps(doc))
+    return scaled
+
+
+def raw_op_names(path: Path, top: int) -> list[str]:
+    """The ``top`` most called ``cpu_op`` names, from the raw events."""
+    calls: collections.Counter[str] = collections.Counter(
+        e["name"] for e in load_raw(path)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"
+    )
+    return [n for n, _ in calls.most_common(top)]
