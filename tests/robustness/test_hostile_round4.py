@@ -1,0 +1,136 @@
+"""Hostile input, fourth round (issue 45): each test re-makes its input, names the item it checks
+(``test_45_<item>_``; ``medium``/``low`` for the others) and fails on the code before its fix.
+
+Linearity is shown by ratios (the work at two sizes, :mod:`scaling`; peak memory by ``tracemalloc``),
+never by a time limit."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+
+from scaling import assert_linear
+
+from profview.analysis.graphs import align
+from profview.analysis.graphs.align import ALIGNED, EXTRA, NOT_CAPTURED, Lane, Template
+
+#: The most a peak may grow over the input's growth before the work counts as worse than linear.
+MEMORY_SLACK = 2.5
+
+
+def peak_bytes(run: Callable[[], object]) -> int:
+    """The peak of memory Python and NumPy allocate while ``run`` runs."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def assert_linear_memory(run: Callable[[int], object], small: int, factor: int = 4) -> None:
+    little = peak_bytes(lambda: run(small))
+    big = peak_bytes(lambda: run(factor * small))
+    assert big <= MEMORY_SLACK * factor * little, f"{factor}x the input peaked at {big / little:.1f}x the memory"
+
+
+def named_template(names: list[str]) -> Template:
+    """A capture whose launches name their kernels (ROCm), each under its own operator."""
+    return Template(["kernel"] * len(names), list(names), [None] * len(names), [(f"op{i}",) for i in range(len(names))])
+
+
+def layer_names(count: int) -> list[str]:
+    return [f"kernel_{i % 50}" for i in range(count)]
+
+
+def missing_one(count: int) -> tuple[Template, Lane]:
+    """A replay of ``count`` nodes whose capture misses the launch of the middle one."""
+    names = layer_names(count)
+    captured = names[: count // 2] + names[count // 2 + 1 :]
+    return named_template(captured), Lane(["kernel"] * count, names)
+
+
+def test_45_1_a_replay_whose_capture_misses_one_launch_aligns_in_linear_memory() -> None:
+    """20,000 nodes against 19,999 launches: the n x m tables peaked at 5.6 GB; now a band as wide
+    as the difference, and the answer is the same: every node but the missing one aligned (the
+    missing one and the equal kernels around it cannot be told apart: refused)."""
+    template, lane = missing_one(20_000)
+    peak = peak_bytes(lambda: align.align_lane(template, lane))
+    assert peak < 200 * 2**20, f"peaked at {peak / 2**20:.0f} MiB"
+    found = align.align_lane(template, lane)
+    assert found.matched == 19_999
+    assert found.how.count(ALIGNED) >= 19_900
+    assert all(launch < 0 or template.names[launch] == lane.names[j] for j, launch in enumerate(found.launch))
+    assert_linear_memory(lambda n: align.align_lane(*missing_one(n)), 1_000)
+    assert_linear(lambda n: align.align_lane(*missing_one(n)), 1_000)
+
+
+def streams_of_one_kernel(streams: int) -> tuple[Template, list[Lane]]:
+    """``streams`` streams each running one kernel 13 times, captured launch by launch in turn."""
+    per = 13
+    names = ["gemm"] * (per * streams)
+    return named_template(names), [Lane(["kernel"] * per, ["gemm"] * per) for _ in range(streams)]
+
+
+def test_45_2_streams_running_the_same_kernel_are_aligned_a_bounded_number_of_times() -> None:
+    """Lanes that take a launch from each other in turn were aligned again 4 x streams times (80
+    streams ran past 120 s); now at most REALIGN_ROUNDS more times, and the launches no lane holds
+    for certain are refused, not handed to whichever lane was aligned last."""
+    calls = 0
+    real = align._align
+
+    def counted(*args: object, **kwargs: object) -> align.Alignment:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    template, lanes = streams_of_one_kernel(80)
+    spent: list[int] = []
+    budget = align._Budget
+
+    class Counted(budget):  # type: ignore[misc, valid-type]
+        def __init__(self, cells: int) -> None:
+            super().__init__(cells)
+            spent.append(cells)
+
+    align._align = counted  # type: ignore[assignment]
+    align._Budget = Counted  # type: ignore[misc]
+    try:
+        found = align.align_graph(template, lanes)
+    finally:
+        align._align = real  # type: ignore[assignment]
+        align._Budget = budget  # type: ignore[misc]
+    assert calls <= (align.REALIGN_ROUNDS + 1) * len(lanes)
+    # The cells of alignment tables filled: a constant plus a multiple of the input, whatever the streams.
+    assert spent == [align.graph_budget(len(template.kinds), sum(len(lane.kinds) for lane in lanes))]
+    assert all(launch < 0 for a in found for launch in a.launch)  # any stream may have run any launch
+
+
+def many_streams(streams: int) -> tuple[Template, list[Lane]]:
+    """``streams`` streams of one node each, every one its own kernel, all captured."""
+    names = [f"kernel_{s}" for s in range(streams)]
+    return named_template(names), [Lane(["kernel"], [name]) for name in names]
+
+
+def test_45_3_many_streams_cost_linear_work() -> None:
+    """2,000 streams took 38 s: each lane was compared with every launch; now with the launches of
+    its own kernels only (an index by kind and name), and each is attributed."""
+    template, lanes = many_streams(2_000)
+    found = align.align_graph(template, lanes)
+    assert [a.launch for a in found] == [[s] for s in range(2_000)]
+    assert_linear(lambda n: align.align_graph(*many_streams(n)), 250)
+
+
+def test_45_1_a_banded_alignment_is_the_full_one() -> None:
+    """The band gives what the whole table gave: a replay that differs from its capture in a few
+    places (a node missing, one extra, one other kernel) keeps each node's answer."""
+    names = layer_names(300)
+    captured = [*names[:100], "other", *names[100:200], *names[201:]]
+    template = named_template(captured)
+    lane = Lane(["kernel"] * 301, [*names, "stray"])
+    found = align.align_lane(template, lane)
+    assert found.how[-1] == NOT_CAPTURED
+    assert found.matched == 299
+    for j, launch in enumerate(found.launch):
+        assert launch < 0 or captured[launch] == names[j], j
+    assert EXTRA not in found.how[:100]
