@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 from scaling import assert_linear
 
-from profview.analysis.graphs import align
+from profview.analysis.graphs import align, attribution
+from profview.analysis.graphs.capture import LAUNCH_SCHEMA, Capture
+from profview.analysis.graphs.replays import EVENT_SCHEMA, Replays
 from profview.analysis.graphs.align import ALIGNED, EXTRA, NOT_CAPTURED, Lane, Template
 
 #: The most a peak may grow over the input's growth before the work counts as worse than linear.
@@ -134,3 +136,74 @@ def test_45_1_a_banded_alignment_is_the_full_one() -> None:
     for j, launch in enumerate(found.launch):
         assert launch < 0 or captured[launch] == names[j], j
     assert EXTRA not in found.how[:100]
+
+
+def piecewise(count: int) -> tuple[Replays, list[Capture]]:
+    """vLLM's piecewise shape: ``count`` graphs of 3 named kernels each and a capture of each."""
+    import polars as pl
+
+    names = [[f"piece{g}_{k}" for k in range(3)] for g in range(count)]
+    nodes = pl.DataFrame(
+        {
+            "graph": [g for g in range(count) for _ in range(3)],
+            "node": [k for _ in range(count) for k in range(3)],
+            "name": [n for group in names for n in group],
+            "kind": ["kernel"] * (3 * count),
+            "stream": [7] * (3 * count),
+            "lane": [0] * (3 * count),
+            "position": [k for _ in range(count) for k in range(3)],
+        }
+    )
+    empty = pl.DataFrame(schema=EVENT_SCHEMA)
+    replays = Replays(empty, pl.DataFrame({"replay": [], "graph": []}), nodes)
+    captures = []
+    for g, group in enumerate(names):
+        launches = pl.DataFrame(
+            {
+                "index": [0, 1, 2],
+                "row": [0, 1, 2],
+                "call": ["hipLaunchKernel"] * 3,
+                "kind": ["kernel"] * 3,
+                "name": group,
+                "anchor": [None] * 3,
+                "op": [f"op{g}"] * 3,
+                "op_row": [g] * 3,
+                "op_chain": [f"op{g}"] * 3,
+                "python_stack": [""] * 3,
+                "module": ["m"] * 3,
+                "source": ["s"] * 3,
+                "sources": [["s"]] * 3,
+            },
+            schema=LAUNCH_SCHEMA,
+        )
+        captures.append(Capture(launches, f"capture {g}", None, "t.json"))
+    return replays, captures
+
+
+def test_45_4_each_graph_is_aligned_only_with_the_captures_that_can_be_its() -> None:
+    """500 graphs x 500 captures took 72 s: every graph was aligned with every capture.  Now the
+    captures are indexed by their launches' kinds and names and a graph is aligned only with those
+    sharing the most nodes with it (here one); each graph still gets its own capture, and the share
+    the index counts is the one counted capture by capture (``_shared_nodes``)."""
+    replays, captures = piecewise(60)
+    aligned = 0
+    real = attribution.CaptureIndex.align
+
+    def counted(self: attribution.CaptureIndex, number: int, lanes: list[Lane]) -> list[align.Alignment]:
+        nonlocal aligned
+        aligned += 1
+        return real(self, number, lanes)
+
+    attribution.CaptureIndex.align = counted  # type: ignore[method-assign]
+    try:
+        frames = attribution.attribute(replays, captures)
+    finally:
+        attribution.CaptureIndex.align = real  # type: ignore[method-assign]
+    assert aligned == 60
+    assert frames.graphs["capture"].to_list() == [f"capture {g}" for g in range(60)]
+    index = attribution.CaptureIndex(captures)
+    for graph in (0, 17, 59):
+        nodes = replays.node_sequence(graph)
+        expected = [attribution._shared_nodes(nodes, c.launches) for c in captures]
+        assert index.shared(nodes).tolist() == expected
+    assert_linear(lambda n: attribution.attribute(*piecewise(n)), 50)
