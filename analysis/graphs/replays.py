@@ -147,7 +147,12 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
         .agg(pl.col("token"))
         .join(replay_order.select("replay", "orphan", "start"), on="replay")
     )
-    whole = sequences.filter(~pl.col("orphan"))
+    # Only a stream's first replay can have been running when the window opened (a stream runs one
+    # replay at a time): an unlaunched replay after it on every one of its streams is whole (its launch
+    # is missing, as in a GPU-only profile), not cut.  So at most one cut replay per stream is fitted.
+    first_on_stream = events.group_by("stream").agg(pl.col("replay").sort_by("ts", "gpu_row").first())["replay"]
+    cut_at_start = sequences.filter(pl.col("orphan") & pl.col("replay").is_in(first_on_stream.implode()))
+    whole = sequences.filter(~pl.col("replay").is_in(cut_at_start["replay"].implode()))
     notes: dict[int, list[str]] = {}
     offsets: dict[int, dict[int, int]] = {}  # replay -> its lane -> first position in the graph's lane
     graphs, members = _number_graphs(whole, drop=None)
@@ -159,9 +164,15 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
     assign = dict(zip(members["replay"].to_list(), members["graph"].to_list(), strict=True))
     partial = dict.fromkeys(assign, FULL)
     cuts = [(cut_short, True)] if cut_short is not None else []
-    cuts += [(int(replay), False) for replay in sequences.filter(pl.col("orphan"))["replay"].to_list()]
+    cuts += [(int(replay), False) for replay in cut_at_start["replay"].to_list()]
+    # A first replay that is a whole graph's node sequence exactly is that graph's, whole.
+    equal = cut_at_start.join(graphs.select("token", "graph"), on="token", how="inner")
+    for replay, graph in equal.select("replay", "graph").iter_rows():
+        assign[int(replay)], partial[int(replay)] = int(graph), FULL
     alone = []
     for replay, at_start in cuts:
+        if replay in assign and partial.get(replay) == FULL and not at_start:
+            continue
         fitted = _fit(events, replay, lanes, at_start=at_start)
         if fitted is None:
             alone.append(replay)

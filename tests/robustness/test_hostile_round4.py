@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
+from graph_witness import GPU_CATS, read, replays, write
 from scaling import assert_linear
+from support import SAMPLES
 
+import profview
 from profview.analysis.graphs import align, attribution
+from profview.analysis.graphs.align import ALIGNED, EXTRA, NOT_CAPTURED, Lane, Template
 from profview.analysis.graphs.capture import LAUNCH_SCHEMA, Capture
 from profview.analysis.graphs.replays import EVENT_SCHEMA, Replays
-from profview.analysis.graphs.align import ALIGNED, EXTRA, NOT_CAPTURED, Lane, Template
 
+KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
 #: The most a peak may grow over the input's growth before the work counts as worse than linear.
 MEMORY_SLACK = 2.5
 
@@ -207,3 +212,35 @@ def test_45_4_each_graph_is_aligned_only_with_the_captures_that_can_be_its() -> 
         expected = [attribution._shared_nodes(nodes, c.launches) for c in captures]
         assert index.shared(nodes).tolist() == expected
     assert_linear(lambda n: attribution.attribute(*piecewise(n)), 50)
+
+
+def test_45_medium_a_gpu_only_copy_of_a_real_trace_has_one_graph_replayed_12_times(tmp_path: Path) -> None:
+    """Without the host events every replay lacks its launch: each was taken for one cut by the
+    window ("12 graphs, 0 replays + 12 cut").  Only a stream's first replay can have been cut; the
+    witness: the graph launches of the original trace and their GPU events, counted from the JSON."""
+    events = read(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    launched = replays(events)
+    gpu_only = write(tmp_path / "gpu_only.json", [e for e in events if e.get("cat") in GPU_CATS])
+    table = profview.load(gpu_only, use_cache=False).graphs()
+    assert table.select("nodes", "replays", "partial_replays").rows() == [(len(launched[0]), len(launched), 0)]
+
+
+def gpu_only_replays(count: int, path: Path) -> Path:
+    """A GPU-only profile of ``count`` replays of ``count // 2`` graphs (3 kernels each, no launches)."""
+    events = []
+    for r in range(count):
+        for k in range(3):
+            name = f"graph{r % max(count // 2, 1)}_kernel{k}"
+            events.append({**KERNEL, "name": name, "ts": 10 * (3 * r + k), "args": {"stream": 7, "correlation": r + 1}})
+    return write(path, events)
+
+
+def test_45_5_a_gpu_only_profile_of_many_replays_is_linear(tmp_path: Path) -> None:
+    """Every replay of a GPU-only profile was a cut one, each fitted against every graph (4,000
+    replays: 41 s in ``summary``); now only each stream's first replay can be cut."""
+    profile = profview.load(gpu_only_replays(40, tmp_path / "g.json"), use_cache=False)
+    table = profile.graphs()
+    assert table.height == 20 and table["replays"].to_list() == [2] * 20
+    assert table["partial_replays"].sum() == 0
+    paths = {n: gpu_only_replays(n, tmp_path / f"g{n}.json") for n in (250, 2000)}
+    assert_linear(lambda n: profview.load(paths[n], use_cache=False).graphs(), 250)
