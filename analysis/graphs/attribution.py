@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ...frames import NO_MODULE, NO_SOURCE, UNATTRIBUTED, display_name
+from ...frames import NO_MODULE, NO_SOURCE, UNATTRIBUTED, count_of, display_name
 from ..trace.launch_index import LaunchIndex
 from ..trace.model import TraceModel
 from .align import Alignment, Lane, Template, align_graph, node_kind, template_of
@@ -76,7 +76,7 @@ NOT_ATTRIBUTED = "(graph replay, not attributed)"
 NO_CAPTURE = "no capture of this graph"
 #: Batch sizes in the annotation around a replay: SGLang's ``step[DECODE bs=32]``, vLLM's
 #: ``execute_32_context_0(…)_generation_32(…)``.
-REPLAY_BATCH = (re.compile(r"\bbs=(\d+)"), re.compile(r"^execute_(\d+)_"))
+REPLAY_BATCH = (re.compile(r"\bbs=([0-9]+)"), re.compile(r"^execute_([0-9]+)_"))
 #: Fewer of a graph's nodes than this share paired with a capture's launches: the capture is not its.
 MIN_FIT = 0.5
 
@@ -132,7 +132,7 @@ def _batch_in(text: str) -> int | None:
     for pattern in REPLAY_BATCH:
         found = pattern.search(text)
         if found:
-            return int(found.group(1))
+            return count_of(found.group(1))  # more than 18 digits: no batch size, not a crash
     return None
 
 

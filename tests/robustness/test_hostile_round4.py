@@ -6,13 +6,17 @@ never by a time limit."""
 
 from __future__ import annotations
 
+import json
+import math
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
+import pytest
 from graph_witness import GPU_CATS, read, replays, write
 from scaling import assert_linear
-from support import SAMPLES
+from support import SAMPLES, run_cli
 
 import profview
 from profview.analysis.graphs import align, attribution
@@ -244,3 +248,112 @@ def test_45_5_a_gpu_only_profile_of_many_replays_is_linear(tmp_path: Path) -> No
     assert table["partial_replays"].sum() == 0
     paths = {n: gpu_only_replays(n, tmp_path / f"g{n}.json") for n in (250, 2000)}
     assert_linear(lambda n: profview.load(paths[n], use_cache=False).graphs(), 250)
+
+
+def annotated_replays(annotations: list[str], path: Path, kernels: int = 2) -> Path:
+    """One graph launch inside each annotation (host thread 1), replaying ``kernels`` kernels."""
+    events: list[dict] = []
+    for i, text in enumerate(annotations):
+        t = 1000 * i
+        events.append({"name": text, "ph": "X", "cat": "user_annotation", "ts": t, "dur": 500, "pid": 1, "tid": 1})
+        events.append(
+            {
+                "name": "cudaGraphLaunch",
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "ts": t + 10,
+                "dur": 5,
+                "pid": 1,
+                "tid": 1,
+                "args": {"correlation": i + 1},
+            }
+        )
+        for k in range(kernels):
+            events.append(
+                {**KERNEL, "name": f"kernel{k}", "ts": t + 50 + 10 * k, "args": {"stream": 7, "correlation": i + 1}}
+            )
+    return write(path, events)
+
+
+def summary_of(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    code = run_cli(["summary", str(path), "--no-cache", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "internal error" not in err
+    return out
+
+
+@pytest.mark.parametrize("digits", [19, 4_301])
+def test_45_8_9_a_batch_size_of_many_digits_is_no_batch_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], digits: int
+) -> None:
+    """``bs=`` with 4,301 digits (int() refuses past 4,300) or 2^63 and more (Int64 against Int128)
+    around a graph launch made ``summary`` an internal error; a count is 1 to 18 ASCII digits."""
+    huge = "9" * digits
+    path = annotated_replays([f"step[DECODE bs={huge}]", f"capture_{huge}_FULL"], tmp_path / "t.json")
+    summary_of(path, capsys)
+    profile = profview.load(path, use_cache=False)
+    if digits < 4096:  # a longer name is no iteration name at all
+        assert profile.iterations()["requests"].to_list() == [None]
+    assert profile.graphs()["replays"].to_list() == [2]
+
+
+def test_45_low_digits_of_other_scripts_are_not_counts() -> None:
+    """``bs=٣٢`` (Arabic-Indic digits) was read as 32 by ``\\d`` and ``int()``."""
+    from profview.analysis.serving.names import parse_iteration_name
+    from profview.frames import count_of
+
+    assert (
+        parse_iteration_name("step[DECODE bs=٣٢]") is None
+        or parse_iteration_name("step[DECODE bs=٣٢]").requests is None
+    )
+    assert count_of("٣٢") is None and count_of("32") == 32
+    assert attribution._batch_in("step[DECODE bs=٣٢]") is None
+
+
+def test_45_10_token_totals_never_wrap(tmp_path: Path) -> None:
+    """Eleven decode iterations of 9e17 tokens each: the phase total (9.9e18) is past Int64; Polars'
+    sum wrapped it to a negative count.  Now the total is unknown, and each iteration keeps its own."""
+    each = 900_000_000_000_000_000
+    path = annotated_replays([f"step[DECODE bs={each}]"] * 11, tmp_path / "t.json")
+    profile = profview.load(path, use_cache=False)
+    assert profile.iterations()["tokens"].to_list() == [each] * 11  # the witness: the names themselves
+    decode = profile.phases().filter(pl.col("phase") == "decode")
+    assert decode["tokens"].to_list() == [None]
+    assert sum([each] * 11) > 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [([2**32, 2**32 + 1], None), ([2**32, 2**32], None), ([2**31, 3], 3 * 2**31), ([4, 2**62], None)],
+)
+def test_45_11_embedding_token_counts_never_wrap(shape: list[int], expected: int | None) -> None:
+    """NumPy's product of the index shape wrapped (2^64 + 2^32 read as 2^32, 2^64 as 0); now the
+    exact product where it fits Int64, else unknown."""
+    from profview.analysis.serving.iterations import _index_tokens
+
+    found = _index_tokens(json.dumps([[1000, 64], shape]), json.dumps(["float", "long int"]))
+    assert found == expected
+    if expected is not None:
+        assert found == math.prod(shape)
+
+
+@pytest.mark.parametrize("op", ["aten::mm", "aten::bmm", "aten::_scaled_mm", "aten::_grouped_mm", "aten::addmm"])
+def test_45_13_14_dimensions_that_are_texts_or_too_many_are_no_shape(op: str) -> None:
+    """A dimension written as a text made a model repeat the text (``"4" * 2**62``: GBs or out of
+    memory); 80,000 dimensions of 2^62 made big-number products quadratic.  Both are no shape now:
+    no figure (and no time spent)."""
+    from profview.analysis.efficiency.op_models import operator_work
+
+    types = json.dumps(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"])
+    as_text = json.dumps([["4", 2**62], [2**62, "8"], [4]])
+    many = json.dumps([[2**62] * 80_000, [2**62] * 80_000, [4]])
+    for dims in (as_text, many):
+        tracemalloc.start()
+        try:
+            work = operator_work(op, dims, types, None)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert work is None or work.flops is None
+        assert peak < 64 * 2**20

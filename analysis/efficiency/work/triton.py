@@ -122,4 +122,3 @@ def triton_work(call: Call, counted: tuple[float | None, float | None] | None = 
         nbytes += elem_size(call.types[tensors[0]]) * xnumel
     shape = f"x={xnumel}" + (f" r={rnumel}" if rnumel > 1 else "")
     return Work(flops, float(nbytes), precision_of(call.types), "triton", f"{names} {shape}")
-
