@@ -357,3 +357,139 @@ def test_45_13_14_dimensions_that_are_texts_or_too_many_are_no_shape(op: str) ->
             tracemalloc.stop()
         assert work is None or work.flops is None
         assert peak < 64 * 2**20
+
+
+SGLANG_REPLAY = SAMPLES / "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz"
+SGLANG_CAPTURES = SAMPLES / "sglang_decode_capture_traces"
+
+
+def two_equal_captures(folder: Path) -> None:
+    """A capture folder of two captures of the same kernels (the second with its operators renamed),
+    their batch sizes said only by ``execution_details.json`` (the annotations name none)."""
+    folder.mkdir()
+    capture = read(SGLANG_CAPTURES / "bs_32_rank0.json.gz")
+    plain = [dict(e, name="capture_DECODE") if e.get("name") == "capture_32_DECODE" else e for e in capture]
+    renamed = [dict(e, name="renamed::" + e["name"]) if e.get("cat") == "cpu_op" else e for e in plain]
+    write(folder / "a.json", plain)
+    write(folder / "b.json", renamed)
+
+
+def details(folder: Path, sizes: dict[str, int]) -> None:
+    entries = [{"file": name, "batch_size": size, "mode": "FULL"} for name, size in sizes.items()]
+    (folder / "execution_details.json").write_text(json.dumps(entries))
+
+
+def renamed_share(out: Path) -> bool:
+    """Whether the exported graph_ops name the renamed operators (capture b) rather than a's."""
+    text = out.read_text()
+    return "renamed::" in text
+
+
+def test_45_6_execution_details_is_in_the_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its batch sizes decide between equal captures; after it changed, the cache still gave the old
+    capture's attribution (``--no-cache`` the other).  The witness: a fresh read without the cache."""
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "captures"
+    two_equal_captures(folder)
+    out = tmp_path / "ops.csv"
+
+    def export(*extra: str) -> bool:
+        args = ["export", str(SGLANG_REPLAY), "--view", "graph_ops", "-o", str(out), "--force", "--capture"]
+        assert run_cli([*args, str(folder), *extra]) == 0, capsys.readouterr().err
+        return renamed_share(out)
+
+    details(folder, {"a.json": 32, "b.json": 16})
+    assert export() is False  # the replay says bs=32: a
+    details(folder, {"a.json": 16, "b.json": 32})
+    assert export("--no-cache") is True
+    assert export() is True  # was False: the old entry
+
+
+def test_45_7_an_entry_repeated_in_execution_details_is_read_once(tmp_path: Path) -> None:
+    """300 copies of one entry were each opened (73 s, 1.5 GB); now the file is read once."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    (folder / "bs_32.json.gz").write_bytes((SGLANG_CAPTURES / "bs_32_rank0.json.gz").read_bytes())
+    (folder / "execution_details.json").write_text(json.dumps([{"file": "bs_32.json.gz", "batch_size": 32}] * 300))
+    profile = profview.load(SGLANG_REPLAY, use_cache=False)
+    opened: list[str] = []
+    real = profile.open_capture
+
+    def counted(path: str, **kwargs: object) -> object:
+        opened.append(path)
+        return real(path, **kwargs)
+
+    profile.open_capture = counted  # type: ignore[method-assign]
+    profile.use_capture([str(folder)], use_cache=False)
+    assert profile.graphs()["attributed_pct"].to_list() == [100.0]
+    assert len(opened) == 1
+
+
+@pytest.mark.parametrize("name", ["bs_32.json", "execution_details.json"])
+def test_45_d_no_file_a_capture_is_read_from_is_written_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """``export -o CAPTURE --force`` overwrote the capture trace or execution_details.json (only the
+    replay was protected); every file a command reads is an input now."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    write(folder / "bs_32.json", read(SGLANG_CAPTURES / "bs_32_rank0.json.gz"))
+    details(folder, {"bs_32.json": 32})
+    before = (folder / name).read_bytes()
+    args = ["export", str(SGLANG_REPLAY), "--view", "graphs", "--capture", str(folder), "--no-cache"]
+    code = run_cli([*args, "-o", str(folder / name), "--force"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refusing to overwrite the input profile" in err
+    assert (folder / name).read_bytes() == before
+    capture_file = folder / "bs_32.json"
+    code = run_cli([*args[:-3], "--capture", str(capture_file), "-o", str(capture_file), "--force"])
+    assert code == 2 and "refusing to overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("[" * 200_000 + "]" * 200_000, "nested deeper"), (" " * (17 * 2**20) + "[]", "larger than 16 MiB")],
+)
+def test_45_medium_execution_details_nested_or_huge_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    """A deeply nested execution_details.json was an internal error; a huge one was read whole (an
+    out-of-memory line named another file)."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    (folder / "execution_details.json").write_text(text)
+    code = run_cli(["summary", str(SGLANG_REPLAY), "--no-cache", "--capture", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "execution_details.json" in err and problem in err and "internal error" not in err
+
+
+def test_45_medium_a_capture_folder_with_a_stray_file_and_the_replay_beside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder without execution_details.json failed whole on a stray ``config.json`` or on the
+    replay trace beside its captures; they are passed over, the captures attribute (all of the
+    replay's GPU time: the raw events of its one graph launch, summed)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "bs_32_rank0.json.gz").write_bytes((SGLANG_CAPTURES / "bs_32_rank0.json.gz").read_bytes())
+    (folder / "config.json").write_text(json.dumps({"model": "qwen3", "tp": 1}))
+    replay = folder / "replay.json.gz"
+    replay.write_bytes(SGLANG_REPLAY.read_bytes())
+    profile = profview.load(replay, use_cache=False)
+    profile.use_capture([str(folder)], use_cache=False)
+    table = profile.graphs()
+    launched = replays(read(SGLANG_REPLAY))
+    assert table["attributed_pct"].to_list() == [100.0]
+    assert table["device_us"][0] == pytest.approx(sum(e["dur"] for e in launched[0]))
+
+
+def test_45_medium_captures_given_that_fit_nothing_do_not_ask_for_captures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--capture`` given and fitting nothing made ``summary`` say "give it with --capture PATH"."""
+    out = summary_of(SGLANG_REPLAY, capsys, "--capture", str(SAMPLES / "h100_compile_reduce_overhead.json.gz"))
+    assert "give it with --capture" not in out
+    assert "the captures given with --capture fit none" in " ".join(out.split())
