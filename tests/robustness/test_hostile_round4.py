@@ -493,3 +493,22 @@ def test_45_medium_captures_given_that_fit_nothing_do_not_ask_for_captures(
     out = summary_of(SGLANG_REPLAY, capsys, "--capture", str(SAMPLES / "h100_compile_reduce_overhead.json.gz"))
     assert "give it with --capture" not in out
     assert "the captures given with --capture fit none" in " ".join(out.split())
+
+
+def triton_name(tokens: int) -> str:
+    """A compiled kernel's name of ``tokens`` fused operators (words and empty ones, as ``__`` makes)."""
+    words = ["add", "", "unsafe", "view", "mul", "", "to", "copy", "softmax"]
+    return "triton_poi_fused_" + "_".join(words[i % len(words)] for i in range(tokens)) + "_5"
+
+
+def test_45_12_splitting_a_triton_name_into_fused_ops_is_linear() -> None:
+    """Every start was tried for every end (and each piece joined): a 12 KB trace took 42 s in
+    ``export --view kernels``; a piece of several words is an operator's name, so no longer than the
+    longest.  The split itself is unchanged: Inductor's own name for a GELU's fused ops."""
+    from profview.analysis.efficiency.work.triton import fused_ops
+
+    assert fused_ops("triton_poi_fused_add_addmm_mul_pow_tanh_view_5") == [
+        "add", "addmm", "mul", "pow", "tanh", "view"
+    ]  # fmt: skip
+    assert fused_ops("triton_poi_fused__to_copy__unsafe_view_mul_0") == ["_to_copy", "_unsafe_view", "mul"]
+    assert_linear(lambda n: fused_ops(triton_name(n)), 500)
