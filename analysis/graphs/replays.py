@@ -140,7 +140,7 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("replay", "lane").alias("position"))
         .with_columns((pl.col("lane") * (1 << 32) + pl.col("name").to_physical().cast(pl.Int64)).alias("token"))
     )
-    if with_ids and events["graph_id"].is_not_null().all():
+    if with_ids and _ids_usable(events):
         return _identify_by_id(events, replay_order)
     sequences = (
         events.group_by("replay", maintain_order=True)
@@ -198,6 +198,15 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
         pl.col("events").cast(pl.Int64),
     )
     return Replays(placed.select(EVENT_SCHEMA.keys()).cast(pl.Schema(EVENT_SCHEMA)), replays, nodes, False, notes)
+
+
+def _ids_usable(events: pl.DataFrame) -> bool:
+    """Whether Kineto's ids name every replayed event's graph and node, each node once per replay
+    (a missing ``graph node id`` dropped that event's time; one repeated merged two kernels under
+    one node): else the graphs are found by their node sequences, as without ids."""
+    if not (events["graph_id"].is_not_null().all() and events["graph_node_id"].is_not_null().all()):
+        return False
+    return events.select(pl.struct("replay", "graph_node_id").is_unique().all()).item() is True
 
 
 def _identify_by_id(events: pl.DataFrame, replay_order: pl.DataFrame) -> Replays:

@@ -512,3 +512,50 @@ def test_45_12_splitting_a_triton_name_into_fused_ops_is_linear() -> None:
     ]  # fmt: skip
     assert fused_ops("triton_poi_fused__to_copy__unsafe_view_mul_0") == ["_to_copy", "_unsafe_view", "mul"]
     assert_linear(lambda n: fused_ops(triton_name(n)), 500)
+
+
+@pytest.mark.parametrize("pattern", ["(" * 500 + "decode" + ")" * 500, "(?=decode)", "decode(", "\\1(a)"])
+def test_45_e_iteration_and_filter_share_one_pattern_validator(
+    pattern: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--iteration`` with 500 nested groups was an internal error where ``--filter`` gave a clear
+    line, and the two accepted and refused different patterns: both go through ``pattern_problem``."""
+    trace = str(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    iteration = run_cli(["export", trace, "--view", "iterations", "-o", "-", "--iteration", pattern, "--no-cache"])
+    said = capsys.readouterr().err
+    filtered = run_cli(["export", trace, "--view", "kernels", "-o", "-", "--filter", pattern, "--no-cache"])
+    other = capsys.readouterr().err
+    assert (iteration, filtered) == (2, 2), (said, other)
+    assert "internal error" not in said + other
+    # The same reason (the place may differ by the (?i) a case-blind filter puts first).
+    reason = said.split("regex")[-1].split(":", 1)[1].split(" at position")[0]
+    assert reason == other.split("regex")[-1].split(":", 1)[1].split(" at position")[0]
+
+
+def test_45_medium_a_subnormal_peak_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--peak-tflops 5e-324`` passed "above 0" and divided figures into ``inf``."""
+    trace = str(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    code = run_cli(["export", trace, "--view", "efficiency", "-o", "-", "--peak-tflops", "5e-324", "--no-cache"])
+    assert code == 2 and "a peak is a number above 0, from 0.001" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["missing", "repeated"])
+def test_45_medium_damaged_graph_node_ids_lose_no_time(tmp_path: Path, damage: str) -> None:
+    """Kineto's ``graph node id`` missing on one event dropped its time from ``graph_nodes``; one
+    repeated merged two kernels under one node.  Such ids are not used (the node sequences are): the
+    nodes' time is every replayed event's, summed from the JSON."""
+    events = read(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    launched = replays(events)
+    for replay in launched:
+        for position, event in enumerate(replay):
+            event["args"]["graph id"] = 1
+            event["args"]["graph node id"] = position + 1
+    if damage == "missing":
+        del launched[3][5]["args"]["graph node id"]
+    else:
+        launched[3][5]["args"]["graph node id"] = 5  # the id of the node before it
+    nodes = profview.load(write(tmp_path / "t.json", events), use_cache=False).graph_nodes()
+    assert nodes["device_us"].sum() == pytest.approx(sum(e["dur"] for r in launched for e in r))
+    names = {(e["name"]) for e in launched[0]}
+    assert set(nodes["name"].to_list()) == names
+    assert nodes.height == len(launched[0])
