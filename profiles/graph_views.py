@@ -151,7 +151,7 @@ class GraphViews(ProfileHost):
             return attribute(replays, [])
         replays = find_replays(model, self._graph_ids())
         captures = self._captures()
-        return attribute(replays, captures, replay_batch_sizes(model, replays))
+        return attribute(replays, captures, replay_batch_sizes(model, replays), self.path)
 
     def _graph_ids(self) -> pl.DataFrame | None:
         """Per ``model.gpu`` row, Kineto's ``graph id`` and ``graph node id`` (None: the trace has none)."""

@@ -74,6 +74,11 @@ CAPTURED = "(captured)"
 NOT_ATTRIBUTED = "(graph replay, not attributed)"
 #: Why a graph has no capture at all (the remedy is the profile's to say: it knows the options).
 NO_CAPTURE = "no capture of this graph"
+#: Why a graph is not attributed through a capture of another trace that names nothing it runs.
+FOREIGN_BY_COUNT = (
+    "the only capture that fits is another trace's and names none of this graph's kernels (no kernel "
+    "name, no Triton anchor): counts alone do not show it is this graph's (another model has as many launches)"
+)
 #: Batch sizes in the annotation around a replay: SGLang's ``step[DECODE bs=32]``, vLLM's
 #: ``execute_32_context_0(…)_generation_32(…)``.
 REPLAY_BATCH = (re.compile(r"\bbs=([0-9]+)"), re.compile(r"^execute_([0-9]+)_"))
@@ -136,8 +141,11 @@ def _batch_in(text: str) -> int | None:
     return None
 
 
-def attribute(replays: Replays, captures: list[Capture], batch_sizes: dict[int, int] | None = None) -> GraphFrames:
-    """Attribute each graph through the capture that fits it (see the module's docstring)."""
+def attribute(
+    replays: Replays, captures: list[Capture], batch_sizes: dict[int, int] | None = None, origin: str | None = None
+) -> GraphFrames:
+    """Attribute each graph through the capture that fits it (see the module's docstring; ``origin``:
+    the replay's trace, whose own captures need no more than counts to be its graphs')."""
     batch_sizes = batch_sizes or {}
     index = CaptureIndex(captures)
     node_rows: list[pl.DataFrame] = []
@@ -148,6 +156,8 @@ def attribute(replays: Replays, captures: list[Capture], batch_sizes: dict[int, 
         nodes = by_graph[graph]
         notes = list(replays.notes.get(graph, []))
         chosen, why = _choose(nodes, index, batch_sizes.get(graph))
+        if chosen is not None and origin is not None and not _evidenced(nodes, captures[chosen[0]], origin):
+            chosen, why = None, FOREIGN_BY_COUNT
         if chosen is None:
             node_rows.append(_unattributed_nodes(nodes, why))
             notes.append(why)
@@ -163,6 +173,16 @@ def attribute(replays: Replays, captures: list[Capture], batch_sizes: dict[int, 
     graph_frame = pl.DataFrame(graph_rows, schema={"graph": pl.Int64, "capture": pl.String, "note": pl.String})
     events = replays.events.select("gpu_row", "replay", "graph", "node")
     return GraphFrames(events, replays.replays, node_frame, graph_frame, [c.label for c in captures])
+
+
+def _evidenced(nodes: pl.DataFrame, capture: Capture, origin: str) -> bool:
+    """Whether more than counts tie ``capture`` to this graph: it is in the replay's own trace, or it
+    names (a kernel, or an anchor) at least one of the graph's kernels."""
+    if capture.origin == origin:
+        return True
+    names = set(nodes["name"].to_list())
+    said = set(capture.launches["name"].drop_nulls().to_list()) | set(capture.launches["anchor"].drop_nulls().to_list())
+    return bool(names & said)
 
 
 def _lanes(nodes: pl.DataFrame) -> list[Lane]:
@@ -412,19 +432,23 @@ def graph_node_table(frames: GraphFrames, gpu: pl.DataFrame, graph: int | None =
 
 #: Fewest back-to-back repeats of one block of nodes that :func:`repeated_blocks` labels.
 MIN_REPEATS = 3
+#: The longest block looked for (a model's layer replays tens to hundreds of kernels): trying every
+#: length up to a third of the graph was quadratic (200,000 nodes: 26 s); this keeps it linear.
+MAX_BLOCK = 1024
 
 
 def repeated_blocks(names: list[str]) -> list[str | None]:
     """Per node, ``"k/K (inferred)"`` where the nodes hold ``K`` (at least :data:`MIN_REPEATS`)
     back-to-back repeats of one block of kernel names (a layer's kernels, once per layer) and the
     node is in the ``k``-th; else None.  Inferred from the names alone (a model's layers, or a loop,
-    look the same): the run that covers the most nodes, of the shortest block."""
+    look the same): the run that covers the most nodes, of the shortest block (of at most
+    :data:`MAX_BLOCK` nodes)."""
     import numpy as np
 
     n = len(names)
     codes = np.unique(np.array(names, dtype=object), return_inverse=True)[1] if n else np.array([], dtype=np.int64)
     best: tuple[int, int, int, int] | None = None  # (covered, -period, start, count)
-    for period in range(2, n // MIN_REPEATS + 1):
+    for period in range(2, min(n // MIN_REPEATS, MAX_BLOCK) + 1):
         same = np.concatenate([[False], codes[period:] == codes[:-period], [False]])
         edges = np.flatnonzero(np.diff(same.astype(np.int8)))
         if len(edges) == 0:

@@ -559,3 +559,48 @@ def test_45_medium_damaged_graph_node_ids_lose_no_time(tmp_path: Path, damage: s
     names = {(e["name"]) for e in launched[0]}
     assert set(nodes["name"].to_list()) == names
     assert nodes.height == len(launched[0])
+
+
+def test_45_medium_graph_nodes_blocks_are_linear_in_the_graph() -> None:
+    """Every block length up to a third of the graph was tried (200,000 nodes: 26 s in
+    ``graph_nodes``); blocks are looked for up to MAX_BLOCK nodes.  A layer of 7 kernels repeated
+    is still found: the witness is the names' own period."""
+    names = [f"k{i % 7}" for i in range(70)]
+    labels = attribution.repeated_blocks(names)
+    assert labels[0] == "1/10 (inferred)" and labels[-1] == "10/10 (inferred)"
+    assert_linear(lambda n: attribution.repeated_blocks([f"k{i}" for i in range(n)]), 20_000, factor=4)
+
+
+def foreign_capture(launches: int, path: Path) -> Path:
+    """Another model's capture: ``launches`` nameless kernel launches under ``foreign::forward``."""
+    host = {"ph": "X", "pid": 1, "tid": 1}
+    events = [
+        {**host, "name": "foreign::forward", "cat": "cpu_op", "ts": 0, "dur": 10 * launches + 100},
+        {
+            **host,
+            "name": "cudaStreamBeginCapture",
+            "cat": "cuda_runtime",
+            "ts": 1,
+            "dur": 1,
+            "args": {"correlation": 1},
+        },
+    ]
+    for i in range(launches):
+        call = {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": 10 + 10 * i, "dur": 2}
+        events.append({**host, **call, "args": {"correlation": i + 2}})
+    end = {"name": "cudaStreamEndCapture", "cat": "cuda_runtime", "ts": 10 * launches + 50, "dur": 1}
+    events.append({**host, **end, "args": {"correlation": launches + 2}})
+    return write(path, events)
+
+
+def test_45_low_a_foreign_nameless_capture_is_not_attributed_by_count_alone(tmp_path: Path) -> None:
+    """A capture of another model with as many launches as the graph has nodes, naming none of its
+    kernels, was taken as the graph's (100%, ``position``); counts alone prove nothing across traces."""
+    events = read(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    launched = replays(events)
+    replay = write(tmp_path / "gpu_only.json", [e for e in events if e.get("cat") in GPU_CATS])
+    profile = profview.load(replay, use_cache=False)
+    profile.use_capture([str(foreign_capture(len(launched[0]), tmp_path / "foreign.json"))], use_cache=False)
+    table = profile.graphs()
+    assert table["attributed_pct"].to_list() == [0.0]
+    assert attribution.FOREIGN_BY_COUNT in table["note"][0]
