@@ -98,10 +98,12 @@ def checked_product(parts: list[int]) -> int | None:
     """The product of counts (an element count from a shape); None when a part is no count or the
     product would not fit Int64.  Stops as soon as it would (a shape of 80,000 huge dimensions costs
     no big-number arithmetic)."""
+    if any(count_of(part) is None for part in parts):
+        return None
+    if 0 in parts:  # an empty dimension anywhere: no elements, however large the others
+        return 0
     product = 1
     for part in parts:
-        if count_of(part) is None:
-            return None
         product *= part
         if product > INT64_MAX:
             return None
