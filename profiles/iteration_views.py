@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import ProfviewError
+from ..frames import fmt_fixed
 from .iteration_scope import IterationScope
 
 if TYPE_CHECKING:
@@ -164,5 +165,5 @@ def short_us(value: object) -> str:
     if not isinstance(value, (int, float)):
         return "-"
     if value >= 1e6:
-        return f"{value / 1e6:.2f} s"
+        return f"{fmt_fixed(value / 1e6, 2)} s"  # scientific past 10^12 s (a damaged time: 1e300)
     return f"{value / 1e3:.2f} ms" if value >= 1e3 else f"{value:.1f} us"

@@ -25,6 +25,16 @@ from profview.analysis.graphs.capture import LAUNCH_SCHEMA, Capture
 from profview.analysis.graphs.replays import EVENT_SCHEMA, Replays
 
 KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both readers (the compiled scanner and PROFVIEW_PURE_PYTHON=1) must answer alike."""
+    if request.param == "pure":
+        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1")
+    return str(request.param)
+
+
 #: The most a peak may grow over the input's growth before the work counts as worse than linear.
 MEMORY_SLACK = 2.5
 
@@ -218,7 +228,7 @@ def test_45_4_each_graph_is_aligned_only_with_the_captures_that_can_be_its() -> 
     assert_linear(lambda n: attribution.attribute(*piecewise(n)), 50)
 
 
-def test_45_medium_a_gpu_only_copy_of_a_real_trace_has_one_graph_replayed_12_times(tmp_path: Path) -> None:
+def test_45_medium_a_gpu_only_copy_of_a_real_trace_has_one_graph_replayed_12_times(tmp_path: Path, reader: str) -> None:
     """Without the host events every replay lacks its launch: each was taken for one cut by the
     window ("12 graphs, 0 replays + 12 cut").  Only a stream's first replay can have been cut; the
     witness: the graph launches of the original trace and their GPU events, counted from the JSON."""
@@ -285,7 +295,7 @@ def summary_of(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> s
 
 @pytest.mark.parametrize("digits", [19, 4_301])
 def test_45_8_9_a_batch_size_of_many_digits_is_no_batch_size(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], digits: int
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], digits: int, reader: str
 ) -> None:
     """``bs=`` with 4,301 digits (int() refuses past 4,300) or 2^63 and more (Int64 against Int128)
     around a graph launch made ``summary`` an internal error; a count is 1 to 18 ASCII digits."""
@@ -311,7 +321,7 @@ def test_45_low_digits_of_other_scripts_are_not_counts() -> None:
     assert attribution._batch_in("step[DECODE bs=٣٢]") is None
 
 
-def test_45_10_token_totals_never_wrap(tmp_path: Path) -> None:
+def test_45_10_token_totals_never_wrap(tmp_path: Path, reader: str) -> None:
     """Eleven decode iterations of 9e17 tokens each: the phase total (9.9e18) is past Int64; Polars'
     sum wrapped it to a negative count.  Now the total is unknown, and each iteration keeps its own."""
     each = 900_000_000_000_000_000
@@ -540,7 +550,7 @@ def test_45_medium_a_subnormal_peak_is_refused(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.parametrize("damage", ["missing", "repeated"])
-def test_45_medium_damaged_graph_node_ids_lose_no_time(tmp_path: Path, damage: str) -> None:
+def test_45_medium_damaged_graph_node_ids_lose_no_time(tmp_path: Path, damage: str, reader: str) -> None:
     """Kineto's ``graph node id`` missing on one event dropped its time from ``graph_nodes``; one
     repeated merged two kernels under one node.  Such ids are not used (the node sequences are): the
     nodes' time is every replayed event's, summed from the JSON."""
@@ -604,3 +614,12 @@ def test_45_low_a_foreign_nameless_capture_is_not_attributed_by_count_alone(tmp_
     table = profile.graphs()
     assert table["attributed_pct"].to_list() == [0.0]
     assert attribution.FOREIGN_BY_COUNT in table["note"][0]
+
+
+def test_45_low_a_phase_line_prints_a_huge_figure_in_scientific_notation() -> None:
+    """A phase line printed a duration of 1e300 µs as 300 digits; like every summary figure from
+    10^12 on (``frames.fmt_fixed``), it is scientific now."""
+    from profview.profiles.iteration_views import short_us
+
+    assert short_us(1e300) == "1.000e+294 s"
+    assert short_us(2.5e6) == "2.50 s"
