@@ -124,13 +124,27 @@ def align_graph(template: Template, lanes: list[Lane]) -> list[Alignment]:
     alignments = [_align(coded, lane, frozenset(), budget) for lane in lanes]
     if len(alignments) < 2:
         return alignments
+    candidates = [_candidates(coded, lane) for lane in lanes]
+    # What each lane was last aligned without: whether anything was taken, and which of its candidates.
+    last: list[tuple[bool, frozenset[int]]] = [(False, frozenset())] * len(lanes)
     for _round in range(REALIGN_ROUNDS):
         holders: dict[int, int] = {}
         held = [frozenset(i for i in a.launch if i >= 0) for a in alignments]
         for mine in held:
             for i in mine:
                 holders[i] = holders.get(i, 0) + 1
-        again = [_align(coded, lane, _HeldByOthers(holders, held[k]), budget) for k, lane in enumerate(lanes)]
+        again = []
+        for k, lane in enumerate(lanes):
+            taken = _HeldByOthers(holders, held[k])
+            # (Whether anything is taken matters only to the positional pairing, of equal counts.)
+            now = (
+                len(lane.kinds) == len(template.kinds) and bool(taken),
+                frozenset(i for i in candidates[k] if i in taken),
+            )
+            # A lane none of whose candidates changed hands is aligned as before (many streams of
+            # their own kernels cost one alignment each, not one per round).
+            again.append(alignments[k] if now == last[k] else _align(coded, lane, taken, budget))
+            last[k] = now
         if [a.launch for a in again] == [a.launch for a in alignments]:
             break
         if _round == REALIGN_ROUNDS - 1:  # still changing: what changes is not decided
@@ -176,6 +190,24 @@ class _HeldByOthers(Collection[int]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        """Whether another lane holds any launch (without counting them: one look per launch of mine)."""
+        return len(self._holders) > len(self._mine) or any(self._holders.get(i, 0) > 1 for i in self._mine)
+
+
+def _candidates(coded: _Coded, lane: Lane) -> list[int]:
+    """The launches that can run one of the lane's nodes (by the index of kinds and names), in order."""
+    codes = coded.codes
+    rows: set[int] = set()
+    signatures = {
+        (codes.get(node_kind(k, name), -2), codes.get(name, -2)) for k, name in zip(lane.kinds, lane.names, strict=True)
+    }
+    for k, nm in signatures:
+        rows.update(coded.by_name.get((k, nm), ()))
+        if nm not in coded.anchor_names:
+            rows.update(coded.by_kind.get(k, ()))
+    return sorted(rows)
 
 
 class _Budget:
@@ -257,12 +289,7 @@ def _align(coded: _Coded, lane: Lane, taken: Collection[int], budget: _Budget | 
     codes = coded.codes
     n_kind = np.array([codes.get(k, -2) for k in kinds], dtype=np.int64)
     n_name = np.array([codes.get(k, -2) for k in lane.names], dtype=np.int64)
-    rows_set: set[int] = set()
-    for k, nm in set(zip(n_kind.tolist(), n_name.tolist(), strict=True)):
-        rows_set.update(coded.by_name.get((k, nm), ()))
-        if nm not in coded.anchor_names:
-            rows_set.update(coded.by_kind.get(k, ()))
-    rows = np.array(sorted(i for i in rows_set if i not in taken), dtype=np.int64)
+    rows = np.array([i for i in _candidates(coded, lane) if i not in taken], dtype=np.int64)
     launch = [-1] * m
     how = [NOT_CAPTURED] * m
     if len(rows) == 0:
