@@ -623,3 +623,18 @@ def test_45_low_a_phase_line_prints_a_huge_figure_in_scientific_notation() -> No
 
     assert short_us(1e300) == "1.000e+294 s"
     assert short_us(2.5e6) == "2.50 s"
+
+
+def test_45_low_a_home_that_does_not_exist_is_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``HOME`` naming no folder (a service account's), opening a trace made it to cache into;
+    now nothing is cached and the command answers as usual."""
+    home = tmp_path / "nonexistent"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PROFVIEW_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    out = summary_of(SAMPLES / "h100_decode_cuda_graph.json.gz", capsys)
+    assert "graph replays" in out
+    assert run_cli(["summary", str(SAMPLES / "h100_decode_cuda_graph.json.gz")]) == 0
+    assert not home.exists()
