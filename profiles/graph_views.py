@@ -462,8 +462,13 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
         files: dict[tuple[str, int | None], None] = {}  # an entry repeated is one capture file
         for entry in entries:
             file = os.path.join(path, os.path.basename(entry["file"]))
-            if not os.path.isfile(file):
-                raise ProfviewError(file, f"--capture: listed in {EXECUTION_DETAILS} but not there")
+            if not os.path.isfile(file):  # named as listed: a listed folder is not looked in (only this one)
+                listed = entry["file"]
+                raise ProfviewError(
+                    file,
+                    f"--capture: listed in {EXECUTION_DETAILS} but not there (listed as {listed!r}; "
+                    f"only {path} is read)",
+                )
             size = entry.get("batch_size")
             files[(file, count_of(size) if isinstance(size, int) else None)] = None  # 2^63 and more: none
         return list(files)
@@ -490,6 +495,15 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
     events = profile._trace_events()
     found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
     if not found:
+        from ..analysis.graphs.capture import BEGIN_CAPTURE
+
+        begins = int(profile.model.host["name"].str.contains(BEGIN_CAPTURE).sum())
+        if begins:  # there is a begin: saying there is none sent people looking for the wrong thing
+            raise ProfviewError(
+                file,
+                f"--capture: no complete graph capture in this trace ({begins} *StreamBeginCapture, none with a "
+                "*StreamEndCapture after it on its thread: the profiling window cut the capture)",
+            )
         raise ProfviewError(
             file, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
         )

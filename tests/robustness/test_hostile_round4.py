@@ -638,3 +638,21 @@ def test_45_low_a_home_that_does_not_exist_is_not_made(
     assert "graph replays" in out
     assert run_cli(["summary", str(SAMPLES / "h100_decode_cuda_graph.json.gz")]) == 0
     assert not home.exists()
+
+
+def test_45_low_the_capture_messages_say_what_is_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture trace whose capture the window cut (a begin, no end) was said to have no
+    ``cudaStreamBeginCapture``; an entry listed with a folder was said "not there" without the name
+    it was listed under (only the capture folder is read)."""
+    events = read(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    cut = write(tmp_path / "cut.json", [e for e in events if "StreamEndCapture" not in str(e.get("name"))])
+    replay = str(SAMPLES / "h100_decode_cuda_graph.json.gz")
+    assert run_cli(["summary", replay, "--no-cache", "--capture", str(cut)]) == 2
+    err = capsys.readouterr().err
+    begins = sum(1 for e in events if "StreamBeginCapture" in str(e.get("name")))
+    assert f"no complete graph capture in this trace ({begins} *StreamBeginCapture" in err
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    (folder / "execution_details.json").write_text(json.dumps([{"file": "elsewhere/bs_8.json", "batch_size": 8}]))
+    assert run_cli(["summary", replay, "--no-cache", "--capture", str(folder)]) == 2
+    assert "listed as 'elsewhere/bs_8.json'" in capsys.readouterr().err
