@@ -242,7 +242,7 @@ def events_frame(paths: StepPaths) -> pl.DataFrame:
         .join(totals, on=["window", "kind", "name"], how="left")
         .join(steps, on="window", how="left")
         .with_columns(
-            (pl.col("start") - origin).round(3).alias("start_us"),
+            ((pl.col("start") - origin)).round(3).alias("start_us"),
             (pl.col("end") - pl.col("start")).round(3).alias("dur_us"),
             pl.col("on_path_us").round(3),
             pl.col("name_on_path_us").round(3),
@@ -256,13 +256,9 @@ def events_frame(paths: StepPaths) -> pl.DataFrame:
 def _name_totals(paths: StepPaths) -> pl.DataFrame:
     """Per window, kind and name: calls and total time of the events of the window's graph."""
     events = _event_table(paths)
-    return (
-        events.group_by("window", "kind", "name")
-        .agg(
-            pl.len().alias("calls"), (pl.col("end") - pl.col("start")).clip(lower_bound=0).sum().alias("name_total_us")
-        )
-        .with_columns(pl.col("window").cast(pl.Int64))
-    )
+    return events.group_by("window", "kind", "name").agg(
+        pl.len().alias("calls"), (pl.col("end") - pl.col("start")).clip(lower_bound=0).sum().alias("name_total_us")
+    ).with_columns(pl.col("window").cast(pl.Int64))
 
 
 def names_frame(paths: StepPaths) -> pl.DataFrame:

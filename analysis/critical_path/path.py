@@ -427,6 +427,8 @@ def _gpu_edges(
     return parts
 
 
+
+
 def _threads(host: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
     """A number per host thread (pid, tid), for the rows ``rows``."""
     pairs = host.select("pid", "tid")[pl.Series(rows)]

@@ -199,11 +199,7 @@ def moved_calls(aligned: pl.DataFrame, op: str, kernels_before: str, kernels_aft
         & (pl.col("kernels_after") == kernels_after)
     )
     return changed.select(
-        "position",
-        pl.col("op_before").alias("op"),
-        "kernels_before",
-        "kernels_after",
-        "device_us_before",
-        "device_us_after",
-        "delta_us",
+        "position", pl.col("op_before").alias("op"), "kernels_before", "kernels_after",
+        "device_us_before", "device_us_after", "delta_us",
     )
+

@@ -323,9 +323,8 @@ def _joined(
     before, rules = resolve_cut_rows(before, after, values + extra)
     after, rules_after = resolve_cut_rows(after, before, values + extra)
     rules |= rules_after
-    pairs = pair_names(
-        before["name"].unique(maintain_order=True).to_list(), after["name"].unique(maintain_order=True).to_list(), match
-    )
+    pairs = pair_names(before["name"].unique(maintain_order=True).to_list(),
+                       after["name"].unique(maintain_order=True).to_list(), match)
     if rules:  # paired as equal names now, by the rule that named them
         rule = pl.col("name_before").replace_strict(rules, default=None, return_dtype=pl.String)
         same = pl.col("name_before") == pl.col("name_after")
@@ -396,7 +395,8 @@ def diff_ops(
         joined = joined.join(kind_b, on="name_before", how="left").join(kind_a, on="name_after", how="left")
         joined = joined.with_columns(pl.coalesce("kind_b", "kind_a").alias("kind"))
     deltas = [
-        (pl.col(f"{v}_after") - pl.col(f"{v}_before")).alias(f"{v.removesuffix('_us')}_delta_us") for v in OP_VALUES[1:]
+        (pl.col(f"{v}_after") - pl.col(f"{v}_before")).alias(f"{v.removesuffix('_us')}_delta_us")
+        for v in OP_VALUES[1:]
     ]
     frame = joined.with_columns(
         *deltas,

@@ -29,28 +29,12 @@ RANK_FIGURES: tuple[tuple[str, str], ...] = (
     ("wait_us", "Wait at collectives (total)"),
 )
 RANK_DIFF_COLUMNS: tuple[str, ...] = (
-    "name",
-    "figure",
-    "ranks_before",
-    "ranks_after",
-    "median_us_before",
-    "median_us_after",
-    "delta_us",
-    "delta_pct",
-    "status",
+    "name", "figure", "ranks_before", "ranks_after", "median_us_before", "median_us_after",
+    "delta_us", "delta_pct", "status",
 )
 STRAGGLER_DIFF_COLUMNS: tuple[str, ...] = (
-    "name",
-    "rank",
-    "wait_us_before",
-    "wait_us_after",
-    "delta_us",
-    "delta_pct",
-    "last_arrivals_before",
-    "last_arrivals_after",
-    "straggler_before",
-    "straggler_after",
-    "status",
+    "name", "rank", "wait_us_before", "wait_us_after", "delta_us", "delta_pct",
+    "last_arrivals_before", "last_arrivals_after", "straggler_before", "straggler_after", "status",
 )
 
 
@@ -78,12 +62,8 @@ def diff_rank_medians(
     frame = pl.DataFrame(
         rows,
         schema={
-            "name": pl.String,
-            "figure": pl.String,
-            "ranks_before": pl.Int64,
-            "ranks_after": pl.Int64,
-            "median_us_before": pl.Float64,
-            "median_us_after": pl.Float64,
+            "name": pl.String, "figure": pl.String, "ranks_before": pl.Int64, "ranks_after": pl.Int64,
+            "median_us_before": pl.Float64, "median_us_after": pl.Float64,
         },
         orient="row",
     ).with_columns(

@@ -302,19 +302,8 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
 
 #: One row per matched collective (:func:`collective_instances`).
 INSTANCE_COLUMNS: tuple[str, ...] = (
-    "collective",
-    "name",
-    "bytes",
-    "ranks",
-    "last_rank",
-    "max_wait_us",
-    "waiting_rank",
-    "skew_us",
-    "duration_us",
-    "busbw_gbps",
-    "process_group",
-    "dtype",
-    "mismatches",
+    "collective", "name", "bytes", "ranks", "last_rank", "max_wait_us", "waiting_rank", "skew_us",
+    "duration_us", "busbw_gbps", "process_group", "dtype", "mismatches",
 )
 
 
@@ -328,16 +317,9 @@ def collective_instances(view: pl.DataFrame) -> pl.DataFrame:
     dtype or size differ)."""
     matched = view.filter(pl.col("ranks") > 1)
     if not matched.height:
-        return pl.DataFrame(
-            schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS}
-            | {
-                "last_rank": pl.Int64,
-                "max_wait_us": pl.Float64,
-                "waiting_rank": pl.Int64,
-                "skew_us": pl.Float64,
-                "mismatches": pl.Int64,
-            }
-        )
+        return pl.DataFrame(schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS} | {
+            "last_rank": pl.Int64, "max_wait_us": pl.Float64, "waiting_rank": pl.Int64, "skew_us": pl.Float64,
+            "mismatches": pl.Int64})
     last = pl.col("last") & ~pl.col("mismatch")
     frame = matched.group_by("collective").agg(
         pl.col("name").filter(~pl.col("mismatch")).first(),

@@ -79,11 +79,11 @@ def parse_iteration_name(name: str) -> IterationName | None:
     if match := _VLLM_DETAILED.fullmatch(name):
         _n, ctx, c_sq, c_sk, gen, g_sq, g_sk = (count_of(g) for g in match.groups())
         return IterationName(
-            "vllm_detailed", _phase(ctx or 0, gen or 0), _both(ctx, gen), _both(c_sq, g_sq), _both(c_sk, g_sk)
+            "vllm_detailed", _phase_of(ctx, gen), _both(ctx, gen), _both(c_sq, g_sq), _both(c_sk, g_sk)
         )
     if match := _VLLM.fullmatch(name):
         ctx, ctx_tokens, gen, gen_tokens = (count_of(g) for g in match.groups())
-        return IterationName("vllm", _phase(ctx or 0, gen or 0), _both(ctx, gen), _both(ctx_tokens, gen_tokens))
+        return IterationName("vllm", _phase_of(ctx, gen), _both(ctx, gen), _both(ctx_tokens, gen_tokens))
     if match := _SGLANG.fullmatch(name):
         return _sglang(match.group(1).upper(), dict(_KEY_VALUE.findall(match.group(2))))
     if match := _ATOM.fullmatch(name):
@@ -91,6 +91,13 @@ def parse_iteration_name(name: str) -> IterationName | None:
     if match := _PLAIN.fullmatch(name):
         return IterationName("plain", match.group(1).lower())
     return None
+
+
+def _phase_of(prefill_requests: int | None, decode_requests: int | None) -> str:
+    """:func:`_phase` of two request counts; unknown where either is no count (too many digits)."""
+    if prefill_requests is None or decode_requests is None:
+        return "unknown"
+    return _phase(prefill_requests, decode_requests)
 
 
 def _int(values: dict[str, str], key: str) -> int | None:

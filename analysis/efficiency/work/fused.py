@@ -31,16 +31,11 @@ GATED_ACTIVATIONS = frozenset(
 )
 MOE_REFUSED = frozenset({"vllm::moe_forward", "vllm::moe_forward_shared"})
 MOE_NOTE = "the experts' weights and top-k are not among the call's recorded inputs"
-FUSED_OPS = (
-    ROPE
-    | GATED_ACTIVATIONS
-    | MOE_REFUSED
-    | {
-        "FusedRoPEFunc",
-        "CrossEntropyFunction",
-        "vllm::rocm_aiter_fused_moe",
-    }
-)
+FUSED_OPS = ROPE | GATED_ACTIVATIONS | MOE_REFUSED | {
+    "FusedRoPEFunc",
+    "CrossEntropyFunction",
+    "vllm::rocm_aiter_fused_moe",
+}
 
 
 def rope_work(call: Call) -> Work | None:
