@@ -19,6 +19,7 @@ import math
 import tracemalloc
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -243,3 +244,70 @@ def test_alignment_work_grows_with_the_replay_not_its_square(
         return filled
 
     assert cells_for(8) <= 2.5 * 8 * cells_for(1) + 4096
+
+
+@st.composite
+def replay_traces(draw: st.DrawFn) -> tuple[list[dict], list[dict]]:
+    """A trace of graph replays (some launched, some not: cut or GPU-only), on one or two streams,
+    inside serving annotations with any batch size text, and optionally a capture of the graph;
+    and the replayed GPU events (the witness: their durations summed from the JSON)."""
+    host = {"ph": "X", "pid": 1, "tid": 1}
+    graph = [draw(st.sampled_from(NAMES[:4])) for _ in range(draw(st.integers(2, 8)))]
+    streams = [draw(st.sampled_from([7, 7, 9])) for _ in graph]
+    events: list[dict] = []
+    replayed: list[dict] = []
+    if draw(st.booleans()):  # its capture, in the same trace, ROCm-style (names) or CUDA-style (none)
+        named = draw(st.booleans())
+        events.append({**host, "name": "capture_8_FULL", "cat": "user_annotation", "ts": 0, "dur": 900})
+        events.append({**host, "name": "hipStreamBeginCapture", "cat": "cuda_runtime", "ts": 1, "dur": 1})
+        for i, name in enumerate(graph):
+            args = {"correlation": 10_000 + i, **({"kernel": name} if named else {})}
+            events.append(
+                {**host, "name": "hipLaunchKernel", "cat": "cuda_runtime", "ts": 10 + 10 * i, "dur": 2, "args": args}
+            )
+        events.append({**host, "name": "hipStreamEndCapture", "cat": "cuda_runtime", "ts": 800, "dur": 1})
+    size = draw(st.sampled_from(["8", "9" * 19, "9" * 4400, "٣", "0"]))
+    for r in range(draw(st.integers(1, 6))):
+        t = 1000 * (r + 1)
+        launched = draw(st.integers(0, 3)) > 0
+        events.append({**host, "name": f"step[DECODE bs={size}]", "cat": "user_annotation", "ts": t, "dur": 900})
+        if launched:
+            call = {"name": "hipGraphLaunch", "cat": "cuda_runtime", "ts": t + 5, "dur": 3}
+            events.append({**host, **call, "args": {"correlation": r + 1}})
+        kept = graph if draw(st.integers(0, 4)) else graph[draw(st.integers(0, len(graph) - 1)) :]
+        offset = len(graph) - len(kept)
+        for k, name in enumerate(kept):
+            gpu = {"name": name, "ph": "X", "cat": "kernel", "ts": t + 50 + 10 * k, "dur": draw(st.integers(1, 9))}
+            gpu |= {"pid": 0, "tid": streams[offset + k], "args": {"stream": streams[offset + k], "correlation": r + 1}}
+            events.append(gpu)
+            if len(kept) >= 2 or launched:
+                replayed.append(gpu)
+    return events, replayed
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(scenario=replay_traces())
+def test_any_replay_scenario_goes_through_every_graph_and_iteration_view(
+    scenario: tuple[list[dict], list[dict]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every graph and iteration view answers (a table or one clear line, never an exception
+    escaping as an internal error), no figure is negative, and the graphs' GPU time is at most the
+    replayed events' (summed from the JSON: what is attributed is part of what ran)."""
+    import profview
+    from profview.errors import ProfviewError
+
+    events, replayed = scenario
+    path = tmp_path_factory.mktemp("replay") / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    profile = profview.load(path, use_cache=False)
+    for view in ("graphs", "graph_nodes", "graph_ops", "iterations", "phases"):
+        try:
+            frame = getattr(profile, view)()
+        except ProfviewError:
+            continue
+        for column, dtype in frame.schema.items():
+            if dtype.is_numeric():
+                assert (frame[column].drop_nulls() >= 0).all(), (view, column)
+        if view == "graphs":
+            assert frame["device_us"].sum() <= sum(e["dur"] for e in replayed) + 1e-6
+    profile.graph_lines()
