@@ -57,6 +57,65 @@ UNATTRIBUTED = "(unattributed)"
 #: most 18 of them (an int64).  Any other ``ProfilerStep#…`` is an ordinary annotation, its name a
 #: label: ``ProfilerStep#99999999999999999999`` or ``ProfilerStep#٣`` made every step view fail.
 STEP_NAME = r"^ProfilerStep#[0-9]{1,18}$"
+
+# -- counts read from a trace ---------------------------------------------------------------------
+
+#: The most dimensions a shape read from a trace may have (PyTorch allows 64; models use far fewer):
+#: a longer "shape" is no shape.
+MAX_RANK = 64
+#: The largest count a table holds (Int64).
+INT64_MAX = 2**63 - 1
+#: A count as a trace writes it: 1 to 18 ASCII digits (always below 2^63; never another script's
+#: digits, which Python's ``\d`` and ``int()`` would read).  In a pattern: ``([0-9]{1,18})(?![0-9])``.
+COUNT_TEXT = r"[0-9]{1,18}(?![0-9])"
+
+
+def count_of(value: object) -> int | None:
+    """A count read from a trace (a batch size, a token count, a dimension), checked once for every
+    reader of counts: a text of 1 to 18 ASCII digits, or an int from 0 to 2^63 - 1; anything else
+    (more digits, a sign, other scripts' digits, a bool, a float, a count of 2^63 or more) is no
+    count: None.  Parsing 4,300 digits, or a count past Int64, is then never attempted."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= INT64_MAX else None
+    if isinstance(value, str) and 0 < len(value) <= 18 and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def checked_sum(parts: list[int | None]) -> int | None:
+    """The sum of the counts given (None ones left out); None when none is given or the sum would
+    not fit Int64 (a total is never wrapped)."""
+    given = [p for p in parts if p is not None]
+    if not given:
+        return None
+    total = sum(given)
+    return total if 0 <= total <= INT64_MAX else None
+
+
+def checked_product(parts: list[int]) -> int | None:
+    """The product of counts (an element count from a shape); None when a part is no count or the
+    product would not fit Int64.  Stops as soon as it would (a shape of 80,000 huge dimensions costs
+    no big-number arithmetic)."""
+    if any(count_of(part) is None for part in parts):
+        return None
+    if 0 in parts:  # an empty dimension anywhere: no elements, however large the others
+        return 0
+    product = 1
+    for part in parts:
+        product *= part
+        if product > INT64_MAX:
+            return None
+    return product
+
+
+def checked_total(column: str) -> pl.Expr:
+    """The sum of an Int64 column of counts, null where it would not fit Int64 (Polars' sum wraps)."""
+    wide = pl.col(column).cast(pl.Int128).sum()
+    return pl.when(wide <= INT64_MAX).then(wide).cast(pl.Int64)
+
+
 #: The number of a :data:`STEP_NAME`.
 STEP_NUMBER = r"#([0-9]{1,18})$"
 

@@ -101,8 +101,10 @@ def export(
     from ..report.export import check_target, export_format, write_table
 
     export_format(out)
+    from ..profiles.graph_views import capture_inputs
+
     if out != "-":  # an output that cannot be written is said before the work, not after it
-        check_target(out, inputs=target.paths, overwrite=force)
+        check_target(out, inputs=(*target.paths, *capture_inputs(capture)), overwrite=force)
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
@@ -147,7 +149,9 @@ def export(
             typer.echo(f"profview: warning: {clean(profile.path)}: step {number}: {clean(why)}", err=True)
     frame = refine(frame, pattern=filter_, sort=sort, ascending=asc, top=top)
     try:
-        written = write_table(frame, out, inputs=(profile.path,), overwrite=force, raw_formulas=raw_formulas)
+        written = write_table(
+            frame, out, inputs=(profile.path, *capture_inputs(capture)), overwrite=force, raw_formulas=raw_formulas
+        )
         sys.stdout.flush()
     except BrokenPipeError:
         raise stdout_closed() from None

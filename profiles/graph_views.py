@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from ..frames import count_of
 
 if TYPE_CHECKING:
     from ..analysis.graphs.attribution import GraphFrames
@@ -38,10 +39,17 @@ CAPTURE_REMEDY = (
     "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "
     "torch.compile: profile the first compiled call), or give it with --capture PATH"
 )
+#: The same where captures were given (``--capture``) and fit none of these graphs.
+CAPTURE_GIVEN_REMEDY = (
+    "the captures given with --capture fit none of these graphs; record their own capture (vLLM: "
+    "capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; torch.compile: profile the first compiled call)"
+)
 #: The fact saying whether a trace replays graphs at all (kept with its views).
 HAS_REPLAYS = "graph_replays"
 #: The file vLLM and SGLang write beside their capture traces.
 EXECUTION_DETAILS = "execution_details.json"
+#: The largest ``execution_details.json`` read (vLLM's and SGLang's are a few KB: one entry per capture).
+DETAILS_LIMIT = 16 * 2**20
 #: The frames of :class:`~profview.analysis.graphs.attribution.GraphFrames` as the cache keeps them.
 _STORED = ("events", "replays", "nodes", "graphs")
 
@@ -72,16 +80,40 @@ class GraphViews(ProfileHost):
         from ..store.keys import identity, key
 
         files = [file for path in self.capture for file, _size in _capture_files(path)]
-        return key({"captures": [identity(f) for f in files]})[:16]
+        # Every file the captures are read from: the traces and each folder's execution_details.json,
+        # whose batch sizes decide between equal captures (an edited one must not reuse the old answer).
+        details = [
+            os.path.join(path, EXECUTION_DETAILS)
+            for path in self.capture
+            if os.path.isdir(path) and os.path.isfile(os.path.join(path, EXECUTION_DETAILS))
+        ]
+        return key({"captures": [identity(f) for f in files], "details": [identity(f) for f in details]})[:16]
 
     def _captures(self) -> list[Capture]:
         """The captures in this trace, then those of ``--capture`` (each file's, in order)."""
         from ..analysis.graphs.capture import find_captures
 
         found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
+        opened: dict[tuple[str, int | None], list[Capture]] = {}  # a file listed twice is read once
         for path in self.capture:
+            folder = os.path.isdir(path) and not os.path.isfile(os.path.join(path, EXECUTION_DETAILS))
+            kept = 0
             for file, size in _capture_files(path):
-                found += _captures_of(file, size, self.capture_use_cache, self.open_capture)
+                if folder and _same_file(file, self.path):
+                    continue  # the replay beside its captures holds none of them
+                if (file, size) not in opened:
+                    try:
+                        opened[(file, size)] = _captures_of(file, size, self.capture_use_cache, self.open_capture)
+                    except ProfviewError:
+                        if not folder:
+                            raise
+                        opened[(file, size)] = []  # a folder's stray file (config.json): not a capture
+                    found += opened[(file, size)]
+                kept += len(opened[(file, size)])
+            if folder and not kept:
+                raise ProfviewError(
+                    path, f"--capture: no graph capture in any trace of this folder (and no {EXECUTION_DETAILS})"
+                )
         return found
 
     @staticmethod
@@ -119,7 +151,7 @@ class GraphViews(ProfileHost):
             return attribute(replays, [])
         replays = find_replays(model, self._graph_ids())
         captures = self._captures()
-        return attribute(replays, captures, replay_batch_sizes(model, replays))
+        return attribute(replays, captures, replay_batch_sizes(model, replays), self.path)
 
     def _graph_ids(self) -> pl.DataFrame | None:
         """Per ``model.gpu`` row, Kineto's ``graph id`` and ``graph node id`` (None: the trace has none)."""
@@ -276,7 +308,7 @@ class GraphViews(ProfileHost):
 
         frames = self._require_graphs()
         table = graph_table(frames, self.gpu)
-        remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {CAPTURE_REMEDY}", literal=True)
+        remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {self._remedy}", literal=True)
         return table.with_columns(remedy)
 
     def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
@@ -348,6 +380,11 @@ class GraphViews(ProfileHost):
             "captures": sorted(set(frames.graphs["capture"].drop_nulls().to_list())),
         }
 
+    @property
+    def _remedy(self) -> str:
+        """How to get a capture: with ``--capture`` given, not to give one (it was given)."""
+        return CAPTURE_GIVEN_REMEDY if self.capture else CAPTURE_REMEDY
+
     def graph_lines(self) -> list[str]:
         """The Overview's and summary's graph lines: how much GPU time graph replays took and how
         much of it is attributed through a capture; where a graph has none, how to get one."""
@@ -361,12 +398,35 @@ class GraphViews(ProfileHost):
         counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
         first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
         if figures["without_capture"] == figures["graphs"]:
-            return [first, f"graph replays not attributed to operators: no capture; {CAPTURE_REMEDY}"]
+            none = "no capture given fits" if self.capture else "no capture"
+            return [first, f"graph replays not attributed to operators: {none}; {self._remedy}"]
         attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
         second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
         if figures["without_capture"]:
-            second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {CAPTURE_REMEDY}"
+            second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {self._remedy}"
         return [first, second]
+
+
+def capture_inputs(paths: list[str] | None) -> tuple[str, ...]:
+    """Every file ``--capture`` may read (a capture trace, and every file of a capture folder:
+    ``execution_details.json`` and the traces it lists): none may be written over by an export."""
+    found: list[str] = []
+    for path in paths or []:
+        if os.path.isdir(path):
+            try:
+                found += [os.path.join(path, name) for name in sorted(os.listdir(path))]
+            except OSError:
+                continue
+        else:
+            found.append(path)
+    return tuple(found)
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
 
 
 def _count(number: int, noun: str) -> str:
@@ -382,21 +442,36 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
     if os.path.isfile(details):
         try:
             with open(details, "rb") as fh:
-                entries = json.load(fh)
-        except (OSError, ValueError) as exc:
+                text = fh.read(DETAILS_LIMIT + 1)
+        except OSError as exc:
+            raise ProfviewError(details, f"--capture: not readable ({exc.strerror or exc})") from None
+        if len(text) > DETAILS_LIMIT:
+            raise ProfviewError(
+                details, f"--capture: larger than {DETAILS_LIMIT // 2**20} MiB: not a list of capture files"
+            )
+        try:
+            entries = json.loads(text)
+        except ValueError as exc:
             raise ProfviewError(details, f"--capture: not readable as JSON ({exc})") from None
+        except RecursionError:
+            raise ProfviewError(details, "--capture: JSON nested deeper than profview reads") from None
         if not isinstance(entries, list) or not all(
             isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries
         ):
             raise ProfviewError(details, "--capture: expected a list of objects with a 'file' each")
-        files = []
+        files: dict[tuple[str, int | None], None] = {}  # an entry repeated is one capture file
         for entry in entries:
             file = os.path.join(path, os.path.basename(entry["file"]))
-            if not os.path.isfile(file):
-                raise ProfviewError(file, f"--capture: listed in {EXECUTION_DETAILS} but not there")
+            if not os.path.isfile(file):  # named as listed: a listed folder is not looked in (only this one)
+                listed = entry["file"]
+                raise ProfviewError(
+                    file,
+                    f"--capture: listed in {EXECUTION_DETAILS} but not there (listed as {listed!r}; "
+                    f"only {path} is read)",
+                )
             size = entry.get("batch_size")
-            files.append((file, size if isinstance(size, int) and not isinstance(size, bool) else None))
-        return files
+            files[(file, count_of(size) if isinstance(size, int) else None)] = None  # 2^63 and more: none
+        return list(files)
     traces = sorted(
         os.path.join(path, name)
         for name in os.listdir(path)
@@ -420,6 +495,15 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
     events = profile._trace_events()
     found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
     if not found:
+        from ..analysis.graphs.capture import BEGIN_CAPTURE
+
+        begins = int(profile.model.host["name"].str.contains(BEGIN_CAPTURE).sum())
+        if begins:  # there is a begin: saying there is none sent people looking for the wrong thing
+            raise ProfviewError(
+                file,
+                f"--capture: no complete graph capture in this trace ({begins} *StreamBeginCapture, none with a "
+                "*StreamEndCapture after it on its thread: the profiling window cut the capture)",
+            )
         raise ProfviewError(
             file, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
         )

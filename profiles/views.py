@@ -261,14 +261,18 @@ def _unknown(profile: Profile, what: str, name: str, names: pl.Series) -> Profvi
 #: larger one is a typo, and ``nan``/``inf``/``1e400`` gave NaN efficiency and MFU (issue 35).
 MAX_PEAK_TFLOPS = 1e6
 MAX_PEAK_TB_S = 1e4
+#: The smallest (a GFLOP/s, a GB/s): a subnormal such as ``5e-324`` divided figures into ``inf``.
+MIN_PEAK = 1e-3
 
 
 def check_peak(option: str, value: float | None, most: float, unit: str) -> None:
-    """A user's peak (None: the device's) is a finite number above 0 and at most ``most``."""
+    """A user's peak (None: the device's) is a finite number from :data:`MIN_PEAK` to ``most``."""
     import math
 
-    if value is not None and not (math.isfinite(value) and 0 < value <= most):
-        raise ProfviewError(None, f"{option} {value:g}: a peak is a number above 0 and at most {most:,.0f} {unit}")
+    if value is not None and not (math.isfinite(value) and MIN_PEAK <= value <= most):
+        raise ProfviewError(
+            None, f"{option} {value:g}: a peak is a number above 0, from {MIN_PEAK:g} to {most:,.0f} {unit}"
+        )
 
 
 def filter_column(frame: pl.DataFrame) -> str | None:

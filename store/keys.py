@@ -6,6 +6,7 @@ imports Polars (see :mod:`profview.profiles.prefetch`).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -37,6 +38,17 @@ def cache_root() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("profview")) / "traces"
+
+
+def make_folder(path: Path) -> None:
+    """Make ``path`` and the folders above it, except the user's home folder: where ``HOME`` names
+    a folder that does not exist (a service account's ``/nonexistent``), nothing is cached rather
+    than a home made (OSError, which every writer of the cache takes as "not cached")."""
+    home = os.path.expanduser("~")
+    below_home = str(path).startswith(home.rstrip("/") + "/")
+    if below_home and not os.environ.get("PROFVIEW_CACHE_DIR") and not os.path.isdir(home):
+        raise FileNotFoundError(errno.ENOENT, "the home folder does not exist: nothing is cached", home)
+    path.mkdir(parents=True, exist_ok=True)
 
 
 def identity(path: str) -> dict[str, Any]:

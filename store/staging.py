@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .keys import make_folder
+
 #: Prefix of the staging folders (and files) an entry is written through.
 STAGING_PREFIX = ".tmp-"
 #: Age after which a staging folder is taken to be a killed writer's, not one in progress.
@@ -24,7 +26,7 @@ STALE_STAGING_S = 3600.0
 def write_entry(entry: Path, fill: Callable[[Path], None]) -> None:
     """Create the folder ``entry`` with the files ``fill`` writes into the staging folder it is
     given, atomically (``os.rename``).  Errors propagate; nothing half-written is left behind."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(entry.parent)
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=entry.parent))
     try:
         fill(staging)

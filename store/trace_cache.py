@@ -26,7 +26,7 @@ import orjson
 import polars as pl
 
 from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
-from .keys import META_FILE, cache_root
+from .keys import META_FILE, cache_root, make_folder
 from .keys import identity as _identity
 from .keys import key as _key
 from .staging import STAGING_PREFIX, is_staging, sweep_if_stale, write_entry
@@ -246,7 +246,7 @@ def store(path: str, events: pl.DataFrame, fields: Mapping[str, Any], *, version
         if identity != dict(version):
             return
         root = cache_root()
-        root.mkdir(parents=True, exist_ok=True)
+        make_folder(root)
         entry = root / _key(identity)
         if entry.exists():
             return

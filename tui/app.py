@@ -466,7 +466,10 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             if not target:
                 return
             try:
-                written = write_table(frame, target, inputs=(self.path,), overwrite=True)
+                from ..profiles.graph_views import capture_inputs  # every file --capture reads is an input too
+
+                inputs = (self.path, *capture_inputs(self.capture))
+                written = write_table(frame, target, inputs=inputs, overwrite=True)
             except ProfviewError as exc:
                 self.notify(clean(str(exc)), title="export failed", severity="error", timeout=10)
                 return

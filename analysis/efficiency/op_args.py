@@ -13,7 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ...frames import MAX_RANK, count_of
 from .device_peaks import DTYPE_BYTES, DTYPE_PRECISION
+
+#: The most arguments a recorded call may have for a model to read it.
+MAX_ARGUMENTS = 4096
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,24 @@ class Call:
     def ints(self, index: int) -> list[int] | None:
         """An int-list scalar argument (``'[1, 1]'`` or ``'2'``), None when it is neither."""
         return int_list(self.concrete[index]) if 0 <= index < len(self.concrete) else None
+
+
+def checked_shape(entry: Any) -> Any:
+    """One ``Input Dims`` entry as the models may read it: a shape whose every dimension is a count
+    (:func:`~profview.frames.count_of`: an int from 0 to 2^63 - 1; never a text, a bool or a float)
+    and of at most :data:`~profview.frames.MAX_RANK` dimensions, or a list of such shapes (a tensor
+    list); anything else that is a list is no shape (None).  Checked once, here, so no model
+    multiplies a text (Python would repeat it) or works through 80,000 huge dimensions."""
+    if not isinstance(entry, list):
+        return entry
+    if len(entry) > MAX_RANK * MAX_RANK:
+        return None
+    if all(isinstance(d, list) for d in entry) and entry:
+        shapes = [checked_shape(d) for d in entry]
+        return shapes if all(s is not None for s in shapes) else None
+    if len(entry) > MAX_RANK or any(count_of(d) is None for d in entry):
+        return None
+    return entry
 
 
 def numel(shape: Any) -> int:

@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Callable
 
-from .op_args import Call, Work
+from .op_args import MAX_ARGUMENTS, Call, Work, checked_shape
 from .work.attention import ATTENTION_OPS, attention_work
 from .work.conv import CONV_OPS, conv_work
 from .work.fused import FUSED_OPS, fused_work
@@ -68,7 +68,9 @@ def operator_work(
         return None
     if not isinstance(dims, list) or not isinstance(types, list) or not isinstance(scalars, list):
         return None
-    call = Call(name, dims, types, scalars)
+    if len(dims) > MAX_ARGUMENTS:
+        return None
+    call = Call(name, [checked_shape(d) for d in dims], types, scalars)
     try:
         work = triton_work(call, counted) if model is triton_work else model(call)
     except (IndexError, TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError):

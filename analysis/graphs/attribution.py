@@ -29,12 +29,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from ...frames import NO_MODULE, NO_SOURCE, UNATTRIBUTED, display_name
+from ...frames import NO_MODULE, NO_SOURCE, UNATTRIBUTED, count_of, display_name
 from ..trace.launch_index import LaunchIndex
 from ..trace.model import TraceModel
-from .align import Alignment, Lane, align_graph, node_kind, template_of
+from .align import Alignment, Lane, Template, align_graph, node_kind, template_of
 from .capture import LAUNCH_SCHEMA, Capture
 from .replays import FULL, Replays
 
@@ -75,9 +76,14 @@ CAPTURED = "(captured)"
 NOT_ATTRIBUTED = "(graph replay, not attributed)"
 #: Why a graph has no capture at all (the remedy is the profile's to say: it knows the options).
 NO_CAPTURE = "no capture of this graph"
+#: Why a graph is not attributed through a capture of another trace that names nothing it runs.
+FOREIGN_BY_COUNT = (
+    "the only capture that fits is another trace's and names none of this graph's kernels (no kernel "
+    "name, no Triton anchor): counts alone do not show it is this graph's (another model has as many launches)"
+)
 #: Batch sizes in the annotation around a replay: SGLang's ``step[DECODE bs=32]``, vLLM's
 #: ``execute_32_context_0(…)_generation_32(…)``.
-REPLAY_BATCH = (re.compile(r"\bbs=(\d+)"), re.compile(r"^execute_(\d+)_"))
+REPLAY_BATCH = (re.compile(r"\bbs=([0-9]+)"), re.compile(r"^execute_([0-9]+)_"))
 #: Fewer of a graph's nodes than this share paired with a capture's launches: the capture is not its.
 MIN_FIT = 0.5
 
@@ -133,19 +139,27 @@ def _batch_in(text: str) -> int | None:
     for pattern in REPLAY_BATCH:
         found = pattern.search(text)
         if found:
-            return int(found.group(1))
+            return count_of(found.group(1))  # more than 18 digits: no batch size, not a crash
     return None
 
 
-def attribute(replays: Replays, captures: list[Capture], batch_sizes: dict[int, int] | None = None) -> GraphFrames:
-    """Attribute each graph through the capture that fits it (see the module's docstring)."""
+def attribute(
+    replays: Replays, captures: list[Capture], batch_sizes: dict[int, int] | None = None, origin: str | None = None
+) -> GraphFrames:
+    """Attribute each graph through the capture that fits it (see the module's docstring; ``origin``:
+    the replay's trace, whose own captures need no more than counts to be its graphs')."""
     batch_sizes = batch_sizes or {}
+    index = CaptureIndex(captures)
     node_rows: list[pl.DataFrame] = []
     graph_rows: list[dict[str, object]] = []
+    # One pass over the nodes (a filter per graph would cost graphs x nodes).
+    by_graph = {int(g): part.sort("node") for (g,), part in replays.nodes.partition_by("graph", as_dict=True).items()}
     for graph in replays.graphs:
-        nodes = replays.node_sequence(graph)
+        nodes = by_graph[graph]
         notes = list(replays.notes.get(graph, []))
-        chosen, why = _choose(nodes, captures, batch_sizes.get(graph))
+        chosen, why = _choose(nodes, index, batch_sizes.get(graph))
+        if chosen is not None and origin is not None and not _evidenced(nodes, captures[chosen[0]], origin):
+            chosen, why = None, FOREIGN_BY_COUNT
         if chosen is None:
             node_rows.append(_unattributed_nodes(nodes, why))
             notes.append(why)
@@ -163,6 +177,16 @@ def attribute(replays: Replays, captures: list[Capture], batch_sizes: dict[int, 
     return GraphFrames(events, replays.replays, node_frame, graph_frame, [c.label for c in captures])
 
 
+def _evidenced(nodes: pl.DataFrame, capture: Capture, origin: str) -> bool:
+    """Whether more than counts tie ``capture`` to this graph: it is in the replay's own trace, or it
+    names (a kernel, or an anchor) at least one of the graph's kernels."""
+    if capture.origin == origin:
+        return True
+    names = set(nodes["name"].to_list())
+    said = set(capture.launches["name"].drop_nulls().to_list()) | set(capture.launches["anchor"].drop_nulls().to_list())
+    return bool(names & said)
+
+
 def _lanes(nodes: pl.DataFrame) -> list[Lane]:
     return [
         Lane(group["kind"].to_list(), group["name"].to_list())
@@ -170,29 +194,95 @@ def _lanes(nodes: pl.DataFrame) -> list[Lane]:
     ]
 
 
+class CaptureIndex:
+    """The captures of a trace, prepared once for every graph: each one's template (equal templates
+    share one number, so they are aligned once), and an index from (kind, kernel name) and from kind
+    to the captures' launch counts, so how many of a graph's nodes each capture has a launch for is
+    a few array operations per graph, not a pass over every capture's launches.  Only the captures
+    that share the most nodes with a graph can be its (:func:`_choose`): only they are aligned."""
+
+    def __init__(self, captures: list[Capture]) -> None:
+        self.captures = captures
+        count = len(captures)
+        self.templates: list[Template] = []
+        self.template_of: list[int] = []
+        seen: dict[tuple[object, ...], int] = {}
+        self.named: dict[tuple[str, str], np.ndarray] = {}
+        self.unnamed: dict[str, np.ndarray] = {}
+        for number, capture in enumerate(captures):
+            template = template_of(capture.launches)
+            identity = (tuple(template.kinds), tuple(template.names), tuple(template.anchors), tuple(template.keys))
+            if identity not in seen:
+                seen[identity] = len(self.templates)
+                self.templates.append(template)
+            self.template_of.append(seen[identity])
+            for kind, name in zip(template.kinds, template.names, strict=True):
+                if name:
+                    self.named.setdefault((kind, name), np.zeros(count, dtype=np.int64))[number] += 1
+                else:
+                    self.unnamed.setdefault(kind, np.zeros(count, dtype=np.int64))[number] += 1
+        #: Alignments already made: (template number, the graph's lanes) -> alignments.
+        self.aligned: dict[tuple[int, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]], list[Alignment]] = {}
+
+    def shared(self, nodes: pl.DataFrame) -> np.ndarray:
+        """Per capture, :func:`_shared_nodes` of the graph: launches naming a node's kernel first,
+        then unnamed launches of its kind (a kind's unnamed launches go to whatever its named ones
+        left over, whichever name)."""
+        count = len(self.captures)
+        kinds = [node_kind(k, n) for k, n in zip(nodes["kind"].to_list(), nodes["name"].to_list(), strict=True)]
+        graph = Counter(zip(kinds, nodes["name"].to_list(), strict=True))
+        took = np.zeros(count, dtype=np.int64)
+        left: dict[str, np.ndarray] = {}
+        for (kind, name), number in graph.items():
+            named = self.named.get((kind, name))
+            part = np.minimum(number, named) if named is not None else np.zeros(count, dtype=np.int64)
+            took += part
+            left[kind] = left.get(kind, np.zeros(count, dtype=np.int64)) + (number - part)
+        for kind, rest in left.items():
+            unnamed = self.unnamed.get(kind)
+            if unnamed is not None:
+                took += np.minimum(rest, unnamed)
+        return took
+
+    def align(self, number: int, lanes: list[Lane]) -> list[Alignment]:
+        """The lanes aligned with capture ``number`` (once per distinct template and lanes)."""
+        key = (self.template_of[number], tuple((tuple(lane.kinds), tuple(lane.names)) for lane in lanes))
+        found = self.aligned.get(key)
+        if found is None:
+            found = align_graph(self.templates[key[0]], lanes)
+            self.aligned[key] = found
+        return found
+
+
 def _choose(
-    nodes: pl.DataFrame, captures: list[Capture], batch_size: int | None
+    nodes: pl.DataFrame, index: CaptureIndex | list[Capture], batch_size: int | None
 ) -> tuple[tuple[int, list[Alignment]] | None, str]:
     """The capture this graph is attributed through and its lanes' alignments, or None and why."""
+    if not isinstance(index, CaptureIndex):
+        index = CaptureIndex(index)
+    captures = index.captures
     if not captures:
         return None, NO_CAPTURE
     lanes = _lanes(nodes)
+    shared = index.shared(nodes)
+    most = int(shared.max())
+    if most < MIN_FIT * nodes.height:
+        label = captures[int(np.argmax(shared))].label
+        return None, f"no capture fits this graph (the best, {label!r}, has {most} of its {nodes.height} nodes)"
     fits = []
-    for number, capture in enumerate(captures):
-        alignments = align_graph(template_of(capture.launches), lanes)
-        shared = _shared_nodes(nodes, capture.launches)
-        fits.append(((shared, sum(a.matched for a in alignments)), number, alignments))
+    for number in np.flatnonzero(shared == most).tolist():
+        alignments = index.align(number, lanes)
+        fits.append(((most, sum(a.matched for a in alignments)), number, alignments))
     best = max(score for score, _n, _a in fits)
-    if best[0] < MIN_FIT * nodes.height:
-        label = captures[max(fits, key=lambda f: f[0])[1]].label
-        return None, f"no capture fits this graph (the best, {label!r}, has {best[0]} of its {nodes.height} nodes)"
     top = [f for f in fits if f[0] == best]
     if len(top) > 1 and batch_size is not None:
         sized = [f for f in top if captures[f[1]].batch_size == batch_size]
         top = sized or top
-    if len(top) > 1 and len({_outcome(captures[n], a) for _s, n, a in top}) > 1:
-        labels = ", ".join(repr(captures[n].label) for _s, n, _a in top)
-        return None, f"captures {labels} fit this graph equally and attribute it differently"
+    if len(top) > 1:
+        outcomes = {index.template_of[n]: _outcome(index.templates[index.template_of[n]], a) for _s, n, a in top}
+        if len(set(outcomes.values())) > 1:
+            labels = ", ".join(repr(captures[n].label) for _s, n, _a in top)
+            return None, f"captures {labels} fit this graph equally and attribute it differently"
     _score, number, alignments = top[0]
     return (number, alignments), ""
 
@@ -213,9 +303,9 @@ def _shared_nodes(nodes: pl.DataFrame, launches: pl.DataFrame) -> int:
     return shared
 
 
-def _outcome(capture: Capture, alignments: list[Alignment]) -> tuple[tuple[str, ...] | None, ...]:
+def _outcome(template: Template, alignments: list[Alignment]) -> tuple[tuple[str, ...] | None, ...]:
     """What a capture would attribute the nodes to (equal outcomes make a tie harmless)."""
-    keys = template_of(capture.launches).keys
+    keys = template.keys
     return tuple(keys[i] if i >= 0 else None for a in alignments for i in a.launch)
 
 
@@ -344,19 +434,23 @@ def graph_node_table(frames: GraphFrames, gpu: pl.DataFrame, graph: int | None =
 
 #: Fewest back-to-back repeats of one block of nodes that :func:`repeated_blocks` labels.
 MIN_REPEATS = 3
+#: The longest block looked for (a model's layer replays tens to hundreds of kernels): trying every
+#: length up to a third of the graph was quadratic (200,000 nodes: 26 s); this keeps it linear.
+MAX_BLOCK = 1024
 
 
 def repeated_blocks(names: list[str]) -> list[str | None]:
     """Per node, ``"k/K (inferred)"`` where the nodes hold ``K`` (at least :data:`MIN_REPEATS`)
     back-to-back repeats of one block of kernel names (a layer's kernels, once per layer) and the
     node is in the ``k``-th; else None.  Inferred from the names alone (a model's layers, or a loop,
-    look the same): the run that covers the most nodes, of the shortest block."""
+    look the same): the run that covers the most nodes, of the shortest block (of at most
+    :data:`MAX_BLOCK` nodes)."""
     import numpy as np
 
     n = len(names)
     codes = np.unique(np.array(names, dtype=object), return_inverse=True)[1] if n else np.array([], dtype=np.int64)
     best: tuple[int, int, int, int] | None = None  # (covered, -period, start, count)
-    for period in range(2, n // MIN_REPEATS + 1):
+    for period in range(2, min(n // MIN_REPEATS, MAX_BLOCK) + 1):
         same = np.concatenate([[False], codes[period:] == codes[:-period], [False]])
         edges = np.flatnonzero(np.diff(same.astype(np.int8)))
         if len(edges) == 0:

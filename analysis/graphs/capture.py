@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...frames import CHAIN_SEPARATOR, NO_MODULE
+from ...frames import CHAIN_SEPARATOR, NO_MODULE, count_of
 from ..tables.launches import _launch_paths
 from ..tables.modules import module_paths, source_line, source_stacks
 from ..trace.at_time import innermost_open
@@ -40,7 +40,7 @@ LAUNCH_KINDS: tuple[tuple[str, str], ...] = (
 #: Inductor names a Triton kernel's host operator after the kernel.
 TRITON_OP = r"^triton_"
 #: A batch size in an annotation: vLLM's and SGLang's ``capture_32_FULL`` around a capture.
-CAPTURE_BATCH = re.compile(r"^capture_(\d+)_")
+CAPTURE_BATCH = re.compile(r"^capture_([0-9]+)_")
 
 #: The columns of a capture's launches (see the module's docstring); ``index`` is the launch's
 #: place in CPU order, ``row`` its host row in the capture's trace.
@@ -143,7 +143,7 @@ def _label(model: TraceModel, begin: int, number: int, count: int) -> tuple[str,
         if kinds[node] == "user_annotation" and not str(names[node]).startswith("ProfilerStep#"):
             text = str(names[node])
             match = CAPTURE_BATCH.match(text)
-            return text, int(match.group(1)) if match else None
+            return text, count_of(match.group(1)) if match else None
         node = int(parent[node])
     return f"capture {number} of {count}", None
 

@@ -140,14 +140,19 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("replay", "lane").alias("position"))
         .with_columns((pl.col("lane") * (1 << 32) + pl.col("name").to_physical().cast(pl.Int64)).alias("token"))
     )
-    if with_ids and events["graph_id"].is_not_null().all():
+    if with_ids and _ids_usable(events):
         return _identify_by_id(events, replay_order)
     sequences = (
         events.group_by("replay", maintain_order=True)
         .agg(pl.col("token"))
         .join(replay_order.select("replay", "orphan", "start"), on="replay")
     )
-    whole = sequences.filter(~pl.col("orphan"))
+    # Only a stream's first replay can have been running when the window opened (a stream runs one
+    # replay at a time): an unlaunched replay after it on every one of its streams is whole (its launch
+    # is missing, as in a GPU-only profile), not cut.  So at most one cut replay per stream is fitted.
+    first_on_stream = events.group_by("stream").agg(pl.col("replay").sort_by("ts", "gpu_row").first())["replay"]
+    cut_at_start = sequences.filter(pl.col("orphan") & pl.col("replay").is_in(first_on_stream.implode()))
+    whole = sequences.filter(~pl.col("replay").is_in(cut_at_start["replay"].implode()))
     notes: dict[int, list[str]] = {}
     offsets: dict[int, dict[int, int]] = {}  # replay -> its lane -> first position in the graph's lane
     graphs, members = _number_graphs(whole, drop=None)
@@ -159,9 +164,15 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
     assign = dict(zip(members["replay"].to_list(), members["graph"].to_list(), strict=True))
     partial = dict.fromkeys(assign, FULL)
     cuts = [(cut_short, True)] if cut_short is not None else []
-    cuts += [(int(replay), False) for replay in sequences.filter(pl.col("orphan"))["replay"].to_list()]
+    cuts += [(int(replay), False) for replay in cut_at_start["replay"].to_list()]
+    # A first replay that is a whole graph's node sequence exactly is that graph's, whole.
+    equal = cut_at_start.join(graphs.select("token", "graph"), on="token", how="inner")
+    for replay, graph in equal.select("replay", "graph").iter_rows():
+        assign[int(replay)], partial[int(replay)] = int(graph), FULL
     alone = []
     for replay, at_start in cuts:
+        if replay in assign and partial.get(replay) == FULL and not at_start:
+            continue
         fitted = _fit(events, replay, lanes, at_start=at_start)
         if fitted is None:
             alone.append(replay)
@@ -187,6 +198,15 @@ def _identify(events: pl.DataFrame, with_ids: bool) -> Replays:
         pl.col("events").cast(pl.Int64),
     )
     return Replays(placed.select(EVENT_SCHEMA.keys()).cast(pl.Schema(EVENT_SCHEMA)), replays, nodes, False, notes)
+
+
+def _ids_usable(events: pl.DataFrame) -> bool:
+    """Whether Kineto's ids name every replayed event's graph and node, each node once per replay
+    (a missing ``graph node id`` dropped that event's time; one repeated merged two kernels under
+    one node): else the graphs are found by their node sequences, as without ids."""
+    if not (events["graph_id"].is_not_null().all() and events["graph_node_id"].is_not_null().all()):
+        return False
+    return events.select(pl.struct("replay", "graph_node_id").is_unique().all()).item() is True
 
 
 def _identify_by_id(events: pl.DataFrame, replay_order: pl.DataFrame) -> Replays:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...frames import STEP_NAME
+from ...frames import MAX_RANK, STEP_NAME, checked_product
 from ..tables.step_outliers import outlier_threshold
 from ..trace.communication import merge_intervals
 from ..trace.model import OP_LAYER, TraceModel
@@ -294,11 +294,11 @@ def _index_tokens(dims: str | None, types: str | None) -> int | None:
     if not (isinstance(shapes, list) and isinstance(kinds, list) and len(shapes) > 1 and len(kinds) > 1):
         return None
     shape, kind = shapes[1], str(kinds[1]).lower()
-    if not isinstance(shape, list) or not shape or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not isinstance(shape, list) or not shape or len(shape) > MAX_RANK:
         return None
     if "int" not in kind and "long" not in kind:
         return None
-    return int(np.prod(shape))
+    return checked_product(shape)  # NumPy's product wrapped silently; None past Int64
 
 
 def _with_outliers(table: pl.DataFrame) -> pl.DataFrame:

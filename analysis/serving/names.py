@@ -33,16 +33,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...frames import checked_sum, count_of
+
 PHASES = ("prefill", "decode", "mixed", "unknown")
 
-_VLLM = re.compile(r"execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)")
+_VLLM = re.compile(r"execute_context_([0-9]+)\(([0-9]+)(?:_[0-9]+)?\)_generation_([0-9]+)\(([0-9]+)(?:_[0-9]+)?\)")
 _VLLM_DETAILED = re.compile(
-    r"execute_(\d+)_context_(\d+)\(sq(\d+)sk(\d+)sqsq\d+sqsk\d+\)_generation_(\d+)\(sq(\d+)sk(\d+)sqsq\d+sqsk\d+\)"
+    r"execute_([0-9]+)_context_([0-9]+)\(sq([0-9]+)sk([0-9]+)sqsq[0-9]+sqsk[0-9]+\)"
+    r"_generation_([0-9]+)\(sq([0-9]+)sk([0-9]+)sqsq[0-9]+sqsk[0-9]+\)"
 )
 _SGLANG = re.compile(r"step\[([A-Za-z_]+)((?:\s[^\]]*)?)\]")
 _ATOM = re.compile(r"(prefill|decode)\[(.*)\]")
-_PLAIN = re.compile(r"(prefill|decode)(?:[_\- ](?:step|tokens?|iter|iteration))?(?:[_\-# ]?\d+)?", re.IGNORECASE)
-_KEY_VALUE = re.compile(r"(\w+)=(\d+)")
+_PLAIN = re.compile(r"(prefill|decode)(?:[_\- ](?:step|tokens?|iter|iteration))?(?:[_\-# ]?[0-9]+)?", re.IGNORECASE)
+_KEY_VALUE = re.compile(r"(\w+)=([0-9]+)")
 
 #: SGLang forward modes by phase (others: unknown).
 _SGLANG_PHASES = {"DECODE": "decode", "EXTEND": "prefill", "PREFILL": "prefill", "MIXED": "mixed"}
@@ -74,11 +77,13 @@ def parse_iteration_name(name: str) -> IterationName | None:
     if len(name) > 4096:  # no framework writes such a name: not read (text work stays linear)
         return None
     if match := _VLLM_DETAILED.fullmatch(name):
-        _n, ctx, c_sq, c_sk, gen, g_sq, g_sk = (int(g) for g in match.groups())
-        return IterationName("vllm_detailed", _phase(ctx, gen), ctx + gen, c_sq + g_sq, c_sk + g_sk)
+        _n, ctx, c_sq, c_sk, gen, g_sq, g_sk = (count_of(g) for g in match.groups())
+        return IterationName(
+            "vllm_detailed", _phase_of(ctx, gen), _both(ctx, gen), _both(c_sq, g_sq), _both(c_sk, g_sk)
+        )
     if match := _VLLM.fullmatch(name):
-        ctx, ctx_tokens, gen, gen_tokens = (int(g) for g in match.groups())
-        return IterationName("vllm", _phase(ctx, gen), ctx + gen, ctx_tokens + gen_tokens)
+        ctx, ctx_tokens, gen, gen_tokens = (count_of(g) for g in match.groups())
+        return IterationName("vllm", _phase_of(ctx, gen), _both(ctx, gen), _both(ctx_tokens, gen_tokens))
     if match := _SGLANG.fullmatch(name):
         return _sglang(match.group(1).upper(), dict(_KEY_VALUE.findall(match.group(2))))
     if match := _ATOM.fullmatch(name):
@@ -88,14 +93,26 @@ def parse_iteration_name(name: str) -> IterationName | None:
     return None
 
 
+def _phase_of(prefill_requests: int | None, decode_requests: int | None) -> str:
+    """:func:`_phase` of two request counts; unknown where either is no count (too many digits)."""
+    if prefill_requests is None or decode_requests is None:
+        return "unknown"
+    return _phase(prefill_requests, decode_requests)
+
+
 def _int(values: dict[str, str], key: str) -> int | None:
-    return int(values[key]) if key in values else None
+    """A count the name gives (:func:`~profview.frames.count_of`: None past 18 digits)."""
+    return count_of(values[key]) if key in values else None
 
 
 def _sum(*parts: int | None) -> int | None:
-    """The sum of the parts given; None when none is."""
-    given = [p for p in parts if p is not None]
-    return sum(given) if given else None
+    """The sum of the parts given; None when none is, or when it would not fit Int64."""
+    return checked_sum(list(parts))
+
+
+def _both(first: int | None, second: int | None) -> int | None:
+    """The sum of two counts that must both be known (None: either is not, or it would not fit)."""
+    return checked_sum([first, second]) if first is not None and second is not None else None
 
 
 def _sglang(mode: str, values: dict[str, str]) -> IterationName:
@@ -116,8 +133,8 @@ def _sglang(mode: str, values: dict[str, str]) -> IterationName:
 
 def _atom(word: str, body: str) -> IterationName:
     values = dict(_KEY_VALUE.findall(body))
-    batch = re.search(r"(?:^|\s)bs=(\d+)", body)  # bs=117/128: 117 real requests
-    requests = int(batch.group(1)) if batch else None
+    batch = re.search(r"(?:^|\s)bs=([0-9]+)", body)  # bs=117/128: 117 real requests
+    requests = count_of(batch.group(1)) if batch else None
     phase = word
     if word == "decode" and (_int(values, "p") or 0) > 0:
         phase = "mixed" if (_int(values, "d") or 0) > 0 else "prefill"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...frames import checked_total
 from .names import PHASES
 
 PHASE_COLUMNS = (
@@ -60,7 +61,7 @@ def phase_table(iterations: pl.DataFrame) -> pl.DataFrame:
         frame.group_by("phase")
         .agg(
             pl.len().cast(pl.Int64).alias("iterations"),
-            pl.col("tokens").sum().alias("_tokens"),
+            checked_total("tokens").alias("_tokens"),  # null where the total would not fit Int64
             known.sum().cast(pl.Int64).alias("tokens_known"),
             pl.col("tokens").median().alias("tokens_per_iteration"),
             pl.col("gpu_us").sum().alias("gpu_us"),

@@ -56,6 +56,10 @@ def is_triton(name: str) -> bool:
     return TRITON_NAME.match(name) is not None
 
 
+#: Tokens (``_``-separated words, an empty one included) of the longest operator name of several.
+_LONGEST_OP = max((len(op.split("_")) for op in MULTI_WORD_OPS), default=1)
+
+
 def fused_ops(name: str) -> list[str]:
     """The ATen operators a compiled kernel's name lists: ``triton_poi_fused_add_addmm_mul_pow_tanh_view_5``
     → add, addmm, mul, pow, tanh, view ([] for a name that is no compiled kernel's)."""
@@ -67,8 +71,10 @@ def fused_ops(name: str) -> list[str]:
     # best[i]: the fewest pieces covering tokens[:i]; a piece of several tokens must be an operator
     best: list[tuple[int, int] | None] = [None] * (count + 1)
     best[0] = (0, 0)
+    # A piece of several tokens is an operator's name, so it has at most as many tokens as the longest
+    # one: only that many starts are tried per end (linear in the name; trying every start was cubic).
     for end in range(1, count + 1):
-        for start in range(end):
+        for start in range(max(0, end - _LONGEST_OP), end):
             prior = best[start]
             piece = "_".join(tokens[start:end])
             if prior is None or not piece or piece == "_" * len(piece):
@@ -94,7 +100,7 @@ def fused_ops(name: str) -> list[str]:
 
 def sizes(call: Call) -> tuple[int, int] | None:
     """(xnumel, rnumel) from the host op's integer scalars (module doc), None when absent."""
-    values = [int(v) for v in call.concrete if isinstance(v, str) and re.fullmatch(r"-?\d+", v.strip())]
+    values = [int(v) for v in call.concrete if isinstance(v, str) and re.fullmatch(r"-?[0-9]{1,18}", v.strip())]
     reduction = call.name.startswith(("triton_red_", "triton_per_"))
     if reduction and len(values) >= 2:
         return values[-2], values[-1]
@@ -122,4 +128,3 @@ def triton_work(call: Call, counted: tuple[float | None, float | None] | None = 
         nbytes += elem_size(call.types[tensors[0]]) * xnumel
     shape = f"x={xnumel}" + (f" r={rnumel}" if rnumel > 1 else "")
     return Work(flops, float(nbytes), precision_of(call.types), "triton", f"{names} {shape}")
-
