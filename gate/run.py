@@ -97,7 +97,8 @@ def check_options(options: GateOptions) -> list[Rule]:
 def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
     """A query rule's samples from one capture: the query's last numeric column is the value; a
     ``step`` column makes one sample per step (without one, each name is one sample of the whole
-    trace), a ``name`` (else the first text) column one test per name (profview.query's engine over the same tables the exports write)."""
+    trace), a ``name`` (else the first text) column one test per name (profview.query's engine
+    over the same tables the exports write)."""
     try:
         from ..query.engine import run_sql  # type: ignore[import-not-found]
         from ..query.tables import trace_tables  # type: ignore[import-not-found]
