@@ -100,8 +100,8 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
     trace), a ``name`` (else the first text) column one test per name (profview.query's engine
     over the same tables the exports write)."""
     try:
-        from ..query.engine import run_sql  # type: ignore[import-not-found]
-        from ..query.tables import trace_tables  # type: ignore[import-not-found]
+        from ..query.engine import run_sql
+        from ..query.tables import trace_tables
     except ImportError:
         raise ProfviewError(None, "sql: rules need profview's query engine, which this install lacks") from None
     frame = run_sql(trace_tables(profile), query)

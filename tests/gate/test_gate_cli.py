@@ -155,7 +155,6 @@ def test_output_never_over_an_input(slowed: tuple[Path, Path, str], capsys: pyte
 
 def test_sql_rule(slowed: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     """A query rule: one test per kernel name, one sample a side (the whole-trace kernels table)."""
-    pytest.importorskip("profview.query.engine", reason="profview query (issue 41 item 4) is not on this branch")
     before, after, kernel = slowed
     rule = "sql:SELECT name, total_us FROM kernels > +2%"
     assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--format", "json"]) == 1
