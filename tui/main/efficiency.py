@@ -63,6 +63,7 @@ class EfficiencyView(Vertical):
     def caption(self) -> Text:
         device, peak = self.profile.device_peak()
         text = chart_caption(self.frame, device, peak.name if peak else None)
+        text.append(f" · {self.profile.efficiency_share_text(self.frame, self.step)}", style="dim")
         return text if self.step is None else Text.assemble(f"step {self.step} · ", text)
 
     def compose(self) -> ComposeResult:

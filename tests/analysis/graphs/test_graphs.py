@@ -288,15 +288,23 @@ def test_repeated_layers_are_labelled_as_inferred_blocks() -> None:
     assert len(per_block) == 1 and per_block[0] * len(layers) == labels.len()
 
 
-def test_the_model_flops_line_says_graph_replays_are_not_sized() -> None:
-    """The perf model sizes calls by their recorded shapes; a replayed kernel has none in the replay
-    trace, so the Overview's FLOPs line says which share of GPU time it leaves out (raw: the GPU
-    events of the graph launch's correlation over all GPU events)."""
+def test_the_efficiency_line_says_replays_without_their_capture_are_not_sized() -> None:
+    """Issue 40: without its capture a replayed call has no shapes, so the replayed time is a row
+    that says why ("not attributed: no capture"), and the Overview's efficiency line says what share
+    of GPU time the rows size (raw: the GPU events of the graph launch's correlation over all GPU
+    events, none of which is sized)."""
     events = read(SGLANG_REPLAY)
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     launched = {e["args"]["correlation"] for e in events if "GraphLaunch" in e.get("name", "")}
-    share = sum(e["dur"] for e in gpu if e["args"].get("correlation") in launched) / sum(e["dur"] for e in gpu)
-    lines = profview.load(SGLANG_REPLAY, use_cache=False).efficiency_lines()
-    assert f"graph replays take {share * 100:.1f}% of GPU time, and a replayed call is sized only" in " ".join(lines)
+    replayed_us = sum(e["dur"] for e in gpu if e["args"].get("correlation") in launched)
+    all_us = sum(e["dur"] for e in gpu)
+    profile = profview.load(SGLANG_REPLAY, use_cache=False)
+    row = profile.efficiency().filter(pl.col("name") == NOT_ATTRIBUTED)
+    assert row["kernel_us"][0] == pytest.approx(replayed_us, abs=0.01)
+    assert row["gflops"][0] is None and "no capture" in row["note"][0]
+    line = next(line for line in profile.efficiency_lines() if line.startswith("efficiency rows size"))
+    sized = float(profile.efficiency().filter(pl.col("gflops").is_not_null())["kernel_us"].sum())
+    assert f"rows size {sized / all_us * 100:.1f}% of GPU time" in line
+    assert sized <= all_us - replayed_us + 0.01
     resnet = profview.load(SAMPLES / "resnet50_train_amp.pt.trace.json.gz", use_cache=False)
     assert not any("graph replays" in line for line in resnet.efficiency_lines())
