@@ -49,7 +49,12 @@ MULTI_WORD_OPS = frozenset(
         "silu_backward", "sigmoid_backward", "tanh_backward", "nll_loss_forward", "nll_loss_backward",
         "embedding_dense_backward", "avg_pool2d", "max_pool2d_with_indices", "upsample_nearest2d",
         "upsample_bilinear2d", "var_mean", "std_mean", "nan_to_num", "lift_fresh_copy", "moe_forward",
-        "scaled_dot_product_attention", "cross_entropy_loss", "log_softmax",
+        "scaled_dot_product_attention", "cross_entropy_loss", "log_softmax", "prepare_softmax_online",
+        "scalar_tensor", "_safe_softmax", "masked_scatter", "index_reduce", "full_default", "rand_like",
+        "randn_like", "inductor_seeds", "inductor_random", "inductor_lookup_seed", "_adaptive_avg_pool2d",
+        "adaptive_avg_pool2d", "avg_pool2d_backward", "max_pool2d_with_indices_backward", "convolution_backward",
+        "select_backward", "slice_backward", "mse_loss", "binary_cross_entropy", "smooth_l1_loss",
+        "_fused_moving_avg_obs_fq_helper", "_native_batch_norm_legit",
     }
 )  # fmt: skip
 

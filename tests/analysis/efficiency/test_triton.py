@@ -192,3 +192,22 @@ def test_a_reopened_trace_reads_the_triton_columns_from_the_cache(tmp_path: Path
     again = profview.load(trace)
     assert view_frame(again, "kernels").equals(before)
     assert "events" not in vars(again) and "model" not in vars(again)
+
+
+@pytest.mark.parametrize(
+    ("name", "ops"),
+    [
+        # Inductor's online softmax (prims.prepare_softmax_online) and aten::scalar_tensor are one
+        # operator each, not "prepare", "softmax", "online" / "scalar", "tensor" (issue 40)
+        ("triton_red_fused_prepare_softmax_online_0", ["prepare_softmax_online"]),
+        ("triton_poi_fused_scalar_tensor_where_3", ["scalar_tensor", "where"]),
+        (
+            "triton_per_fused__safe_softmax_prepare_softmax_online_sub_1",
+            ["_safe_softmax", "prepare_softmax_online", "sub"],
+        ),
+    ],
+)
+def test_known_multi_word_operators_stay_whole(name: str, ops: list[str]) -> None:
+    from profview.analysis.efficiency.work.triton import fused_ops
+
+    assert fused_ops(name) == ops
