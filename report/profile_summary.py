@@ -131,10 +131,16 @@ def print_summary(profile: Profile, top: int, console: Console | None = None, wi
         cols = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
         console.print(_table(f"Top {top} kernels", kernels, cols, console.width, wide=wide))
     if profile.available("ops"):
-        ops = profile.ops().head(top)
+        from ..profiles.views import with_graph_time
+
+        # issue 40: where graphs replay, operators rank by the time attributed to them through the
+        # capture too (the ops view's order), so a replayed operator is not left out of the top
+        ops = with_graph_time(profile, profile.ops()).head(top)
+        graph = {"graph_device_us": "replayed"} if "graph_device_us" in ops.columns else {}
         cols = {
             "name": "operator",
             "calls": "calls",
+            **graph,
             "host_self_us": "host self",
             "host_total_us": "host total",
             "device_self_us": "device self",

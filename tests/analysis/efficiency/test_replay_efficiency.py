@@ -122,3 +122,27 @@ def test_sglang_replayed_calls_are_rows() -> None:
     # Rows without figures say why, and hold their time.
     unsized = table.filter(pl.col("gflops").is_null())
     assert unsized["note"].null_count() == 0
+
+
+@needs_vllm
+def test_vllm_summary_ranks_operators_by_their_attributed_time() -> None:
+    """``summary --capture``: the top operators rank by the replayed time attributed through the
+    capture too, so ``vllm::moe_forward`` (two thirds of the GPU time, raw: the replay's events whose
+    captured launch's innermost operator is it) is in the top 10 with that time."""
+    from io import StringIO
+
+    from graph_witness import replayed_by_operator
+    from rich.console import Console
+
+    from profview.report.profile_summary import print_summary
+
+    replay_events = read(VLLM_REPLAY)
+    by_op = replayed_by_operator(replay_events, read(capture_file(VLLM_FOLDER)))
+    moe_us = sum(us for (op, _module), us in by_op.items() if op == "vllm::moe_forward")
+    assert moe_us / raw_gpu(replay_events) > 0.66
+    out = StringIO()
+    print_summary(attributed(VLLM_REPLAY, VLLM_FOLDER), 10, Console(file=out, width=200, no_color=True))
+    text = out.getvalue()
+    top = text[text.index("Top 10 operators") :].splitlines()
+    moe = next(line for line in top if "vllm::moe_forward" in line)
+    assert f"{moe_us / 1000:.3f} ms" in moe
