@@ -367,10 +367,12 @@ class EfficiencyViews(ProfileHost):
     def efficiency_share_text(self, frame: pl.DataFrame, step: int | None = None) -> str:
         """:meth:`efficiency_share` in words, for the summary line and the viewer's caption."""
         sized, unsized, left = self.efficiency_share(frame, step)
-        return (
-            f"rows size {sized:.1f}% of GPU time, {unsized:.1f}% in rows without figures (note: why), "
-            f"{left:.1f}% in no row"
-        )
+        return f"rows size {sized:.1f}% of GPU time, {unsized:.1f}% in rows without figures, {left:.1f}% in none"
+
+    def efficiency_share_short(self, frame: pl.DataFrame, step: int | None = None) -> str:
+        """:meth:`efficiency_share` for the viewer's one-line caption (what the rows leave unsized)."""
+        sized, unsized, _left = self.efficiency_share(frame, step)
+        return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")
 
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
