@@ -211,3 +211,30 @@ def test_known_multi_word_operators_stay_whole(name: str, ops: list[str]) -> Non
     from profview.analysis.efficiency.work.triton import fused_ops
 
     assert fused_ops(name) == ops
+
+
+def test_with_the_capture_each_compiled_variant_is_its_own_row(tmp_path: Path) -> None:
+    """Issue 40: the same two variants of ``triton_poi_fused_gelu_view_2``, the capture kept: each
+    replayed execution takes the host op captured for it (its hash), so the replays are one sized
+    row of that variant's hash, never a row that mixes or refuses both."""
+    with gzip.open(sample(COMPILE), "rt") as fh:
+        document = json.load(fh)
+    name = "triton_poi_fused_gelu_view_2"
+    op = next(e for e in document["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == name)
+    other = json.loads(json.dumps(op))
+    other["ts"] = min(e["ts"] for e in document["traceEvents"] if "ts" in e) - 10.0  # an eager call, before the capture
+    other["dur"] = 0.5
+    other["args"].update({"kernel_hash": "another", "Input Dims": [[8, 32, 1024], []]})
+    other["args"]["Concrete Inputs"] = ["", "262144"]
+    other["args"]["External id"] += 100000
+    document["traceEvents"].append(other)
+    path = tmp_path / "two_variants_captured.json"
+    path.write_text(json.dumps(document))
+    frame = profview.load(path, use_cache=False).efficiency().filter(pl.col("name") == name)
+    replayed = frame.filter(pl.col("kernel_us") > 0)
+    (row,) = replayed.to_dicts()
+    assert row["params"].endswith(f"hash={op['args']['kernel_hash'][:8]}")
+    assert row["note"] is None and row["gflops"] * 1e9 == pytest.approx(8 * int(op["args"]["Concrete Inputs"][-1]))
+    kernels = [e["dur"] for e in document["traceEvents"] if e.get("cat") == "kernel" and e["name"] == name]
+    assert row["calls"] == len(kernels) == 20
+    assert row["kernel_us"] == pytest.approx(sum(kernels), abs=1e-6)
