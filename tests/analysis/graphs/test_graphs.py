@@ -180,8 +180,11 @@ def test_sglang_graph_ops_equal_tracelens_and_the_raw_events() -> None:
     assert_equals_tracelens(profile, SGLANG_SUMMARY)
     mm = profile.graph_ops().filter(pl.col("name") == "aten::mm")
     assert mm["device_us"].sum() == pytest.approx(5782.25, abs=0.02)
-    witness = replayed_by_operator(read(SGLANG_REPLAY), read(SGLANG_CAPTURE))
-    assert per_operator(profile) == pytest.approx(witness, abs=1e-6)
+    witness: dict[tuple[str, str], float] = defaultdict(float)
+    for (op, module), us in replayed_by_operator(read(SGLANG_REPLAY), read(SGLANG_CAPTURE)).items():
+        # issue 40: SGLang's volatile _<digits> is dropped, as TraceLens does (a range has one)
+        witness[(re.sub(r"_\d+$", "", op) if op.startswith("sglang_profiler::") else op, module)] += us
+    assert per_operator(profile) == pytest.approx(dict(witness), abs=1e-6)
     assert profile.graphs()["attributed_pct"][0] == pytest.approx(100.0)
     assert profile.graphs()["capture"][0] == "capture_32_DECODE"
 
