@@ -60,7 +60,7 @@ class GraphViews(ProfileHost):
                 raise ProfviewError(path, "--capture: no such file or folder")
         self.capture = list(paths)
         self.capture_use_cache = use_cache
-        for kept in ("_graph_frames", "_capture_key"):
+        for kept in ("_graph_frames", "_capture_key", "_capture_profiles"):
             vars(self).pop(kept, None)
 
     # -- the captures --------------------------------------------------------------------------
@@ -79,9 +79,19 @@ class GraphViews(ProfileHost):
         from ..analysis.graphs.capture import find_captures
 
         found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
+        opened: dict[str, Any] = vars(self).setdefault("_capture_profiles", {})
+        load = self.open_capture
+
+        def once(file: str, use_cache: bool = True) -> Any:
+            """Each capture trace opened once per profile (the efficiency view reads its calls too)."""
+            if file not in opened:
+                assert load is not None
+                opened[file] = load(file, use_cache=use_cache)
+            return opened[file]
+
         for path in self.capture:
             for file, size in _capture_files(path):
-                found += _captures_of(file, size, self.capture_use_cache, self.open_capture)
+                found += _captures_of(file, size, self.capture_use_cache, once if load is not None else None)
         return found
 
     @staticmethod
