@@ -209,7 +209,7 @@ def test_a_cast_kernel_reads_its_input_and_writes_its_output_once() -> None:
     assert work is not None and work.bytes == physical
 
 
-def test_the_vllm_replay_has_no_row_above_the_dram_peak_without_a_note() -> None:
+def test_no_row_of_the_h100_samples_is_above_the_dram_peak_without_a_note() -> None:
     """Every row of a real trace: above the DRAM peak means a note (the rule holds on all samples here)."""
     for name in ("h100_compile_reduce_overhead.json.gz", "h100_decode_eager_kv.json.gz"):
         frame = profview.load(sample(name), use_cache=False).efficiency()
