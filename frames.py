@@ -340,9 +340,15 @@ def with_share(frame: pl.DataFrame, column: str = "total_us") -> pl.DataFrame:
     return frame.with_columns(share_pct(column, column_total(frame, column)))
 
 
+#: SGLang's profiler ranges (``sglang_profiler::rmsnorm_rmsnorm2d_fwd_109``) end in a number that
+#: changes from run to run; TraceLens drops it, and so do the tables, so two runs pair.
+SGLANG_SUFFIX = r"^(sglang_profiler::.+)_[0-9]{1,18}$"
+
+
 def display_name(name: pl.Expr) -> pl.Expr:
-    """Operator names as tables show them: every ``ProfilerStep#N`` folds into ``ProfilerStep*``."""
-    return name.str.replace(STEP_NAME, "ProfilerStep*")
+    """Operator names as tables show them: every ``ProfilerStep#N`` folds into ``ProfilerStep*``, and
+    SGLang's ``sglang_profiler::…_<digits>`` loses its volatile number (:data:`SGLANG_SUFFIX`)."""
+    return name.str.replace(STEP_NAME, "ProfilerStep*").str.replace(SGLANG_SUFFIX, "${1}")
 
 
 def conform_kernels(frame: pl.DataFrame) -> pl.DataFrame:

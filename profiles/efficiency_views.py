@@ -95,9 +95,116 @@ class EfficiencyViews(ProfileHost):
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
         calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
         calls = self._with_gemm_layout(calls)
-        if not triton:
+        if triton:
+            triton_calls = self._triton_calls(rows.filter(pl.col("name").is_in(triton)))
+            calls = pl.concat([calls, triton_calls], how="diagonal_relaxed")
+        replays = self._replay_calls()
+        if replays is None:
             return calls
-        return pl.concat([calls, self._triton_calls(rows.filter(pl.col("name").is_in(triton)))], how="diagonal_relaxed")
+        return pl.concat([calls, replays], how="diagonal_relaxed")
+
+    def _replay_calls(self) -> pl.DataFrame | None:
+        """Each replayed call a capture attributes, sized from its captured call's shapes by the
+        same models as an eager call (:func:`.analysis.efficiency.replays.replay_calls`): one call
+        per (replay, captured call); replayed work no captured call sizes keeps its time, and why.
+        None where the trace replays no graph."""
+        events = self._replayed_events()
+        if events is None:
+            return None
+        from ..analysis.efficiency.replays import replay_calls
+        from ..analysis.efficiency.work.gemm import kernel_layout
+        from ..analysis.efficiency.work.triton import TRITON_NAME
+
+        captured = self._captured_calls(sorted(set(events["capture"].drop_nulls().to_list())))
+        # A Triton kernel no capture attributes is sized by its name's only compiled variant (_triton_calls)
+        events = events.filter(pl.col("op").is_not_null() | ~pl.col("kernel").str.contains(TRITON_NAME.pattern))
+        calls = replay_calls(events, captured)
+        kernels = calls.filter(pl.col("family") == "gemm")["kernel"].unique().to_list()
+        layouts = {k: kernel_layout(k) for k in kernels if k}
+        layout = pl.col("kernel").replace_strict(layouts, default=None, return_dtype=pl.String)
+        return calls.with_columns(
+            pl.when(pl.col("family") == "gemm").then(layout).alias("kernel_layout")
+        ).drop("kernel")
+
+    def _replayed_events(self) -> pl.DataFrame | None:
+        """The replayed GPU events (``replay``, ``capture``, ``launch``, ``dur``, ``kernel``,
+        ``ts_gpu``, ``op``, ``op_row``, ``how``, ``modelled``: whether the perf model knows ``op``, and ``ts``:
+        the replay's graph launch on the host, its first event where the window cut the launch off)."""
+        if not self.is_trace or not self.has_graphs():
+            return None
+        from ..analysis.efficiency.op_models import modeled
+        from ..analysis.graphs.attribution import replayed
+
+        frames = self._graph_frames
+        events = replayed(frames, self.gpu, ("capture", "launch", "op", "op_row", "how"))
+        if events.height == 0:
+            return None
+        host_ts = self.model.host["ts"]
+        launches = frames.replays.select("replay", "launch_row").filter(pl.col("launch_row").is_not_null())
+        launch_ts = launches.select(
+            "replay", host_ts.gather(launches["launch_row"]).alias("launch_ts").cast(pl.Float64)
+        )
+        ops = {op: modeled(op) for op in events["op"].drop_nulls().unique().to_list()}
+        events = events.with_columns(
+            self.gpu["ts"].gather(events["gpu_row"]).alias("ts_gpu"),
+            pl.col("name").cast(pl.String).alias("kernel"),
+            pl.col("op").replace_strict(ops, default=False, return_dtype=pl.Boolean).alias("modelled"),
+        ).join(launch_ts, on="replay", how="left")
+        first = pl.col("ts_gpu").min().over("replay")
+        return events.with_columns(pl.coalesce("launch_ts", first).alias("ts")).select(
+            "replay", "capture", "launch", "dur", "kernel", "ts_gpu", "op", "op_row", "how", "modelled", "ts"
+        )
+
+    def _captured_calls(self, numbers: list[int]) -> pl.DataFrame:
+        """Per launch of the captures ``numbers`` (their places in :meth:`_captures`), the modelled
+        call around it in its capture trace (``capture``, ``launch``, ``call``: its host row, and
+        the call's columns, sized by :func:`.analysis.efficiency.perf_model.call_work`): the
+        calls as the efficiency view keeps them for an eager trace (no wrappers, no inner calls)."""
+        from ..analysis.efficiency.replays import CALL_COLUMNS, CALL_SCHEMA, enclosing_calls
+
+        captures = self._captures()
+        parts = []
+        for number in numbers:
+            capture = captures[number]
+            model = self._capture_model(capture.origin)
+            kept = self._kept_calls(model).sort("row")
+            rows = kept["row"].to_numpy()
+            at = enclosing_calls(rows, model.tree.subtree_end[rows], capture.launches["row"].to_numpy())
+            found = pl.DataFrame({"launch": capture.launches["index"], "at": at}).filter(pl.col("at") >= 0)
+            picked = kept.select(pl.col("row").alias("call"), *CALL_COLUMNS).with_row_index("at")
+            parts.append(
+                found.join(picked.with_columns(pl.col("at").cast(pl.Int64)), on="at")
+                .drop("at")
+                .with_columns(pl.lit(number, dtype=pl.Int64).alias("capture"))
+            )
+        schema = {"capture": pl.Int64, "launch": pl.Int64, "call": pl.Int64}
+        if not parts:
+            return pl.DataFrame(schema={**schema, **CALL_SCHEMA})
+        return pl.concat(parts, how="diagonal_relaxed").cast(schema)  # type: ignore[arg-type]
+
+    def _capture_model(self, origin: str) -> Any:
+        """The linked model of the trace a capture is in: this one's, or its capture file's (opened once)."""
+        if origin == self.path:
+            return self.model
+        opened: dict[str, Any] = vars(self).setdefault("_capture_profiles", {})
+        if origin not in opened:
+            if self.open_capture is None:
+                raise ProfviewError(origin, "--capture: this profile was not opened by profview.load")
+            opened[origin] = self.open_capture(origin, use_cache=self.capture_use_cache)
+        return opened[origin].model
+
+    @staticmethod
+    def _kept_calls(model: Any) -> pl.DataFrame:
+        """The modelled operator calls of ``model`` sized from their arguments, wrappers and inner
+        calls dropped (:func:`.analysis.efficiency.perf_model.nested_calls`), Triton host ops included."""
+        from ..analysis.efficiency.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.tables.operators import operator_rows
+
+        calls = call_work(operator_rows(model, only=modeled, keep_folded=True))
+        ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, model.tree.subtree_end)
+        dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
+        return calls.filter(~dropped)
 
     def _with_gemm_layout(self, calls: pl.DataFrame) -> pl.DataFrame:
         """Calls with ``kernel_layout``: for a GEMM, the operand layout its first kernel's name
@@ -122,6 +229,10 @@ class EfficiencyViews(ProfileHost):
 
         names = host_ops["name"].unique().implode()
         kernels = self.model.gpu.filter((pl.col("kind") == "kernel") & pl.col("name").is_in(names))
+        attributed = self._attributed_replays() if self.has_graphs() else None
+        if attributed is not None:  # sized through their capture (:meth:`_replay_calls`)
+            kept = ~pl.int_range(self.model.gpu.height).is_in(attributed["gpu_row"].implode())
+            kernels = self.model.gpu.filter(kept & (pl.col("kind") == "kernel") & pl.col("name").is_in(names))
         runs = executions(host_ops, kernels).rename({"note": "how_note"})
         sized = call_work(runs.filter(pl.col("how") != "none"))
         sized = sized.with_columns(pl.coalesce("note", "how_note").alias("note"))
@@ -158,7 +269,7 @@ class EfficiencyViews(ProfileHost):
             return efficiency_table(self._call_work, self.device_peak()[1])
 
         if peak_tflops is None and peak_tb_s is None and step is None:
-            return self._default_view("efficiency", compute)
+            return self._default_view(self._graph_view_name("efficiency"), compute)
         self._shapes_check(self._call_work)
         calls = self._call_work if step is None else self._step_calls(step)
         return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
@@ -181,7 +292,7 @@ class EfficiencyViews(ProfileHost):
         duration) and ``mfu_pct`` (÷ the device's peak for the precision carrying most FLOPs).
         Kept (and cached) like the default views when no peak is given."""
         if peak_tflops is None:
-            return self._default_view("step_efficiency", self._step_efficiency)
+            return self._default_view(self._graph_view_name("step_efficiency"), self._step_efficiency)
         return self._step_efficiency(peak_tflops)
 
     def _step_efficiency(self, peak_tflops: float | None = None) -> pl.DataFrame:
@@ -238,13 +349,30 @@ class EfficiencyViews(ProfileHost):
 
         return self._default_view("kernel_triton", compute)
 
-    def _replayed_share(self) -> float:
-        """The share of GPU time (%) that graph replays took (0 where none): work the perf model,
-        which reads the launching calls' shapes, cannot size (issue 36)."""
-        figures = self.graph_summary()
-        if not figures or not figures.get("all_gpu_us"):
-            return 0.0
-        return float(figures["replayed_us"]) / float(figures["all_gpu_us"]) * 100
+    def efficiency_share(self, frame: pl.DataFrame, step: int | None = None) -> tuple[float, float, float]:
+        """What share (%) of GPU time (all GPU events', as the categories view counts it; ``step``:
+        that step's) the efficiency rows ``frame`` size (rows with figures), hold without figures
+        (their ``note`` says why), and leave out (operators the perf model does not know)."""
+        try:
+            total = float(self.categories(step)["total_us"].sum() or 0.0)
+        except ProfviewError:  # no GPU work
+            return 0.0, 0.0, 0.0
+        if total <= 0:
+            return 0.0, 0.0, 0.0
+        sized = float(frame.filter(pl.col("gflops").is_not_null())["kernel_us"].sum() or 0.0)
+        unsized = float(frame.filter(pl.col("gflops").is_null())["kernel_us"].sum() or 0.0)
+        sized_pct, unsized_pct = sized / total * 100, unsized / total * 100
+        return sized_pct, unsized_pct, max(100.0 - sized_pct - unsized_pct, 0.0)
+
+    def efficiency_share_text(self, frame: pl.DataFrame, step: int | None = None) -> str:
+        """:meth:`efficiency_share` in words, for the summary line and the viewer's caption."""
+        sized, unsized, left = self.efficiency_share(frame, step)
+        return f"rows size {sized:.1f}% of GPU time, {unsized:.1f}% in rows without figures, {left:.1f}% in none"
+
+    def efficiency_share_short(self, frame: pl.DataFrame, step: int | None = None) -> str:
+        """:meth:`efficiency_share` for the viewer's one-line caption (what the rows leave unsized)."""
+        sized, unsized, _left = self.efficiency_share(frame, step)
+        return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")
 
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
@@ -296,12 +424,8 @@ class EfficiencyViews(ProfileHost):
         else:
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         lines.append(line)
-        replayed = self._replayed_share()
-        if replayed:  # issue 36: a replayed kernel's shapes are its capture's, which the perf model does not read
-            lines.append(
-                f"model FLOPs: graph replays take {replayed:.1f}% of GPU time, and a replayed call is sized only "
-                "where its Triton host op is in this trace (the other calls' shapes are in the capture)"
-            )
+        # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
+        lines.append(f"efficiency {self.efficiency_share_text(modelled)}")
         busy = _mean(rows["gpu_busy_us"])
         lines.append(
             f"GPU busy {what}: {fmt_us(busy)} (all GPU work in the {'trace' if whole else 'step'}, "

@@ -68,7 +68,7 @@ class GraphViews(ProfileHost):
                 raise ProfviewError(path, "--capture: no such file or folder")
         self.capture = list(paths)
         self.capture_use_cache = use_cache
-        for kept in ("_graph_frames", "_capture_key"):
+        for kept in ("_graph_frames", "_capture_key", "_capture_profiles"):
             vars(self).pop(kept, None)
 
     # -- the captures --------------------------------------------------------------------------
@@ -95,6 +95,16 @@ class GraphViews(ProfileHost):
 
         found = find_captures(self.model, self._launch_kernels(self._trace_events()), self.path)
         opened: dict[tuple[str, int | None], list[Capture]] = {}  # a file listed twice is read once
+        profiles: dict[str, Any] = vars(self).setdefault("_capture_profiles", {})
+        load = self.open_capture
+
+        def once(file: str, use_cache: bool = True) -> Any:
+            """Each capture trace opened once per profile (the efficiency view reads its calls too)."""
+            if file not in profiles:
+                assert load is not None
+                profiles[file] = load(file, use_cache=use_cache)
+            return profiles[file]
+
         for path in self.capture:
             folder = os.path.isdir(path) and not os.path.isfile(os.path.join(path, EXECUTION_DETAILS))
             kept = 0
@@ -103,7 +113,9 @@ class GraphViews(ProfileHost):
                     continue  # the replay beside its captures holds none of them
                 if (file, size) not in opened:
                     try:
-                        opened[(file, size)] = _captures_of(file, size, self.capture_use_cache, self.open_capture)
+                        opened[(file, size)] = _captures_of(
+                            file, size, self.capture_use_cache, once if load is not None else None
+                        )
                     except ProfviewError:
                         if not folder:
                             raise

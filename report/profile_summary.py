@@ -101,6 +101,17 @@ OP_COLUMNS = {
 }
 
 
+def op_columns(ops: pl.DataFrame | None) -> dict[str, str]:
+    """:data:`OP_COLUMNS`, with ``replayed`` (the GPU time attributed through graph captures) after
+    ``calls`` where the operators carry it."""
+    if ops is None or "graph_device_us" not in ops.columns:
+        return OP_COLUMNS
+    columns = dict(OP_COLUMNS)
+    items = list(columns.items())
+    items.insert(2, ("graph_device_us", "replayed"))
+    return dict(items)
+
+
 @dataclass
 class SummaryFigures:
     """Every figure ``profview summary`` shows, read once from the profile: the text and the JSON
@@ -151,7 +162,11 @@ def summary_figures(profile: Profile, top: int) -> SummaryFigures:
     if profile.available("kernels"):
         figures.kernels = profile.kernels().head(top)
     if profile.available("ops"):
-        figures.ops = profile.ops().head(top)
+        from ..profiles.views import with_graph_time
+
+        # where graphs replay, operators rank by the time attributed to them through the capture
+        # too (the ops view's order), so a replayed operator is not left out of the top
+        figures.ops = with_graph_time(profile, profile.ops()).head(top)
     figures.missing = dict(profile.missing)
     return figures
 
@@ -204,7 +219,7 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
     if figures.kernels is not None:
         console.print(_table(f"Top {top} kernels", figures.kernels, KERNEL_COLUMNS, console.width, wide=wide))
     if figures.ops is not None:
-        console.print(_table(f"Top {top} operators", figures.ops, OP_COLUMNS, console.width, wide=wide))
+        console.print(_table(f"Top {top} operators", figures.ops, op_columns(figures.ops), console.width, wide=wide))
     for missing, reason in figures.missing.items():
         console.print(Text(f"  no {missing} view: {clean(reason)}"))
 
@@ -256,7 +271,7 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
         "outlier_steps": outliers,
         "top": figures.top,
         "kernels": json_rows(figures.kernels, list(KERNEL_COLUMNS)),
-        "ops": json_rows(figures.ops, list(OP_COLUMNS)),
+        "ops": json_rows(figures.ops, list(op_columns(figures.ops))),
         "missing": figures.missing,
     }
 

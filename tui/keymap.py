@@ -211,6 +211,9 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "pane.graphs", "9", "pane('graphs')", "graphs", "9",
         "Graphs: the CUDA/HIP graphs the trace replays, how much of their GPU time is attributed through a "
         "capture; Enter: a graph's nodes, then a node's captured operator chain and stack"),
+    Key("graphs", "graphs.ops", "o", "graph_ops", "operators", "Graphs: o",
+        "every GPU µs by operator and module, replays charged through their capture (graph_ops; e exports it)",
+        show=True),
     # -- serving and decode loops (issue 31) ----------------------------------------------------
     Key("app", "pane.iterations", "0", "pane('iterations')", "iterations", "0",
         "Iterations: one row per serving or decode-loop iteration (phase, tokens, GPU µs per token, ! outliers)"),

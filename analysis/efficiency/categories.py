@@ -12,8 +12,10 @@ model is linked).  Each GPU event gets the first category that applies, in this 
    :func:`~profview.analysis.trace.communication.classify_communication`);
 3. the innermost operator that launched it (:data:`OPERATOR_RULES`): a kernel launched by
    ``aten::mm`` is GEMM whatever its name;
-4. the kernel's name (:data:`NAME_RULES`): cuBLAS/cuBLASLt (``nvjet_*``), CUTLASS, hipBLASLt
-   (``Cijk_*``), flash/efficient/cuDNN attention, cuDNN convolutions, Triton kernels ...;
+4. the kernel's name, as the kernel table reads it (one system, issue 40): an Inductor Triton
+   kernel by its prefix (:data:`INDUCTOR_RULES`), then :data:`NAME_RULES`: cuBLAS/cuBLASLt
+   (``nvjet_*``), CUTLASS, hipBLASLt (``Cijk_*``), flash/efficient/cuDNN attention, cuDNN
+   convolutions, other Triton kernels ...;
 5. ``other``.
 
 **By name** (:func:`name_categories`; the kernel table, which links no model for it, issue 32).
@@ -193,7 +195,9 @@ def _by_operator(frame: pl.DataFrame) -> pl.Series:
         .then(pl.lit("communication"))
         .otherwise(
             pl.coalesce(
-                operator_categories(frame["op_name"]), _per_distinct(frame["name"], NAME_RULES), pl.lit("other")
+                operator_categories(frame["op_name"]),
+                _per_distinct(frame["name"], (*INDUCTOR_RULES, *NAME_RULES)),
+                pl.lit("other"),
             )
         )
         .alias("category")

@@ -29,10 +29,30 @@ class DevicePeak:
     sms: int | None = None
     notes: str = field(default="")
 
+    @property
+    def cache_mib(self) -> float | None:
+        """The device's last-level cache in MiB (:data:`LAST_LEVEL_CACHE_MIB`; None: not in the table)."""
+        return LAST_LEVEL_CACHE_MIB.get(self.name)
+
     def peak_tflops(self, precision: str | None) -> float | None:
         """The compute peak for ``precision`` (fp32 where none is known), None if the device lacks it."""
         return self.tflops.get(precision or "fp32")
 
+
+#: The last cache before DRAM, in MiB (the vendors' datasheets and architecture papers): NVIDIA's
+#: L2 (H100/H200 50 MB, A100 40 MB, V100 6 MB, L4 48 MB, L40S 96 MB), AMD's Infinity Cache on
+#: MI300X (256 MB), the L2 of one MI250X GCD and of MI210 (8 MB).  Data of a kernel that fits
+#: here can be read faster than the DRAM peak.  B200: not in the table (no figure we can source).
+LAST_LEVEL_CACHE_MIB: dict[str, float] = {
+    **dict.fromkeys(("H100 SXM", "H100 PCIe", "H100 NVL", "H200"), 50.0),
+    **dict.fromkeys(("A100 80GB SXM", "A100 80GB PCIe", "A100 40GB"), 40.0),
+    **dict.fromkeys(("V100 SXM2", "V100 PCIe"), 6.0),
+    "L4": 48.0,
+    "L40S": 96.0,
+    "MI300X": 256.0,
+    "MI250X (one GCD)": 8.0,
+    "MI210": 8.0,
+}
 
 #: The peak table (dense figures).  ``sms``: the SM/CU count of the variant, used to tell apart
 #: variants a trace names alike.

@@ -181,11 +181,66 @@ def efficiency_table(
         .then(pl.col("tflops_s") / roof * 100.0)
         .alias("pct_of_roofline"),
     )
+    table = with_impossible_notes(table, peak.cache_mib if peak else None)
     # Ties broken by every key, so that one trace's view is the same from run to run.
     return table.select(EFFICIENCY_COLUMNS).sort(
         ["kernel_us", "name", "input_dims", "input_types", "params"],
         descending=[True, False, False, False, False],
         nulls_last=True,
+    )
+
+
+#: Above this many times the DRAM peak no cache delivers: the row's bytes (or FLOPs) are an
+#: overestimate, not a rate (L2 bandwidth is about 2-3x HBM's on the GPUs of the peak table).
+CACHE_FACTOR = 3.0
+
+
+def with_impossible_notes(table: pl.DataFrame, cache_mib: float | None) -> pl.DataFrame:
+    """A row above the device's DRAM peak (``tb_s`` > ``peak_tb_s``) says why in ``note``: its data
+    fits in the last-level cache (``cache_mib``: data per call), or the byte model counts more than
+    the kernel moves (a gather, slice or broadcast reads part of its arguments).  Above
+    :data:`CACHE_FACTOR` × the DRAM peak, or above the compute peak, the figure is called an
+    overestimate and no bound nor roofline share is claimed."""
+    dram = pl.col("peak_tb_s")
+    over_dram = pl.col("tb_s") > dram
+    beyond = (pl.col("tb_s") > CACHE_FACTOR * dram) | (pl.col("tflops_s") > pl.col("peak_tflops"))
+    fits = pl.col("data_mb") <= cache_mib if cache_mib is not None else pl.lit(False)
+    cache = f"{cache_mib:g} MiB" if cache_mib is not None else "unknown for this device"
+    why = (
+        pl.when(beyond)
+        .then(
+            pl.format(
+                "overestimate: {} TB/s, {} TFLOP/s is above what any cache or unit delivers (3x the DRAM peak "
+                "or the compute peak): the model counts more bytes or FLOPs than the kernel did (a gather, "
+                "slice or broadcast reads part of its arguments); no bound claimed",
+                pl.col("tb_s").round(2),
+                pl.col("tflops_s").round(1),
+            )
+        )
+        .when(over_dram & fits)
+        .then(
+            pl.format(
+                "above the DRAM peak: its data ({} MiB a call) fits in the last-level cache ({}), "
+                "read faster than DRAM",
+                pl.col("data_mb").round(2),
+                pl.lit(cache),
+            )
+        )
+        .when(over_dram)
+        .then(
+            pl.format(
+                "above the DRAM peak with more data than the last-level cache ({}): part of it was still in "
+                "the cache from the kernel before, or the byte model counts more than the kernel moves (a "
+                "gather, slice or broadcast reads part of its arguments)",
+                pl.lit(cache),
+            )
+        )
+    )
+    note = pl.when(why.is_null()).then(pl.col("note")).when(pl.col("note").is_null()).then(why)
+    return table.with_columns(
+        note.otherwise(pl.concat_str(pl.col("note"), pl.lit("; "), why)).alias("note"),
+        pl.when(beyond.fill_null(False)).then(None).otherwise(pl.col("bound")).alias("bound"),
+        pl.when(beyond.fill_null(False)).then(None).otherwise(pl.col("pct_of_roofline")).alias("pct_of_roofline"),
     )
 
 

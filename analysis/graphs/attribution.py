@@ -507,7 +507,7 @@ def graph_ops_table(frames: GraphFrames, model: TraceModel, modules: pl.Series, 
     events = replayed(frames, gpu, ("op", "op_row", "module", "source"))
     captured = events.select(
         "gpu_row",
-        pl.coalesce("op", pl.lit(NOT_ATTRIBUTED)).alias("name"),
+        pl.coalesce(display_name(pl.col("op")), pl.lit(NOT_ATTRIBUTED)).alias("name"),
         pl.coalesce("module", pl.lit(NO_MODULE)).alias("module"),
         pl.coalesce("source", pl.lit(NO_SOURCE)).alias("source"),
         pl.format("replay {} op {}", "replay", pl.coalesce("op_row", -pl.col("node") - 1)).alias("call"),

@@ -81,6 +81,29 @@ class Capture:
         return bool(kernels.height) and kernels["name"].null_count() == 0
 
 
+#: Frames that launch or dispatch work rather than say which model line asked for it: Triton's
+#: runtime and drivers, torch's operator dispatch, custom-op, autograd-function and device
+#: wrappers, TorchInductor's and AOTAutograd's runtime and generated code, Dynamo, FX and
+#: ``nn.Module.__call__``, AITER's JIT wrapper and torch guard, vLLM's compilation wrappers.
+LAUNCHER_FRAMES = re.compile(
+    r"^(<built-in|<eval_with_key>|<string>|triton/|torch/_ops\.py|torch/utils/_device\.py|torch/utils/_contextlib\.py"
+    r"|torch/_library/|torch/autograd/function\.py|torch/_inductor/|torch/_functorch/|torch/_dynamo/|torch/fx/"
+    r"|torch/nn/modules/module\.py|torch/_compile\.py|torch_guard\.py|aiter/jit/|vllm/compilation/"
+    r"|contextlib\.py|functools\.py)"
+    r"|torchinductor_"
+)
+
+
+def model_source(stack: list[str]) -> str:
+    """The innermost frame of a launch's stack (innermost first) in the model's code: launcher and
+    framework frames (:data:`LAUNCHER_FRAMES`) skipped, so a Triton kernel's node names the model
+    line that ran it (``vllm/model_executor/models/gpt_oss.py(293): forward``), not Triton's driver.
+    Where every frame is one of those, the innermost frame that names a file and line."""
+    if not stack:
+        return ""
+    return next((frame for frame in stack if not LAUNCHER_FRAMES.search(frame)), source_line(stack))
+
+
 def capture_windows(model: TraceModel) -> list[tuple[int, int]]:
     """(begin row, end row) of each capture, in time order: each begin call with the next end call
     on its thread."""
@@ -177,7 +200,7 @@ def _describe(model: TraceModel, launches: pl.DataFrame, paths: list[str]) -> pl
             "op_chain": [text[1] for text in found],
             "python_stack": [text[2] for text in found],
             "module": [paths[f] or NO_MODULE if f >= 0 else NO_MODULE for f in frames.tolist()],
-            "source": [source_line(stacks[f]) for f in frames.tolist()],
+            "source": [model_source(stacks[f]) for f in frames.tolist()],
             "sources": [stacks[f] for f in frames.tolist()],
         },
         schema=LAUNCH_SCHEMA,

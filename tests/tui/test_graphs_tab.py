@@ -6,6 +6,9 @@ attributed, or, without a capture, how to get one.  Figures checked against the 
 
 from __future__ import annotations
 
+import re
+
+import polars as pl
 import pytest
 from graph_witness import captured_launches, launch_attributions, read, replays
 from pilot import screen_text, wait_loaded, wait_until
@@ -53,6 +56,39 @@ async def test_graphs_tab_nodes_and_a_nodes_captured_stack() -> None:
         assert node["op"] == first_op
         assert node["op_chain"].startswith(CAPTURED)
         assert "python stack" in screen_text(app)
+
+
+@pytest.mark.asyncio
+async def test_o_in_graphs_opens_the_graph_ops_table_and_e_exports_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40: ``o`` in Graphs opens graph_ops (every GPU µs by operator and module, replays through
+    the capture): its replayed time per operator is the raw replay's events paired with the capture's
+    launches (graph_witness), and ``e`` exports it."""
+    from graph_witness import replayed_by_operator
+
+    by_op: dict[str, float] = {}
+    for (op, _module), us in replayed_by_operator(read(REPLAY), read(CAPTURE)).items():
+        op = re.sub(r"_\d+$", "", op) if op.startswith("sglang_profiler::") else op  # as TraceLens names it
+        by_op[op] = by_op.get(op, 0.0) + us
+    app = app_on(capture=True)
+    monkeypatch.chdir(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("9", "o")
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen) and app.screen.view == "graph_ops")
+        frame = app.screen.frame
+        replayed = frame.group_by("name").agg(pl.col("graph_us").sum())
+        ours = {n: us for n, us in replayed.iter_rows() if us > 0}
+        assert set(ours) == {op for op, us in by_op.items() if us > 0}
+        for op, us in ours.items():
+            assert us == pytest.approx(by_op[op], abs=0.01)
+        await pilot.press("e")
+        await pilot.pause()
+        target = tmp_path / "graph_ops.csv"
+        app.screen.query_one("#export-path").value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+    exported = pl.read_csv(target)
+    assert float(exported["graph_us"].sum()) == pytest.approx(sum(by_op.values()), abs=0.1)
 
 
 @pytest.mark.asyncio

@@ -20,6 +20,7 @@ from profview.tui.job.compare import JobCompareScreen
 from profview.tui.job.screen import JobScreen
 from profview.tui.keymap import KEYMAP, help_lines
 from profview.tui.main.efficiency import EfficiencyView
+from profview.tui.main.graphs import GraphsView
 from profview.tui.main.iterations import IterationsView
 from profview.tui.main.memory import MemoryView
 from profview.tui.main.modules import ModulesView
@@ -51,6 +52,7 @@ SCOPES = {
     "drill_progress": DrillProgress,
     "table": FrameView,  # issue 22: hide and move columns
     "iterations": IterationsView,  # serving and decode loops
+    "graphs": GraphsView,  # o opens the graph_ops table
 }
 
 

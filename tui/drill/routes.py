@@ -106,6 +106,14 @@ def _node_origin(
     return DrillScreen("kernel_launches", frame, [*path, f"node {row['node']}"], True, profile=profile)
 
 
+def _graph_ops(profile: Profile, row: dict[str, Any], path: list[str], step: object = None) -> DrillScreen | str:
+    """Issue 40: ``o`` in Graphs → every GPU µs by operator and module, replays charged through their
+    capture (the graph_ops view: filter, sort and export as any table).  Never narrowed to a step."""
+    frame = profile.graph_ops()
+    scope = " · whole trace (not narrowed)" if step is not None else ""
+    return DrillScreen("graph_ops", frame, [*path[:1], f"operators through the capture{scope}"], profile=profile)
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -118,4 +126,5 @@ ROUTES: dict[str, Route] = {
     "efficiency": _shape_launches,
     "graphs": _graph_nodes,
     "graph_nodes": _node_origin,
+    "graph_ops_all": _graph_ops,  # not a row's: the Graphs pane's o (tui/main/graphs.py)
 }

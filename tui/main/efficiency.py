@@ -63,6 +63,9 @@ class EfficiencyView(Vertical):
     def caption(self) -> Text:
         device, peak = self.profile.device_peak()
         text = chart_caption(self.frame, device, peak.name if peak else None)
+        # issue 40: what share of GPU time the rows size comes first (the caption is one line)
+        share = Text(f"{self.profile.efficiency_share_short(self.frame, self.step)} · ", style="dim")
+        text = Text.assemble(share, text)
         return text if self.step is None else Text.assemble(f"step {self.step} · ", text)
 
     def compose(self) -> ComposeResult:

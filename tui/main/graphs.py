@@ -3,8 +3,9 @@
 Each row: its nodes, whole replays and replays the window cut, the GPU time they took (and its share
 of all GPU time), the share of it attributed to operators through a capture, the capture, and a note
 on what is not known and why.  Enter on a graph lists its nodes (tui/drill/routes.py); Enter on a
-node shows its captured launch's operator chain and Python stack.  A :class:`FrameView`, so filter,
-sort and export work as everywhere.
+node shows its captured launch's operator chain and Python stack; ``o`` opens the graph_ops table
+(every GPU µs by operator and module, replays through their capture).  A :class:`FrameView`, so
+filter, sort and export work as everywhere.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from textual.widgets import Static
 from ...errors import ProfviewError
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
+from ..keymap import bindings
+from ..messages import DrillRequested
 from ..widgets.table_view import FrameView
 
 
 class GraphsView(Vertical):
     """A caption (the Overview's graph lines) and the graphs table."""
 
+    BINDINGS = bindings("graphs")
     DEFAULT_CSS = "#graphs-caption { height: auto; max-height: 3; padding: 0 1; }"
 
     def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
@@ -34,12 +38,16 @@ class GraphsView(Vertical):
 
     def compose(self) -> ComposeResult:
         caption = Text("; ".join(clean(line) for line in self.profile.graph_lines()), style="bold")
-        caption.append("   Enter: the graph's nodes", style="dim")
+        caption.append("   Enter: the graph's nodes · o: operators through the capture", style="dim")
         yield Static(caption, id="graphs-caption")
         yield FrameView("graphs", self.frame, id="graphs-table", deferred=self.deferred)
 
     def focus_table(self) -> None:
         self.query_one(FrameView).focus_table()
+
+    def action_graph_ops(self) -> None:
+        """Issue 40: the graph_ops table, as a drill-down (a worker computes it; e exports it)."""
+        self.post_message(DrillRequested("graph_ops_all", {"name": "graph_ops"}))
 
 
 def graphs_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:

@@ -109,7 +109,13 @@ def roofline_chart(frame: pl.DataFrame, width: int, height: int) -> Text:
     low, high = _tick(10**x_lo), f"{_tick(10**x_hi)} FLOP/B"
     out.append(" " * AXIS_WIDTH + low + " " * max(plot_cols - len(low) - len(high), 1) + high)
     for index, item in enumerate(drawn.head(legend_rows).iter_rows(named=True)):
-        share = f"{item['pct_of_roofline']:.0f}% of roof" if item["pct_of_roofline"] is not None else "no peak"
+        share = (
+            f"{item['pct_of_roofline']:.0f}% of roof"
+            if item["pct_of_roofline"] is not None
+            else "overestimate, no bound"
+            if (item.get("note") or "").startswith("overestimate")
+            else "no peak"
+        )
         line = (
             f"\n {index + 1} {item['tflops_s']:.1f} TFLOP/s, {share} ({item['bound'] or '?'}), "
             f"{fmt_us(item['kernel_us'])} · {clean(item['name'])} {clean(item['input_dims'] or '')}"

@@ -9,7 +9,10 @@ compiled Triton kernels (``TraceLens/PerfModel/triton_compiled_perf_model.py``).
   (``poi``), ``xnumel, rnumel`` for a reduction (``red``, ``per``).
 * FLOPs = Σ :data:`FLOPS_PER_ELEMENT` of the fused operators × xnumel × rnumel (operators the
   table lacks count 0); bytes = every tensor argument once (inputs read, outputs written) plus, for
-  a pointwise kernel, its first argument once more (Inductor's in-place ``in_out_ptr``).
+  a pointwise kernel, its first argument once more (Inductor's in-place ``in_out_ptr``) unless a
+  later argument of ``xnumel`` elements has another element type (:func:`in_place`): then that is
+  the output and the first is only read.  Element sizes are every recorded type's (``float`` 4,
+  ``long int`` 8, ``bool`` 1), where TraceLens knows only the ``c10::`` names (docs/efficiency.md).
 * Where Inductor records its own count (``kernel_flop``, ``kernel_num_gb``), those are the figures.
 No I/O.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ..op_args import Call, Work, elem_size, precision_of
+from ..op_args import Call, Work, elem_size, numel, precision_of
 
 TRITON_NAME = re.compile(r"^triton_(poi|red|per)_fused(?:_(.+))?_(\d+)$")
 #: FLOPs per element of the operators a compiled kernel fuses (TraceLens' table); the rest: 0.
@@ -46,7 +49,12 @@ MULTI_WORD_OPS = frozenset(
         "silu_backward", "sigmoid_backward", "tanh_backward", "nll_loss_forward", "nll_loss_backward",
         "embedding_dense_backward", "avg_pool2d", "max_pool2d_with_indices", "upsample_nearest2d",
         "upsample_bilinear2d", "var_mean", "std_mean", "nan_to_num", "lift_fresh_copy", "moe_forward",
-        "scaled_dot_product_attention", "cross_entropy_loss", "log_softmax",
+        "scaled_dot_product_attention", "cross_entropy_loss", "log_softmax", "prepare_softmax_online",
+        "scalar_tensor", "_safe_softmax", "masked_scatter", "index_reduce", "full_default", "rand_like",
+        "randn_like", "inductor_seeds", "inductor_random", "inductor_lookup_seed", "_adaptive_avg_pool2d",
+        "adaptive_avg_pool2d", "avg_pool2d_backward", "max_pool2d_with_indices_backward", "convolution_backward",
+        "select_backward", "slice_backward", "mse_loss", "binary_cross_entropy", "smooth_l1_loss",
+        "_fused_moving_avg_obs_fq_helper", "_native_batch_norm_legit",
     }
 )  # fmt: skip
 
@@ -109,6 +117,19 @@ def sizes(call: Call) -> tuple[int, int] | None:
     return None
 
 
+def in_place(call: Call, tensors: list[int], xnumel: int) -> bool:
+    """Whether a pointwise kernel's first tensor is read and written (Inductor's ``in_out_ptr0``,
+    an output reusing an input's buffer), as TraceLens assumes for every pointwise kernel.  An
+    inference from the shapes: a buffer written in place keeps its element type, so where a later
+    tensor argument of ``xnumel`` elements has another type, that one is the kernel's output
+    (``out_ptr``: ``_to_copy`` reads fp32 and writes bf16), and the first is only read."""
+    first = call.types[tensors[0]]
+    return not any(
+        call.types[i] != first and numel(call.tensor(i) or []) == xnumel and elem_size(call.types[i]) > 0
+        for i in tensors[1:]
+    )
+
+
 def triton_work(call: Call, counted: tuple[float | None, float | None] | None = None) -> Work | None:
     """The work of one compiled Triton kernel launch (module doc); ``counted``: Inductor's own
     (``kernel_flop``, ``kernel_num_gb``) where the host op records them."""
@@ -124,7 +145,7 @@ def triton_work(call: Call, counted: tuple[float | None, float | None] | None = 
     xnumel, rnumel = found
     flops = float(sum(FLOPS_PER_ELEMENT.get(op, 0) for op in ops) * xnumel * rnumel)
     nbytes = sum(call.tensor_bytes(i) for i in tensors)
-    if call.name.startswith("triton_poi_"):
+    if call.name.startswith("triton_poi_") and in_place(call, tensors, xnumel):
         nbytes += elem_size(call.types[tensors[0]]) * xnumel
     shape = f"x={xnumel}" + (f" r={rnumel}" if rnumel > 1 else "")
     return Work(flops, float(nbytes), precision_of(call.types), "triton", f"{names} {shape}")

@@ -141,11 +141,15 @@ def test_gpt2_gemm_flops_match_torch_table() -> None:
 
 def test_peak_overrides() -> None:
     """--peak-tflops/--peak-tbs replace the table's peaks everywhere in the view."""
-    frame = loaded(QWEN).efficiency(peak_tflops=500.0, peak_tb_s=2.0)
-    assert set(frame["peak_tflops"].to_list()) == {500.0}
+    frame = loaded(QWEN).efficiency(peak_tflops=700.0, peak_tb_s=2.0)
+    assert set(frame["peak_tflops"].to_list()) == {700.0}
     assert set(frame["peak_tb_s"].to_list()) == {2.0}
     row = our_row(frame, "aten::mm", "[[8944, 1024], [1024, 2816]]")
-    assert row["pct_of_roofline"] == pytest.approx(row["tflops_s"] / 500.0 * 100)
+    assert row["pct_of_roofline"] == pytest.approx(row["tflops_s"] / 700.0 * 100)
+    # issue 40: above the compute peak a rate is impossible: an overestimate, no bound claimed
+    lower = our_row(loaded(QWEN).efficiency(peak_tflops=500.0), "aten::mm", "[[8944, 1024], [1024, 2816]]")
+    assert lower["tflops_s"] > 500.0
+    assert lower["pct_of_roofline"] is None and lower["bound"] is None and lower["note"].startswith("overestimate")
 
 
 def test_step_model_flops_and_the_gpu_busy_rule() -> None:

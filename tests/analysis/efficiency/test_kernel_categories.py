@@ -104,7 +104,10 @@ def test_the_launching_operator_decides_first() -> None:
     assert kernel_category("memset", None, "aten::mm", "Memset (Device)") == "memset"
     assert kernel_category("kernel", "nccl", "aten::mm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "communication"
     assert kernel_category("kernel", None, "aten::add", "triton_poi_fused_add_0") == "elementwise"
-    assert kernel_category("kernel", None, None, "triton_poi_fused_add_0") == "triton"
+    # issue 40: one system: an Inductor kernel no operator launched is its kind, as in the kernel table
+    assert kernel_category("kernel", None, None, "triton_poi_fused_add_0") == "elementwise"
+    assert kernel_category("kernel", None, None, "triton_red_fused_native_layer_norm_0") == "normalization"
+    assert kernel_category("kernel", None, None, "triton_tem_fused_0") == "triton"
     # flash kernels are templated on CUTLASS types; cuDNN convolutions are implicit GEMMs
     assert name_category("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<cutlass::bfloat16_t>>") == (
         "attention"
@@ -173,7 +176,7 @@ def test_kernel_table_category_is_the_name_rule_on_the_raw_names(name: str) -> N
 def test_inductor_kernels_by_their_prefix() -> None:
     """Inductor's Triton kernels: the prefix says the kind, the fused operators refine it within it;
     other Triton names stay ``triton``.  The torch.compile sample's ten Triton kernels: its GELU
-    pointwise kernel and nine layer-norm reductions (by operator, all ``triton``: no operator
+    pointwise kernel and nine layer-norm reductions (by operator the same since issue 40: no operator
     launched them in the graph replays)."""
     from profview.profiles.views import view_frame
 

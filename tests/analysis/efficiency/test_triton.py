@@ -113,12 +113,13 @@ def test_a_row_per_compiled_kernel_in_tracelens_conventions() -> None:
 
 def test_replayed_kernels_are_sized_by_their_captured_host_op() -> None:
     """reduce-overhead: the 13 host ops were recorded when the CUDA graph was captured, and every
-    one of the 65 Triton kernels ran in one of 5 replays, with no host op.  Each name has one
-    compiled variant in the trace, so its executions take that variant's figures, said in the
-    note; TraceLens' report has no row for them (it sizes host ops, and these launched nothing)."""
+    one of the 65 Triton kernels ran in one of 5 replays, with no host op.  The trace holds the
+    capture, so each replayed kernel takes the host op captured for it (issue 40: no note, the
+    capture attributes it); TraceLens' report has no row for them (it sizes host ops, and these
+    launched nothing)."""
     frame = loaded(COMPILE).efficiency().filter(pl.col("category") == "triton")
     assert frame.height == 10
-    assert set(frame["note"].to_list()) == {BY_NAME}
+    assert set(frame["note"].to_list()) == {None}
     runs: dict[str, list[float]] = defaultdict(list)
     for e in raw_events(COMPILE):
         if e.get("cat") == "kernel" and e["name"].startswith("triton_"):
@@ -135,11 +136,13 @@ def test_replayed_kernels_are_sized_by_their_captured_host_op() -> None:
 
 
 def test_two_compiled_variants_of_one_name_are_not_guessed(tmp_path: Path) -> None:
-    """The same trace with a second host op of ``triton_poi_fused_gelu_view_2`` (another hash and
+    """The same trace, without its capture, with a second host op of ``triton_poi_fused_gelu_view_2`` (another hash and
     shape, as a second compiled graph would record): its 20 replayed executions could be either,
     so the row keeps their time and says why it has no figure."""
     with gzip.open(sample(COMPILE), "rt") as fh:
         document = json.load(fh)
+    # Without its capture (the begin call dropped), a replay's kernel has only its name to go by.
+    document["traceEvents"] = [e for e in document["traceEvents"] if "StreamBeginCapture" not in e.get("name", "")]
     name = "triton_poi_fused_gelu_view_2"
     op = next(e for e in document["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == name)
     other = json.loads(json.dumps(op))
@@ -157,6 +160,9 @@ def test_two_compiled_variants_of_one_name_are_not_guessed(tmp_path: Path) -> No
     assert row["calls"] == 20
     kernels = [e["dur"] for e in document["traceEvents"] if e.get("cat") == "kernel" and e["name"] == op["name"]]
     assert row["kernel_us"] == pytest.approx(sum(kernels), abs=1e-6)
+    # The only variant of a name sizes its replays (the other names), and says so.
+    notes = set(profview.load(path, use_cache=False).efficiency().filter(pl.col("category") == "triton")["note"])
+    assert BY_NAME in notes
 
 
 def test_inductors_own_counts_are_the_figures_where_recorded() -> None:
@@ -186,3 +192,49 @@ def test_a_reopened_trace_reads_the_triton_columns_from_the_cache(tmp_path: Path
     again = profview.load(trace)
     assert view_frame(again, "kernels").equals(before)
     assert "events" not in vars(again) and "model" not in vars(again)
+
+
+@pytest.mark.parametrize(
+    ("name", "ops"),
+    [
+        # Inductor's online softmax (prims.prepare_softmax_online) and aten::scalar_tensor are one
+        # operator each, not "prepare", "softmax", "online" / "scalar", "tensor" (issue 40)
+        ("triton_red_fused_prepare_softmax_online_0", ["prepare_softmax_online"]),
+        ("triton_poi_fused_scalar_tensor_where_3", ["scalar_tensor", "where"]),
+        (
+            "triton_per_fused__safe_softmax_prepare_softmax_online_sub_1",
+            ["_safe_softmax", "prepare_softmax_online", "sub"],
+        ),
+    ],
+)
+def test_known_multi_word_operators_stay_whole(name: str, ops: list[str]) -> None:
+    from profview.analysis.efficiency.work.triton import fused_ops
+
+    assert fused_ops(name) == ops
+
+
+def test_with_the_capture_each_compiled_variant_is_its_own_row(tmp_path: Path) -> None:
+    """Issue 40: the same two variants of ``triton_poi_fused_gelu_view_2``, the capture kept: each
+    replayed execution takes the host op captured for it (its hash), so the replays are one sized
+    row of that variant's hash, never a row that mixes or refuses both."""
+    with gzip.open(sample(COMPILE), "rt") as fh:
+        document = json.load(fh)
+    name = "triton_poi_fused_gelu_view_2"
+    op = next(e for e in document["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == name)
+    other = json.loads(json.dumps(op))
+    other["ts"] = min(e["ts"] for e in document["traceEvents"] if "ts" in e) - 10.0  # an eager call, before the capture
+    other["dur"] = 0.5
+    other["args"].update({"kernel_hash": "another", "Input Dims": [[8, 32, 1024], []]})
+    other["args"]["Concrete Inputs"] = ["", "262144"]
+    other["args"]["External id"] += 100000
+    document["traceEvents"].append(other)
+    path = tmp_path / "two_variants_captured.json"
+    path.write_text(json.dumps(document))
+    frame = profview.load(path, use_cache=False).efficiency().filter(pl.col("name") == name)
+    replayed = frame.filter(pl.col("kernel_us") > 0)
+    (row,) = replayed.to_dicts()
+    assert row["params"].endswith(f"hash={op['args']['kernel_hash'][:8]}")
+    assert row["note"] is None and row["gflops"] * 1e9 == pytest.approx(8 * int(op["args"]["Concrete Inputs"][-1]))
+    kernels = [e["dur"] for e in document["traceEvents"] if e.get("cat") == "kernel" and e["name"] == name]
+    assert row["calls"] == len(kernels) == 20
+    assert row["kernel_us"] == pytest.approx(sum(kernels), abs=1e-6)

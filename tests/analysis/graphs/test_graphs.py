@@ -110,11 +110,20 @@ def test_vllm_every_captured_node_has_its_operator_module_and_python_line() -> N
 
 
 @needs_vllm
-def test_vllm_a_node_s_source_is_the_innermost_python_line_not_a_built_in() -> None:
-    """A node's ``source`` is the innermost Python frame that names a file and line: the raw
-    capture's python_function events open at each launch (standard library), built-ins skipped."""
+def test_vllm_a_node_s_source_is_the_innermost_line_of_the_model_s_code() -> None:
+    """Issue 40: a node's ``source`` is the innermost Python frame in the model's code: the raw
+    capture's python_function events open at each launch (standard library), launcher and
+    framework frames skipped (Triton's runtime and generated ``<string>`` launcher, torch's
+    dispatch, Inductor/AOTAutograd/Dynamo/FX, AITER's JIT wrapper, vLLM's compilation wrappers);
+    before, 252 of 421 nodes named ``triton/backends/amd/driver.py(634)``."""
     from graph_witness import open_at
 
+    launcher = (
+        "<built-in", "<eval_with_key>", "<string>", "triton/", "torch/_ops.py", "torch/utils/_device.py",
+        "torch/utils/_contextlib.py", "torch/_library/", "torch/autograd/function.py", "torch/_inductor/",
+        "torch/_functorch/", "torch/_dynamo/", "torch/fx/", "torch/nn/modules/module.py", "torch/_compile.py",
+        "torch_guard.py", "aiter/jit/", "vllm/compilation/", "contextlib.py", "functools.py",
+    )  # fmt: skip
     profile = attributed(VLLM_REPLAY, VLLM_FOLDER)
     nodes = profile.graph_nodes().sort("node")
     events = read(VLLM_CAPTURE)
@@ -127,12 +136,18 @@ def test_vllm_a_node_s_source_is_the_innermost_python_line_not_a_built_in() -> N
     ]
     expected = []
     for stack in open_at(frames, [c["ts"] for c in launches]):
-        lines = [f["name"] for f in reversed(stack) if not f["name"].startswith("<built-in")]
-        expected.append(lines[0])
+        names = [f["name"] for f in reversed(stack)]
+        model = [n for n in names if not n.startswith(launcher) and "torchinductor_" not in n]
+        expected.append(model[0])
     assert nodes["source"].to_list() == expected
-    assert not nodes["source"].str.starts_with("<built-in").any()
+    assert not nodes["source"].str.contains(r"^(triton/|torch/_ops\.py|aiter/jit/|<)").any()
+    compiled = nodes.filter(pl.col("op").str.starts_with("triton_poi_"))
+    assert compiled.height == 48
+    assert set(compiled["source"]) == {"vllm/model_executor/models/gpt_oss.py(293): forward"}
     addmm = nodes.filter(pl.col("op") == "aten::addmm")["source"].unique().to_list()
-    assert "vllm/model_executor/layers/utils.py(122): rocm_unquantized_gemm_impl" in addmm
+    assert addmm == ["vllm/model_executor/layers/utils.py(122): rocm_unquantized_gemm_impl"]
+    # the full stack stays in python_stack
+    assert compiled["python_stack"].str.contains("triton_heuristics").all()
 
 
 @needs_vllm
@@ -165,8 +180,11 @@ def test_sglang_graph_ops_equal_tracelens_and_the_raw_events() -> None:
     assert_equals_tracelens(profile, SGLANG_SUMMARY)
     mm = profile.graph_ops().filter(pl.col("name") == "aten::mm")
     assert mm["device_us"].sum() == pytest.approx(5782.25, abs=0.02)
-    witness = replayed_by_operator(read(SGLANG_REPLAY), read(SGLANG_CAPTURE))
-    assert per_operator(profile) == pytest.approx(witness, abs=1e-6)
+    witness: dict[tuple[str, str], float] = defaultdict(float)
+    for (op, module), us in replayed_by_operator(read(SGLANG_REPLAY), read(SGLANG_CAPTURE)).items():
+        # issue 40: SGLang's volatile _<digits> is dropped, as TraceLens does (a range has one)
+        witness[(re.sub(r"_\d+$", "", op) if op.startswith("sglang_profiler::") else op, module)] += us
+    assert per_operator(profile) == pytest.approx(dict(witness), abs=1e-6)
     assert profile.graphs()["attributed_pct"][0] == pytest.approx(100.0)
     assert profile.graphs()["capture"][0] == "capture_32_DECODE"
 
@@ -288,15 +306,23 @@ def test_repeated_layers_are_labelled_as_inferred_blocks() -> None:
     assert len(per_block) == 1 and per_block[0] * len(layers) == labels.len()
 
 
-def test_the_model_flops_line_says_graph_replays_are_not_sized() -> None:
-    """The perf model sizes calls by their recorded shapes; a replayed kernel has none in the replay
-    trace, so the Overview's FLOPs line says which share of GPU time it leaves out (raw: the GPU
-    events of the graph launch's correlation over all GPU events)."""
+def test_the_efficiency_line_says_replays_without_their_capture_are_not_sized() -> None:
+    """Issue 40: without its capture a replayed call has no shapes, so the replayed time is a row
+    that says why ("not attributed: no capture"), and the Overview's efficiency line says what share
+    of GPU time the rows size (raw: the GPU events of the graph launch's correlation over all GPU
+    events, none of which is sized)."""
     events = read(SGLANG_REPLAY)
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     launched = {e["args"]["correlation"] for e in events if "GraphLaunch" in e.get("name", "")}
-    share = sum(e["dur"] for e in gpu if e["args"].get("correlation") in launched) / sum(e["dur"] for e in gpu)
-    lines = profview.load(SGLANG_REPLAY, use_cache=False).efficiency_lines()
-    assert f"graph replays take {share * 100:.1f}% of GPU time, and a replayed call is sized only" in " ".join(lines)
+    replayed_us = sum(e["dur"] for e in gpu if e["args"].get("correlation") in launched)
+    all_us = sum(e["dur"] for e in gpu)
+    profile = profview.load(SGLANG_REPLAY, use_cache=False)
+    row = profile.efficiency().filter(pl.col("name") == NOT_ATTRIBUTED)
+    assert row["kernel_us"][0] == pytest.approx(replayed_us, abs=0.01)
+    assert row["gflops"][0] is None and "no capture" in row["note"][0]
+    line = next(line for line in profile.efficiency_lines() if line.startswith("efficiency rows size"))
+    sized = float(profile.efficiency().filter(pl.col("gflops").is_not_null())["kernel_us"].sum())
+    assert f"rows size {sized / all_us * 100:.1f}% of GPU time" in line
+    assert sized <= all_us - replayed_us + 0.01
     resnet = profview.load(SAMPLES / "resnet50_train_amp.pt.trace.json.gz", use_cache=False)
     assert not any("graph replays" in line for line in resnet.efficiency_lines())
