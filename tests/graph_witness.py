@@ -79,8 +79,15 @@ def open_at(intervals: list[dict], times: list[float]) -> list[list[dict]]:
     return stacks
 
 
+def table_name(op: str) -> str:
+    """An operator's name as tables show it: SGLang's ``sglang_profiler::…_<digits>`` without its
+    volatile number (TraceLens' convention), so two runs of one model pair."""
+    return re.sub(r"^(sglang_profiler::.+)_\d+$", r"\1", op)
+
+
 def launch_attributions(events: list[dict], calls: list[dict]) -> list[tuple[str, str]]:
-    """(innermost operator, module path) of each launch call (all on one thread, by start)."""
+    """(innermost operator as tables name it, module path) of each launch call (all on one thread,
+    by start)."""
     pid, tid = calls[0]["pid"], calls[0]["tid"]
     mine = [e for e in events if e.get("ph") == "X" and e["pid"] == pid and e["tid"] == tid]
     ops = [
@@ -91,7 +98,7 @@ def launch_attributions(events: list[dict], calls: list[dict]) -> list[tuple[str
     found = []
     for op_stack, module_stack in zip(open_at(ops, times), open_at(modules, times), strict=True):
         path = " > ".join(m["name"][len("nn.Module: ") :] for m in module_stack)
-        found.append((op_stack[-1]["name"] if op_stack else "(unattributed)", path or "(no module)"))
+        found.append((table_name(op_stack[-1]["name"]) if op_stack else "(unattributed)", path or "(no module)"))
     return found
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import random
-import re
 from pathlib import Path
 
 import polars as pl
@@ -29,14 +28,9 @@ COMPILED = SAMPLES / "h100_compile_reduce_overhead.json.gz"
 
 
 def truth(replay_events: list[dict], capture_events: list[dict]) -> dict[float, tuple[str, str]]:
-    """Per replayed GPU event (by its start), the (operator, module) of its own launch; an SGLang
-    ``sglang_profiler::…_<digits>`` operator without its volatile number, as tables show it (and
-    TraceLens names it)."""
+    """Per replayed GPU event (by its start), the (operator, module) of its own launch."""
     launches = captured_launches(capture_events)
-    attributed = [
-        (re.sub(r"^(sglang_profiler::.+)_\d+$", r"\1", op), module)
-        for op, module in launch_attributions(capture_events, launches)
-    ]
+    attributed = launch_attributions(capture_events, launches)
     return {e["ts"]: key for replay in replays(replay_events) for e, key in zip(replay, attributed, strict=True)}
 
 
