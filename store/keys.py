@@ -24,8 +24,9 @@ from .. import __version__
 #: 11: the ``concrete_inputs`` and ``flops`` columns the perf model reads; 12: host events of equal
 #: start and duration keep their file order in the call tree, so stored views from 11 may differ;
 #: 13: the events frame's repeated text columns (and the stored model's) are Categorical;
-#: 14: the graph-replay and Triton argument columns (issue 36), views of issues 31-36).
-CACHE_FORMAT = 14
+#: 14: the graph-replay and Triton argument columns (issue 36), views of issues 31-36;
+#: 15: kept critical paths stay in their step and call a queued replay's wait the GPU's (issue 40)).
+CACHE_FORMAT = 15
 META_FILE = "meta.json"
 
 
