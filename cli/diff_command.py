@@ -11,6 +11,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean
 from .options import (
     AscOption,
+    CaptureOption,
     CommPattern,
     FilterOption,
     ForceOption,
@@ -66,6 +67,7 @@ def diff(
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
     workers: Workers = None,
+    capture: CaptureOption = None,
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT."""
     from ..diff.comparison import check_inputs, load_comparison, remember
@@ -73,7 +75,13 @@ def diff(
     # two jobs (cli/job_diff.py); a job and a single profile is a one-line error
     from ..diff.job_comparison import diff_kind
 
+    if capture:
+        from ..profiles.graph_views import check_capture_paths
+
+        check_capture_paths(capture)
     if diff_kind(before, after) == "jobs":
+        if capture:
+            raise ProfviewError(None, "--capture: one trace's option, not a job's")
         from .job_diff import JobDiffOptions, check_job_options, diff_jobs
 
         check_job_options(per_step, step)
@@ -89,6 +97,10 @@ def diff(
     if view is not None and out is None and not summary_:
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:
+        if capture:
+            raise ProfviewError(
+                None, "--capture: with --summary or --view V -o OUT (the compare viewer does not take it)"
+            )
         check_inputs(before, after)
         from ..tui.launch import run_compare
 
@@ -106,7 +118,7 @@ def diff(
             check_target(out, inputs=(before, after), overwrite=force)
     comparison = load_comparison(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
-        tolerance_pct=tolerance,
+        tolerance_pct=tolerance, capture=capture,
     )
     comparison.step = step
     for side in (comparison.before, comparison.after):

@@ -27,6 +27,10 @@ def open_viewer(
         from ..errors import ProfviewError
 
         raise ProfviewError(None, "--capture: one trace's option, not a job's")
+    if capture:  # a missing capture is said before the viewer takes the terminal
+        from ..profiles.graph_views import check_capture_paths
+
+        check_capture_paths(capture)
     if target.is_job:
         from functools import partial
 

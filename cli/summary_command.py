@@ -49,6 +49,7 @@ def summary(
     profile = target.load(no_cache, run, comm_pattern)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
+        profile.check_captures()  # a bad capture is refused before anything is printed
     try:
         print_summary(profile, top, wide=wide)
         sys.stdout.flush()

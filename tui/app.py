@@ -137,6 +137,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             )
             if self.capture:
                 profile.use_capture(self.capture, use_cache=not self.no_cache)
+                profile.check_captures()  # a bad capture fails the load with its one line
             if lifecycle.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()

@@ -24,8 +24,9 @@ nodes (its start and its end) and the edges are:
   the work was queued behind earlier GPU work on its stream that is not in the window's graph (a
   replay launched while the previous step's work still ran): the delay is the GPU's, bound by
   ``gpu_compute_bound``, not launch overhead (issue 40); and the delay of work launched by a
-  blocking copy or sync (:data:`WAITING_CALLS`: ``cudaMemcpy``, ``hipMemcpyWithStream``, …) is that
-  call's own host time (``cpu_bound``, named by the call), not launch overhead.
+  blocking copy or sync (:data:`WAITING_CALLS`: ``cudaMemcpy``, ``hipMemcpyWithStream``, …) that
+  ran while the call waited for it (it ended before the call returned) is that call's own host
+  time (``cpu_bound``, named by the call), not launch overhead.
 
 With ``within_step`` (default rules) no path leaves its window: an edge counts only the part of
 its time before the window's end, so a step's path never exceeds the step's span.
@@ -45,6 +46,7 @@ import polars as pl
 from ...frames import PATH_BOUNDS
 from ..trace.calltree import subtree_mask
 from ..trace.model import TraceModel
+from ..trace.runtime_calls import BLOCKING_CALLS
 
 #: Edge kinds (HTA's CPEdgeType), as stored in :attr:`PathGraph.kind`.
 OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC, QUEUE = range(6)
@@ -61,21 +63,7 @@ HTA_BLOCKING = (
 )
 #: Host calls that may wait for GPU work (the default rules: a wait only if some GPU work ended
 #: while the call was running).
-WAITING_CALLS = (
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "cudaMemcpyAsync",
-    "cudaMemcpy2D",
-    "cudaMemcpy2DAsync",
-    "hipDeviceSynchronize",
-    "hipStreamSynchronize",
-    "hipEventSynchronize",
-    "hipMemcpy",
-    "hipMemcpyAsync",
-    "hipMemcpyWithStream",
-)
+WAITING_CALLS = BLOCKING_CALLS
 #: Runtime calls that HTA's queue-length rule counts as launches (others, ``cuLaunchKernelEx``
 #: among them, launch GPU work that the rule never sees).
 HTA_LAUNCH_CALLS = (
@@ -427,9 +415,12 @@ def _gpu_edges(
         launch_edge = idle & (prev_end < launch_start) & (wait_end < launch_start)
         gap_edge = ~launch_edge & (prev >= 0) & (wait_end < prev_end)
     launch_events = host_event[launch[g_sel]]
-    # A blocking copy or sync (cudaMemcpy, hipMemcpyWithStream, …) that launched the work: the host
-    # waited inside that call, so the delay is the call's own time, not launch overhead.
-    blocking_launch = _named(names, launch[g_sel], WAITING_CALLS) if rules.within_step else np.zeros(m, dtype=bool)
+    # A blocking copy or sync (cudaMemcpy, hipMemcpyWithStream, …) whose work ran while the call
+    # waited (ended before the call returned): the delay is the call's own time, not launch overhead.
+    blocking_launch = np.zeros(m, dtype=bool)
+    if rules.within_step:
+        call_end = end[launch_events_of(host_event, launch, g_sel)]
+        blocking_launch = _named(names, launch[g_sel], WAITING_CALLS) & (g_e <= call_end)
     parts: list[tuple[np.ndarray, ...]] = [kernel]
     li = np.flatnonzero(launch_edge)
     by_call = blocking_launch[li] & ~queued[li]
@@ -463,6 +454,12 @@ def _gpu_edges(
         )
     )
     return parts
+
+
+def launch_events_of(host_event: np.ndarray, launch: np.ndarray, g_sel: np.ndarray) -> np.ndarray:
+    """Per selected GPU event, the graph event of its launching call."""
+    events: np.ndarray = host_event[launch[g_sel]]
+    return events
 
 
 def _stream_busy_until(model: TraceModel, rules: PathRules, g_sel: np.ndarray) -> np.ndarray:

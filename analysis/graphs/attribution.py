@@ -73,6 +73,9 @@ CAPTURED = "(captured)"
 NOT_ATTRIBUTED = "(graph replay, not attributed)"
 #: Why a graph has no capture at all (the remedy is the profile's to say: it knows the options).
 NO_CAPTURE = "no capture of this graph"
+#: Why a graph with captures to choose from has none: the best one's score follows
+#: (``no capture fits this graph: capture_32_DECODE fits 0 of 421 nodes``).
+NO_FIT = "no capture fits this graph"
 #: Batch sizes in the annotation around a replay: SGLang's ``step[DECODE bs=32]``, vLLM's
 #: ``execute_32_context_0(…)_generation_32(…)``.
 REPLAY_BATCH = (re.compile(r"\bbs=(\d+)"), re.compile(r"^execute_(\d+)_"))
@@ -183,7 +186,7 @@ def _choose(
     best = max(score for score, _n, _a in fits)
     if best[0] < MIN_FIT * nodes.height:
         label = captures[max(fits, key=lambda f: f[0])[1]].label
-        return None, f"no capture fits this graph (the best, {label!r}, has {best[0]} of its {nodes.height} nodes)"
+        return None, f"{NO_FIT}: {label} fits {best[0]} of {nodes.height} nodes"
     top = [f for f in fits if f[0] == best]
     if len(top) > 1 and batch_size is not None:
         sized = [f for f in top if captures[f[1]].batch_size == batch_size]
