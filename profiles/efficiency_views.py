@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from .iteration_scope import IterationScope
 
 if TYPE_CHECKING:
     from .host import ProfileHost
@@ -42,7 +43,7 @@ class EfficiencyViews(ProfileHost):
         gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
         return categorize(gpu, operator_names(self.model.host, self.model.gpu["op_row"]))
 
-    def categories(self, step: int | None = None) -> pl.DataFrame:
+    def categories(self, step: int | IterationScope | None = None) -> pl.DataFrame:
         """GPU time by kernel category (see :func:`profview.analysis.efficiency.categories.category_table`)."""
         from ..analysis.efficiency.categories import category_table
 
@@ -141,7 +142,10 @@ class EfficiencyViews(ProfileHost):
         raise ProfviewError(self.path, NO_MODELLED)
 
     def efficiency(
-        self, peak_tflops: float | None = None, peak_tb_s: float | None = None, step: int | None = None
+        self,
+        peak_tflops: float | None = None,
+        peak_tb_s: float | None = None,
+        step: int | IterationScope | None = None,
     ) -> pl.DataFrame:
         """The perf model per (operator, input dims, input types, params) (see
         :func:`profview.analysis.efficiency.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
@@ -163,10 +167,13 @@ class EfficiencyViews(ProfileHost):
         calls = self._call_work if step is None else self._step_calls(step)
         return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
 
-    def _step_calls(self, step: int) -> pl.DataFrame:
-        """The modelled calls that started in step ``step``'s host range (an unknown step: one line)."""
+    def _step_calls(self, step: int | IterationScope) -> pl.DataFrame:
+        """The modelled calls that started in step ``step``'s host range (an unknown step: one line);
+        an iteration's: those that started in its host range (issue 40)."""
         from ..analysis.tables.step_scope import step_host_range
 
+        if isinstance(step, IterationScope):
+            return self._call_work.filter((pl.col("ts") >= step.start) & (pl.col("ts") <= step.end))
         self._window(step)  # an unknown step is a one-line error naming the steps there are
         found = step_host_range(self.model, step)
         if found is None:
