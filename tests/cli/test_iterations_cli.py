@@ -162,3 +162,20 @@ def test_iteration_number_narrows_modules(tmp_path: Path) -> None:
     modules = pl.read_csv(out)
     assert modules["self_us"].sum() == pytest.approx(raw["gpu_us"], abs=1e-3 * modules.height)
     assert modules["calls"].null_count() == modules.height
+
+
+def test_step_narrows_modules_too(tmp_path: Path) -> None:
+    """Issue 40: ``--step N`` narrows the modules export (the viewer's "step N only" Modules pane
+    reads the same frame): ResNet-50's step 3 holds the GPU time its kernels, memcpy and memset
+    exports hold for that step, less than the whole trace's."""
+    trace = str(sample("resnet50_train_amp.pt.trace.json.gz"))
+
+    def export(*args: str) -> pl.DataFrame:
+        out = tmp_path / f"{'_'.join(args).replace('-', '')}.csv"
+        assert run_cli(["export", trace, *args, "-o", str(out), "--no-cache"]) == 0
+        return pl.read_csv(out)
+
+    step, whole = export("-v", "modules", "--step", "3"), export("-v", "modules")
+    categories = export("-v", "categories", "--step", "3")
+    assert step["self_us"].sum() == pytest.approx(categories["total_us"].sum(), abs=1e-3 * step.height)
+    assert step["self_us"].sum() < whole["self_us"].sum() and step["calls"].null_count() == step.height

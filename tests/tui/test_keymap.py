@@ -23,6 +23,7 @@ from profview.tui.main.efficiency import EfficiencyView
 from profview.tui.main.iterations import IterationsView
 from profview.tui.main.memory import MemoryView
 from profview.tui.main.modules import ModulesView
+from profview.tui.main.screen import MainScreen
 from profview.tui.main.step_timeline import Timeline
 from profview.tui.main.steps import StepList
 from profview.tui.main.timeline import TraceTimeline
@@ -51,6 +52,7 @@ SCOPES = {
     "drill_progress": DrillProgress,
     "table": FrameView,  # issue 22: hide and move columns
     "iterations": IterationsView,  # issue 31
+    "main": MainScreen,  # issue 40: a, wherever a step or iteration is chosen
 }
 
 
