@@ -28,7 +28,7 @@ from .path import (
 )
 
 #: Columns of the ``critical_path`` view (one row per step and bound kind; the rows of a step add
-#: up to its path).
+#: up to its path; ``step_us``: the step's span as the steps view has it, which the path never exceeds).
 PATH_COLUMNS = ("step", "bound_by", "duration_us", "pct", "path_us", "step_us")
 #: Columns of the ``critical_path_events`` view (the path in order).
 EVENT_COLUMNS = (
