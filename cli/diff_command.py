@@ -11,6 +11,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean
 from .options import (
     AscOption,
+    CaptureOption,
     CommPattern,
     FilterOption,
     ForceOption,
@@ -104,6 +105,7 @@ def diff(
     strict: Annotated[
         bool, typer.Option("--strict", help="Gate: an interval straddling a threshold is inconclusive.")
     ] = False,
+    capture: CaptureOption = None,
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
     --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 inconclusive)."""
@@ -128,7 +130,13 @@ def diff(
     # two jobs (cli/job_diff.py); a job and a single profile is a one-line error
     from ..diff.job_comparison import diff_kind
 
+    if capture:
+        from ..profiles.graph_views import check_capture_paths
+
+        check_capture_paths(capture)
     if diff_kind(before, after) == "jobs":
+        if capture:
+            raise ProfviewError(None, "--capture: one trace's option, not a job's")
         from .job_diff import JobDiffOptions, check_job_options, diff_jobs
 
         check_job_options(per_step, step)
@@ -144,6 +152,10 @@ def diff(
     if view is not None and out is None and not summary_:
         raise ProfviewError(None, "--view needs -o OUT (or use --summary, or neither for the viewer)")
     if out is None and not summary_:
+        if capture:
+            raise ProfviewError(
+                None, "--capture: with --summary or --view V -o OUT (the compare viewer does not take it)"
+            )
         check_inputs(before, after)
         from ..tui.launch import run_compare
 
@@ -161,7 +173,7 @@ def diff(
             check_target(out, inputs=(before, after), overwrite=force)
     comparison = load_comparison(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
-        tolerance_pct=tolerance,
+        tolerance_pct=tolerance, capture=capture,
     )
     comparison.step = step
     for side in (comparison.before, comparison.after):

@@ -132,6 +132,7 @@ def export(
     profile = target.load(no_cache, run, comm_pattern)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
+        profile.check_captures()  # a bad capture is refused before any work
     profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Annotated, Optional
 
 import typer
 
@@ -19,6 +20,10 @@ def open_viewer(
     dask: DaskOption = None,
     strict: StrictOption = False,
     capture: CaptureOption = None,
+    iteration: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--iteration", help="Open narrowed to iteration N (its number in the Iterations tab)."),
+    ] = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
     target = Target.of(path)
@@ -27,6 +32,18 @@ def open_viewer(
         from ..errors import ProfviewError
 
         raise ProfviewError(None, "--capture: one trace's option, not a job's")
+    number = None
+    if iteration is not None:  # issue 40: said before the viewer takes the terminal
+        from ..errors import ProfviewError
+
+        if target.is_job or not iteration.strip().isdigit():
+            given = iteration[:40]
+            raise ProfviewError(None, f"--iteration in the viewer: one trace's iteration number, not {given!r}")
+        number = int(iteration)
+    if capture:  # a missing capture is said before the viewer takes the terminal
+        from ..profiles.graph_views import check_capture_paths
+
+        check_capture_paths(capture)
     if target.is_job:
         from functools import partial
 
@@ -49,5 +66,7 @@ def open_viewer(
         pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
     from ..tui.launch import run as run_viewer
 
-    code = run_viewer(trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture)
+    code = run_viewer(
+        trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture, iteration=number
+    )
     raise typer.Exit(code)

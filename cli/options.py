@@ -32,7 +32,8 @@ IterationOption = Annotated[
     typer.Option(
         "--iteration",
         help="iterations, phases: the iterations are the host ranges whose name matches this regex "
-        "(default: vLLM/SGLang/ATOM/prefill/decode annotations, else steps).",
+        "(default: vLLM/SGLang/ATOM/prefill/decode annotations, else steps). kernels, ops, launches, modules, "
+        "efficiency, categories: N, only iteration N's work (its number in --view iterations), as --step N.",
     ),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]

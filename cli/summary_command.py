@@ -63,6 +63,7 @@ def summary(
     profile = target.load(no_cache, run, comm_pattern)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
+        profile.check_captures()  # a bad capture is refused before anything is printed
     try:
         if format_ == "json":
             print_summary_json(profile, top)

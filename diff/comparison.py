@@ -328,8 +328,13 @@ def load_comparison(
     per_step: bool = False,
     match: str = "exact",
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    capture: list[str] | None = None,
 ) -> Comparison:
-    """Load BEFORE and AFTER (in two threads: parsing releases the GIL) as a :class:`Comparison`."""
+    """Load BEFORE and AFTER (in two threads: parsing releases the GIL) as a :class:`Comparison`.
+
+    ``capture``: graph captures (``--capture``) given to both sides; each side's replays are
+    attributed through the captures that fit its graphs (a capture of the other side's graph fits
+    none of this side's and is not used here), every capture read before anything is printed."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..profiles.loading import load
@@ -342,6 +347,10 @@ def load_comparison(
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in (before, after)]
         profiles = [f.result() for f in futures]
+    if capture:
+        for profile in profiles:
+            profile.use_capture(capture, use_cache=use_cache)
+            profile.check_captures()
     return Comparison(profiles[0], profiles[1], per_step=per_step, match=match, tolerance_pct=tolerance_pct)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from .iteration_scope import IterationScope
 
 if TYPE_CHECKING:
     from .host import ProfileHost
@@ -42,7 +43,7 @@ class EfficiencyViews(ProfileHost):
         gpu = classify_communication(self.model.gpu, self.comm_pattern, backend if isinstance(backend, str) else None)
         return categorize(gpu, operator_names(self.model.host, self.model.gpu["op_row"]))
 
-    def categories(self, step: int | None = None) -> pl.DataFrame:
+    def categories(self, step: int | IterationScope | None = None) -> pl.DataFrame:
         """GPU time by kernel category (see :func:`profview.analysis.efficiency.categories.category_table`)."""
         from ..analysis.efficiency.categories import category_table
 
@@ -252,7 +253,10 @@ class EfficiencyViews(ProfileHost):
         raise ProfviewError(self.path, NO_MODELLED)
 
     def efficiency(
-        self, peak_tflops: float | None = None, peak_tb_s: float | None = None, step: int | None = None
+        self,
+        peak_tflops: float | None = None,
+        peak_tb_s: float | None = None,
+        step: int | IterationScope | None = None,
     ) -> pl.DataFrame:
         """The perf model per (operator, input dims, input types, params) (see
         :func:`profview.analysis.efficiency.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
@@ -274,10 +278,13 @@ class EfficiencyViews(ProfileHost):
         calls = self._call_work if step is None else self._step_calls(step)
         return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
 
-    def _step_calls(self, step: int) -> pl.DataFrame:
-        """The modelled calls that started in step ``step``'s host range (an unknown step: one line)."""
+    def _step_calls(self, step: int | IterationScope) -> pl.DataFrame:
+        """The modelled calls that started in step ``step``'s host range (an unknown step: one line);
+        an iteration's: those that started in its host range (issue 40)."""
         from ..analysis.tables.step_scope import step_host_range
 
+        if isinstance(step, IterationScope):
+            return self._call_work.filter((pl.col("ts") >= step.start) & (pl.col("ts") <= step.end))
         self._window(step)  # an unknown step is a one-line error naming the steps there are
         found = step_host_range(self.model, step)
         if found is None:
@@ -349,7 +356,9 @@ class EfficiencyViews(ProfileHost):
 
         return self._default_view("kernel_triton", compute)
 
-    def efficiency_share(self, frame: pl.DataFrame, step: int | None = None) -> tuple[float, float, float]:
+    def efficiency_share(
+        self, frame: pl.DataFrame, step: int | IterationScope | None = None
+    ) -> tuple[float, float, float]:
         """What share (%) of GPU time (all GPU events', as the categories view counts it; ``step``:
         that step's) the efficiency rows ``frame`` size (rows with figures), hold without figures
         (their ``note`` says why), and leave out (operators the perf model does not know)."""
@@ -364,12 +373,12 @@ class EfficiencyViews(ProfileHost):
         sized_pct, unsized_pct = sized / total * 100, unsized / total * 100
         return sized_pct, unsized_pct, max(100.0 - sized_pct - unsized_pct, 0.0)
 
-    def efficiency_share_text(self, frame: pl.DataFrame, step: int | None = None) -> str:
+    def efficiency_share_text(self, frame: pl.DataFrame, step: int | IterationScope | None = None) -> str:
         """:meth:`efficiency_share` in words, for the summary line and the viewer's caption."""
         sized, unsized, left = self.efficiency_share(frame, step)
         return f"rows size {sized:.1f}% of GPU time, {unsized:.1f}% in rows without figures, {left:.1f}% in none"
 
-    def efficiency_share_short(self, frame: pl.DataFrame, step: int | None = None) -> str:
+    def efficiency_share_short(self, frame: pl.DataFrame, step: int | IterationScope | None = None) -> str:
         """:meth:`efficiency_share` for the viewer's one-line caption (what the rows leave unsized)."""
         sized, unsized, _left = self.efficiency_share(frame, step)
         return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")

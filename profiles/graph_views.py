@@ -63,13 +63,22 @@ class GraphViews(ProfileHost):
     def use_capture(self, paths: list[str], use_cache: bool = True) -> None:
         """Attribute replays through the captures in ``paths`` too (files or capture folders); a
         path that is missing or holds no capture is an error naming it."""
-        for path in paths:
-            if not os.path.exists(path):
-                raise ProfviewError(path, "--capture: no such file or folder")
+        check_capture_paths(paths)
         self.capture = list(paths)
         self.capture_use_cache = use_cache
         for kept in ("_graph_frames", "_capture_key", "_capture_profiles"):
             vars(self).pop(kept, None)
+
+    def check_captures(self) -> None:
+        """Read every ``--capture`` now (each file a trace holding a capture), so that a bad one is
+        refused before anything is printed; a profile that is not a trace refuses the option."""
+        if not self.capture:
+            return
+        if not self.is_trace:
+            raise capture_error(None, f"graph captures attribute a trace's replays; {self.path} is a {self.format}")
+        for path in self.capture:
+            for file, size in _capture_files(path):
+                _captures_of(file, size, self.capture_use_cache, self.open_capture)
 
     # -- the captures --------------------------------------------------------------------------
     @cached_property
@@ -390,6 +399,12 @@ class GraphViews(ProfileHost):
             "partial_replays": int((frames.replays["partial"] != FULL).sum()),
             "without_capture": frames.graphs["capture"].null_count(),
             "captures": sorted(set(frames.graphs["capture"].drop_nulls().to_list())),
+            # why each graph without a capture has none, where captures were there to choose from
+            "misfits": [
+                _why_no_capture(str(note))
+                for note in frames.graphs.filter(pl.col("capture").is_null())["note"].to_list()
+                if _why_no_capture(str(note))
+            ],
         }
 
     @property
@@ -409,13 +424,18 @@ class GraphViews(ProfileHost):
         partial = f" + {figures['partial_replays']} cut by the window" if figures["partial_replays"] else ""
         counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
         first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
+        misfits = figures.get("misfits") or []
         if figures["without_capture"] == figures["graphs"]:
-            none = "no capture given fits" if self.capture else "no capture"
-            return [first, f"graph replays not attributed to operators: {none}; {self._remedy}"]
+            if misfits:  # captures were given or found: which fits how well, never "no capture"
+                return [first, f"graph replays not attributed to operators: {'; '.join(misfits)}"]
+            return [first, f"graph replays not attributed to operators: no capture; {self._remedy}"]
         attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
         second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
-        if figures["without_capture"]:
-            second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {self._remedy}"
+        if misfits:
+            second += f"; {_count(len(misfits), 'graph')} not: {'; '.join(misfits)}"
+        if figures["without_capture"] > len(misfits):
+            bare = _count(figures["without_capture"] - len(misfits), "graph")
+            second += f"; {bare} without a capture: {self._remedy}"
         return [first, second]
 
 
@@ -441,8 +461,33 @@ def _same_file(first: str, second: str) -> bool:
         return False
 
 
+def _why_no_capture(note: str) -> str:
+    """The part of a graph's note saying why the captures there were did not attribute it (the
+    best one's score, or two that fit equally), or empty where it had none to choose from."""
+    from ..analysis.graphs.attribution import NO_FIT
+
+    for part in note.split("; "):
+        if part.startswith(NO_FIT):
+            return part.removeprefix(f"{NO_FIT}: ")
+        if part.startswith("captures ") and "fit this graph equally" in part:
+            return part
+    return ""
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def check_capture_paths(paths: list[str]) -> None:
+    """Each ``--capture`` path exists (said before any work: the viewer takes the terminal after)."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise capture_error(path, "no such file or folder")
+
+
+def capture_error(path: str | None, problem: str) -> ProfviewError:
+    """A ``--capture`` problem as one line that starts ``--capture:`` and names the file."""
+    return ProfviewError(None, f"--capture: {path}: {problem}" if path else f"--capture: {problem}")
 
 
 def _capture_files(path: str) -> list[tuple[str, int | None]]:
@@ -456,30 +501,26 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
             with open(details, "rb") as fh:
                 text = fh.read(DETAILS_LIMIT + 1)
         except OSError as exc:
-            raise ProfviewError(details, f"--capture: not readable ({exc.strerror or exc})") from None
+            raise capture_error(details, f"not readable ({exc.strerror or exc})") from None
         if len(text) > DETAILS_LIMIT:
-            raise ProfviewError(
-                details, f"--capture: larger than {DETAILS_LIMIT // 2**20} MiB: not a list of capture files"
-            )
+            raise capture_error(details, f"larger than {DETAILS_LIMIT // 2**20} MiB: not a list of capture files")
         try:
             entries = json.loads(text)
         except ValueError as exc:
-            raise ProfviewError(details, f"--capture: not readable as JSON ({exc})") from None
+            raise capture_error(details, f"not readable as JSON ({exc})") from None
         except RecursionError:
-            raise ProfviewError(details, "--capture: JSON nested deeper than profview reads") from None
+            raise capture_error(details, "JSON nested deeper than profview reads") from None
         if not isinstance(entries, list) or not all(
             isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries
         ):
-            raise ProfviewError(details, "--capture: expected a list of objects with a 'file' each")
+            raise capture_error(details, "expected a list of objects with a 'file' each")
         files: dict[tuple[str, int | None], None] = {}  # an entry repeated is one capture file
         for entry in entries:
             file = os.path.join(path, os.path.basename(entry["file"]))
             if not os.path.isfile(file):  # named as listed: a listed folder is not looked in (only this one)
                 listed = entry["file"]
-                raise ProfviewError(
-                    file,
-                    f"--capture: listed in {EXECUTION_DETAILS} but not there (listed as {listed!r}; "
-                    f"only {path} is read)",
+                raise capture_error(
+                    file, f"listed in {EXECUTION_DETAILS} but not there (listed as {listed!r}; only {path} is read)"
                 )
             size = entry.get("batch_size")
             files[(file, count_of(size) if isinstance(size, int) else None)] = None  # 2^63 and more: none
@@ -490,7 +531,7 @@ def _capture_files(path: str) -> list[tuple[str, int | None]]:
         if name.endswith((".json", ".json.gz")) and name != EXECUTION_DETAILS
     )
     if not traces:
-        raise ProfviewError(path, f"--capture: no {EXECUTION_DETAILS} and no trace files in this folder")
+        raise capture_error(path, f"no {EXECUTION_DETAILS} and no trace files in this folder")
     return [(file, None) for file in traces]
 
 
@@ -500,10 +541,15 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
     from ..analysis.graphs.capture import find_captures
 
     if load is None:
-        raise ProfviewError(file, "--capture: this profile was not opened by profview.load, so it cannot open captures")
-    profile = load(file, use_cache=use_cache)
+        raise capture_error(file, "this profile was not opened by profview.load, so it cannot open captures")
+    try:
+        profile = load(file, use_cache=use_cache)
+    except ProfviewError as exc:
+        if exc.out_of_memory or exc.leave_now:
+            raise
+        raise capture_error(file, exc.problem) from None
     if not profile.is_trace:
-        raise ProfviewError(file, f"--capture: a {profile.format}, not a trace")
+        raise capture_error(file, f"a {profile.format}, not a trace")
     events = profile._trace_events()
     found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
     if not found:
@@ -511,12 +557,11 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
 
         begins = int(profile.model.host["name"].str.contains(BEGIN_CAPTURE).sum())
         if begins:  # there is a begin: saying there is none sent people looking for the wrong thing
-            raise ProfviewError(
+            raise capture_error(
                 file,
-                f"--capture: no complete graph capture in this trace ({begins} *StreamBeginCapture, none with a "
+                f"no complete graph capture in this trace ({begins} *StreamBeginCapture, none with a "
                 "*StreamEndCapture after it on its thread: the profiling window cut the capture)",
             )
-        raise ProfviewError(
-            file, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
+        raise capture_error(file, "no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
         )
     return found

@@ -144,7 +144,8 @@ def check_iteration_pattern(pattern: str) -> str:
 def phase_line(row: dict[str, object]) -> str:
     """One phase's line (a row of the phases view), short enough for 80 columns:
     ``decode: 12 iterations × 4 tokens, 39.8 us GPU/token, busy 2.9% → host-bound`` (busy: the median
-    iteration's GPU busy share of its time)."""
+    iteration's GPU busy share of its time).  Where the iterations' tokens vary, their range and
+    median: ``× 4–512 tokens, median 4`` (a median alone would hide the prompt an iteration held)."""
     iterations = int(row["iterations"])  # type: ignore[call-overload]
     tokens, per_token = row["tokens_per_iteration"], row["gpu_us_per_token"]
     head = f"{row['phase']}: {iterations} iteration{'s' if iterations != 1 else ''}"
@@ -152,7 +153,9 @@ def phase_line(row: dict[str, object]) -> str:
     if unknown:
         figures = [head, f"{short_us(row['median_gpu_us'])} GPU each"]
     else:
-        figures = [f"{head} × {float(tokens):g} tokens", f"{short_us(per_token)} GPU/token"]  # type: ignore[arg-type]
+        low, high = row.get("tokens_min"), row.get("tokens_max")
+        spread = f"{low}–{high} tokens, median {float(tokens):g}" if low != high else f"{float(tokens):g} tokens"  # type: ignore[arg-type]
+        figures = [f"{head} × {spread}", f"{short_us(per_token)} GPU/token"]  # type: ignore[arg-type]
     busy = row["median_gpu_busy_pct"]
     if isinstance(busy, (int, float)):
         verdict = f" → {row['bound']}" if row["bound"] else ""

@@ -63,8 +63,11 @@ class MemoryViews(ProfileHost):
     def _gpu_modules(self) -> pl.Series:
         return self._gpu_attribution["module"]
 
-    def modules(self) -> pl.DataFrame:
-        """GPU time by module path (see :func:`profview.analysis.tables.modules.module_table`)."""
+    def modules(self, step: int | IterationScope | None = None) -> pl.DataFrame:
+        """GPU time by module path (see :func:`profview.analysis.tables.modules.module_table`);
+        ``step`` (a step number or an iteration, issue 40): that step's GPU work alone, as the kernel
+        table under it takes it (``pct`` of the step's GPU time).  Its ``calls`` (the module's frames
+        on the host) are not narrowed, so under a step they are left empty rather than the trace's."""
         from ..analysis.tables.modules import has_modules, module_table
 
         def compute() -> pl.DataFrame:
@@ -72,7 +75,12 @@ class MemoryViews(ProfileHost):
                 return pl.DataFrame()
             return module_table(self.model, self._gpu_attribution)
 
-        return self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
+        whole = self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
+        if step is None or whole.height == 0:
+            return whole
+        mask = self._step_mask(step)
+        narrowed = module_table(self.step_model(step), self._gpu_attribution.filter(mask))
+        return narrowed.with_columns(pl.lit(None, dtype=narrowed.schema["calls"]).alias("calls"))
 
     def module_kernels(self, path: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The GPU work launched under module ``path`` (a path as the modules view shows it; ``step``: in it)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import ProfviewError
+from .iteration_scope import IterationScope
 from .trace_profile import Profile
 
 VIEW_NAMES: tuple[str, ...] = ("kernels", "ops", "steps", "launches")
@@ -20,6 +21,8 @@ GRAPH_VIEWS = ("graphs", "graph_nodes", "graph_ops")
 VIEW_NAMES += GRAPH_VIEWS
 #: Issue 31: serving and decode loops, one row per iteration, and the iterations per phase.
 ITERATION_VIEWS = ("iterations", "phases")
+#: Issue 40: the views ``--iteration N`` (an iteration's number) narrows to that iteration, as ``--step N``.
+ITERATION_NARROWED = ("kernels", "ops", "launches", "modules", "efficiency", "categories")
 VIEW_NAMES += ITERATION_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
@@ -85,7 +88,7 @@ def with_on_path(
     return joined.select(*order[:at], *ON_PATH_COLUMNS, *order[at:])
 
 
-def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
+def with_graph_time(profile: Profile, frame: pl.DataFrame, step: int | IterationScope | None = None) -> pl.DataFrame:
     """A trace's operator table with ``graph_device_us`` after ``calls``, where it replays graphs:
     per operator, the replayed GPU time a capture attributes to it (the table's own figures stay
     torch's, which charge a replay to the call around the graph launch).  An operator that ran only
@@ -134,7 +137,7 @@ def view_frame(
     op: str | None = None,
     kernel: str | None = None,
     by_shape: bool = False,
-    step: int | None = None,
+    step: int | IterationScope | None = None,
     module: str | None = None,
     source: str | None = None,
     what_if: list[str] | None = None,
@@ -165,13 +168,29 @@ def view_frame(
         if step is not None:
             raise ProfviewError(None, f"--step does not narrow {view}")
         return profile.graph_nodes(graph) if view == "graph_nodes" else getattr(profile, view)()
-    if iteration is not None and view not in ITERATION_VIEWS:
-        raise ProfviewError(None, f"--iteration goes with --view iterations or phases, not {view}")
+    if iteration is not None and view not in ITERATION_VIEWS:  # issue 40: one iteration, as --step
+        if view not in ITERATION_NARROWED:
+            narrowed = ", ".join(ITERATION_NARROWED)
+            raise ProfviewError(None, f"--iteration N narrows {narrowed} (a regex: iterations, phases), not {view}")
+        if step is not None:
+            raise ProfviewError(None, "--step and --iteration: give one")
+        if not iteration.strip().isdigit():
+            raise ProfviewError(None, f"--iteration with --view {view}: an iteration's number, not {iteration[:40]!r}")
+        scope = profile.iteration_scope(int(iteration))
+        if view == "modules":
+            return profile.modules(scope)
+        return view_frame(
+            profile, view, op=op, kernel=kernel, by_shape=by_shape, step=scope, module=module, source=source,
+            category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tb_s,
+        )
     if view in ITERATION_VIEWS:  # serving and decode loops
         if step is not None:
             raise ProfviewError(None, f"--step does not narrow {view}: each iteration says its step")
         return profile.iterations(iteration) if view == "iterations" else profile.phases(iteration)
+    if isinstance(step, IterationScope) and (on_path or view in PATH_VIEWS):
+        raise ProfviewError(None, "the critical path is per step, not per iteration (--on-path, critical_path)")
     if on_path:
+        assert not isinstance(step, IterationScope)
         if view not in ("kernels", "ops"):
             raise ProfviewError(None, f"--on-path goes with --view kernels or ops, not {view}")
         if by_shape:
@@ -181,6 +200,7 @@ def view_frame(
     if what_if and view != "critical_path":
         raise ProfviewError(None, f"--what-if goes with --view critical_path, not {view}")
     if view in PATH_VIEWS:
+        assert not isinstance(step, IterationScope)
         if what_if:
             return profile.what_if(what_if, step, rules)
         return getattr(profile, view)(step, rules)
@@ -199,8 +219,10 @@ def view_frame(
             if frame.height == 0:
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
+    if step is not None and view == "modules":  # issue 40
+        return profile.modules(step)
     if step is not None and view != "launches":
-        narrowed = "kernels, ops, steps, launches, efficiency, categories and the critical path"
+        narrowed = "kernels, ops, steps, launches, modules, efficiency, categories and the critical path"
         raise ProfviewError(None, f"--step narrows {narrowed}, not {view}")
     if view == "launches":
         if module:
@@ -233,7 +255,7 @@ def _categorised_view(
     profile: Profile,
     view: str,
     by_shape: bool,
-    step: int | None,
+    step: int | IterationScope | None,
     peak_tflops: float | None,
     peak_tb_s: float | None,
 ) -> pl.DataFrame:

@@ -13,6 +13,11 @@ Each trace is a real ``torch.profiler`` recording of a small decoder-only transf
 - ``compile_partial_window``: the same compiled model replayed many times at the end of the
   profiler's warm-up step, so the active window opens while replays launched before it still run
   (kernels with no launch in the trace), then whole replays.
+- ``compile_queued_replays``: the same compiled model with the GPU behind the host inside the
+  window: each of ``QUEUE_STEPS`` active steps puts a GPU sleep of ``QUEUE_SLEEP_CYCLES`` then
+  ``QUEUE_REPLAYS`` replays in the stream's queue without waiting, so the replays a step launches run
+  during the next one behind the previous step's work (the GPU busy all along); the last step
+  waits for all of it (issue 40: a replay queued behind GPU work is GPU-bound, not launch overhead).
 - ``decode_eager_kv``: an eager KV-cache generation loop, one ``ProfilerStep`` per iteration: a
   prefill of ``PROMPT`` tokens per sequence then ``DECODE`` decode iterations of one token each,
   each under ``record_function("prefill")`` / ``record_function("decode")``; shapes recorded.
@@ -45,6 +50,8 @@ GROWTH_CONTEXTS = tuple(range(256, 4096 + 1, 128))  # 31 context lengths
 STEP_TOKENS = 6  # decode iterations in each ProfilerStep of the steps recording
 QUEUED = 200  # replays queued in the profiler's warm-up step, behind a GPU sleep of SLEEP_CYCLES:
 SLEEP_CYCLES = 60_000_000  # about 30 ms, so the window opens while some of those replays still wait or run
+QUEUE_STEPS, QUEUE_REPLAYS = 4, 10  # compile_queued_replays: active steps, replays launched in each
+QUEUE_SLEEP_CYCLES = 24_000_000  # about 12 ms of GPU sleep per step: far more GPU time than host time
 
 
 class Attention(nn.Module):
@@ -160,6 +167,21 @@ def record_compiled(model: nn.Module, out_dir: str, only: set[str]) -> None:
                     prof.step()
         save(prof, out_dir, "compile_partial_window", {"queued_before_window": QUEUED, "active_steps": 2,
                                                        "replays_per_active_step": 3})
+    if "compile_queued_replays" in only:
+        with torch.no_grad():
+            compiled(tokens)
+            torch.cuda.synchronize()
+            sched = schedule(wait=0, warmup=1, active=QUEUE_STEPS, repeat=1)
+            with profile(activities=acts, record_shapes=True, schedule=sched) as prof:
+                for step in range(QUEUE_STEPS + 1):  # the first is the profiler's warm-up step
+                    torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
+                    for _ in range(QUEUE_REPLAYS):
+                        compiled(tokens)
+                    if step == QUEUE_STEPS:
+                        torch.cuda.synchronize()  # the last step waits for everything queued
+                    prof.step()
+        save(prof, out_dir, "compile_queued_replays", {"active_steps": QUEUE_STEPS, "replays_per_step": QUEUE_REPLAYS,
+                                                       "sleep_cycles_per_step": QUEUE_SLEEP_CYCLES})
 
 
 def greedy(logits: torch.Tensor) -> torch.Tensor:
@@ -286,8 +308,8 @@ def main() -> int:
     parser.add_argument("out_dir")
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
-    names = {"compile_reduce_overhead", "compile_partial_window", "decode_eager_kv", "decode_cuda_graph",
-             "decode_kv_growth", "decode_profiler_steps"}
+    names = {"compile_reduce_overhead", "compile_partial_window", "compile_queued_replays", "decode_eager_kv",
+             "decode_cuda_graph", "decode_kv_growth", "decode_profiler_steps"}
     only = set(args.only) if args.only else names
     os.makedirs(args.out_dir, exist_ok=True)
     torch.manual_seed(0)
@@ -302,7 +324,7 @@ def main() -> int:
                 record()
             except Exception as exc:  # one recording failing must not lose the others
                 print(f"{name} failed: {exc!r}", file=sys.stderr, flush=True)
-    if only & {"compile_reduce_overhead", "compile_partial_window"}:
+    if only & {"compile_reduce_overhead", "compile_partial_window", "compile_queued_replays"}:
         try:
             record_compiled(model, args.out_dir, only)
         except Exception as exc:

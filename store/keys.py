@@ -27,7 +27,8 @@ from .. import __version__
 #: 13: the events frame's repeated text columns (and the stored model's) are Categorical;
 #: 14: the graph-replay and Triton argument columns (issue 36), views of issues 31-36);
 #: 15: the efficiency views hold replayed calls sized through their capture, kept per set of captures.
-CACHE_FORMAT = 15
+#: 16: kept critical paths stay in their step and call a queued replay's wait the GPU's.
+CACHE_FORMAT = 16
 META_FILE = "meta.json"
 
 

@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from ..errors import ProfviewError
+from ..profiles.iteration_scope import IterationScope
 from ..profiles.trace_profile import Profile
 from ..report.export import write_table
 from ..report.wording import plural
@@ -37,7 +38,7 @@ from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
 from .main.timeline import TraceTimeline
-from .messages import DrillRequested, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
@@ -69,8 +70,11 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         compare: dict[str, Any] | None = None,
         pending: BackgroundLoad | None = None,
         capture: list[str] | None = None,
+        iteration: int | None = None,
     ) -> None:
-        """``profile``: one already loaded from ``path`` (a notebook, the tests), shown without reading again;
+        """``iteration`` (issue 40: ``--iteration N``): open narrowed to that iteration (its number in
+        the Iterations tab); ``profile``: one already loaded from ``path`` (a notebook, the tests),
+        shown without reading again;
         ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
         is BEFORE and this holds ``after`` and the :func:`profview.diff.comparison.load_comparison` options;
         ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
@@ -86,6 +90,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.run_name = run
         self.comm_pattern = comm_pattern
         self.capture = capture  # issue 36: --capture, attributing graph replays
+        self.iteration = iteration
+        self.start_scope: IterationScope | None = None  # the iteration the views open narrowed to
         self.profile: Profile | None = None
         self.error: str | None = None
         self.loaded = False
@@ -137,19 +143,35 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             )
             if self.capture:
                 profile.use_capture(self.capture, use_cache=not self.no_cache)
+                profile.check_captures()  # a bad capture fails the load with its one line
             if lifecycle.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()
                 self.post_message(ProfileLoaded(profile, linked=False))
                 lifecycle.prepare(profile, lambda _phase: None)
+                self.find_start_scope(profile)
                 self.post_message(ProfileLinked())
                 lifecycle.remember(profile)  # after the views are on screen: writing the cache is nobody's wait
                 return None
             lifecycle.prepare(profile, lambda phase: self.post_message(LoadPhase(phase)))
+            self.find_start_scope(profile)
             lifecycle.remember(profile)
         except Exception as exc:
             return load_failed(exc, self.path, "load this trace", "loading")
         return ProfileLoaded(profile)
+
+    def find_start_scope(self, profile: Profile) -> None:
+        """``--iteration N``: the iteration the views open narrowed to (an unknown one fails the load
+        with its one line, naming the iterations there are)."""
+        if self.iteration is not None:
+            self.start_scope = profile.iteration_scope(self.iteration)
+
+    def narrow_to_start(self) -> None:
+        """Once the views are linked: narrow them to ``--iteration N``'s iteration, as Enter on it does."""
+        main = self.main_screen()
+        if self.start_scope is not None and main is not None:
+            scope, self.start_scope = self.start_scope, None
+            main.post_message(IterationChosen(scope))
 
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -160,6 +182,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.loaded = True
         self.linked = message.linked
         self.switch_screen(MainScreen(message.profile, linked=message.linked))
+        if message.linked:
+            self.call_after_refresh(self.narrow_to_start)
         for warning in message.profile.warnings:  # the Overview lists them too; issue 34: no toast over the rows
             self.notify(clean(warning), title="warning", timeout=10)
 
@@ -168,6 +192,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if main is not None:
             await main.link()
         self.linked = True
+        self.narrow_to_start()
         self.notify("Overview, Operators and Steps are ready; Enter drills down", timeout=5)
 
     def on_load_failed(self, message: LoadFailed) -> None:

@@ -95,6 +95,9 @@ KEYMAP: tuple[Key, ...] = (
     Key("steps", "steps.choose", "enter", "choose", "this step", "Steps: Enter / a",
         "narrow every view (Overview, tables, drill-downs) to the highlighted step / all steps", show=True),
     Key("steps", "steps.all", "a", "all", "all steps", show=True),
+    # issue 40: wherever the context line offers "a: all", a works (the whole trace again)
+    Key("main", "main.all", "a", "all_scopes", "all", "a",
+        "with a step or iteration chosen, on any tab: every view back to the whole trace"),
     # issue 13: sort the steps; "!" marks outliers (median + 3×1.4826×MAD)
     Key("steps", "steps.sort", "s", "sort", "sort", "Steps: s",
         "sort: duration ↓, then each category ↓, then step order again; ! marks outliers", show=True),

@@ -41,8 +41,10 @@ def run(
     comm_pattern: str | None = None,
     pending: BackgroundLoad | None = None,
     capture: list[str] | None = None,
+    iteration: int | None = None,
 ) -> int:
-    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input).
+    """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input);
+    ``iteration``: open narrowed to that iteration (``--iteration N``, issue 40).
 
     ``pending``: the load of ``path`` with these options, already started (see
     :mod:`profview.profiles.background`); ``capture``: ``--capture`` paths (issue 36)."""
@@ -51,7 +53,15 @@ def run(
         return 2
     from .app import ProfviewApp
 
-    app = ProfviewApp(path, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture)
+    app = ProfviewApp(
+        path,
+        no_cache=no_cache,
+        run=run,
+        comm_pattern=comm_pattern,
+        pending=pending,
+        capture=capture,
+        iteration=iteration,
+    )
     return finish_run(app, app.run())
 
 

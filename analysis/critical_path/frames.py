@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from ...frames import STEP_NAME, STEP_NUMBER
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, step_windows
 from .path import (
     BOUNDS,
     EDGE_KINDS,
@@ -28,7 +28,7 @@ from .path import (
 )
 
 #: Columns of the ``critical_path`` view (one row per step and bound kind; the rows of a step add
-#: up to its path).
+#: up to its path; ``step_us``: the step's span as the steps view has it, which the path never exceeds).
 PATH_COLUMNS = ("step", "bound_by", "duration_us", "pct", "path_us", "step_us")
 #: Columns of the ``critical_path_events`` view (the path in order).
 EVENT_COLUMNS = (
@@ -76,19 +76,36 @@ class StepPaths:
 
 def step_ranges(model: TraceModel) -> pl.DataFrame:
     """One row per step: ``step``, ``start``, ``end`` in µs, the host range of ``ProfilerStep#N``
-    (a trace without steps: one row, step -1, the whole trace)."""
+    (a trace without steps: one row, step -1, the whole trace), and ``span_start``, ``span_end``:
+    the step's span, its GPU work included, as the steps view has it (:func:`step_windows`: from
+    the later of its host start and the previous step's GPU end to the end of its own GPU work).
+    A step's path counts only time inside its span, so it never exceeds it (issue 40)."""
     host = model.host.filter(pl.col("is_op") & pl.col("name").str.contains(STEP_NAME))
     if host.height == 0:
         return pl.DataFrame(
-            {"step": [-1], "start": [model.span_start], "end": [model.span_end]},
-            schema={"step": pl.Int64, "start": pl.Float64, "end": pl.Float64},
-        )
+            {
+                "step": [-1],
+                "start": [model.span_start],
+                "end": [model.span_end],
+                "span_start": [model.span_start],
+                "span_end": [model.span_end],
+            },
+            schema=dict.fromkeys(("start", "end", "span_start", "span_end"), pl.Float64) | {"step": pl.Int64},
+        ).select("step", "start", "end", "span_start", "span_end")
+    windows = step_windows(model).select("step", pl.col("start").alias("span_start"), pl.col("end").alias("span_end"))
     return (
         host.group_by("name")
         .agg(pl.col("ts").min().alias("start"), pl.col("end").max().alias("end"))
         .select(pl.col("name").str.extract(STEP_NUMBER).cast(pl.Int64).alias("step"), "start", "end")
+        .join(windows, on="step", how="left")
+        .with_columns(pl.col("span_start").fill_null(pl.col("start")), pl.col("span_end").fill_null(pl.col("end")))
         .sort("start", "step")  # overlapping steps in one order for both rule sets, every run
     )
+
+
+def spans(steps: pl.DataFrame) -> list[tuple[float, float]]:
+    """Each step's span ``(span_start, span_end)`` (:func:`step_ranges`), for :func:`build_graph`."""
+    return list(zip(steps["span_start"].to_list(), steps["span_end"].to_list(), strict=True))
 
 
 def has_runtime(model: TraceModel) -> bool:
@@ -104,7 +121,7 @@ def step_paths(
     if step is not None:
         steps = steps.filter(pl.col("step") == step)
     windows = list(zip(steps["start"].to_list(), steps["end"].to_list(), strict=True))
-    graph = build_graph(model, windows, rules, comm)
+    graph = build_graph(model, windows, rules, comm, spans(steps))
     try:
         return StepPaths(steps, longest_paths(graph), model, rules)
     except GraphCycle as cycle:  # no edge joins two steps: only the steps holding the cycle lose their path
@@ -114,7 +131,7 @@ def step_paths(
     refused = {int(step): reason for i, step in enumerate(steps["step"]) if i in bad}
     steps = steps.filter(~pl.int_range(steps.height).is_in(sorted(bad)))
     windows = list(zip(steps["start"].to_list(), steps["end"].to_list(), strict=True))
-    graph = build_graph(model, windows, rules, comm)
+    graph = build_graph(model, windows, rules, comm, spans(steps))
     return StepPaths(steps, longest_paths(graph), model, rules, refused)
 
 
@@ -123,7 +140,7 @@ def path_frame(paths: StepPaths, weight: np.ndarray | None = None) -> pl.DataFra
     table = breakdown(paths.result, weight)
     steps = paths.steps["step"].to_list()
     lengths = table.sum(axis=1)
-    spans = (paths.steps["end"] - paths.steps["start"]).to_list()
+    spans = (paths.steps["span_end"] - paths.steps["span_start"]).to_list()
     rows = []
     for i, step in enumerate(steps):
         for j, bound in enumerate(BOUNDS):
@@ -242,7 +259,7 @@ def events_frame(paths: StepPaths) -> pl.DataFrame:
         .join(totals, on=["window", "kind", "name"], how="left")
         .join(steps, on="window", how="left")
         .with_columns(
-            ((pl.col("start") - origin)).round(3).alias("start_us"),
+            (pl.col("start") - origin).round(3).alias("start_us"),
             (pl.col("end") - pl.col("start")).round(3).alias("dur_us"),
             pl.col("on_path_us").round(3),
             pl.col("name_on_path_us").round(3),
@@ -256,9 +273,13 @@ def events_frame(paths: StepPaths) -> pl.DataFrame:
 def _name_totals(paths: StepPaths) -> pl.DataFrame:
     """Per window, kind and name: calls and total time of the events of the window's graph."""
     events = _event_table(paths)
-    return events.group_by("window", "kind", "name").agg(
-        pl.len().alias("calls"), (pl.col("end") - pl.col("start")).clip(lower_bound=0).sum().alias("name_total_us")
-    ).with_columns(pl.col("window").cast(pl.Int64))
+    return (
+        events.group_by("window", "kind", "name")
+        .agg(
+            pl.len().alias("calls"), (pl.col("end") - pl.col("start")).clip(lower_bound=0).sum().alias("name_total_us")
+        )
+        .with_columns(pl.col("window").cast(pl.Int64))
+    )
 
 
 def names_frame(paths: StepPaths) -> pl.DataFrame:

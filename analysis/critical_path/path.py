@@ -19,7 +19,17 @@ nodes (its start and its end) and the edges are:
 * **kernel-kernel delay**: otherwise, from the previous GPU event on the same stream to this one;
 * **sync**: from the GPU work a host call waited for to the call's end, and from GPU work on one
   stream to the next GPU work of another stream that waited for it (``cudaStreamWaitEvent``);
-  weightless.
+  weightless;
+* **GPU queue wait** (default rules): from a launching call's start to its GPU work's start when
+  the work was queued behind earlier GPU work on its stream that is not in the window's graph (a
+  replay launched while the previous step's work still ran): the delay is the GPU's, bound by
+  ``gpu_compute_bound``, not launch overhead (issue 40); and the delay of work launched by a
+  blocking copy or sync (:data:`WAITING_CALLS`: ``cudaMemcpy``, ``hipMemcpyWithStream``, …) that
+  ran while the call waited for it (it ended before the call returned) is that call's own host
+  time (``cpu_bound``, named by the call), not launch overhead.
+
+With ``within_step`` (default rules) no path leaves its window: an edge counts only the part of
+its time before the window's end, so a step's path never exceeds the step's span.
 
 The critical path is the longest path through this graph (a DAG: every edge goes forward in
 time); each edge on it is attributed to one ``bound_by`` kind (:data:`BOUNDS`).  Pure functions
@@ -36,10 +46,11 @@ import polars as pl
 from ...frames import PATH_BOUNDS
 from ..trace.calltree import subtree_mask
 from ..trace.model import TraceModel
+from ..trace.runtime_calls import BLOCKING_CALLS
 
 #: Edge kinds (HTA's CPEdgeType), as stored in :attr:`PathGraph.kind`.
-OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC = range(5)
-EDGE_KINDS = ("operator", "dependency", "launch_delay", "kernel_kernel_delay", "sync")
+OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC, QUEUE = range(6)
+EDGE_KINDS = ("operator", "dependency", "launch_delay", "kernel_kernel_delay", "sync", "gpu_queue_wait")
 BOUNDS = PATH_BOUNDS  # what an edge on the path is bound by (frames.PATH_BOUNDS)
 #: Runtime calls whose own time HTA 0.5 never puts on the path (it treats them as waits).
 HTA_BLOCKING = (
@@ -52,21 +63,7 @@ HTA_BLOCKING = (
 )
 #: Host calls that may wait for GPU work (the default rules: a wait only if some GPU work ended
 #: while the call was running).
-WAITING_CALLS = (
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "cudaMemcpyAsync",
-    "cudaMemcpy2D",
-    "cudaMemcpy2DAsync",
-    "hipDeviceSynchronize",
-    "hipStreamSynchronize",
-    "hipEventSynchronize",
-    "hipMemcpy",
-    "hipMemcpyAsync",
-    "hipMemcpyWithStream",
-)
+WAITING_CALLS = BLOCKING_CALLS
 #: Runtime calls that HTA's queue-length rule counts as launches (others, ``cuLaunchKernelEx``
 #: among them, launch GPU work that the rule never sees).
 HTA_LAUNCH_CALLS = (
@@ -109,13 +106,22 @@ class PathRules:
     data_loading: bool
     last_arrival: bool
     name: str
+    #: Count only the time before the window's end (a step's path never exceeds its span), and
+    #: call the wait of work queued behind earlier GPU work outside the window the GPU's.
+    within_step: bool = False
 
 
 HTA_RULES = PathRules(
     whole_us=True, blocking=HTA_BLOCKING, infer_sync=False, data_loading=False, last_arrival=False, name="hta"
 )
 PROFVIEW_RULES = PathRules(
-    whole_us=False, blocking=None, infer_sync=True, data_loading=True, last_arrival=True, name="profview"
+    whole_us=False,
+    blocking=None,
+    infer_sync=True,
+    data_loading=True,
+    last_arrival=True,
+    name="profview",
+    within_step=True,
 )
 RULES = {rules.name: rules for rules in (PROFVIEW_RULES, HTA_RULES)}
 
@@ -176,11 +182,15 @@ def build_graph(
     windows: list[tuple[float, float]],
     rules: PathRules = PROFVIEW_RULES,
     comm: np.ndarray | None = None,
+    limits: list[tuple[float, float]] | None = None,
 ) -> PathGraph:
     """The dependency graph of each host window ``(start, end)`` in µs (a step's host range).
 
     A window holds the host events (operators, runtime and driver calls) that start in it and the
     GPU work launched by those calls.  ``comm``: per ``model.gpu`` row, whether it is a collective.
+    ``limits``: per window, the step's span ``(start, end)`` (its GPU work included: the steps
+    view's window); with ``rules.within_step`` an edge counts only its time inside it (default:
+    the host window).
     """
     host, gpu = model.host, model.gpu
     h_start, h_end = _times(host, rules.whole_us)
@@ -230,6 +240,12 @@ def build_graph(
     n_sync = len(sync_src)
     edges.append((2 * sync_src + 1, 2 * sync_dst + 1, np.zeros(n_sync), _filled(n_sync, SYNC), _none(n_sync)))
     src, dst, weight, kinds, event = (np.concatenate(parts) for parts in zip(*edges, strict=True))
+    if rules.within_step and len(src):  # only the time inside the step's span counts
+        node_time = np.stack([start, end], axis=1).reshape(-1)
+        span = np.asarray(limits if limits is not None else windows, dtype=np.float64).reshape(-1, 2)
+        edge_window = window[src // 2]
+        inside = np.minimum(node_time[dst], span[edge_window, 1]) - np.maximum(node_time[src], span[edge_window, 0])
+        weight = np.minimum(weight, np.maximum(inside, 0.0))
     # Clock skew, or HTA's rounding (a 0.4 µs kernel lasts -1 µs), gives negative weights: the path
     # is found with them at 0; HTA still reports them as they were (its breakdown sums to less).
     reported = weight if rules.whole_us else np.maximum(weight, 0.0)
@@ -370,7 +386,6 @@ def _gpu_edges(
     q_launch, q_start = _queue_lengths(model, launch, names, g_start_all, h_start_all)
     events = n_host + np.arange(m)
     g_s, g_e = start[n_host:], end[n_host:]
-    kernel = (2 * events, 2 * events + 1, g_e - g_s, np.full(m, OPERATOR, dtype=np.int8), events)
 
     launch_start = h_start_all[launch[g_sel]]
     stream = gpu["stream"].fill_null(-1).to_numpy()[g_sel]
@@ -382,8 +397,15 @@ def _gpu_edges(
     prev[order[1:]] = order[:-1]
     prev = np.where(same, prev, -1)
     prev_end = np.where(prev >= 0, g_e[np.clip(prev, 0, None)], -np.inf)
+    # A stream runs one thing at a time: where the record overlaps two (clock rounding), the later
+    # one's time on the path starts when the earlier ended (else a path could count it twice).
+    run = g_e - (np.maximum(g_s, prev_end) if rules.within_step else g_s)
+    kernel = (2 * events, 2 * events + 1, run, np.full(m, OPERATOR, dtype=np.int8), events)
 
     wait_end = np.where(waited >= 0, g_e[np.clip(waited, 0, None)], -np.inf)
+    queued = np.zeros(m, dtype=bool)
+    if rules.within_step:  # queued behind GPU work of the stream outside the window (an earlier step's)
+        queued = (prev < 0) & (_stream_busy_until(model, rules, g_sel) > launch_start)
     if rules.last_arrival:  # the one predecessor that was ready last
         launch_edge = (launch_start >= prev_end) & (launch_start >= wait_end)
         gap_edge = ~launch_edge & (prev >= 0) & (prev_end >= wait_end)
@@ -393,15 +415,22 @@ def _gpu_edges(
         launch_edge = idle & (prev_end < launch_start) & (wait_end < launch_start)
         gap_edge = ~launch_edge & (prev >= 0) & (wait_end < prev_end)
     launch_events = host_event[launch[g_sel]]
+    # A blocking copy or sync (cudaMemcpy, hipMemcpyWithStream, …) whose work ran while the call
+    # waited (ended before the call returned): the delay is the call's own time, not launch overhead.
+    blocking_launch = np.zeros(m, dtype=bool)
+    if rules.within_step:
+        call_end = end[launch_events_of(host_event, launch, g_sel)]
+        blocking_launch = _named(names, launch[g_sel], WAITING_CALLS) & (g_e <= call_end)
     parts: list[tuple[np.ndarray, ...]] = [kernel]
     li = np.flatnonzero(launch_edge)
+    by_call = blocking_launch[li] & ~queued[li]
     parts.append(
         (
             2 * launch_events[li],
             2 * events[li],
             g_s[li] - launch_start[li],
-            np.full(len(li), LAUNCH, dtype=np.int8),
-            np.full(len(li), -1, dtype=np.int64),
+            np.where(queued[li], QUEUE, np.where(by_call, OPERATOR, LAUNCH)).astype(np.int8),
+            np.where(by_call, launch_events[li], -1).astype(np.int64),
         )
     )
     gi = np.flatnonzero(gap_edge)
@@ -427,6 +456,27 @@ def _gpu_edges(
     return parts
 
 
+def launch_events_of(host_event: np.ndarray, launch: np.ndarray, g_sel: np.ndarray) -> np.ndarray:
+    """Per selected GPU event, the graph event of its launching call."""
+    events: np.ndarray = host_event[launch[g_sel]]
+    return events
+
+
+def _stream_busy_until(model: TraceModel, rules: PathRules, g_sel: np.ndarray) -> np.ndarray:
+    """Per selected GPU event, when the GPU work before it on its stream (any window, any launch)
+    had all ended (the latest end of the earlier work); -inf for the first work of its stream."""
+    g_start, g_end = _times(model.gpu, rules.whole_us)
+    frame = pl.DataFrame({"stream": model.gpu["stream"].fill_null(-1), "start": g_start, "end": g_end}).with_row_index(
+        "row"
+    )
+    before = (
+        frame.sort("stream", "start", "row")
+        .with_columns(pl.col("end").shift(1).cum_max().over("stream").fill_null(-np.inf).alias("before"))
+        .sort("row")["before"]
+        .to_numpy()
+    )
+    busy: np.ndarray = before[g_sel]
+    return busy
 
 
 def _threads(host: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
@@ -582,6 +632,7 @@ def _bounds(
     bound[on_gpu] = np.where(comm, BOUNDS.index("gpu_communication_bound"), BOUNDS.index("gpu_compute_bound"))
     bound[kinds == KERNEL_GAP] = BOUNDS.index("gpu_kernel_kernel_overhead")
     bound[kinds == LAUNCH] = BOUNDS.index("gpu_kernel_launch_overhead")
+    bound[kinds == QUEUE] = BOUNDS.index("gpu_compute_bound")  # the GPU was busy with earlier work
     return bound
 
 

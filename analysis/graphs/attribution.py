@@ -81,6 +81,9 @@ FOREIGN_BY_COUNT = (
     "the only capture that fits is another trace's and names none of this graph's kernels (no kernel "
     "name, no Triton anchor): counts alone do not show it is this graph's (another model has as many launches)"
 )
+#: Why a graph with captures to choose from has none: the best one's score follows
+#: (``no capture fits this graph: capture_32_DECODE fits 0 of 421 nodes``).
+NO_FIT = "no capture fits this graph"
 #: Batch sizes in the annotation around a replay: SGLang's ``step[DECODE bs=32]``, vLLM's
 #: ``execute_32_context_0(…)_generation_32(…)``.
 REPLAY_BATCH = (re.compile(r"\bbs=([0-9]+)"), re.compile(r"^execute_([0-9]+)_"))
@@ -268,7 +271,7 @@ def _choose(
     most = int(shared.max())
     if most < MIN_FIT * nodes.height:
         label = captures[int(np.argmax(shared))].label
-        return None, f"no capture fits this graph (the best, {label!r}, has {most} of its {nodes.height} nodes)"
+        return None, f"{NO_FIT}: {label} fits {most} of {nodes.height} nodes"
     fits = []
     for number in np.flatnonzero(shared == most).tolist():
         alignments = index.align(number, lanes)

@@ -47,11 +47,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...frames import MAX_RANK, STEP_NAME, checked_product
+from ...frames import MAX_RANK, STEP_NAME, checked_product, count_of
 from ..tables.step_outliers import outlier_threshold
 from ..trace.communication import merge_intervals
 from ..trace.model import OP_LAYER, TraceModel
-from .names import parse_iteration_name
+from .names import IterationName, parse_iteration_name
 
 #: One row per iteration (times in µs).
 ITERATION_COLUMNS = (
@@ -80,6 +80,8 @@ ITERATION_COLUMNS = (
 EMBEDDING_OP = "aten::embedding"
 #: A CUDA/HIP graph replay call (``cudaGraphLaunch``, ``hipGraphLaunch``, versioned names).
 GRAPH_LAUNCH = r"GraphLaunch"
+#: The annotation formats whose phase is a word in the name (not counts): the tokens may overrule it.
+WORD_FORMATS = ("plain", "atom")
 #: How often an annotation must repeat inside one ProfilerStep for rule 3.
 MIN_REPEATS = 2
 
@@ -183,17 +185,21 @@ def iteration_table(model: TraceModel, ranges: IterationRanges) -> pl.DataFrame:
     phases = [fact.phase if fact else "unknown" for fact in facts]
     tokens: list[int | None] = [fact.tokens if fact else None for fact in facts]
     tokens_from: list[str | None] = ["annotation" if t is not None else None for t in tokens]
+    requests: list[int | None] = [fact.requests if fact else None for fact in facts]
     embedded = _embedding_tokens(model, starts, ends)
-    for i, phase in enumerate(phases):
-        if tokens[i] is None and phase != "unknown" and embedded[i] is not None:
-            tokens[i], tokens_from[i] = embedded[i], "embedding"
+    for i, (phase, lookup) in enumerate(zip(phases, embedded, strict=True)):
+        if tokens[i] is None and phase != "unknown" and lookup is not None:
+            tokens[i], tokens_from[i] = lookup[0], "embedding"
+            if requests[i] is None:
+                requests[i] = lookup[1]
+    found_by = phase_from_tokens(facts, phases, tokens, requests, ranges.found_by)
     table = pl.DataFrame(
         {
             "iteration": np.arange(count, dtype=np.int64),
             "name": frame["name"],
             "step": _steps_of(model, starts),
             "phase": phases,
-            "requests": [fact.requests if fact else None for fact in facts],
+            "requests": requests,
             "tokens": tokens,
             "tokens_from": tokens_from,
             "context_tokens": [fact.context_tokens if fact else None for fact in facts],
@@ -215,7 +221,7 @@ def iteration_table(model: TraceModel, ranges: IterationRanges) -> pl.DataFrame:
         },
     )
     per_token = pl.when(pl.col("tokens") > 0).then((pl.col("gpu_us") / pl.col("tokens")).round(3))
-    table = table.with_columns(per_token.alias("gpu_us_per_token"), pl.lit(ranges.found_by).alias("found_by"))
+    table = table.with_columns(per_token.alias("gpu_us_per_token"), pl.Series("found_by", found_by, dtype=pl.String))
     return _with_outliers(table).select(ITERATION_COLUMNS)
 
 
@@ -266,15 +272,53 @@ def _steps_of(model: TraceModel, starts: np.ndarray) -> pl.Series:
     return pl.Series("step", [numbers[i] if i >= 0 else None for i in owner], dtype=pl.Int64)
 
 
-def _embedding_tokens(model: TraceModel, starts: np.ndarray, ends: np.ndarray) -> list[int | None]:
-    """Per iteration, batch × sequence of its first embedding call's index tensor (None: no call
-    in its host range, or no integer index tensor of known shape)."""
+def phase_from_tokens(
+    facts: list[IterationName | None],
+    phases: list[str],
+    tokens: list[int | None],
+    requests: list[int | None],
+    found_by: str,
+) -> list[str]:
+    """Decide the phase of word-named iterations by their tokens (``phases`` is changed in place);
+    returns each iteration's ``found_by``.
+
+    A ``prefill``/``decode`` word in an annotation (a plain loop's range, ATOM's) is a hint, not a
+    fact: an eager loop may call every iteration ``decode_token``, the prompt's included.  The
+    evidence is the new tokens per request (``tokens`` ÷ ``requests``: the annotation's counts, or
+    the embedding index tensor's batch × sequence).  Where the loop holds both iterations of one new
+    token per request and iterations of several, the former are decode and the latter prefill,
+    whatever they are called; where every iteration processes one (or every one several: a
+    speculative decode, a prefill-only run), the tokens cannot tell and the word stands.  An
+    iteration whose word the tokens overrule says both in ``found_by``
+    (``annotation; tokens say prefill: 32 per request (named decode)``)."""
+    rule = [found_by] * len(phases)
+    per_request: dict[int, float] = {}
+    for i, fact in enumerate(facts):
+        count, many = tokens[i], requests[i]
+        if fact is None or fact.format not in WORD_FORMATS or phases[i] not in ("prefill", "decode"):
+            continue
+        if count is not None and many is not None and many > 0 and count > 0:
+            per_request[i] = count / many
+    if not (any(v == 1 for v in per_request.values()) and any(v > 1 for v in per_request.values())):
+        return rule
+    for i, each in per_request.items():
+        evidence = "decode" if each == 1 else "prefill"
+        if evidence != phases[i]:
+            rule[i] = f"{found_by}; tokens say {evidence}: {each:g} per request (named {phases[i]})"
+            phases[i] = evidence
+    return rule
+
+
+def _embedding_tokens(model: TraceModel, starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, int | None] | None]:
+    """Per iteration, batch × sequence of its first embedding call's index tensor and its batch (the
+    first dimension of an index tensor of two or more; None for a flat one), or None: no call in
+    its host range, or no integer index tensor of known shape."""
     calls = (
         model.host.filter(pl.col("is_op") & (pl.col("name") == EMBEDDING_OP))
         .select("ts", "input_dims", "input_type")
         .sort("ts")
     )
-    found: list[int | None] = [None] * len(starts)
+    found: list[tuple[int, int | None] | None] = [None] * len(starts)
     if calls.height == 0:
         return found
     at = np.searchsorted(calls["ts"].to_numpy().astype(float), starts, side="left")
@@ -285,8 +329,9 @@ def _embedding_tokens(model: TraceModel, starts: np.ndarray, ends: np.ndarray) -
     return found
 
 
-def _index_tokens(dims: str | None, types: str | None) -> int | None:
-    """The element count of an embedding's second input (the indices), if it is an integer tensor."""
+def _index_tokens(dims: str | None, types: str | None) -> tuple[int, int | None] | None:
+    """The element count of an embedding's second input (the indices), if it is an integer tensor,
+    and its first dimension where it has two or more (the batch: one row of indices per request)."""
     try:
         shapes, kinds = json.loads(dims or "null"), json.loads(types or "null")
     except ValueError:
@@ -298,7 +343,10 @@ def _index_tokens(dims: str | None, types: str | None) -> int | None:
         return None
     if "int" not in kind and "long" not in kind:
         return None
-    return checked_product(shape)  # NumPy's product wrapped silently; None past Int64
+    elements = checked_product(shape)  # NumPy's product wrapped silently; None past Int64
+    if elements is None:
+        return None
+    return elements, (count_of(shape[0]) if len(shape) >= 2 else None)
 
 
 def _with_outliers(table: pl.DataFrame) -> pl.DataFrame:

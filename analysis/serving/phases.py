@@ -3,7 +3,8 @@
 Per phase, from :func:`profview.analysis.serving.iterations.iteration_table`'s rows:
 
 * ``iterations``; ``tokens`` (the sum over its iterations that know theirs, ``tokens_known`` of them)
-  and ``tokens_per_iteration`` (their median);
+  and ``tokens_per_iteration`` (their median), ``tokens_min`` and ``tokens_max`` (their range: a
+  phase line shows it where it varies);
 * ``gpu_us`` (summed), ``median_host_us`` and ``median_gpu_us`` per iteration;
 * ``gpu_us_per_token`` = the GPU µs of the iterations that know their tokens ÷ those tokens;
 * ``median_gpu_busy_pct``: the median of its iterations' ``gpu_busy_pct`` (a median, so that one
@@ -34,6 +35,8 @@ PHASE_COLUMNS = (
     "tokens",
     "tokens_known",
     "tokens_per_iteration",
+    "tokens_min",
+    "tokens_max",
     "gpu_us",
     "median_host_us",
     "median_gpu_us",
@@ -64,6 +67,8 @@ def phase_table(iterations: pl.DataFrame) -> pl.DataFrame:
             checked_total("tokens").alias("_tokens"),  # null where the total would not fit Int64
             known.sum().cast(pl.Int64).alias("tokens_known"),
             pl.col("tokens").median().alias("tokens_per_iteration"),
+            pl.col("tokens").min().cast(pl.Int64).alias("tokens_min"),
+            pl.col("tokens").max().cast(pl.Int64).alias("tokens_max"),
             pl.col("gpu_us").sum().alias("gpu_us"),
             pl.col("host_us").median().alias("median_host_us"),
             pl.col("gpu_us").median().alias("median_gpu_us"),

@@ -11,6 +11,7 @@ import polars as pl
 from ...frames import CATEGORIES, Overview
 from ..trace.communication import host_collective_intervals
 from ..trace.model import TraceModel
+from ..trace.runtime_calls import RuntimeFacts, runtime_facts
 from ..trace.scalars import mean_or_zero
 
 
@@ -114,12 +115,18 @@ def build_overview(
         kernel_us=float(kernels["total_us"].sum() or 0.0),
         average_step=average,
     )
-    view.hints = hints(view, kernels)
+    view.hints = hints(view, kernels, runtime_facts(model.host))
     return view
 
 
-def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
-    """Recommendations in the spirit of the TensorBoard plugin's, where the data warrants them."""
+def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = None) -> list[str]:
+    """Recommendations in the spirit of the TensorBoard plugin's, where the data warrants them.
+
+    ``runtime`` (issue 40): the trace's runtime calls.  Their time is called launch overhead only
+    where blocking copies and syncs do not hold most of it (there the host waits for the GPU, and
+    the hint names the call); graphs are suggested only where none replays; the runtime is named
+    as the trace's own (``HIP`` on ROCm)."""
+    runtime = runtime or RuntimeFacts()
     out = []
     step = view.average_step.get("duration", 0.0)
     each, the = ("each step", "the step") if view.steps else ("the trace", "the trace")  # issue 13: no steps
@@ -127,10 +134,9 @@ def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
         loader = view.average_step.get("dataloader", 0.0) / step * 100
         if loader > 5:
             out.append(f"DataLoader takes {loader:.1f}% of {each}: raise num_workers, use pin_memory, or prefetch.")
-        runtime = view.average_step.get("runtime", 0.0) / step * 100
-        if runtime > 10:
-            share = f"{runtime:.1f}% of {'step time' if view.steps else the}"
-            out.append(f"CUDA runtime calls take {share}: launch overhead; try CUDA graphs.")
+        runtime_share = view.average_step.get("runtime", 0.0) / step * 100
+        if runtime_share > 10:
+            out.append(runtime_hint(runtime, f"{runtime_share:.1f}% of {'step time' if view.steps else the}"))
         comm = view.average_step.get("communication", 0.0) / step * 100
         if comm > 30:
             out.append(
@@ -149,3 +155,24 @@ def hints(view: Overview, kernels: pl.DataFrame) -> list[str]:
         if top["pct"] > 40:
             out.append(f"One kernel takes {top['pct']:.0f}% of kernel time: {top['name'][:80]}")
     return out
+
+
+#: From this share of the runtime calls' time in blocking copies and syncs, the hint names them.
+BLOCKING_HINT_PCT = 50.0
+
+
+def runtime_hint(runtime: RuntimeFacts, share: str) -> str:
+    """The hint for runtime calls taking ``share`` of the time (see :func:`hints`)."""
+    api = runtime.api
+    if runtime.top_blocking is not None and runtime.blocking_pct >= BLOCKING_HINT_PCT:
+        top = runtime.top_blocking_us / runtime.runtime_us * 100.0
+        return (
+            f"{api} runtime calls take {share}, {runtime.blocking_pct:.0f}% of it in blocking copies and syncs "
+            f"({runtime.top_blocking} {top:.0f}%): the host waits for the GPU there, not launch overhead."
+        )
+    if runtime.graph_launches:
+        return (
+            f"{api} runtime calls take {share}: launch overhead around the trace's {runtime.graph_launches} "
+            "graph replays (graphs are in use: capture more of the step into them)."
+        )
+    return f"{api} runtime calls take {share}: launch overhead; try {api} graphs."

@@ -55,7 +55,7 @@ def test_graph_ops_without_a_capture_keeps_every_microsecond(capsys: pytest.Capt
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--view", "graphs", "--capture", "no/such/capture.json"], "--capture: no such file or folder"),
+        (["--view", "graphs", "--capture", "no/such/capture.json"], "--capture: no/such/capture.json: no such file"),
         (["--view", "graphs", "--capture", str(SAMPLES / "gpt2_train_bf16.pt.trace.json.gz")], "no graph capture"),
         (["--view", "kernels", "--graph", "0"], "--graph goes with --view graph_nodes"),
         (["--view", "graph_nodes", "--graph", "7"], "no graph 7"),

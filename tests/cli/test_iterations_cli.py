@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from serving_witness import EAGER, GRAPH, VLLM, raw_iterations
-from support import SAMPLES, run_cli, sample
+from support import SAMPLES, raw_events, run_cli, sample
 
 
 def test_export_iterations_and_phases(tmp_path: Path) -> None:
@@ -44,7 +44,9 @@ def test_iteration_regex_names_the_ranges(tmp_path: Path) -> None:
     [
         (["-v", "iterations", "--iteration", "("], "bad --iteration regex"),
         (["-v", "iterations", "--iteration", "zzz"], "no host range matches --iteration"),
-        (["-v", "kernels", "--iteration", "decode"], "--iteration goes with --view iterations or phases"),
+        (["-v", "kernels", "--iteration", "decode"], "--iteration with --view kernels: an iteration's number"),
+        (["-v", "gaps", "--iteration", "1"], "--iteration N narrows kernels, ops, launches, modules"),
+        (["-v", "kernels", "--iteration", "99"], "no iteration 99"),
         (["-v", "phases", "--step", "1"], "--step does not narrow phases"),
     ],
 )
@@ -112,3 +114,68 @@ def test_a_reopened_training_trace_knows_it_has_no_phases(tmp_path: Path, monkey
     again = profview.load(str(trace))
     assert again.serving_known() and again.phase_lines() == []
     assert "model" not in vars(again)
+
+
+@pytest.mark.parametrize("number", [0, 3])
+def test_iteration_number_narrows_the_exports_as_a_step(tmp_path: Path, number: int) -> None:
+    """Issue 40: ``--iteration N`` (its number in ``--view iterations``) narrows kernels, ops,
+    categories, efficiency and launches to the work iteration N launched: the kernels export counts
+    the iteration's kernel events and their µs, counted from the raw events by correlation."""
+    raw = raw_iterations(EAGER, lambda n: n in ("prefill", "decode"))[number]
+    events = [e for e in raw_events(EAGER) if e.get("ph") == "X"]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    lo, hi = raw["ts"], raw["ts"] + raw["host_us"]
+    mine = [
+        e
+        for e in events
+        if e.get("cat") == "kernel" and (c := calls.get(e["args"].get("correlation"))) and lo <= c["ts"] <= hi
+    ]
+
+    def export(view: str, *more: str) -> pl.DataFrame:
+        out = tmp_path / f"{view}.csv"
+        args = ["export", str(sample(EAGER)), "-v", view, "--iteration", str(number), *more, "-o", str(out)]
+        assert run_cli([*args, "--no-cache"]) == 0
+        return pl.read_csv(out)
+
+    kernels = export("kernels")
+    assert kernels["calls"].sum() == len(mine) == raw["kernels"]
+    assert kernels["total_us"].sum() == pytest.approx(sum(e["dur"] for e in mine), abs=1e-3 * kernels.height)
+    categories = export("categories")
+    assert categories["total_us"].sum() == pytest.approx(raw["gpu_us"], abs=1e-3 * categories.height)
+    ops = export("ops")
+    names = {e["name"] for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] <= hi}
+    assert set(ops.filter(pl.col("kind") == "cpu_op")["name"].to_list()) == names
+    efficiency = export("efficiency")
+    assert efficiency["calls"].sum() <= sum(1 for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] <= hi)
+    launched = export("launches", "--op", "aten::embedding")
+    assert launched.height >= 1  # the iteration's own embedding call launched its gather
+
+
+def test_iteration_number_narrows_modules(tmp_path: Path) -> None:
+    """The CUDA-graph loop (stacks and modules recorded): iteration 5's modules hold exactly the GPU
+    work that iteration launched (raw), ``pct`` of it; ``calls`` left empty (host frames are not narrowed)."""
+    raw = raw_iterations(GRAPH, lambda n: n in ("prefill", "decode"))[5]
+    out = tmp_path / "m.csv"
+    assert (
+        run_cli(["export", str(sample(GRAPH)), "-v", "modules", "--iteration", "5", "-o", str(out), "--no-cache"]) == 0
+    )
+    modules = pl.read_csv(out)
+    assert modules["self_us"].sum() == pytest.approx(raw["gpu_us"], abs=1e-3 * modules.height)
+    assert modules["calls"].null_count() == modules.height
+
+
+def test_step_narrows_modules_too(tmp_path: Path) -> None:
+    """Issue 40: ``--step N`` narrows the modules export (the viewer's "step N only" Modules pane
+    reads the same frame): ResNet-50's step 3 holds the GPU time its kernels, memcpy and memset
+    exports hold for that step, less than the whole trace's."""
+    trace = str(sample("resnet50_train_amp.pt.trace.json.gz"))
+
+    def export(*args: str) -> pl.DataFrame:
+        out = tmp_path / f"{'_'.join(args).replace('-', '')}.csv"
+        assert run_cli(["export", trace, *args, "-o", str(out), "--no-cache"]) == 0
+        return pl.read_csv(out)
+
+    step, whole = export("-v", "modules", "--step", "3"), export("-v", "modules")
+    categories = export("-v", "categories", "--step", "3")
+    assert step["self_us"].sum() == pytest.approx(categories["total_us"].sum(), abs=1e-3 * step.height)
+    assert step["self_us"].sum() < whole["self_us"].sum() and step["calls"].null_count() == step.height

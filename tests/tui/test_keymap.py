@@ -24,6 +24,7 @@ from profview.tui.main.graphs import GraphsView
 from profview.tui.main.iterations import IterationsView
 from profview.tui.main.memory import MemoryView
 from profview.tui.main.modules import ModulesView
+from profview.tui.main.screen import MainScreen
 from profview.tui.main.step_timeline import Timeline
 from profview.tui.main.steps import StepList
 from profview.tui.main.timeline import TraceTimeline
@@ -53,6 +54,7 @@ SCOPES = {
     "table": FrameView,  # issue 22: hide and move columns
     "iterations": IterationsView,  # serving and decode loops
     "graphs": GraphsView,  # o opens the graph_ops table
+    "main": MainScreen,  # a, wherever a step or iteration is chosen
 }
 
 

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...errors import ProfviewError
+from ...profiles.iteration_scope import IterationScope
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..keymap import bindings
@@ -52,7 +53,12 @@ class EfficiencyView(Vertical):
     DEFAULT_CSS = "EfficiencyView { padding: 0 1; } #efficiency-caption { height: 1; }"
 
     def __init__(
-        self, profile: Profile, *, id: str | None = None, step: int | None = None, deferred: bool = False
+        self,
+        profile: Profile,
+        *,
+        id: str | None = None,
+        step: int | IterationScope | None = None,
+        deferred: bool = False,
     ) -> None:
         super().__init__(id=id)
         self.deferred = deferred  # issue 32: its table is built when the pane is first shown
@@ -63,18 +69,22 @@ class EfficiencyView(Vertical):
     def caption(self) -> Text:
         device, peak = self.profile.device_peak()
         text = chart_caption(self.frame, device, peak.name if peak else None)
-        # issue 40: what share of GPU time the rows size comes first (the caption is one line)
+        # what share of GPU time the rows size comes first (the caption is one line)
         share = Text(f"{self.profile.efficiency_share_short(self.frame, self.step)} · ", style="dim")
         text = Text.assemble(share, text)
-        return text if self.step is None else Text.assemble(f"step {self.step} · ", text)
+        if self.step is None:
+            return text
+        which = f"iteration {self.step.iteration}" if isinstance(self.step, IterationScope) else f"step {self.step}"
+        return Text.assemble(f"{which} only · ", text)
 
     def compose(self) -> ComposeResult:
         yield Static(self.caption(), id="efficiency-caption")
         yield RooflineChart(self.frame, id="roofline")
         yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table", deferred=self.deferred)
 
-    def set_step(self, step: int | None) -> None:
-        """A step chosen ("step N only") narrows the table, the chart and an export to its calls."""
+    def set_step(self, step: int | IterationScope | None) -> None:
+        """A step chosen ("step N only") narrows the table, the chart and an export to the step's
+        calls; an iteration chosen ("iteration N only") to the calls that started in its host range."""
         self.step = step
         try:
             self.frame = self.profile.efficiency(step=step)

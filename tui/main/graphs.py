@@ -35,12 +35,25 @@ class GraphsView(Vertical):
         self.deferred = deferred  # issue 32: its table is built when the pane is first shown
         self.profile = profile
         self.frame = profile.graphs()  # computed off the UI thread by lifecycle.prepare (kept on the profile)
+        self.narrowed = False
 
     def compose(self) -> ComposeResult:
-        caption = Text("; ".join(clean(line) for line in self.profile.graph_lines()), style="bold")
-        caption.append("   Enter: the graph's nodes · o: operators through the capture", style="dim")
-        yield Static(caption, id="graphs-caption")
+        yield Static(self.caption(), id="graphs-caption")
         yield FrameView("graphs", self.frame, id="graphs-table", deferred=self.deferred)
+
+    def caption(self) -> Text:
+        """The Overview's graph lines; under a chosen step or iteration, that the graphs are the
+        whole trace's (a graph's replays are not split by step)."""
+        caption = Text("; ".join(clean(line) for line in self.profile.graph_lines()), style="bold")
+        if self.narrowed:
+            caption.append(" · whole trace (not narrowed)", style="bold")
+        caption.append("   Enter: the graph's nodes · o: operators through the capture", style="dim")
+        return caption
+
+    def set_scope(self, narrowed: bool) -> None:
+        """Say (or stop saying) that the pane is not narrowed to the chosen step or iteration."""
+        self.narrowed = narrowed
+        self.query_one("#graphs-caption", Static).update(self.caption())
 
     def focus_table(self) -> None:
         self.query_one(FrameView).focus_table()

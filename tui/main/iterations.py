@@ -79,7 +79,7 @@ class IterationsView(Vertical):
         self.query_one("#iterations-title", Static).update(Text(f"Iterations: not available — {clean(problem)}"))
 
     async def ready(self, frame: pl.DataFrame, lines: list[str]) -> None:
-        found = str(frame["found_by"][0]) if frame.height else ""
+        found = str(frame["found_by"][0]).split(";")[0] if frame.height else ""  # the rule; a row may add more
         title = Text(f"Iterations · {frame.height} · {FOUND_BY.get(found, found)}", style="bold")
         title.append(
             f" · ! slower than median + {MAD_FACTOR:g}×{MAD_SCALE}×MAD of its phase · Enter: narrow all views to it"

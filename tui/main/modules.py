@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...errors import ProfviewError
+from ...profiles.iteration_scope import IterationScope
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..keymap import bindings
@@ -57,6 +58,7 @@ class ModulesView(Vertical):
         self.deepest = int(self.modules.select(pl.col("depth").max()).item() or 0) + 1
         self.max_depth: int | None = min(3, self.deepest)
         self.by_source = False
+        self.scope: int | IterationScope | None = None  # issue 40: the chosen step or iteration
 
     def compose(self) -> ComposeResult:
         yield Static(id="modules-caption")
@@ -68,12 +70,27 @@ class ModulesView(Vertical):
     def update_caption(self) -> None:
         if self.by_source:
             text = Text("GPU time by source line (self: innermost frame; total: anywhere in the stack)", style="bold")
+            if self.scope is not None:  # the source lines are not narrowed: said, not implied
+                text.append(" · whole trace (not narrowed)", style="bold")
             text.append("   Enter: its kernels · b: modules", style="dim")
         else:
             depth = "all levels" if self.max_depth is None else f"{self.max_depth} of {self.deepest} levels"
-            text = Text(f"GPU time by module ({depth})", style="bold")
+            text = Text(f"GPU time by module ({depth}){scope_words(self.scope)}", style="bold")
             text.append("   x/z: deeper/shallower · Enter: its kernels · b: source lines", style="dim")
         self.query_one("#modules-caption", Static).update(text)
+
+    def set_scope(self, scope: int | IterationScope | None) -> None:
+        """Issue 40: a chosen step or iteration narrows the module table to its GPU work (``calls``
+        left empty: the module frames on the host are not narrowed); None: the whole trace again."""
+        self.scope = scope
+        try:
+            self.modules = self.profile.modules(scope)
+        except ProfviewError as exc:
+            self.notify(clean(exc.problem), severity="warning")
+            return
+        if not self.by_source:
+            self.table().set_frame(tree_frame(self.modules, self.max_depth))
+        self.update_caption()
 
     def table(self) -> FrameView:
         return self.query_one(FrameView)
@@ -101,6 +118,13 @@ class ModulesView(Vertical):
 
     def focus_table(self) -> None:
         self.table().focus_table()
+
+
+def scope_words(scope: int | IterationScope | None) -> str:
+    """`` · step 3 only`` / `` · iteration 7 only`` for a pane's caption ('' for the whole trace)."""
+    if scope is None:
+        return ""
+    return f" · iteration {scope.iteration} only" if isinstance(scope, IterationScope) else f" · step {scope} only"
 
 
 def modules_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:

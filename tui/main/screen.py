@@ -20,6 +20,7 @@ from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import NO_RUNTIME, Profile
 from ...profiles.views import ON_PATH_COLUMNS, with_efficiency, with_graph_time, with_on_path
 from ...sanitize import clean
+from ..keymap import bindings
 from ..messages import IterationChosen, StepChosen
 from ..widgets.filter_bar import FilterBar
 from ..widgets.message_line import MessageLine
@@ -106,6 +107,8 @@ NOTICE_ROOM = 18
 
 class MainScreen(Screen[None]):
     """The four views of one profile."""
+
+    BINDINGS = bindings("main")
 
     def __init__(
         self, profile: Profile, *, linked: bool = True, title: str | None = None, scope: str | None = None
@@ -305,12 +308,13 @@ class MainScreen(Screen[None]):
         if self.step is not None:
             # The long form names what a step narrows; where it would not fit beside a notice of the
             # message line (80 columns), the short one.
-            full = f"step {self.step} only: Overview, Kernels, Operators, drill-downs (Steps: a = all)"
+            full = f"step {self.step} only: Overview, Kernels, Operators, Modules, Efficiency, drill-downs (a: all)"
             short = f"step {self.step} only (a: all steps)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
         if self.iteration is not None:  # an iteration chosen in Iterations, said as a step is
-            full = f"{self.iteration.label()} only: Overview, Kernels, Operators, drill-downs (Iterations: a = all)"
+            views = "Overview, Kernels, Operators, Modules, Efficiency, drill-downs"
+            full = f"{self.iteration.label()} only: {views} (a: all)"
             short = f"iteration {self.iteration.iteration} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
@@ -394,6 +398,7 @@ class MainScreen(Screen[None]):
             overview.first(OverviewView).set_step(message.step)
         for efficiency in self.query(EfficiencyView):  # issue 33: the Efficiency tab too
             efficiency.set_step(message.step)
+        self.scope_panes(message.step)
         timelines = self.query(TraceTimeline)  # the Timeline shows the chosen step (built later: it opens on it)
         if timelines:
             timelines.first().show_step(message.step)
@@ -408,11 +413,38 @@ class MainScreen(Screen[None]):
         overview = self.query("#overview")
         if overview and isinstance(overview.first(), OverviewView):
             overview.first(OverviewView).set_iteration(message.scope)
+        for efficiency in self.query(EfficiencyView):  # issue 40: Efficiency, Modules, Graphs too
+            efficiency.set_step(message.scope)
+        self.scope_panes(message.scope)
         timelines = self.query(TraceTimeline)
         if timelines:
             scope = message.scope
             timelines.first().show_range(None if scope is None else (scope.start, scope.window_end))
         self.notify("now: all iterations" if message.scope is None else f"now: iteration {message.scope.iteration}")
+
+    def action_all_scopes(self) -> None:
+        """a (issue 40): the chosen step or iteration let go, as ``a`` in Steps or Iterations does,
+        from any tab (the context line offers it on every one)."""
+        if self.step is not None:
+            steps = self.query(StepList)
+            if steps:
+                steps.first().action_all()
+            else:
+                self.post_message(StepChosen(None))
+        if self.iteration is not None:
+            iterations = self.query(IterationsView)
+            if iterations:
+                iterations.first().action_all()
+            else:
+                self.post_message(IterationChosen(None))
+
+    def scope_panes(self, scope: int | IterationScope | None) -> None:
+        """Issue 40: the Modules pane narrowed to the chosen step or iteration, the Graphs pane's
+        caption saying it is the whole trace's (None: both as for the whole trace)."""
+        for modules in self.query(ModulesView):
+            modules.set_scope(scope)
+        for graphs in self.query(GraphsView):
+            graphs.set_scope(scope is not None)
 
     def sort_steps(self) -> bool:
         """s in Steps (issue 13): the next sort of the step list; False where there is none."""
