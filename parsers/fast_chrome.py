@@ -139,14 +139,18 @@ class ChunkedScan:
     """The compiled scanner as the window reader of :func:`profview.parsers.chunked.read_chunked`.
 
     Each window's complete events are scanned on threads (ranges at guessed event boundaries, as
-    for a whole document) and kept as column buffers; ``finish`` reads the document's end.
+    for a whole document) and kept as column buffers; ``finish`` reads the document's end.  The
+    scanner only reads its window, so a chunk is handed over as it is (``reads_in_place``).
     """
+
+    #: The window may be any buffer, the chunk itself included: read_chunked copies no chunk.
+    reads_in_place = True
 
     def __init__(self) -> None:
         self.parts: list[Scanned] = []
         self._pool: Executor | None = None
 
-    def __call__(self, window: bytearray, start: int) -> int:
+    def __call__(self, window: Buffer, start: int) -> int:
         try:
             parts, after = _scan_window(window, start, self._threads())
         except ValueError as exc:
@@ -177,7 +181,7 @@ class ChunkedScan:
         return FastScan(parts, end.metadata, end.truncated)
 
 
-def _scan_window(window: bytearray, start: int, pool: Executor | None) -> tuple[list[Scanned], int]:
+def _scan_window(window: Buffer, start: int, pool: Executor | None) -> tuple[list[Scanned], int]:
     """The complete events of ``window`` from ``start`` (ranges on ``pool``), and where the rest begins."""
     size = len(window)
     starts = [start]
@@ -206,7 +210,7 @@ def _scan_window(window: bytearray, start: int, pool: Executor | None) -> tuple[
     return parts, expected
 
 
-def _scan_chunk(window: bytearray, start: int, stop: int) -> Scanned | ValueError:
+def _scan_chunk(window: Buffer, start: int, stop: int) -> Scanned | ValueError:
     """One range of a window (not the document's end: the scan stops where the window may cut)."""
     try:
         return Scanned(*_scanner().scan_events(window, start, stop, False))

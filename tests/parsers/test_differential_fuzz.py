@@ -7,6 +7,11 @@ invalid UTF-8, deleted and inserted structure, cuts, a byte-order mark, trailing
 Each mutant is read by both paths in the same process: both must refuse it with the same message,
 or both must read the same events (every column, nulls included), metadata and warnings.
 
+The same mutants are read by the compiled scanner's chunked, parallel path too (chunks handed to
+the scanner in place, carried events finished on a stitch, windows cut into ranges on threads), and
+a crafted event is read with a chunk's end and a stitch's end at each of its bytes (inside strings,
+escapes and numbers): the same events as one copying window on one thread, and as the pure reader.
+
 ``PROFVIEW_FUZZ_MUTANTS`` sets how many mutants (default 400; seed ``PROFVIEW_FUZZ_SEED``).
 """
 
@@ -22,7 +27,8 @@ import msgspec
 import pytest
 
 from profview.errors import ProfviewError
-from profview.parsers import chrome_trace, fast_chrome
+from profview.parsers import chrome_trace, chunked, fast_chrome
+from profview.parsers.metadata_keys import METADATA_KEYS
 
 pytestmark = pytest.mark.skipif(not fast_chrome.available(), reason="the compiled scanner is not built")
 
@@ -155,3 +161,122 @@ def test_compiled_and_pure_readers_agree_on_raw_text_mutants(monkeypatch: pytest
         outcomes[compiled[0]] += 1
     print(f"{MUTANTS} mutants: {outcomes['read']} read, {outcomes['error']} refused, all alike")
     assert outcomes["read"] > MUTANTS // 2  # the mutants exercise reading, not only refusal
+
+
+def scan_in_chunks(text: bytes, chunks: list[int], window: int, frame: bool = True) -> tuple:
+    """The compiled scanner's chunked read of ``text`` cut at the ``chunks`` sizes (the last size
+    repeated to the end): the frame's rows, metadata and truncation, or how it gave up."""
+    pieces, at = [], 0
+    for size in (*chunks, *[chunks[-1]] * len(text)):
+        if at >= len(text):
+            break
+        pieces.append(text[at : at + size])
+        at += size
+    scanner = fast_chrome.ChunkedScan()
+    try:
+        scan = scanner.finish(chunked.read_chunked(iter(pieces), scanner, window), METADATA_KEYS)
+    except (chunked.NotChunkable, RecursionError):
+        return ("read whole",)
+    finally:
+        scanner.close()
+    if scan is None:
+        return ("general reader",)
+    return ("read", scan.frame().rows() if frame else _values(scan.parts), scan.metadata, scan.truncated)
+
+
+def _values(parts: list[fast_chrome.Scanned]) -> list[tuple]:
+    """The scanned events as rows of values, read from the column buffers without building a
+    frame (text by its code's unique, the null markers as None): quicker than a frame for a few rows."""
+    rows: list[tuple] = []
+    for part in parts:
+        columns = []
+        for group, code in (("floats", "d"), ("ints", "q")):
+            for _name, buffer in sorted(getattr(part, group).items()):
+                values = memoryview(buffer).cast("B").cast(code)[: part.rows].tolist() if buffer is not None else []
+                nulls = (fast_chrome.INT_NULL, "nan")  # the scanner's null markers
+                shown = [None if v in nulls or repr(v) in nulls else repr(v) for v in values]
+                columns.append(shown or [None] * part.rows)
+        for _name, (codes, uniques) in sorted(part.texts.items()):
+            found = memoryview(codes).cast("B").cast("I")[: part.rows].tolist() if codes is not None else []
+            columns.append([uniques[c] for c in found] or [None] * part.rows)
+        rows += list(zip(*columns, strict=True))
+    return rows
+
+
+def in_place(monkeypatch: pytest.MonkeyPatch, on: bool, stitch: int = chunked.STITCH_BYTES, threads: int = 1) -> None:
+    """Chunks read in place (stitches of ``stitch`` bytes) or copied into the window; ``threads``
+    scanning threads, each window cut into ranges of a few hundred bytes at guessed boundaries."""
+    monkeypatch.setattr(fast_chrome, "_fastscan", COMPILED)
+    monkeypatch.setattr(fast_chrome.ChunkedScan, "reads_in_place", on)
+    monkeypatch.setattr(chunked, "STITCH_BYTES", stitch)
+    monkeypatch.setenv("PROFVIEW_THREADS", str(threads))
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 256 if threads > 1 else fast_chrome.MIN_RANGE_BYTES)
+
+
+def test_parallel_in_place_chunks_agree_with_one_copying_window_on_mutants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutants through the parallel, in-place chunked path: the answer of the serial copying
+    windows, and of the pure reader on the whole text (the events, where both read them)."""
+    text = real_text()
+    rng = random.Random(SEED + 42)
+    outcomes = {"read": 0, "in place": 0, "other": 0}
+    real_call = fast_chrome.ChunkedScan.__call__
+    handed: list[type] = []
+
+    def spy(self: fast_chrome.ChunkedScan, window: fast_chrome.Buffer, start: int) -> int:
+        handed.append(type(window))
+        return real_call(self, window, start)
+
+    monkeypatch.setattr(fast_chrome.ChunkedScan, "__call__", spy)
+    for number in range(MUTANTS // 2):
+        mutant = mutate(text, rng)
+        sizes = [rng.choice((1, 2, 5, 64, 700, 4096, 20_000)) for _ in range(3)]
+        window = rng.choice((1, 100, 5000, 1 << 20))
+        in_place(monkeypatch, False)
+        serial = scan_in_chunks(mutant, sizes, window)
+        handed.clear()
+        in_place(monkeypatch, True, rng.choice((1, 2, 9, 64, 1024)), threads=3)
+        parallel = scan_in_chunks(mutant, sizes, window)
+        assert parallel == serial, f"mutant {number} (seed {SEED + 42}, chunks {sizes}, window {window})"
+        outcomes["in place"] += bytes in handed
+        if parallel[0] != "read":
+            outcomes["other"] += 1
+            continue
+        outcomes["read"] += 1
+        pure = read(mutant, False, monkeypatch)
+        if pure[0] == "read":  # a second witness: the pure reader's events, row for row
+            assert len(parallel[1]) == len(pure[1]), f"mutant {number}: {len(parallel[1])} rows, pure {len(pure[1])}"
+    print(f"{MUTANTS // 2} mutants in parallel chunks: {outcomes}")
+    assert outcomes["read"] > MUTANTS // 10 and outcomes["in place"] > MUTANTS // 20  # the rest: whole-reader values
+
+
+#: An event with what a chunk's end may cut: escapes of every kind, a surrogate pair, long and
+#: short numbers (exponents, signs, fractions), nested arguments, a number as text (pid).
+CRAFTED = (
+    b'{"ph": "X", "cat": "kernel", "name": "void at::\\\\native::k<\\"f\\u00e9\\">\\t\\ud83d\\ude00 \\/x",'
+    b' "pid": -12, "tid": "stream 7", "ts": 1.7625e+15, "dur": -0.000125,'
+    b' "args": {"External id": 123456789012, "correlation": 42, "grid": [1, 2, 3],'
+    b' "blocks per SM": 0.25E-2, "stream": 7, "device": 0}}'
+)
+
+
+def test_a_chunk_or_stitch_end_at_every_byte_of_an_event_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's end at each byte of the crafted event (inside its strings, escapes and numbers),
+    with stitches ending at each byte after it: the events of one window, and of the pure reader."""
+    head = b'{"schemaVersion": 1, "traceEvents": [\n  '
+    before = b'{"ph": "i", "cat": "x", "name": "a", "pid": 1, "tid": 1, "ts": 0},\n  '
+    after = b',\n  {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 2}\n]}'
+    text = head + before * 3 + CRAFTED + after
+    start = text.index(CRAFTED)
+    in_place(monkeypatch, False)
+    expected = scan_in_chunks(text, [len(text)], 1 << 20, frame=False)
+    assert expected[0] == "read" and len(expected[1]) == 5
+    pure = read(text, False, monkeypatch)
+    assert pure[0] == "read" and pure[1] == read(text, True, monkeypatch)[1] and len(pure[1]) == 5
+    checked = 0
+    for cut in range(start, start + len(CRAFTED) + 2):
+        for stitch in sorted({1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233}):
+            in_place(monkeypatch, True, stitch)
+            got = scan_in_chunks(text, [cut, len(text)], 1, frame=False)
+            assert got == expected, f"chunk end at byte {cut - start} of the event, stitch {stitch}"
+            checked += 1
+    assert checked > 2000
