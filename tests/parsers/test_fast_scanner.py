@@ -266,8 +266,8 @@ def test_the_compiled_byte_search_answers_as_python_in(haystack: bytes, needle: 
 
 
 def test_the_events_key_is_found_across_a_chunk_end() -> None:
-    """The in-place read checks the carried bytes, the chunk and the bytes around their join: a
-    second ``"traceEvents"`` cut by the chunk's end still sends the document to the whole reader."""
+    """A ``"traceEvents"`` key inside an event, cut by a chunk's end, is found in the window (the
+    compiled search): the document goes to the whole reader, as it did with Python's search."""
     from profview.parsers import chunked
 
     event = b'{"ph": "i", "name": "a", "ts": 1}'
