@@ -439,6 +439,9 @@ def _kinds(part: Scanned, known: dict[tuple[str | None, str | None], str | None]
     if len(ph_uniques) * len(cat_uniques) <= KIND_PAIRS_KNOWN:
         pairs = [(ph, cat) for ph in ph_uniques for cat in cat_uniques]  # pair number ph code * width + cat code
         new = list(dict.fromkeys(pair for pair in pairs if pair not in known))
+        if new and len(known) + len(new) > KIND_PAIRS_CROSS:  # hostile input: new pairs in every
+            known.clear()  # range: the pairs held go, this range's are found again (the same answer)
+            new = list(dict.fromkeys(pairs))
         if new:
             found = pl.DataFrame(
                 {"ph": [ph for ph, _cat in new], "cat": [cat for _ph, cat in new]},
