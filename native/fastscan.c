@@ -108,6 +108,11 @@ typedef struct {
     const char **ptrs; /* by code - 1 */
     uint32_t *lens;
     size_t cap_uniques;
+    /* the value interned last: consecutive events often repeat a column's value (ph, cat, pid,
+     * tid), which is then found without hashing it or probing the table */
+    const char *last_ptr;
+    size_t last_len;
+    uint32_t last_code;
 } Dict;
 
 typedef struct {
@@ -163,6 +168,9 @@ static char *arena_copy(State *st, const char *p, size_t n) {
 static int dict_init(Dict *d) {
     d->mask = 255;
     d->count = 0;
+    d->last_ptr = NULL;
+    d->last_len = 0;
+    d->last_code = 0;
     d->slots = calloc(d->mask + 1, sizeof(Entry));
     d->cap_uniques = 256;
     d->ptrs = malloc(d->cap_uniques * sizeof(char *));
@@ -196,12 +204,18 @@ static int dict_grow(Dict *d) {
 /* The code of ``p[0:n]`` in ``d`` (1-based), adding it; ``stable`` says p outlives the scan. */
 static int64_t intern(State *st, Dict *d, const char *p, size_t n, int stable) {
     if (n > UINT32_MAX) return -1;
+    if (d->last_code != 0 && d->last_len == n && memcmp(d->last_ptr, p, n) == 0) return d->last_code;
     uint64_t h = hash_bytes(p, n);
     size_t at = h & d->mask;
     for (;;) {
         Entry *e = &d->slots[at];
         if (e->code == 0) break;
-        if (e->hash == h && e->len == n && memcmp(e->ptr, p, n) == 0) return e->code;
+        if (e->hash == h && e->len == n && memcmp(e->ptr, p, n) == 0) {
+            d->last_ptr = e->ptr;
+            d->last_len = n;
+            d->last_code = e->code;
+            return e->code;
+        }
         at = (at + 1) & d->mask;
     }
     if (!stable) {
@@ -226,6 +240,9 @@ static int64_t intern(State *st, Dict *d, const char *p, size_t n, int stable) {
     e->ptr = p;
     e->len = (uint32_t)n;
     e->code = (uint32_t)d->count;
+    d->last_ptr = p;
+    d->last_len = n;
+    d->last_code = e->code;
     if (d->count * 2 > d->mask + 1 && dict_grow(d) < 0) return -1;
     return (int64_t)d->count;
 }
@@ -1403,11 +1420,33 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(contains_doc,
+             "contains(buffer, needle) -> bool\n\n"
+             "Whether ``needle`` occurs in ``buffer``: the same answer as Python's ``in``, found by the\n"
+             "C library's memmem without the GIL (about twice as fast on a window of a trace).");
+
+static PyObject *contains(PyObject *self, PyObject *args) {
+    Py_buffer buf, needle;
+    if (!PyArg_ParseTuple(args, "y*y*", &buf, &needle)) return NULL;
+    int found = needle.len == 0;
+    if (!found && needle.len <= buf.len) {
+        const void *at;
+        Py_BEGIN_ALLOW_THREADS;
+        at = memmem(buf.buf, (size_t)buf.len, needle.buf, (size_t)needle.len);
+        Py_END_ALLOW_THREADS;
+        found = at != NULL;
+    }
+    PyBuffer_Release(&needle);
+    PyBuffer_Release(&buf);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef METHODS[] = {
     {"scan_events", scan_events, METH_VARARGS, scan_events_doc},
     {"next_event", next_event, METH_VARARGS, next_event_doc},
     {"members", members, METH_VARARGS, members_doc},
     {"arrow_column", arrow_column, METH_VARARGS, arrow_column_doc},
+    {"contains", contains, METH_VARARGS, contains_doc},
     {NULL, NULL, 0, NULL},
 };
 

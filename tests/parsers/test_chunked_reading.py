@@ -115,6 +115,22 @@ def test_the_two_readers_agree_in_chunks(name: str, monkeypatch: pytest.MonkeyPa
     assert_same(answers[0], answers[1])
 
 
+def test_kinds_found_once_per_trace_equal_the_general_readers_when_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled frame finds each (ph, cat) pair's kind once for all its ranges, and forgets
+    them past KIND_PAIRS_CROSS (hostile input); made to forget at every range here, its kinds still
+    equal the general reader's (kind_expr over every row), range after range of 50 KB windows."""
+    if COMPILED is None:
+        pytest.skip("the compiled scanner is not built")
+    path = sample("resnet50_train_amp.pt.trace.json.gz")
+    use("general", monkeypatch)
+    general = in_chunks(path, 7919, 50_000)
+    use("compiled", monkeypatch)
+    monkeypatch.setattr(fast_chrome, "KIND_PAIRS_CROSS", 4)
+    forgetting = in_chunks(path, 7919, 50_000)
+    assert general[0] == forgetting[0] == "read" and general[1]["kind"].n_unique() > 4
+    assert_same(forgetting, general)
+
+
 def test_the_window_stays_bounded_on_a_large_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     """gpt2_train_bf16 (about 15 MB of JSON) through 64 KB windows: no window holds more than a few."""
     if COMPILED is None:

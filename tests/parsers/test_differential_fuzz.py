@@ -7,6 +7,11 @@ invalid UTF-8, deleted and inserted structure, cuts, a byte-order mark, trailing
 Each mutant is read by both paths in the same process: both must refuse it with the same message,
 or both must read the same events (every column, nulls included), metadata and warnings.
 
+The same mutants are read by the compiled scanner's chunked, parallel path too (small windows,
+each cut into ranges at guessed event boundaries and scanned on threads), and a crafted event is
+read with a window's end at each of its bytes (inside strings, escapes and numbers): the same
+events as one window on one thread, and as the pure reader.
+
 ``PROFVIEW_FUZZ_MUTANTS`` sets how many mutants (default 400; seed ``PROFVIEW_FUZZ_SEED``).
 """
 
@@ -22,7 +27,8 @@ import msgspec
 import pytest
 
 from profview.errors import ProfviewError
-from profview.parsers import chrome_trace, fast_chrome
+from profview.parsers import chrome_trace, chunked, fast_chrome
+from profview.parsers.metadata_keys import METADATA_KEYS
 
 pytestmark = pytest.mark.skipif(not fast_chrome.available(), reason="the compiled scanner is not built")
 
@@ -155,3 +161,110 @@ def test_compiled_and_pure_readers_agree_on_raw_text_mutants(monkeypatch: pytest
         outcomes[compiled[0]] += 1
     print(f"{MUTANTS} mutants: {outcomes['read']} read, {outcomes['error']} refused, all alike")
     assert outcomes["read"] > MUTANTS // 2  # the mutants exercise reading, not only refusal
+
+
+def scan_in_chunks(text: bytes, chunks: list[int], window: int, frame: bool = True) -> tuple:
+    """The compiled scanner's chunked read of ``text`` cut at the ``chunks`` sizes (the last size
+    repeated to the end): the frame's rows, metadata and truncation, or how it gave up."""
+    pieces, at = [], 0
+    for size in (*chunks, *[chunks[-1]] * len(text)):
+        if at >= len(text):
+            break
+        pieces.append(text[at : at + size])
+        at += size
+    scanner = fast_chrome.ChunkedScan()
+    try:
+        scan = scanner.finish(chunked.read_chunked(iter(pieces), scanner, window), METADATA_KEYS)
+    except (chunked.NotChunkable, RecursionError):
+        return ("read whole",)
+    finally:
+        scanner.close()
+    if scan is None:
+        return ("general reader",)
+    return ("read", scan.frame().rows() if frame else _values(scan.parts), scan.metadata, scan.truncated)
+
+
+def _values(parts: list[fast_chrome.Scanned]) -> list[tuple]:
+    """The scanned events as rows of values, read from the column buffers without building a
+    frame (text by its code's unique, the null markers as None): quicker than a frame for a few rows."""
+    rows: list[tuple] = []
+    for part in parts:
+        columns = []
+        for group, code in (("floats", "d"), ("ints", "q")):
+            for _name, buffer in sorted(getattr(part, group).items()):
+                values = memoryview(buffer).cast("B").cast(code)[: part.rows].tolist() if buffer is not None else []
+                nulls = (fast_chrome.INT_NULL, "nan")  # the scanner's null markers
+                shown = [None if v in nulls or repr(v) in nulls else repr(v) for v in values]
+                columns.append(shown or [None] * part.rows)
+        for _name, (codes, uniques) in sorted(part.texts.items()):
+            found = memoryview(codes).cast("B").cast("I")[: part.rows].tolist() if codes is not None else []
+            columns.append([uniques[c] for c in found] or [None] * part.rows)
+        rows += list(zip(*columns, strict=True))
+    return rows
+
+
+def threads(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """``count`` scanning threads; with more than one, each window is cut into ranges of a few
+    hundred bytes at guessed event boundaries (wrong guesses included: a ``}, {`` in a string)."""
+    monkeypatch.setattr(fast_chrome, "_fastscan", COMPILED)
+    monkeypatch.setenv("PROFVIEW_THREADS", str(count))
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 256 if count > 1 else fast_chrome.MIN_RANGE_BYTES)
+
+
+def test_parallel_chunks_agree_with_one_thread_on_mutants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutants through the chunked read on 3 threads (ranges at guessed boundaries): the answer of
+    the same chunks on one thread, and the pure reader's events on the whole text where both read."""
+    text = real_text()
+    rng = random.Random(SEED + 42)
+    outcomes = {"read": 0, "other": 0}
+    for number in range(MUTANTS // 2):
+        mutant = mutate(text, rng)
+        sizes = [rng.choice((1, 2, 5, 64, 700, 4096, 20_000)) for _ in range(3)]
+        window = rng.choice((1, 100, 5000, 1 << 20))
+        threads(monkeypatch, 1)
+        serial = scan_in_chunks(mutant, sizes, window)
+        threads(monkeypatch, 3)
+        parallel = scan_in_chunks(mutant, sizes, window)
+        assert parallel == serial, f"mutant {number} (seed {SEED + 42}, chunks {sizes}, window {window})"
+        if parallel[0] != "read":
+            outcomes["other"] += 1
+            continue
+        outcomes["read"] += 1
+        pure = read(mutant, False, monkeypatch)
+        if pure[0] == "read":  # a second witness: the pure reader's events, row for row
+            assert len(parallel[1]) == len(pure[1]), f"mutant {number}: {len(parallel[1])} rows, pure {len(pure[1])}"
+    print(f"{MUTANTS // 2} mutants in parallel chunks: {outcomes}")
+    assert outcomes["read"] > MUTANTS // 10  # the rest hold values only the whole reader reads
+
+
+#: An event with what a chunk's end may cut: escapes of every kind, a surrogate pair, long and
+#: short numbers (exponents, signs, fractions), nested arguments, a number as text (pid).
+CRAFTED = (
+    b'{"ph": "X", "cat": "kernel", "name": "void at::\\\\native::k<\\"f\\u00e9\\">\\t\\ud83d\\ude00 \\/x",'
+    b' "pid": -12, "tid": "stream 7", "ts": 1.7625e+15, "dur": -0.000125,'
+    b' "args": {"External id": 123456789012, "correlation": 42, "grid": [1, 2, 3],'
+    b' "blocks per SM": 0.25E-2, "stream": 7, "device": 0}}'
+)
+
+
+def test_a_window_end_at_every_byte_of_an_event_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window's end at each byte of the crafted event (inside its strings, escapes and numbers),
+    the next windows growing by 1 to 89 bytes: the events of one window, and of the pure reader."""
+    head = b'{"schemaVersion": 1, "traceEvents": [\n  '
+    before = b'{"ph": "i", "cat": "x", "name": "a", "pid": 1, "tid": 1, "ts": 0},\n  '
+    after = b',\n  {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 2}\n]}'
+    text = head + before * 3 + CRAFTED + after
+    start = text.index(CRAFTED)
+    threads(monkeypatch, 1)
+    expected = scan_in_chunks(text, [len(text)], 1 << 20, frame=False)
+    assert expected[0] == "read" and len(expected[1]) == 5
+    pure = read(text, False, monkeypatch)
+    assert pure[0] == "read" and pure[1] == read(text, True, monkeypatch)[1] and len(pure[1]) == 5
+    checked = 0
+    threads(monkeypatch, 1)
+    for cut in range(start, start + len(CRAFTED) + 2):
+        for then in (1, 2, 3, 5, 8, 13, 21, 34, 55, 89):  # the next window ends `then` bytes on, and so on
+            got = scan_in_chunks(text, [cut, then], 1, frame=False)
+            assert got == expected, f"a window's end at byte {cut - start} of the event, then every {then} bytes"
+            checked += 1
+    assert checked > 2000

@@ -254,3 +254,29 @@ def test_the_argument_columns_have_one_source() -> None:
     script = Path(__file__).resolve().parent.parent.parent / "scripts" / "gen_arg_fields.py"
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@given(st.binary(max_size=64), st.binary(max_size=6), st.sampled_from([bytes, bytearray]))
+@SETTINGS
+def test_the_compiled_byte_search_answers_as_python_in(haystack: bytes, needle: bytes, kind: type) -> None:
+    """``contains`` (memmem without the GIL, which the chunked read's key check uses) is ``in``."""
+    data = kind(haystack + needle + haystack) if len(haystack) % 3 == 0 else kind(haystack)
+    assert fast_chrome._scanner().contains(data, needle) is (needle in data)  # type: ignore[attr-defined]
+    assert fast_chrome._scanner().contains(data, b'"traceEvents"') is (b'"traceEvents"' in data)  # type: ignore[attr-defined]
+
+
+def test_the_events_key_is_found_across_a_chunk_end() -> None:
+    """A ``"traceEvents"`` key inside an event, cut by a chunk's end, is found in the window (the
+    compiled search): the document goes to the whole reader, as it did with Python's search."""
+    from profview.parsers import chunked
+
+    event = b'{"ph": "i", "name": "a", "ts": 1}'
+    keyed = b'{"name": "x", "traceEvents": 1},'
+    text = b'{"traceEvents": [' + (event + b",") * 50 + keyed + b",".join([event] * 50) + b"]}"
+    cut = text.rindex(b"traceEvents") + 3  # the key's end is in the next chunk
+    scanner = fast_chrome.ChunkedScan()
+    try:
+        with pytest.raises(chunked.NotChunkable, match="traceEvents"):
+            chunked.read_chunked(iter([text[:cut], text[cut:]]), scanner, 16)
+    finally:
+        scanner.close()
