@@ -219,7 +219,7 @@ def view_frame(
             if frame.height == 0:
                 raise ProfviewError(profile.path, f"no step {step} (steps: {profile.step_numbers()})")
         return frame
-    if step is not None and view == "modules":  # issue 40
+    if step is not None and view == "modules":  # the step's (or iteration's) GPU time by module
         return profile.modules(step)
     if step is not None and view != "launches":
         narrowed = "kernels, ops, steps, launches, modules, efficiency, categories and the critical path"
