@@ -354,16 +354,17 @@ class GraphViews(ProfileHost):
         figures = self.graph_summary()
         if not figures:
             return []
-        from ..frames import fmt_us
+        from ..frames import fmt_share, fmt_us
 
         share = figures["replayed_us"] / figures["all_gpu_us"] * 100.0 if figures["all_gpu_us"] else 0.0
         partial = f" + {figures['partial_replays']} cut by the window" if figures["partial_replays"] else ""
         counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
-        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
+        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {fmt_share(share)} of GPU time ({counted})"
         if figures["without_capture"] == figures["graphs"]:
             return [first, f"graph replays not attributed to operators: no capture; {CAPTURE_REMEDY}"]
         attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
-        second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
+        captures = ", ".join(figures["captures"])
+        second = f"graph replays attributed to operators: {fmt_share(attributed)} through {captures}"
         if figures["without_capture"]:
             second += f"; {_count(figures['without_capture'], 'graph')} without a capture: {CAPTURE_REMEDY}"
         return [first, second]

@@ -410,8 +410,7 @@ class MainScreen(Screen[None]):
             overview.first(OverviewView).set_iteration(message.scope)
         timelines = self.query(TraceTimeline)
         if timelines:
-            scope = message.scope
-            timelines.first().show_range(None if scope is None else (scope.start, scope.window_end))
+            timelines.first().show_iteration(message.scope)
         self.notify("now: all iterations" if message.scope is None else f"now: iteration {message.scope.iteration}")
 
     def sort_steps(self) -> bool:

@@ -17,7 +17,8 @@ from rich.text import Text
 from ....analysis.tables.instance import KernelInstance, OpInstance, kernel_instance, op_instance
 from ....analysis.tables.lanes import Lanes, gpu_busy_between
 from ....errors import ProfviewError
-from ....frames import fmt_us
+from ....frames import fmt_share, fmt_us
+from ....profiles.iteration_scope import IterationScope
 from ....profiles.trace_profile import Profile
 from ....report.wording import plural
 from ...widgets.text_fit import cap_lines
@@ -35,6 +36,8 @@ class TimelineLines:
     view_start: float
     view_end: float
     inspecting: bool
+    #: The iteration the views are narrowed to ("iteration N only"): the footer speaks of it.
+    iteration: IterationScope | None
     on_path: dict[int, np.ndarray]
     _inspected: dict[tuple[int, int], object]
 
@@ -121,6 +124,8 @@ class TimelineLines:
 
     def step_line(self) -> str:
         """GPU busy and idle (by cause) of the step in view; of the whole trace when the view spans more."""
+        if self.iteration is not None:
+            return self.iteration_line(self.iteration)
         r = self.step_in_view()
         if r is None and (self.view_start > self.start or self.view_end < self.end):
             return self.window_line()  # issue 34: the figures of what is on screen, not the whole trace's
@@ -146,6 +151,23 @@ class TimelineLines:
             f"{where}: GPU busy {fmt_us(r['gpu_busy_us'])} of {fmt_us(r['duration_us'])}; idle "
             f"{fmt_us(r['idle_us'])} in {plural(r['gaps'], 'gap')} ({causes}); {comm}"
         )
+
+    def iteration_line(self, scope: IterationScope) -> str:
+        """Under "iteration N only": GPU busy in the window on screen, named as the iteration's window
+        (its host start to the end of the GPU work it launched, where the Timeline opens) or placed
+        against it once zoomed or panned; any GPU work in the window counts, whoever launched it
+        (the Iterations table's ``gpu_busy_pct`` rule)."""
+        lo, hi = self.view_start, self.view_end
+        busy = gpu_busy_between(self.lanes.lanes, lo, hi)
+        share = busy / (hi - lo) * 100 if hi > lo else 0.0
+        tolerance = max((scope.window_end - scope.start) * 1e-6, 1e-3)
+        window = f"{fmt_us(scope.start - self.start)} … {fmt_us(scope.window_end - self.start)}"
+        if abs(lo - scope.start) <= tolerance and abs(hi - max(scope.window_end, scope.start + 1.0)) <= tolerance:
+            where = f"iteration {scope.iteration}'s window ({window})"
+        else:
+            view = f"{fmt_us(lo - self.start)} … {fmt_us(hi - self.start)}"
+            where = f"in view ({view}; iteration {scope.iteration}: {window})"
+        return f"{where}: GPU busy {fmt_us(busy)} of {fmt_us(hi - lo)} ({fmt_share(share)}), any launcher's work"
 
     def window_line(self) -> str:
         """GPU busy in the window on screen, and the steps it overlaps (it holds no one step whole)."""

@@ -67,7 +67,7 @@ class TimelinePane(Vertical):
             timeline.show_step(step)
         iteration = getattr(self.screen, "iteration", None)  # issue 31: the iteration chosen in Iterations
         if iteration is not None:
-            timeline.show_range((iteration.start, iteration.window_end))
+            timeline.show_iteration(iteration)
         await self.query_one("#timeline-wait").remove()
         if self.display:
             timeline.focus()

@@ -22,6 +22,7 @@ from ....analysis.tables.lanes import Lanes
 from ....analysis.trace.name_rules import pattern_problem
 from ....errors import ProfviewError
 from ....frames import fmt_us
+from ....profiles.iteration_scope import IterationScope
 from ....profiles.trace_profile import Profile
 from ....report.wording import plural
 from ....sanitize import clean
@@ -54,6 +55,7 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
         self.lane = self.first_gpu_lane()
         self.top = 0
         self.selected: tuple[int, int] | None = None  # (lane, position) of the chosen event
+        self.iteration: IterationScope | None = None  # "iteration N only": the footer names it
         self.inspecting = True  # i: the inspector's full lines, or one line
         self.pattern = ""  # "/": events whose name matches are marked; n/N jump between them
         self.matched: np.ndarray | None = None  # per name index: whether it matches
@@ -157,7 +159,7 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
 
     def show_step(self, step: int | None) -> None:
         """Show step ``step`` whole (None: the whole trace), as chosen in Steps."""
-        self.selected = None
+        self.selected, self.iteration = None, None
         if step is None:
             self.fit_view()
             return
@@ -173,8 +175,14 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
         self.cursor = 0
         self.refresh()
 
+    def show_iteration(self, scope: IterationScope | None) -> None:
+        """Show an iteration chosen in Iterations whole, its host start to the end of the GPU work it
+        launched, and name it under the lanes (None: the whole trace)."""
+        self.show_range(None if scope is None else (scope.start, scope.window_end))
+        self.iteration = scope
+
     def show_range(self, window: tuple[float, float] | None) -> None:
-        """Issue 31: show ``(start, end)`` whole (an iteration chosen in Iterations; None: the whole trace)."""
+        """Show ``(start, end)`` whole, in the trace's µs (None: the whole trace)."""
         self.selected = None
         if window is None:
             self.fit_view()

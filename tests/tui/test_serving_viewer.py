@@ -1,0 +1,71 @@
+"""The viewer on serving and compiled traces at the sizes a user meets (80x24, 120x40, 200x50): the
+Timeline's scope under "iteration N only", the filter bar, the graph nodes table, the details line
+and the notices.  Figures are checked against the raw events read with the standard library."""
+
+from __future__ import annotations
+
+import pytest
+from pilot import screen_text, wait_loaded, wait_until
+from serving_witness import EAGER, raw_iterations
+from support import raw_events, viewer
+
+from profview.tui.main.iterations import IterationsView
+from profview.tui.main.timeline import TraceTimeline
+from profview.tui.widgets.table_view import FrameView
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def raw_gpu_busy(name: str, lo: float, hi: float) -> float:
+    """µs of [lo, hi) during which some GPU event ran (the union, clipped), from the raw JSON."""
+    spans = sorted(
+        (max(e["ts"], lo), min(e["ts"] + e["dur"], hi))
+        for e in raw_events(name)
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS and e["ts"] < hi and e["ts"] + e["dur"] > lo
+    )
+    busy, reach = 0.0, lo
+    for start, end in spans:
+        if end > reach:
+            busy += end - max(start, reach)
+            reach = end
+    return busy
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_timeline_footer_names_the_chosen_iteration(size: tuple[int, int]) -> None:
+    """Under "iteration 2 only" the line under the lanes gives the iteration's window and its GPU
+    busy (not the whole trace's), and after a zoom says where the view is against that window."""
+    chosen = raw_iterations(EAGER, lambda n: n in ("prefill", "decode"))[2]
+    lo = chosen["ts"]
+    hi = max(chosen["ts"] + chosen["host_us"], chosen["gpu_end"])
+    busy = raw_gpu_busy(EAGER, lo, hi)
+    app = viewer(EAGER)
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app)
+        main = app.screen
+        await pilot.press("0")
+        view = main.query_one(IterationsView)
+        await wait_until(pilot, lambda: bool(view.query(FrameView)))
+        await wait_until(pilot, lambda: view.query_one(FrameView).table is not None)
+        await pilot.press("down", "down", "enter")
+        await wait_until(pilot, lambda: main.iteration is not None)
+        await pilot.press("7")
+        await wait_until(pilot, lambda: bool(main.query(TraceTimeline)))
+        await pilot.pause()
+        timeline = main.query_one(TraceTimeline)
+        line = timeline.step_line()
+        assert line.startswith("iteration 2's window (")
+        assert "whole trace" not in line
+        from profview.frames import fmt_us
+
+        assert f"GPU busy {fmt_us(busy)} of {fmt_us(hi - lo)}" in line
+        assert "iteration 2's window" in " ".join(screen_text(app).split())
+        await pilot.press("plus")  # zoomed in: the view is part of the window, and says so
+        await pilot.pause()
+        zoomed = timeline.step_line()
+        assert zoomed.startswith("in view (") and "iteration 2: " in zoomed
+        # a: every iteration again, and the footer no longer names one
+        await pilot.press("1", "0", "a")
+        await wait_until(pilot, lambda: main.iteration is None)
+        await pilot.pause()
+        assert timeline.iteration is None and "iteration 2" not in timeline.step_line()
