@@ -69,3 +69,29 @@ async def test_timeline_footer_names_the_chosen_iteration(size: tuple[int, int])
         await wait_until(pilot, lambda: main.iteration is None)
         await pilot.pause()
         assert timeline.iteration is None and "iteration 2" not in timeline.step_line()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_slash_focuses_the_filter_bar_after_esc_cleared_a_kept_filter(size: tuple[int, int]) -> None:
+    """/ cutlass Enter (kept), Esc (cleared from the table), / again: what is typed goes to the bar,
+    not to the table (where ``e`` would open the export and ``j`` move the cursor)."""
+    from profview.tui.widgets.filter_bar import FilterBar
+
+    app = viewer("gpt2_train_bf16.pt.trace.json.gz")
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("2", "slash", *"cutlass", "enter")
+        await pilot.pause()
+        kernels = app.screen.query_one("#kernels", FrameView)
+        assert kernels.pattern == "cutlass"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert kernels.pattern == ""
+        await pilot.press("slash")
+        await pilot.pause()
+        bar = app.screen.query_one(FilterBar)
+        assert app.focused is bar
+        await pilot.press(*"gemm")
+        await pilot.pause()
+        assert bar.value == "gemm" and kernels.pattern == "gemm"
+        assert all("gemm" in name.lower() for name in kernels.displayed["name"].to_list())
