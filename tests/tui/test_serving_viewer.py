@@ -95,3 +95,85 @@ async def test_slash_focuses_the_filter_bar_after_esc_cleared_a_kept_filter(size
         await pilot.pause()
         assert bar.value == "gemm" and kernels.pattern == "gemm"
         assert all("gemm" in name.lower() for name in kernels.displayed["name"].to_list())
+
+
+def details_of(view: FrameView) -> str:
+    """The details line under a table, its wrapped lines joined back (a name or path wraps whole)."""
+    from textual.widgets import Static
+
+    return str(view.query_one(".details", Static).render().plain)  # type: ignore[attr-defined]
+
+
+def raw_triton_args(name: str) -> dict[str, dict[str, object]]:
+    """Per Triton kernel name: the launch arguments its host op recorded (kernel_file, hash, warps)."""
+    keys = ("kernel_file", "kernel_hash", "num_warps", "num_stages")
+    return {
+        e["name"]: {k: e["args"][k] for k in keys if k in e["args"]}
+        for e in raw_events(name)
+        if "kernel_file" in e.get("args", {})
+    }
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_details_line_shows_every_filled_triton_field_and_the_file_whole(size: tuple[int, int]) -> None:
+    """A Triton kernel's details: its fused ops, warps, stages and its source file whole (the hash is
+    that file's name); an eager kernel's: no ``fused_ops -`` for fields it does not have."""
+    name = "h100_compile_reduce_overhead.json.gz"
+    raw = raw_triton_args(name)
+    app = viewer(name)
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("2", "slash", *"triton_poi_fused_gelu", "enter")
+        await pilot.pause()
+        kernels = app.screen.query_one("#kernels", FrameView)
+        await wait_until(pilot, lambda: kernels.displayed.height == 1)
+        await pilot.pause()
+        kernel = kernels.displayed["name"][0]
+        args = raw[kernel]
+        text = details_of(kernels)
+        flat = text.replace("\n", "")
+        assert "fused_ops gelu, view" in text
+        assert f"num_warps {args['num_warps']}" in text and f"num_stages {args['num_stages']}" in text
+        assert f"kernel_file {args['kernel_file']}" in flat  # whole, wrapped at the screen's edge
+        assert str(args["kernel_hash"]) in flat and "kernel_hash" in flat
+        await pilot.press("escape", "slash", *"nvjet", "enter")
+        await pilot.pause()
+        await wait_until(pilot, lambda: kernels.displayed.height >= 1 and "nvjet" in kernels.displayed["name"][0])
+        await pilot.pause()
+        eager = details_of(kernels)
+        assert "fused_ops" not in eager and "kernel_file" not in eager
+
+
+async def test_graph_nodes_freeze_node_and_name_and_show_module_source_how() -> None:
+    """A graph's nodes at 80x24: node and kernel name stay when scrolling right, device_us, replays and
+    how follow the name on screen, and the details line shows module, source and how whole."""
+    name = "h100_decode_cuda_graph.json.gz"
+    app = viewer(name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("9")
+        await pilot.pause()
+        graphs = app.screen.query_one("#graphs-table", FrameView)
+        await wait_until(pilot, lambda: graphs.table is not None)
+        graphs.focus_table()
+        await pilot.press("enter")
+        from profview.tui.drill.screen import DrillScreen
+
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        nodes = app.screen.query_one(FrameView)
+        await wait_until(pilot, lambda: nodes.table is not None)
+        await pilot.pause()
+        assert nodes.displayed.columns[:5] == ["node", "name", "device_us", "replays", "how"]
+        assert nodes.displayed.columns[-1] == "graph"
+        assert nodes.table is not None and nodes.table.fixed_columns == 2
+        header = screen_text(app).splitlines()[2]
+        assert all(word in header for word in ("node", "name", "device_us", "replays", "how"))
+        await pilot.press(*["right"] * 8)
+        await pilot.pause()
+        header = screen_text(app).splitlines()[2]
+        assert header.split()[:2] == ["node", "name"]  # still there, scrolled right
+        row = nodes.current_row()
+        assert row is not None
+        text = details_of(nodes)
+        for column in ("module", "source", "how"):
+            assert f"{column} {row[column]}" in text.replace("\n", "")
