@@ -177,3 +177,43 @@ async def test_graph_nodes_freeze_node_and_name_and_show_module_source_how() -> 
         text = details_of(nodes)
         for column in ("module", "source", "how"):
             assert f"{column} {row[column]}" in text.replace("\n", "")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_compare_viewer_has_a_phases_tab_and_its_help_names_the_real_tabs(size: tuple[int, int]) -> None:
+    """``profview diff`` of two decode runs: tab 5 is Phases, per phase the iterations and GPU µs per
+    token before and after (the raw events' witness: prefill 128 tokens, 12 decode iterations of 4
+    tokens on each side); ``?`` lists compare's tabs and not the one-trace viewer's as this screen's."""
+    from support import sample
+
+    from profview.tui.app import ProfviewApp
+    from profview.tui.compare.screen import CompareScreen
+    from profview.tui.dialogs.help import HelpScreen
+
+    graph = "h100_decode_cuda_graph.json.gz"
+    before = raw_iterations(EAGER, lambda n: n in ("prefill", "decode"))
+    after = raw_iterations(graph, lambda n: n.startswith(("prefill", "decode")))
+    app = ProfviewApp(str(sample(EAGER)), no_cache=True, compare={"after": str(sample(graph))})
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), 40)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.pause(0.2)
+        await pilot.press("5")
+        await wait_until(pilot, lambda: screen.pane == "phases")
+        assert "5 Phases" in screen_text(app)
+        phases = screen.query_one("#phases", FrameView).displayed
+        rows = {r["name"]: r for r in phases.iter_rows(named=True)}
+        decode_before = [it for it in before if it["name"] == "decode"]
+        assert rows["decode"]["iterations_before"] == len(decode_before) == 12
+        assert rows["decode"]["iterations_after"] == len([it for it in after if it["name"].startswith("decode")])
+        per_token = sum(it["gpu_us"] for it in decode_before) / sum(4 for _ in decode_before)
+        assert abs(rows["decode"]["gpu_us_per_token_before"] - per_token) < 1e-3
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        sections = dict(app.screen.sections)
+        this = " ".join(f"{k} {h}" for k, h in sections["This screen: compare"])
+        assert "1 2 3 4 5, Tab" in this and "Phases" in this and "Moved" in this
+        everywhere = " ".join(f"{k} {h}" for k, h in sections["Everywhere"])
+        assert "Overview" not in everywhere
