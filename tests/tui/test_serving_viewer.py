@@ -217,3 +217,45 @@ async def test_compare_viewer_has_a_phases_tab_and_its_help_names_the_real_tabs(
         assert "1 2 3 4 5, Tab" in this and "Phases" in this and "Moved" in this
         everywhere = " ".join(f"{k} {h}" for k, h in sections["Everywhere"])
         assert "Overview" not in everywhere
+
+
+def flat_screen(app) -> str:  # type: ignore[no-untyped-def]
+    """The screen's words in order, wrapped lines joined (a wrapped notice reads as one sentence)."""
+    return " ".join(screen_text(app).split())
+
+
+async def test_notices_and_captions_are_whole_at_80_columns(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 a notice wraps beside the context line instead of ending in ``…``: Enter on the
+    Overview, ``e`` on the Timeline, and an export's path, whole; the Graphs caption keeps its
+    ``--capture PATH`` remedy and the Modules caption its last key."""
+    from profview.tui.app import OVERVIEW_ENTER
+
+    monkeypatch.chdir(tmp_path)  # the export's default file lands here
+    app = viewer("h100_compile_partial_window.json.gz")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert " ".join(OVERVIEW_ENTER.split()) in flat_screen(app)
+        await pilot.press("9")
+        await pilot.pause()
+        assert "or give it with --capture PATH" in flat_screen(app)
+        await pilot.press("7")
+        await wait_until(pilot, lambda: bool(app.screen.query(TraceTimeline)))
+        await pilot.press("e")
+        await pilot.pause()
+        notice = " ".join(app.notices[-1].split())
+        assert notice.startswith("the Timeline has no table to export") and notice in flat_screen(app)
+        await pilot.press("2", "e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.notices[-1].startswith("exported"))
+        await pilot.pause()
+        written = next(tmp_path.glob("*.csv"))
+        assert str(written) in screen_text(app).replace("\n", "").replace(" ", "") or str(written) in flat_screen(app)
+    app = viewer("resnet50_train_amp.pt.trace.json.gz")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("6")
+        await pilot.pause()
+        assert "x/z: deeper/shallower · Enter: its kernels · b: source lines" in flat_screen(app)
