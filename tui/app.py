@@ -475,7 +475,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         main = self.main_screen()
         if main is not None and main.scope and parts:  # the subject names the rank already
             parts = [parts[0].removeprefix(f"{main.scope} › "), *parts[1:]]
-        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # issue 13
+        chosen = main.iteration if main is not None else None
+        step = main.step if main is not None else None
+        named = name_parts(self.export_subject(), parts, step, chosen.iteration if chosen is not None else None)
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 

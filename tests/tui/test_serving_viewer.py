@@ -259,3 +259,44 @@ async def test_notices_and_captions_are_whole_at_80_columns(tmp_path, monkeypatc
         await pilot.press("6")
         await pilot.pause()
         assert "x/z: deeper/shallower · Enter: its kernels · b: source lines" in flat_screen(app)
+
+
+async def test_iterations_at_80_columns_export_and_the_name_under_an_iteration(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 the Iterations table shows ``gpu_us_per_token`` before the wide columns; its export
+    writes ``outlier`` as ``true``/``false``, as ``profview export --view iterations`` does; under
+    "iteration 2 only" the suggested export name says ``iteration-2``."""
+    import csv
+
+    from support import run_cli, sample
+
+    from profview.tui.dialogs.export import ExportDialog
+
+    monkeypatch.chdir(tmp_path)
+    cli = tmp_path / "cli.csv"
+    assert run_cli(["export", str(sample(EAGER)), "--view", "iterations", "-o", str(cli)]) == 0
+    cli_outliers = [row["outlier"] for row in csv.DictReader(cli.open())]
+    assert set(cli_outliers) == {"true", "false"}
+    app = viewer(EAGER)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("0")
+        view = app.screen.query_one(IterationsView)
+        await wait_until(pilot, lambda: bool(view.query(FrameView)))
+        table = view.query_one(FrameView)
+        await wait_until(pilot, lambda: table.table is not None)
+        await pilot.pause()
+        header = next(line for line in screen_text(app).splitlines() if "iteration" in line and "phase" in line)
+        assert "gpu_us_per_token" in header
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportDialog))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.notices[-1].startswith("exported"))
+        written = next(p for p in tmp_path.glob("profview-*.csv"))
+        assert [row["outlier"] for row in csv.DictReader(written.open())] == cli_outliers
+        written.unlink()
+        await pilot.press("down", "down", "enter")
+        await wait_until(pilot, lambda: app.screen.iteration is not None)
+        await pilot.press("2", "e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportDialog))
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog) and dialog.suggestion.endswith("-kernels-iteration-2.csv")

@@ -23,7 +23,7 @@ from ...report.wording import plural
 from ...sanitize import clean, clean_column
 from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
-from .cells import PERCENT_COLUMNS, percent_or_dash
+from .cells import MARK_COLUMNS, PERCENT_COLUMNS, percent_or_dash
 from .frame_sort import frame_sort
 from .row_cursor import RowCursorTable
 from .row_details import details_text
@@ -69,6 +69,8 @@ def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
         elif dtype.is_float():
             # Fixed 3 decimals (the nanosecond), never scientific notation.
             exprs.append(fixed3(frame[column]))
+        elif dtype == pl.Boolean and column in MARK_COLUMNS:
+            exprs.append(pl.col(column).replace_strict({True: "!", False: ""}, default="", return_dtype=pl.String))
         elif dtype == pl.Boolean:  # issue 34: words, not the widget's "✓ True" / "X False"
             exprs.append(pl.col(column).replace_strict({True: "yes", False: "no"}, return_dtype=pl.String))
         elif dtype.is_integer():
