@@ -300,3 +300,27 @@ async def test_iterations_at_80_columns_export_and_the_name_under_an_iteration(t
         await wait_until(pilot, lambda: isinstance(app.screen, ExportDialog))
         dialog = app.screen
         assert isinstance(dialog, ExportDialog) and dialog.suggestion.endswith("-kernels-iteration-2.csv")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_footer_keys_whole_and_tabs_named_as_in_the_readme(size: tuple[int, int]) -> None:
+    """Every key the footer shows is whole (at 80 columns ``e exp`` and ``b by sh`` were cut), the
+    keys that do not fit are left out from the end; the tabs say Overview (not "Info") at every width."""
+    from textual.widgets._footer import FooterKey
+
+    from profview.tui.widgets.footer import WholeFooter, key_width
+
+    app = viewer("gpt2_train_bf16.pt.trace.json.gz")
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app)
+        for pane in ("2", "7", "1"):
+            await pilot.press(pane)
+            await pilot.pause(0.3)
+            lines = screen_text(app).splitlines()
+            assert lines[0].split()[:2] == ["1", "Overview"]
+            footer = app.screen.query_one(WholeFooter)
+            keys = list(footer.query(FooterKey))
+            assert keys and sum(key_width(k) for k in keys) <= size[0]
+            bottom = lines[-1]
+            for key in keys:
+                assert f"{key.key_display} {key.description}".strip() in bottom

@@ -13,7 +13,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from ...errors import ProfviewError
 from ...profiles.iteration_views import IterationScope
@@ -22,6 +22,7 @@ from ...profiles.views import ON_PATH_COLUMNS, with_efficiency, with_graph_time,
 from ...sanitize import clean
 from ..messages import IterationChosen, StepChosen
 from ..widgets.filter_bar import FilterBar
+from ..widgets.footer import WholeFooter
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .efficiency import EfficiencyView, efficiency_pane
@@ -40,8 +41,9 @@ TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "ste
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 TITLES |= {"efficiency": "Efficiency"}  # issue 24
 TITLES |= {"iterations": "Iterations"}  # issue 31
-#: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
-SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
+#: Tab titles when the full ones do not fit (ten tabs on an 80-column terminal): the README's names,
+#: shortened, never a new word (the Overview stays "Overview").
+SHORT_TITLES = {"overview": "Overview", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 TITLES |= {"graphs": "Graphs"}  # issue 36
 SHORT_TITLES |= {"graphs": "Grph"}
@@ -140,7 +142,7 @@ class MainScreen(Screen[None]):
                 else:
                     yield self.waiting(pane)
         yield FilterBar()
-        yield Footer()
+        yield WholeFooter()
 
     def pane_widget(self, pane: str) -> Widget:
         """The widget of one pane (the model must be built for all but Kernels)."""
