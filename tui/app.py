@@ -1,5 +1,9 @@
 """The profview viewer: a Textual app over the frames of one profile.
 
+Over ~400 lines: it holds the app-wide keys (filter, sort, export, help, dead-key reasons) that every
+screen shares; navigation, drill-downs and compare mode are already mixins of their own
+(:mod:`.navigation`, :mod:`.drill`, :mod:`.compare.mode`).
+
 Loading runs in a thread worker (tui/workers.py) that posts :class:`ProfileLoaded` or
 :class:`LoadFailed`; the UI never parses and never blocks.  Keys are documented in
 :mod:`profview.tui.dialogs.help`.  Opened through :mod:`profview.tui.launch`.

@@ -1,4 +1,9 @@
-"""The main screen: Overview, Kernels, Operators, Steps, Memory and Modules, switched with 1-6 or Tab."""
+"""The main screen of one profile: its ten tabs (1 Overview … 9 Graphs, 0 Iterations; Tab cycles), the
+context line, the message line, the filter bar and the footer.
+
+Over ~400 lines because it is where a chosen step or iteration reaches every pane (each pane's
+narrowing is one call here, its own logic in its module): splitting it would scatter that one rule.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
 """A filterable, sortable table over a Polars frame (textual-fastdatatable underneath).
 
+Over ~400 lines: the cells, the column order (user order, distinguishing and leading columns, the
+sorted column kept on screen), the status line and the details line must agree on one displayed
+frame, which this one widget owns; the pure parts are already apart (:mod:`.row_details`,
+:mod:`.cells`, :mod:`.frame_sort`, :mod:`.whole_columns`).
+
 What is on screen is always ``views.refine(frame, pattern, sort, ascending)``: the export writes
 that same frame, so the CSV equals the screen.
 """
