@@ -4,6 +4,7 @@ and the notices.  Figures are checked against the raw events read with the stand
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from pilot import screen_text, wait_loaded, wait_until
 from serving_witness import EAGER, raw_iterations
@@ -324,3 +325,57 @@ async def test_footer_keys_whole_and_tabs_named_as_in_the_readme(size: tuple[int
             bottom = lines[-1]
             for key in keys:
                 assert f"{key.key_display} {key.description}".strip() in bottom
+
+
+def raw_replay_durations(name: str, position: int) -> list[float]:
+    """The duration of the ``position``-th kernel of each graph replay (by start), from the raw JSON:
+    the kernels whose correlation is a cudaGraphLaunch's."""
+    events = raw_events(name)
+    launches = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})
+    }
+    replays: dict[int, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in launches:
+            replays.setdefault(e["args"]["correlation"], []).append((e["ts"], e["dur"]))
+    return [sorted(kernels)[position][1] for kernels in replays.values()]
+
+
+async def test_node_drill_gives_min_and_max_and_on_path_never_exceeds_total() -> None:
+    """A graph node's drill-down gives the shortest and longest of its replays (``-`` before), as the
+    raw events have them; a kernel's ``on_path_us`` never exceeds its ``total_us`` (the rounding of
+    the path's sum gave 39.392 over 39.391)."""
+    name = "h100_decode_cuda_graph.json.gz"
+    durations = raw_replay_durations(name, 0)
+    assert len(durations) == 12
+    app = viewer(name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("9")
+        await pilot.pause()
+        graphs = app.screen.query_one("#graphs-table", FrameView)
+        await wait_until(pilot, lambda: graphs.table is not None)
+        graphs.focus_table()
+        await pilot.press("enter")
+        from profview.tui.drill.screen import DrillScreen
+
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
+        nodes = app.screen
+        await wait_until(pilot, lambda: nodes.query_one(FrameView).table is not None)
+        await pilot.pause()
+        await pilot.press("enter")  # node 0
+        await wait_until(pilot, lambda: app.screen is not nodes and isinstance(app.screen, DrillScreen))
+        origin = app.screen.query_one(FrameView)
+        await wait_until(pilot, lambda: origin.table is not None)
+        row = origin.displayed.row(0, named=True)
+        assert row["calls"] == 12
+        assert abs(row["min_us"] - min(durations)) < 1e-6 and abs(row["max_us"] - max(durations)) < 1e-6
+    from support import loaded
+
+    from profview.profiles.views import view_frame
+
+    kernels = view_frame(loaded(name), "kernels", on_path=True)
+    assert kernels.filter(pl.col("on_path_us") > pl.col("total_us")).height == 0
+    assert kernels["on_path_us"].max() > 0
