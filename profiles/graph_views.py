@@ -32,7 +32,10 @@ else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
 #: Why a trace has no graph views.
-NO_GRAPHS = "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch, and no run of GPU work one launch made)"
+NO_GRAPHS = (
+    "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch call, and no single launch that ran "
+    "several kernels, as a replay does)"
+)
 #: What to do where a graph has no capture (summary, Overview, the graphs view's note).
 CAPTURE_REMEDY = (
     "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "

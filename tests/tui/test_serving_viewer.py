@@ -379,3 +379,23 @@ async def test_node_drill_gives_min_and_max_and_on_path_never_exceeds_total() ->
     kernels = view_frame(loaded(name), "kernels", on_path=True)
     assert kernels.filter(pl.col("on_path_us") > pl.col("total_us")).height == 0
     assert kernels["on_path_us"].max() > 0
+
+
+def test_roofline_caption_and_no_graphs_say_what_they_mean() -> None:
+    """The chart's caption names the rows it leaves out and why ("25 rows: 0 FLOPs" read as a figure);
+    a trace without replays says what was looked for in plain words."""
+    from support import loaded
+
+    from profview.profiles.graph_views import NO_GRAPHS
+    from profview.tui.main.efficiency import screen_frame
+    from profview.tui.main.roofline import chart_caption
+
+    profile = loaded("h100_decode_kv_growth.json.gz")
+    frame = screen_frame(profile.efficiency())
+    left_out = frame.filter(~((pl.col("tflops_s") > 0) & (pl.col("flops_per_byte") > 0))).height
+    assert left_out >= 1
+    caption = chart_caption(frame, None, "H100 SXM").plain
+    noun = "row" if left_out == 1 else "rows"
+    assert f"{left_out} {noun} not drawn (no FLOPs or no bytes)" in caption
+    assert "0 FLOPs" not in caption
+    assert "one launch made" not in NO_GRAPHS and "several kernels" in NO_GRAPHS
