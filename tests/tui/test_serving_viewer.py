@@ -399,3 +399,31 @@ def test_roofline_caption_and_no_graphs_say_what_they_mean() -> None:
     assert f"{left_out} {noun} not drawn (no FLOPs or no bytes)" in caption
     assert "0 FLOPs" not in caption
     assert "one launch made" not in NO_GRAPHS and "several kernels" in NO_GRAPHS
+
+
+async def test_training_iterations_are_named_by_their_step() -> None:
+    """On a training trace (no serving annotation) iteration N is a ProfilerStep: the table shows the
+    step right after the iteration (the raw JSON's ProfilerStep#2, 3, 4), the serving columns after
+    the figures, and "iteration 0 only" says which step it is."""
+    name = "gpt2_train_bf16.pt.trace.json.gz"
+    steps = sorted(
+        (e["ts"], int(e["name"].removeprefix("ProfilerStep#")))
+        for e in raw_events(name)
+        if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")
+    )
+    app = viewer(name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("0")
+        view = app.screen.query_one(IterationsView)
+        await wait_until(pilot, lambda: bool(view.query(FrameView)))
+        table = view.query_one(FrameView)
+        await wait_until(pilot, lambda: table.table is not None)
+        assert table.displayed.columns[:2] == ["iteration", "step"]
+        assert table.displayed["step"].to_list() == [number for _, number in steps]
+        header = next(line for line in screen_text(app).splitlines() if "iteration" in line and "outlier" in line)
+        assert header.split()[:3] == ["iteration", "step", "outlier"]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen.iteration is not None)
+        await pilot.pause()
+        assert f"iteration 0 (step {steps[0][1]}) only" in screen_text(app)

@@ -38,11 +38,19 @@ FOUND_BY = {
 }
 
 
+#: A training trace's iterations are its ProfilerSteps: the step names each, and the serving columns
+#: (phase, tokens, per token: empty) go after the figures.
+STEP_ORDER = ("iteration", "step", "outlier", "gpu_us", "wall_us", "gpu_busy_pct", "host_us", "idle_us", "kernels")
+
+
 def screen_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """The iterations in :data:`SCREEN_ORDER` (the serving figure, GPU µs per token, before the wide
     columns).  ``outlier`` stays a boolean, so the export writes ``true``/``false`` as the CLI does;
     the table shows it as ``!`` (:data:`profview.tui.widgets.cells.MARK_COLUMNS`)."""
-    return frame.select([c for c in SCREEN_ORDER if c in frame.columns])
+    order: tuple[str, ...] = SCREEN_ORDER
+    if frame.height and "found_by" in frame.columns and (frame["found_by"] == "steps").all():
+        order = STEP_ORDER + tuple(c for c in SCREEN_ORDER if c not in STEP_ORDER)
+    return frame.select([c for c in order if c in frame.columns])
 
 
 class IterationsView(Vertical):

@@ -318,7 +318,9 @@ class MainScreen(Screen[None]):
             context.insert(0, full if fits else short)
         if self.iteration is not None:  # issue 31
             full = f"{self.iteration.label()} only: Overview, Kernels, Operators, drill-downs (Iterations: a = all)"
-            short = f"iteration {self.iteration.iteration} only (a: all)"
+            step = self.iteration.name.removeprefix("ProfilerStep#")  # a training trace's iteration is a step
+            named = f" (step {step})" if step.isdigit() and step != self.iteration.name else ""
+            short = f"iteration {self.iteration.iteration}{named} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
         line = Text(" · ".join(context) or "all steps", style="dim")
