@@ -106,6 +106,6 @@ def details_text(
     lines += [Text("")] * (FIGURE_LINES - len(lines))
     lines += text_lines([(c, clean(row[c])) for c in words], width, TEXT_LINES)
     if name_column is not None:
-        name = cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, NAME_LINES, at_spaces=False)
-        lines += name + [Text("")] * (min(name_lines, NAME_LINES) - len(name))
+        full = cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, NAME_LINES, at_spaces=False)
+        lines += full + [Text("")] * (min(name_lines, NAME_LINES) - len(full))
     return Text("\n").join(lines)
