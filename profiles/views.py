@@ -77,12 +77,6 @@ def with_on_path(
         keys = ["kind", "name"] if "kind" in frame.columns else ["name"]
         on = names.group_by(keys).agg(pl.col(ON_PATH_COLUMNS).sum())
     joined = frame.drop(ON_PATH_COLUMNS, strict=False).join(on, on=keys, how="left", maintain_order="left")
-    if view == "kernels" and "total_us" in joined.columns:
-        # A kernel's time on the path is part of its time: the path's events are summed rounded to
-        # the nanosecond, the table's total unrounded, so the sums can differ in the last digit.
-        over = pl.col("on_path_us") > pl.col("total_us")
-        capped = pl.when(over).then(pl.col("total_us")).otherwise(pl.col("on_path_us"))
-        joined = joined.with_columns(capped.alias("on_path_us"))
     after = next((c for c in ("total_us", "host_self_us") if c in frame.columns), None)
     if after is None:
         return joined

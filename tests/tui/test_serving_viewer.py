@@ -343,10 +343,9 @@ def raw_replay_durations(name: str, position: int) -> list[float]:
     return [sorted(kernels)[position][1] for kernels in replays.values()]
 
 
-async def test_node_drill_gives_min_and_max_and_on_path_never_exceeds_total() -> None:
+async def test_node_drill_gives_min_and_max_of_its_replays() -> None:
     """A graph node's drill-down gives the shortest and longest of its replays (``-`` before), as the
-    raw events have them; a kernel's ``on_path_us`` never exceeds its ``total_us`` (the rounding of
-    the path's sum gave 39.392 over 39.391)."""
+    raw events have them."""
     name = "h100_decode_cuda_graph.json.gz"
     durations = raw_replay_durations(name, 0)
     assert len(durations) == 12
@@ -372,13 +371,6 @@ async def test_node_drill_gives_min_and_max_and_on_path_never_exceeds_total() ->
         row = origin.displayed.row(0, named=True)
         assert row["calls"] == 12
         assert abs(row["min_us"] - min(durations)) < 1e-6 and abs(row["max_us"] - max(durations)) < 1e-6
-    from support import loaded
-
-    from profview.profiles.views import view_frame
-
-    kernels = view_frame(loaded(name), "kernels", on_path=True)
-    assert kernels.filter(pl.col("on_path_us") > pl.col("total_us")).height == 0
-    assert kernels["on_path_us"].max() > 0
 
 
 def test_roofline_caption_and_no_graphs_say_what_they_mean() -> None:
