@@ -373,6 +373,18 @@ def fmt_fixed(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
+def fmt_share(pct: float, decimals: int = 1) -> str:
+    """A share in percent with ``decimals`` decimals, more where rounding would claim all or none:
+    ``99.96%`` (never ``100.0%`` for less than all), ``0.02%`` (never ``0.0%`` for some)."""
+    text = f"{pct:.{decimals}f}"
+    for more in range(decimals + 1, 6):
+        rounded = float(text)
+        if not (rounded >= 100.0 > pct or rounded == 0.0 < pct):
+            break
+        text = f"{pct:.{more}f}"
+    return text + "%"
+
+
 def fmt_us(value: float | None) -> str:
     """A duration in µs, in the unit that reads best (3 decimals; ``-`` for none)."""
     if value is None:

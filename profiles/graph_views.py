@@ -33,7 +33,10 @@ else:
     ProfileHost = object  # the Protocol is the type checker's base only
 
 #: Why a trace has no graph views.
-NO_GRAPHS = "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch, and no run of GPU work one launch made)"
+NO_GRAPHS = (
+    "no graph replays in this trace (no cudaGraphLaunch/hipGraphLaunch call, and no single launch that ran "
+    "several kernels, as a replay does)"
+)
 #: What to do where a graph has no capture (summary, Overview, the graphs view's note).
 CAPTURE_REMEDY = (
     "record its capture (vLLM: capture_torch_profiler_dir; SGLang: --enable-profile-cuda-graph; "
@@ -418,19 +421,20 @@ class GraphViews(ProfileHost):
         figures = self.graph_summary()
         if not figures:
             return []
-        from ..frames import fmt_us
+        from ..frames import fmt_share, fmt_us
 
         share = figures["replayed_us"] / figures["all_gpu_us"] * 100.0 if figures["all_gpu_us"] else 0.0
         partial = f" + {figures['partial_replays']} cut by the window" if figures["partial_replays"] else ""
         counted = f"{_count(figures['graphs'], 'graph')}, {_count(figures['replays'], 'replay')}{partial}"
-        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {share:.1f}% of GPU time ({counted})"
+        first = f"graph replays: {fmt_us(figures['replayed_us'])}, {fmt_share(share)} of GPU time ({counted})"
         misfits = figures.get("misfits") or []
         if figures["without_capture"] == figures["graphs"]:
             if misfits:  # captures were given or found: which fits how well, never "no capture"
                 return [first, f"graph replays not attributed to operators: {'; '.join(misfits)}"]
             return [first, f"graph replays not attributed to operators: no capture; {self._remedy}"]
         attributed = figures["attributed_us"] / figures["replayed_us"] * 100.0 if figures["replayed_us"] else 0.0
-        second = f"graph replays attributed to operators: {attributed:.1f}% through {', '.join(figures['captures'])}"
+        captures = ", ".join(figures["captures"])
+        second = f"graph replays attributed to operators: {fmt_share(attributed)} through {captures}"
         if misfits:
             second += f"; {_count(len(misfits), 'graph')} not: {'; '.join(misfits)}"
         if figures["without_capture"] > len(misfits):

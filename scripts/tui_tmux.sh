@@ -23,7 +23,7 @@ trap 'tmux kill-session -t "$session" 2>/dev/null || true' EXIT
 
 # Wait until the loading screen is gone (the view tabs, an error line or the exit code show).
 deadline=$((SECONDS + ${PROFVIEW_TIMEOUT:-60}))
-until tmux capture-pane -p -t "$session" | grep -qE '1 Overview|1 Info|1 Ranks|1 Kernels|\[exit code|profview: error'; do
+until tmux capture-pane -p -t "$session" | grep -qE '1 Overview|1 Ranks|1 Kernels|\[exit code|profview: error'; do
   if [ $SECONDS -ge $deadline ]; then echo "timed out waiting for the viewer" >&2; break; fi
   sleep 0.2
 done

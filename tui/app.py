@@ -1,5 +1,9 @@
 """The profview viewer: a Textual app over the frames of one profile.
 
+Over ~400 lines: it holds the app-wide keys (filter, sort, export, help, dead-key reasons) that every
+screen shares; navigation, drill-downs and compare mode are already mixins of their own
+(:mod:`.navigation`, :mod:`.drill`, :mod:`.compare.mode`).
+
 Loading runs in a thread worker (tui/workers.py) that posts :class:`ProfileLoaded` or
 :class:`LoadFailed`; the UI never parses and never blocks.  Keys are documented in
 :mod:`profview.tui.dialogs.help`.  Opened through :mod:`profview.tui.launch`.
@@ -503,7 +507,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         main = self.main_screen()
         if main is not None and main.scope and parts:  # the subject names the rank already
             parts = [parts[0].removeprefix(f"{main.scope} › "), *parts[1:]]
-        named = name_parts(self.export_subject(), parts, main.step if main is not None else None)  # trace, view, step
+        chosen = main.iteration if main is not None else None
+        step = main.step if main is not None else None
+        named = name_parts(self.export_subject(), parts, step, chosen.iteration if chosen is not None else None)
         self.push_screen(ExportDialog(suggest_name(named), frame.height), write)
 
 

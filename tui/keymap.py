@@ -141,12 +141,13 @@ KEYMAP: tuple[Key, ...] = (
         show=True,
     ),
     # -- compare mode (profview diff BEFORE AFTER) ----------------------------------------------
-    Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3 4, Tab",
+    Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3 4 5, Tab",
         "compare mode: Kernels, Operators, Steps (before / after / delta); Moved (one step aligned by "
-        "operator: kernels that changed under the same operator)"),
+        "operator: kernels that changed under the same operator); Phases (GPU µs per token per phase)"),
     Key("compare", "compare.ops", "2", "show('ops')", "operators"),
     Key("compare", "compare.steps", "3", "show('steps')", "steps"),
     Key("compare", "compare.moved", "4", "show('moved')", "moved"),
+    Key("compare", "compare.phases", "5", "show('phases')", "phases"),
     Key("compare", "compare.side", "w", "switch_side", "drill side", "compare: w",
         "Enter drills into both sides (before/after/delta); w: AFTER, BEFORE, both", show=True),
     # -- compare mode of two jobs (profview diff JOB_A JOB_B; tui/job_compare.py) ---------------
@@ -315,6 +316,10 @@ def remapped_help_keys(owner: Key, keymap: dict[str, str]) -> str:
     return text
 
 
+#: Given in the main screen's help scopes: the one-trace viewer's tab keys (``1`` … ``0``) work there.
+MAIN_TABS = "main_tabs"
+
+
 def help_sections(
     scopes: tuple[str, ...], where: str = "", keymap: dict[str, str] | None = None
 ) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -324,14 +329,23 @@ def help_sections(
     first: list[tuple[str, str]] = []
     everywhere: list[tuple[str, str]] = []
     others: list[tuple[str, str]] = []
-    ranked = sorted(KEYMAP, key=lambda k: scopes.index(k.scope) if k.scope in scopes else len(scopes))  # stable
+    def scope_of(key: Key) -> str:
+        # The one-trace viewer's tab keys are bound app-wide but name its tabs: on another screen
+        # (compare, a job, a drill-down) they are listed with the other screens, not everywhere.
+        if key.id.startswith("pane.") and MAIN_TABS not in scopes:
+            return MAIN_TABS
+        return key.scope
+
+    ranked = sorted(KEYMAP, key=lambda k: scopes.index(scope_of(k)) if scope_of(k) in scopes else len(scopes))
     for key in ranked:
         if not key.help:
             continue
         line = (remapped_help_keys(key, keymap) if keymap else key.help_keys, key.help)
-        if key.scope in scopes:
+        if scope_of(key) == MAIN_TABS:
+            line = (f"one trace: {line[0]}", line[1])
+        if scope_of(key) in scopes and scope_of(key) != MAIN_TABS:
             first.append(line)
-        elif key.scope == "app" or key.scope.startswith("help"):
+        elif scope_of(key) == "app" or key.scope.startswith("help"):
             everywhere.append(line)
         else:
             others.append(line)

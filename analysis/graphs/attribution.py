@@ -62,6 +62,8 @@ GRAPH_NODE_COLUMNS = (
     "replays",
     "device_us",
     "mean_us",
+    "min_us",
+    "max_us",
     "how",
     "stream",
     "op_chain",
@@ -408,13 +410,15 @@ def graph_table(frames: GraphFrames, gpu: pl.DataFrame) -> pl.DataFrame:
 def graph_node_table(frames: GraphFrames, gpu: pl.DataFrame, graph: int | None = None) -> pl.DataFrame:
     """One row per graph node (:data:`GRAPH_NODE_COLUMNS`; ``graph``: that graph's only): its
     kernel, the operator, module and source line of its captured launch, how many replays ran it,
-    their GPU time and mean, and ``how`` it was attributed (or why not)."""
+    their GPU time, mean, shortest and longest, and ``how`` it was attributed (or why not)."""
     nodes = frames.nodes if graph is None else frames.nodes.filter(pl.col("graph") == graph)
     events = replayed(frames, gpu, ())
     per_node = events.group_by("graph", "node").agg(
         pl.col("replay").n_unique().cast(pl.Int64).alias("replays"),
         pl.col("dur").sum().alias("device_us"),
         pl.col("dur").mean().alias("mean_us"),
+        pl.col("dur").min().alias("min_us"),
+        pl.col("dur").max().alias("max_us"),
     )
     blocks = [
         pl.DataFrame(
@@ -592,8 +596,8 @@ def node_launch_frame(node: dict[str, Any]) -> pl.DataFrame:
             "calls": [calls],
             "total_us": [total],
             "mean_us": [node.get("mean_us")],
-            "min_us": [None],
-            "max_us": [None],
+            "min_us": [node.get("min_us")],
+            "max_us": [node.get("max_us")],
             "pct": [100.0 if total else None],
         },
         schema={

@@ -84,6 +84,8 @@ async def test_compare_tabs_header_and_glyphs() -> None:
         assert app.screen.frame_view().displayed.height == first["calls"]
         await pilot.press("escape")
         await pilot.press("tab")
+        assert screen.pane == "phases"  # training runs: one phase, "unknown" (no serving annotation)
+        await pilot.press("tab")
         assert screen.pane == "kernels"
 
 

@@ -229,10 +229,10 @@ def test_tabs_that_do_not_fit_say_so() -> None:
         "8", "Efficiency", "9", "Graphs", "0", "Iterations",
     ]
     narrow = tab_line("overview", 50).plain  # short titles, unpadded (issue 34), and still too many
-    assert narrow.rstrip().endswith("…") and narrow.startswith("1 Info") and len(narrow) <= 50
+    assert narrow.rstrip().endswith("…") and narrow.startswith("1 Overview") and len(narrow) <= 50
     assert "8 Eff" in tab_line("overview", 60).plain  # issue 34: at 60 columns every tab still shows
     last = tab_line("efficiency", 50).plain
-    assert last.startswith("…") and "8 Eff" in last and "1 Info" not in last and len(last) <= 50
+    assert last.startswith("…") and "8 Eff" in last and "1 Overview" not in last and len(last) <= 50
 
 
 # -- lists grow on a tall screen ---------------------------------------------------------------

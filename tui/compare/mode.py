@@ -49,7 +49,7 @@ class CompareMode:
                 lifecycle.prepare(comparison.side(which), lambda _phase: None)
             self.post_message(LoadPhase("comparing"))
             frames: dict[str, Any] = {}
-            for view in (*DIFF_VIEWS, "moved"):
+            for view in (*DIFF_VIEWS, "moved", "phases"):
                 try:
                     frames[view] = comparison.view(view)
                 except ProfviewError as exc:

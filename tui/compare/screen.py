@@ -1,6 +1,7 @@
 """Compare mode (``profview diff BEFORE AFTER``): Kernels, Operators and Steps as before / after /
 delta tables, sorted by the size of the change; Moved: one step of each side aligned by operator
-(:meth:`profview.diff.comparison.Comparison.moved`), the kernels that changed under the same operator.
+(:meth:`profview.diff.comparison.Comparison.moved`), the kernels that changed under the same operator;
+Phases: serving runs per phase, GPU µs per token before and after (``diff --view phases``).
 
 Each row starts with a ``change`` cell: ▲ (grew), ▼ (shrank), ``▲ new``, ``▼ gone`` or ``=``,
 coloured red / green where colour is available, readable without (NO_COLOR).  A header names
@@ -28,8 +29,8 @@ from ..widgets.row_cursor import RowCursorTable
 from ..widgets.table_view import FrameView
 from .tabs import CompareTabs
 
-COMPARE_PANES = ("kernels", "ops", "steps", "moved")
-COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps", "moved": "Moved"}
+COMPARE_PANES = ("kernels", "ops", "steps", "moved", "phases")
+COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps", "moved": "Moved", "phases": "Phases"}
 #: Glyph → colour of a change cell (red: more time, green: less).
 GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
 CHANGE_GLYPHS = frozenset(GLYPHS.values())
@@ -40,6 +41,9 @@ LEADING = {
             "host_self_us_before", "host_self_us_after"),
     "steps": ("change", "name", "delta_us", "delta_pct", "mean_us_before", "mean_us_after"),
     "moved": ("change", "op", "delta_us", "kernels_before", "kernels_after", "calls"),
+    # serving runs per phase: the figure compared (GPU µs per token, else the median iteration's GPU µs)
+    "phases": ("change", "name", "compared", "delta_us", "delta_pct", "gpu_us_per_token_before",
+               "gpu_us_per_token_after", "iterations_before", "iterations_after"),
     # drill-downs of both sides: a kernel's launch paths, an operator's kernels
     "kernel_launches": ("change", "name", "delta_us", "delta_pct", "calls_before", "calls_after",
                         "total_us_before", "total_us_after"),
@@ -134,6 +138,8 @@ class CompareScreen(CompareTabs):
         """
         if self.pane == "steps":
             return "the mean-step rows have no drill-down (open a side with profview TRACE for its timeline)"
+        if self.pane == "phases":
+            return "a phase row has no drill-down (open a side with profview TRACE: its Iterations tab, 0)"
         if self.pane == "moved":
             op = str(row.get("op"))
             return self.drill_side, op, op

@@ -13,11 +13,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from ...diff.comparison import SIDES
 from ...sanitize import clean
 from ..widgets.filter_bar import FilterBar
+from ..widgets.footer import WholeFooter
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 
@@ -47,7 +48,7 @@ class CompareTabs(Screen[None]):
         with ContentSwitcher(initial=self.pane, id="panes"):
             yield from self.panes()
         yield FilterBar()
-        yield Footer()
+        yield WholeFooter()
 
     def header_text(self) -> Text:
         """BEFORE and AFTER (what each is), and how they are compared."""

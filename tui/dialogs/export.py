@@ -32,9 +32,11 @@ def trace_stem(path: str) -> str:
     return stem
 
 
-def name_parts(trace: str, parts: list[str], step: int | None) -> list[str]:
-    """What the suggested export name says (issue 13): the trace, the view path, the step if one."""
-    return [trace_stem(trace), *parts, *([f"step {step}"] if step is not None else [])]
+def name_parts(trace: str, parts: list[str], step: int | None, iteration: int | None = None) -> list[str]:
+    """What the suggested export name says: the trace, the view path, and the step or iteration the
+    views are narrowed to, if one (a file from "iteration 5 only" must not read as the whole trace's)."""
+    scope = [f"step {step}"] if step is not None else [f"iteration {iteration}"] if iteration is not None else []
+    return [trace_stem(trace), *parts, *scope]
 
 
 class ExportDialog(ModalScreen[str | None]):

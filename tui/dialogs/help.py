@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
-from ..keymap import bindings, help_sections
+from ..keymap import MAIN_TABS, bindings, help_sections
 
 #: The keymap scopes of each pane of the main screen (its keys come first in the help).
 PANE_SCOPES = {
@@ -41,7 +41,7 @@ def help_context(screen: Screen) -> tuple[str, tuple[str, ...]]:
     if name == "MainScreen" and isinstance(pane, str):
         from ..main.screen import TITLES
 
-        return TITLES.get(pane, pane), PANE_SCOPES.get(pane, ("app",))
+        return TITLES.get(pane, pane), (*PANE_SCOPES.get(pane, ("app",)), MAIN_TABS)
     titles = {"DrillScreen": "drill-down", "CompareScreen": "compare", "JobScreen": "job"}
     return titles.get(name, "two jobs"), SCREEN_SCOPES.get(name, ())
 

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ...analysis.tables.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
@@ -16,6 +16,7 @@ from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.breadcrumb import Breadcrumb
 from ..widgets.filter_bar import FilterBar
+from ..widgets.footer import WholeFooter
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 
@@ -59,7 +60,7 @@ class DrillScreen(Screen[None]):
             with VerticalScroll(id="launch-detail", can_focus=False):
                 yield Static(id="launch-text")
         yield FilterBar()
-        yield Footer()
+        yield WholeFooter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("scroll_detail", "toggle_stack"):

@@ -20,7 +20,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import LoadingIndicator, Static
 from textual.worker import Worker
 
 from ...errors import ProfviewError
@@ -28,6 +28,7 @@ from ...sanitize import clean
 from ..host import ViewerApp
 from ..keymap import bindings
 from ..messages import DrillReady
+from ..widgets.footer import WholeFooter
 from ..workers import Cancelled, detached
 
 GRACE_S = 0.25  # a drill-down done within this opens without the progress screen
@@ -54,7 +55,7 @@ class DrillProgress(ModalScreen[None]):
         with Vertical():
             yield Static(id="drill-progress-text")
             yield LoadingIndicator()
-        yield Footer()
+        yield WholeFooter()
 
     def on_mount(self) -> None:
         self.tick()

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from ...jobs.job import Job
 from ...report.job_summary import straggler_line
@@ -23,6 +23,7 @@ from ..drill.screen import DrillScreen
 from ..keymap import bindings
 from ..messages import DrillRequested
 from ..widgets.filter_bar import FilterBar
+from ..widgets.footer import WholeFooter
 from ..widgets.table_view import FrameView
 from .grid import SHADE_BY, RankGrid, shade_label
 
@@ -50,7 +51,7 @@ class JobScreen(Screen[None]):
                 yield FrameView("ranks", ranks_table(self.job), id="ranks-table")
             yield FrameView("collectives", self.job.collective_instances(), id="collectives")
         yield FilterBar()
-        yield Footer()
+        yield WholeFooter()
 
     def on_mount(self) -> None:
         self.update_header()

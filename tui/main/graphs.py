@@ -28,7 +28,7 @@ class GraphsView(Vertical):
     """A caption (the Overview's graph lines) and the graphs table."""
 
     BINDINGS = bindings("graphs")
-    DEFAULT_CSS = "#graphs-caption { height: auto; max-height: 3; padding: 0 1; }"
+    DEFAULT_CSS = "#graphs-caption { height: auto; max-height: 6; padding: 0 1; }"
 
     def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
         super().__init__(id=id)

@@ -26,7 +26,7 @@ from ..widgets.table_view import FrameView
 
 #: The table's columns on screen, the figures read first (the export keeps the same order).
 SCREEN_ORDER = (
-    "iteration", "phase", "outlier", "wall_us", "gpu_us", "gpu_busy_pct", "tokens", "gpu_us_per_token", "name",
+    "iteration", "phase", "outlier", "tokens", "gpu_us_per_token", "gpu_us", "wall_us", "gpu_busy_pct", "name",
     "host_us", "idle_us", "kernels", "launches", "graph_launches", "requests", "context_tokens", "tokens_from",
     "step", "start_us", "found_by",
 )  # fmt: skip
@@ -38,10 +38,19 @@ FOUND_BY = {
 }
 
 
+#: A training trace's iterations are its ProfilerSteps: the step names each, and the serving columns
+#: (phase, tokens, per token: empty) go after the figures.
+STEP_ORDER = ("iteration", "step", "outlier", "gpu_us", "wall_us", "gpu_busy_pct", "host_us", "idle_us", "kernels")
+
+
 def screen_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The iterations in :data:`SCREEN_ORDER`, ``outlier`` as ``!`` (readable without colour)."""
-    shown = frame.with_columns(pl.when(pl.col("outlier")).then(pl.lit("!")).otherwise(pl.lit("")).alias("outlier"))
-    return shown.select([c for c in SCREEN_ORDER if c in frame.columns])
+    """The iterations in :data:`SCREEN_ORDER` (the serving figure, GPU µs per token, before the wide
+    columns).  ``outlier`` stays a boolean, so the export writes ``true``/``false`` as the CLI does;
+    the table shows it as ``!`` (:data:`profview.tui.widgets.cells.MARK_COLUMNS`)."""
+    order: tuple[str, ...] = SCREEN_ORDER
+    if frame.height and "found_by" in frame.columns and (frame["found_by"] == "steps").all():
+        order = STEP_ORDER + tuple(c for c in SCREEN_ORDER if c not in STEP_ORDER)
+    return frame.select([c for c in order if c in frame.columns])
 
 
 class IterationsView(Vertical):

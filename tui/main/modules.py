@@ -48,7 +48,7 @@ class ModulesView(Vertical):
     """A caption and the module (or source-line) table."""
 
     BINDINGS = bindings("modules")
-    DEFAULT_CSS = "#modules-caption { height: 1; padding: 0 1; }"
+    DEFAULT_CSS = "#modules-caption { height: auto; max-height: 2; padding: 0 1; }"
 
     def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
         super().__init__(id=id)

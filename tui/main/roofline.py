@@ -16,6 +16,7 @@ import polars as pl
 from rich.text import Text
 
 from ...frames import fmt_us
+from ...report.wording import plural
 from ...sanitize import clean
 
 MEMORY_ROOF, COMPUTE_ROOF, RIDGE, OTHER = "╱", "─", "┼", "·"
@@ -131,7 +132,7 @@ def chart_caption(frame: pl.DataFrame, device: str | None, peak_name: str | None
         where = f"{clean(device)}: " if device else ""
         return Text(f"{where}no peak known for this device (profview export --peak-tflops/--peak-tbs)", style="dim")
     skipped = frame.filter(~((pl.col("tflops_s") > 0) & (pl.col("flops_per_byte") > 0))).height
-    note = f" · {skipped} rows: 0 FLOPs" if skipped else ""
+    note = f" · {plural(skipped, 'row')} not drawn (no FLOPs or no bytes)" if skipped else ""
     name = clean(peak_name or device or "")
     return Text(
         f"{name} · {peak_tflops:g} TFLOP/s {COMPUTE_ROOF} {peak_tb_s:g} TB/s {MEMORY_ROOF} · "

@@ -1,4 +1,9 @@
-"""The main screen: Overview, Kernels, Operators, Steps, Memory and Modules, switched with 1-6 or Tab."""
+"""The main screen of one profile: its ten tabs (1 Overview … 9 Graphs, 0 Iterations; Tab cycles), the
+context line, the message line, the filter bar and the footer.
+
+Over ~400 lines because it is where a chosen step or iteration reaches every pane (each pane's
+narrowing is one call here, its own logic in its module): splitting it would scatter that one rule.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from ...errors import ProfviewError
 from ...profiles.iteration_views import IterationScope
@@ -23,6 +28,7 @@ from ...sanitize import clean
 from ..keymap import bindings
 from ..messages import IterationChosen, StepChosen
 from ..widgets.filter_bar import FilterBar
+from ..widgets.footer import WholeFooter
 from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .efficiency import EfficiencyView, efficiency_pane
@@ -41,8 +47,9 @@ TITLES = {"overview": "Overview", "kernels": "Kernels", "ops": "Operators", "ste
 TITLES |= {"memory": "Memory", "modules": "Modules", "trace": "Timeline"}
 TITLES |= {"efficiency": "Efficiency"}  # the perf model and its roofline
 TITLES |= {"iterations": "Iterations"}  # serving and decode loops
-#: Tab titles when the full ones do not fit (issue 24: eight tabs on an 80-column terminal).
-SHORT_TITLES = {"overview": "Info", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
+#: Tab titles when the full ones do not fit (ten tabs on an 80-column terminal): the README's names,
+#: shortened, never a new word (the Overview stays "Overview").
+SHORT_TITLES = {"overview": "Overview", "kernels": "Kern", "ops": "Ops", "memory": "Mem", "modules": "Mods"}
 SHORT_TITLES |= {"trace": "Time", "efficiency": "Eff"}
 TITLES |= {"graphs": "Graphs"}  # graph replays through their capture
 SHORT_TITLES |= {"graphs": "Grph"}
@@ -143,7 +150,7 @@ class MainScreen(Screen[None]):
                 else:
                     yield self.waiting(pane)
         yield FilterBar()
-        yield Footer()
+        yield WholeFooter()
 
     def pane_widget(self, pane: str) -> Widget:
         """The widget of one pane (the model must be built for all but Kernels)."""
@@ -315,7 +322,9 @@ class MainScreen(Screen[None]):
         if self.iteration is not None:  # an iteration chosen in Iterations, said as a step is
             views = "Overview, Kernels, Operators, Modules, Efficiency, drill-downs"
             full = f"{self.iteration.label()} only: {views} (a: all)"
-            short = f"iteration {self.iteration.iteration} only (a: all)"
+            step = self.iteration.name.removeprefix("ProfilerStep#")  # a training trace's iteration is a step
+            named = f" (step {step})" if step.isdigit() and step != self.iteration.name else ""
+            short = f"iteration {self.iteration.iteration}{named} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
         line = Text(" · ".join(context) or "all steps", style="dim")
@@ -418,8 +427,7 @@ class MainScreen(Screen[None]):
         self.scope_panes(message.scope)
         timelines = self.query(TraceTimeline)
         if timelines:
-            scope = message.scope
-            timelines.first().show_range(None if scope is None else (scope.start, scope.window_end))
+            timelines.first().show_iteration(message.scope)
         self.notify("now: all iterations" if message.scope is None else f"now: iteration {message.scope.iteration}")
 
     def action_all_scopes(self) -> None:

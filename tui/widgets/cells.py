@@ -18,4 +18,9 @@ def percent_cell(value: float | None) -> str:
 PERCENT_COLUMNS = ("occupancy",)
 
 
-__all__ = ["PERCENT_COLUMNS", "percent_cell", "percent_or_dash"]
+#: Boolean columns drawn as a mark, ``!`` where true and blank where false (readable without colour,
+#: narrow at 80 columns); the frame keeps the boolean, so an export writes ``true``/``false``.
+MARK_COLUMNS = ("outlier",)
+
+
+__all__ = ["MARK_COLUMNS", "PERCENT_COLUMNS", "percent_cell", "percent_or_dash"]

@@ -33,9 +33,13 @@ class FilterBar(Input):
         self._pending: Timer | None = None
 
     def open(self, target) -> None:  # type: ignore[no-untyped-def]
-        """Show the bar for a FrameView, starting from its current filter."""
+        """Show the bar for a FrameView, starting from its current filter.  Setting that text
+        re-filters nothing: the table already shows it (a re-filter rebuilds the table, which would
+        take the focus back from the bar, e.g. after Esc cleared a kept filter)."""
         self.target = target
-        self.value = target.pattern
+        with self.prevent(Input.Changed):
+            self.value = target.pattern
+        self.set_class(False, "invalid")  # a kept filter is a valid one
         self.border_title = "filter by regex"
         self.border_subtitle = self.count_text()
         self.display = True

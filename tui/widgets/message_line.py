@@ -1,4 +1,5 @@
-"""A one-line message area in a screen's header row, for informational notices.
+"""A message area in a screen's header row, for informational notices: one line, or wrapped
+over up to four when the notice is longer (its point is often at the end: a path, a remedy).
 
 Textual's toasts are drawn over the bottom-right of the screen, where the table's rows are.
 :meth:`profview.tui.app.ProfviewApp.notify` sends an *information* notice here when the screen
@@ -15,11 +16,12 @@ from ...sanitize import clean
 
 
 class MessageLine(Static):
-    """Shows one notice at the right of the header row, for a few seconds; hidden when empty."""
+    """Shows one notice at the right of the header row, for a few seconds, wrapped whole (the row
+    grows while it shows); hidden when empty."""
 
     DEFAULT_CSS = """
-    MessageLine { height: 1; width: auto; max-width: 60%; display: none; padding: 0 1;
-                  background: $accent 30%; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis; }
+    MessageLine { height: auto; max-height: 4; width: auto; max-width: 60%; display: none; padding: 0 1;
+                  background: $accent 30%; text-style: bold; }
     MessageLine.shown { display: block; }
     """
 
@@ -32,7 +34,7 @@ class MessageLine(Static):
         """Show ``title: message`` (one line, cleaned) for ``timeout`` seconds."""
         line = " ".join(clean(f"{title}: {message}" if title else message).split())
         self.text = line
-        self.update(Text(line, no_wrap=True, overflow="ellipsis"))
+        self.update(Text(line, overflow="fold"))  # wrapped at spaces, a long path folded: never cut
         self.add_class("shown")
         if self._timer is not None:
             self._timer.stop()

@@ -1,5 +1,10 @@
 """A filterable, sortable table over a Polars frame (textual-fastdatatable underneath).
 
+Over ~400 lines: the cells, the column order (user order, distinguishing and leading columns, the
+sorted column kept on screen), the status line and the details line must agree on one displayed
+frame, which this one widget owns; the pure parts are already apart (:mod:`.row_details`,
+:mod:`.cells`, :mod:`.frame_sort`, :mod:`.whole_columns`).
+
 What is on screen is always ``views.refine(frame, pattern, sort, ascending)``: the export writes
 that same frame, so the CSV equals the screen.
 """
@@ -23,7 +28,7 @@ from ...report.wording import plural
 from ...sanitize import clean, clean_column
 from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
-from .cells import PERCENT_COLUMNS, percent_or_dash
+from .cells import MARK_COLUMNS, PERCENT_COLUMNS, percent_or_dash
 from .frame_sort import frame_sort
 from .row_cursor import RowCursorTable
 from .row_details import details_text
@@ -36,6 +41,13 @@ TRAILING_TEXT = ("op_chain", "python_stack")
 #: frame a launch came from): right after the name where names repeat (issue 34: at 80 columns a
 #: kernel's launch rows all read ``aten::cudnn_batch_norm 3 212.387…``, ``launched_from`` off screen).
 DISTINGUISHING = ("launched_from", "input_dims", "grid", "block")
+#: Per view whose rows are not led by their name: the columns that lead on screen (in this order),
+#: how many of them stay put when scrolling right, and the columns that go last.  A graph's nodes:
+#: the node and its kernel stay, its GPU time, replays and how it was attributed come next (as a
+#: kernel's figures follow its name); ``graph`` (one value: the breadcrumb names it) goes last.
+LEADING: dict[str, tuple[tuple[str, ...], int, tuple[str, ...]]] = {
+    "graph_nodes": (("node", "name", "device_us", "replays", "how"), 2, ("graph",)),
+}
 #: What the filtered rows' time is a share of, per view (else the column's name).
 SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
@@ -62,6 +74,8 @@ def display_frame(frame: pl.DataFrame) -> pl.DataFrame:
         elif dtype.is_float():
             # Fixed 3 decimals (the nanosecond), never scientific notation.
             exprs.append(fixed3(frame[column]))
+        elif dtype == pl.Boolean and column in MARK_COLUMNS:
+            exprs.append(pl.col(column).replace_strict({True: "!", False: ""}, default="", return_dtype=pl.String))
         elif dtype == pl.Boolean:  # issue 34: words, not the widget's "✓ True" / "X False"
             exprs.append(pl.col(column).replace_strict({True: "yes", False: "no"}, return_dtype=pl.String))
         elif dtype.is_integer():
@@ -132,7 +146,7 @@ class FrameView(Vertical):
     FrameView { height: 1fr; }
     FrameView > .status { height: 1; }
     FrameView > DataTable { height: 1fr; }
-    FrameView > .details { height: auto; max-height: 7; border-top: solid $panel; }
+    FrameView > .details { height: auto; max-height: 10; border-top: solid $panel; }
     """
 
     #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
@@ -273,13 +287,18 @@ class FrameView(Vertical):
         columns = [c for c in columns if c not in self.hidden] or columns[:1]
         if self.order is None:
             columns = distinguishing_first(self.base, columns)
+        leading, frozen, last = LEADING.get(self.view, ((), 1, ()))
+        if self.order is None and leading:
+            first = [c for c in leading if c in columns]
+            rest = [c for c in columns if c not in first and c not in last]
+            columns = first + rest + [c for c in last if c in columns]
         sort = self.sort_column()
         # A sort the user chose always; the frame's own sort only in a table led by its name column
         # (a table that leads with an id, as the job's collectives, keeps the layout it was given).
         own = frame_sort(self.view, self.base)
         led = bool(columns) and columns[0] == filter_column(self.base)
         movable = self.sort is not None or (led and own is not None and own.movable)
-        lead = 1  # the sorted column goes after the name and the columns that tell its rows apart
+        lead = frozen  # the sorted column goes after the name and the columns that tell its rows apart
         while lead < len(columns) and columns[lead] in DISTINGUISHING:
             lead += 1
         if movable and sort in columns and self._cells is not None and columns.index(sort) > lead and not self.order:
@@ -364,7 +383,7 @@ class FrameView(Vertical):
             render_markup=False,
             show_row_labels=False,
             max_column_content_width=self._name_width,
-            fixed_columns=1 if cells.width > 1 else 0,  # issue 13: the name stays when scrolling right
+            fixed_columns=max(min(LEADING.get(self.view, ((), 1, ()))[1], cells.width - 1), 0),  # the name stays
             zebra_stripes=True,
             null_rep="-",
             id=f"{self.view}-table-{self._generation}",
@@ -411,7 +430,9 @@ class FrameView(Vertical):
         box = self.query_one(".details", Static)
         width = box.content_size.width or (self.size.width if self.is_attached else 0) or 80
         name = filter_column(self.displayed)
-        details = details_text(self.displayed.columns, self.current_row(), name, width, self.name_lines(name, width))
+        text = frozenset(c for c, dtype in self.displayed.schema.items() if dtype in (pl.String, pl.Categorical))
+        lines = self.name_lines(name, width)
+        details = details_text(self.displayed.columns, self.current_row(), name, width, lines, text)
         self.query_one(".details", Static).update(details)
 
     def name_lines(self, column: str | None, width: int) -> int:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...analysis.tables.instance import KernelInstance, OpCall, OpInstance
-from ...frames import fmt_us
-from ...report.wording import plural
-from ...sanitize import clean
-from ..widgets.text_fit import cap_lines
+from ....analysis.tables.instance import KernelInstance, OpCall, OpInstance
+from ....frames import fmt_us
+from ....report.wording import plural
+from ....sanitize import clean
+from ...widgets.text_fit import cap_lines
 
 
 def occupancy_text(value: float | None) -> str:
