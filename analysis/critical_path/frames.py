@@ -58,6 +58,9 @@ BOUND_LABELS = {
 
 #: An event's own time on the path (its run, or its self time), not the gaps and launch delays
 #: next to it: what a name's ``on_path_us`` counts.
+#: The critical_path_names row holding path time that is no event's own: the time after a host
+#: event until the next one starts on its thread (Python between operators, a gap).
+BETWEEN_EVENTS = "(between events)"
 OWN_TIME = ~pl.col("bound_by").is_in(["gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead"])
 
 
@@ -288,15 +291,38 @@ def names_frame(paths: StepPaths) -> pl.DataFrame:
     (``on_path_share_pct``: how much of its time is on the path; 0 says optimising it buys nothing)."""
     on_path = on_path_by_event(paths)
     events = _event_table(paths).with_row_index("event").with_columns(pl.col("event").cast(pl.Int64))
-    rows = on_path.filter(OWN_TIME).join(events.select("event", "kind", "name"), on="event", how="left")
-    on = rows.group_by("kind", "name").agg(pl.col("on_path_us").sum())
+    rows = on_path.filter(OWN_TIME).join(events.select("event", "kind", "name", "start", "end"), on="event", how="left")
+    # An edge on the path carries an event's own time and, on a host thread, the time after it
+    # until the next event starts (Python between operators, a gap): that part is no name's time,
+    # so a name's time on the path is capped at its own duration per event and the rest is a row
+    # of its own, BETWEEN_EVENTS (h100_compile_reduce_overhead: cudaStreamWaitEvent read 1,527.7 µs
+    # on the path for 7.4 µs of calls).
+    own = pl.min_horizontal(pl.col("on_path_us"), (pl.col("end") - pl.col("start")).clip(lower_bound=0))
+    per_event = rows.group_by("event", "kind", "name").agg(pl.col("on_path_us").sum(), pl.col("start"), pl.col("end"))
+    per_event = per_event.with_columns(
+        pl.col("start").list.first(), pl.col("end").list.first()
+    ).with_columns(own.alias("own_us"), (pl.col("on_path_us") - own).alias("between_us"))
+    on = per_event.group_by("kind", "name").agg(pl.col("own_us").sum().alias("on_path_us"))
+    between = per_event.group_by("kind").agg(pl.col("between_us").sum()).filter(pl.col("between_us") > 0.0005)
     totals = (
         _name_totals(paths)
         .group_by("kind", "name")
         .agg(pl.col("calls").sum(), pl.col("name_total_us").sum().alias("total_us"))
     )
     length = float(paths.result.length.sum())
-    frame = totals.join(on, on=["kind", "name"], how="left").with_columns(pl.col("on_path_us").fill_null(0.0))
+    frame = totals.join(on, on=["kind", "name"], how="left").with_columns(
+        # ends minus starts of timestamps near 1e15 µs against summed durations: a nanosecond or two
+        pl.min_horizontal(pl.col("on_path_us").fill_null(0.0), pl.col("total_us")).alias("on_path_us")
+    )
+    if between.height:
+        gaps = between.select(
+            "kind",
+            pl.lit(BETWEEN_EVENTS).alias("name"),
+            pl.lit(0, dtype=frame.schema["calls"]).alias("calls"),
+            pl.col("between_us").alias("total_us"),
+            pl.col("between_us").alias("on_path_us"),
+        )
+        frame = pl.concat([frame, gaps.select(frame.columns)])
     return (
         frame.with_columns(
             (pl.col("on_path_us") / length * 100 if length else pl.lit(0.0)).round(2).alias("path_pct"),
