@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -343,9 +344,11 @@ def test_45_11_embedding_token_counts_never_wrap(shape: list[int], expected: int
     from profview.analysis.serving.iterations import _index_tokens
 
     found = _index_tokens(json.dumps([[1000, 64], shape]), json.dumps(["float", "long int"]))
-    assert found == expected
+    assert (found[0] if found is not None else None) == expected  # (elements, batch)
+    if found is not None:
+        assert found[1] == shape[0]
     if expected is not None:
-        assert found == math.prod(shape)
+        assert found is not None and found[0] == math.prod(shape)
 
 
 @pytest.mark.parametrize("op", ["aten::mm", "aten::bmm", "aten::_scaled_mm", "aten::_grouped_mm", "aten::addmm"])
@@ -499,10 +502,11 @@ def test_45_medium_a_capture_folder_with_a_stray_file_and_the_replay_beside_it(
 def test_45_medium_captures_given_that_fit_nothing_do_not_ask_for_captures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--capture`` given and fitting nothing made ``summary`` say "give it with --capture PATH"."""
+    """``--capture`` given and fitting nothing made ``summary`` say "give it with --capture PATH";
+    now the capture is named with its score (the best of what was given fits this many nodes)."""
     out = summary_of(SGLANG_REPLAY, capsys, "--capture", str(SAMPLES / "h100_compile_reduce_overhead.json.gz"))
     assert "give it with --capture" not in out
-    assert "the captures given with --capture fit none" in " ".join(out.split())
+    assert re.search(r"not attributed to operators: .* fits \d+ of 544 nodes", " ".join(out.split()))
 
 
 def triton_name(tokens: int) -> str:
