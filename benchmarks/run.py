@@ -360,7 +360,9 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
         f"read {floor:.2f} s;\n  the floor of any viewer: the same reads, then an empty Textual app's first screen "
         f"(headless, 120x40, timed as the viewer is) {app:.2f} s"
     )
-    print(f"  the viewer's imports alone (Textual, its table widget with pyarrow and NumPy, Polars): {imported:.2f} s")
+    print(  # the table widget and pyarrow come with the first table (tui/widgets/table_view.py)
+        f"  the viewer's imports alone (Textual, NumPy, Polars; not the table widget nor pyarrow): {imported:.2f} s"
+    )
     if theirs:
         print(f"  the base checkout's viewer re-opened: {sorted(theirs)[runs // 2]:.2f} s")
     RATIOS["re-open: viewer's whole Overview / cached summary (goal ≤ 1.5x)"] = ours / base

@@ -13,10 +13,9 @@ operator's kernels: before / after / delta per row); ``w`` switches to one side'
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from rich.console import RenderableType
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
@@ -25,15 +24,14 @@ from ...analysis.diff.compare import GLYPHS
 from ...diff.comparison import SIDES, Comparison
 from ...sanitize import clean
 from ..keymap import bindings
-from ..widgets.row_cursor import RowCursorTable
 from ..widgets.table_view import FrameView
 from .tabs import CompareTabs
 
+if TYPE_CHECKING:
+    from textual_fastdatatable import DataTable
+
 COMPARE_PANES = ("kernels", "ops", "steps", "moved", "phases")
 COMPARE_TITLES = {"kernels": "Kernels", "ops": "Operators", "steps": "Steps", "moved": "Moved", "phases": "Phases"}
-#: Glyph → colour of a change cell (red: more time, green: less).
-GLYPH_STYLE = {"▲": "bold red", "▼": "bold green", "=": "dim"}
-CHANGE_GLYPHS = frozenset(GLYPHS.values())
 #: Columns shown first (before / after / delta), so that 80 columns show the change first.
 LEADING = {
     "kernels": ("change", "name", "delta_us", "delta_pct", "total_us_before", "total_us_after"),
@@ -69,23 +67,14 @@ def compare_frame(view: str, frame: pl.DataFrame) -> pl.DataFrame:
     return shown.select(*leading, *(c for c in shown.columns if c not in leading))
 
 
-class ChangeTable(RowCursorTable):  # issue 13: whole-row cursor (tui/row_cursor.py)
-    """A DataTable whose change glyphs are coloured (▲ red, ▼ green)."""
-
-    def _get_cell_renderable(
-        self, row_index: int, column_index: int, max_width: int | None = None
-    ) -> RenderableType | Text:
-        cell = super()._get_cell_renderable(row_index, column_index, max_width)
-        plain = cell.plain if isinstance(cell, Text) else cell if isinstance(cell, str) else None
-        if row_index >= 0 and plain in CHANGE_GLYPHS:  # exactly a glyph: the change column
-            return Text(plain, style=GLYPH_STYLE[plain[:1]])
-        return cell
-
-
 class CompareView(FrameView):
     """A diff table (before / after / delta) with coloured change glyphs."""
 
-    table_class = ChangeTable
+    def table_class(self) -> type[DataTable]:
+        """The change-glyph table (tui/compare/change_table.py), imported when a first table is built."""
+        from .change_table import ChangeTable
+
+        return ChangeTable
 
 
 class CompareScreen(CompareTabs):

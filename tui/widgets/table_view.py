@@ -12,14 +12,13 @@ that same frame, so the CSV equals the screen.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
-from textual_fastdatatable import ArrowBackend, DataTable
 
 from ...errors import ProfviewError
 from ...frames import fmt_us
@@ -30,9 +29,10 @@ from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
 from .cells import MARK_COLUMNS, PERCENT_COLUMNS, percent_or_dash
 from .frame_sort import frame_sort
-from .row_cursor import RowCursorTable
 from .row_details import details_text
-from .whole_columns import WholeColumnsTable
+
+if TYPE_CHECKING:  # the table widget (and pyarrow under it) is imported when a first table is built
+    from textual_fastdatatable import DataTable
 
 NAME_WIDTH = 70
 #: Long text columns that go after the figures (issue 22: figures before text at 80 columns).
@@ -149,9 +149,14 @@ class FrameView(Vertical):
     FrameView > .details { height: auto; max-height: 10; border-top: solid $panel; }
     """
 
-    #: The table widget class (compare mode colours its change glyphs: tui/compare_screen.py).
-    #: Issue 13: the cursor highlights the whole row (tui/row_cursor.py).
-    table_class: type[DataTable] = RowCursorTable
+    def table_class(self) -> type[DataTable]:
+        """The table widget class: the whole-row cursor table (tui/widgets/row_cursor.py); compare
+        mode's colours its change glyphs (tui/compare/change_table.py).  A method, not a class
+        attribute, so the table widget's module (textual_fastdatatable, which imports pyarrow) is
+        imported when a first table is built, not with the viewer: the Overview has no table."""
+        from .row_cursor import RowCursorTable
+
+        return RowCursorTable
 
     def __init__(
         self,
@@ -377,7 +382,11 @@ class FrameView(Vertical):
         self._generation += 1
         width = self.app.size.width if self.is_attached else 200
         self._name_width = text_width(cells, width)
-        table = self.table_class(
+        from textual_fastdatatable import ArrowBackend
+
+        from .whole_columns import WholeColumnsTable
+
+        table = self.table_class()(
             backend=ArrowBackend(cells.to_arrow()),
             cursor_type="cell",
             render_markup=False,
