@@ -58,6 +58,13 @@ class EfficiencyViews(ProfileHost):
 
         return trace_device(self.metadata, self._busiest_device)
 
+    def device_inference(self) -> str | None:
+        """Why the device whose peaks rate this trace is inferred (the GPU work ran on a device
+        ``deviceProperties`` does not list), or None when the trace records it."""
+        from ..analysis.efficiency.device_peaks import device_inferred
+
+        return device_inferred(self.metadata, self._busiest_device) if self.is_trace else None
+
     @cached_property
     def _busiest_device(self) -> int | None:
         """The device most GPU events ran on (a fact kept with the views)."""
@@ -426,13 +433,27 @@ class EfficiencyViews(ProfileHost):
             else "per average step" if rows.height > 1 else "per step"
         )
         line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
-        if peak is not None and peak.peak_tflops(precision):
+        sized, unsized, _left = self.efficiency_share(modelled)
+        inferred = self.device_inference()
+        if peak is None or not peak.peak_tflops(precision):
+            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+        elif unsized > sized:  # the precision of most of the work is not known: no peak to rate it by
+            line += (
+                f" (no MFU: the sized FLOPs are {_precision_mix(by_precision)}, from rows sizing {sized:.1f}% "
+                f"of GPU time; {unsized:.1f}% is in rows without figures, of no known precision)"
+            )
+        else:
             mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
             shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
             line += f", MFU {shown}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
-        else:
-            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+            mix = _precision_mix(by_precision)
+            if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
+                line += f" (sized FLOPs: {mix})"
+            if inferred:
+                line += " (device inferred, below)"
         lines.append(line)
+        if inferred and peak is not None:
+            lines.append(inferred)
         # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
         lines.append(f"efficiency {self.efficiency_share_text(modelled)}")
         busy = _mean(rows["gpu_busy_us"])
@@ -449,6 +470,19 @@ def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:
     timed = rows.join(steps.select("step", "duration_us"), on="step", how="inner").drop_nulls("model_tflop")
     seconds = float(timed["duration_us"].sum() or 0.0) / 1e6
     return float(timed["model_tflop"].sum() or 0.0) / seconds if seconds > 0 else 0.0
+
+
+def _precision_mix(by_precision: pl.DataFrame) -> str:
+    """The sized FLOPs' precisions in words (``fp32``, or ``bf16 97.0%, fp32 3.0%``), from the
+    per-precision ``gflop`` sums :meth:`EfficiencyViews.efficiency_lines` makes."""
+    total = float(by_precision["gflop"].sum() or 0.0)
+    if total <= 0:
+        return ", ".join(str(p) for p in by_precision["precision"].to_list()) or "of no known precision"
+    shares = [(p, g / total * 100) for p, g in by_precision.select("precision", "gflop").iter_rows()]
+    shown = [(p, pct) for p, pct in shares if pct >= 0.05]  # what rounds to 0.0% is not a share worth a word
+    if len(shown) == 1:
+        return str(shown[0][0])
+    return ", ".join(f"{p} {pct:.1f}%" for p, pct in shown)
 
 
 def _flop_text(tflop: float, decimals: int = 3) -> str:

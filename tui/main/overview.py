@@ -101,8 +101,8 @@ def overview_renderable(
             parts.append(Text(clean(rank), style="bold"))
         for device in view.devices:
             parts.append(Text(f"device {clean(device)}"))
-        if not view.devices:
-            parts.append(Text("device: not recorded in this trace"))
+        if not view.devices:  # the GPU work's device is not listed: say which one the peaks are from
+            parts.append(Text(clean(profile.device_inference() or "device: not recorded in this trace")))
         note = device_note(view)
         if note:
             parts.append(Text(note, style="dim"))
