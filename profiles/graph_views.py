@@ -254,6 +254,31 @@ class GraphViews(ProfileHost):
         passes[rows] = FORWARD
         return pl.DataFrame({"module": module, "pass": passes}, schema=attribution.schema)
 
+    def _replayed_module_calls(self) -> dict[str, int]:
+        """Per module path, the calls the attributed replays made of it: each replay runs again
+        every module frame of the capture that launched one of its nodes, so a call is one
+        (replay, capture, frame) seen among the replayed events (none without a capture)."""
+        events = self._attributed_replays("capture", "launch")
+        if events is None:
+            return {}
+        from ..analysis.tables.modules import enclosing_module_frames, module_paths
+
+        pairs = events.select("replay", "capture", "launch").unique().drop_nulls()
+        captures = self._captures()
+        seen: dict[str, set[tuple[int, int, int]]] = {}
+        for number in pairs["capture"].unique().to_list():
+            capture = captures[int(number)]
+            model = self._capture_model(capture.origin)
+            rows = pairs.filter(pl.col("capture") == number)
+            launches = rows["launch"].unique().sort().to_list()
+            host_rows = capture.launches["row"].gather(launches).to_numpy()
+            frames = dict(zip(launches, enclosing_module_frames(model, host_rows), strict=True))
+            paths, _modules = module_paths(model)
+            for replay, launch in rows.select("replay", "launch").iter_rows():
+                for frame in frames[launch]:
+                    seen.setdefault(paths[frame], set()).add((int(replay), int(number), frame))
+        return {path: len(calls) for path, calls in seen.items()}
+
     def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None:
         """Per replayed ``model.gpu`` row, its captured launch's source lines (innermost first);
         ``mask`` (per GPU row): only those rows, numbered among them."""
