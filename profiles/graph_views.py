@@ -254,6 +254,28 @@ class GraphViews(ProfileHost):
         passes[rows] = FORWARD
         return pl.DataFrame({"module": module, "pass": passes}, schema=attribution.schema)
 
+    def replay_place(self, gpu_row: int) -> str | None:
+        """Where a replayed GPU event (a ``model.gpu`` row) sits in its graph, in words: ``graph 0
+        node 12 (replay 3 of graph 0, cut by the window: its launch is before the trace)``; None
+        for an event no graph replay holds.  The Timeline inspector says it where no launching call
+        is recorded, instead of guessing why."""
+        if not self.has_graphs():
+            return None
+        from ..analysis.graphs.replays import FULL, PREFIX
+
+        frames = self._graph_frames
+        found = frames.events.filter(pl.col("gpu_row") == gpu_row)
+        if found.height == 0:
+            return None
+        graph, node, replay = found.select("graph", "node", "replay").row(0)
+        kind = frames.replays.filter(pl.col("replay") == replay)["partial"]
+        partial = str(kind[0]) if kind.len() else FULL
+        where = "the window's end cut it" if partial == PREFIX else "its launch is before the trace window"
+        cut = "" if partial == FULL else f", cut: {where}"
+        if graph is None:
+            return f"a graph replay cut by the window, joined to no graph (replay {replay}{cut})"
+        return f"graph {graph} node {node} (replay {replay}{cut})"
+
     def _replayed_module_calls(self) -> dict[str, int]:
         """Per module path, the calls the attributed replays made of it: each replay runs again
         every module frame of the capture that launched one of its nodes, so a call is one

@@ -1,0 +1,45 @@
+"""A replay the window cut (its graph launch before the trace) is named by its graph and node where
+no launching call is recorded: the Timeline inspector says ``graph 0 node 9 (replay …, cut: …)``,
+not "launched before the trace window?".  The window is cut out of a real replay trace (Kineto kept
+none for us), the witness the raw events' replays in order (tests/graph_witness.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from graph_witness import read, replays, write
+from support import SAMPLES
+
+import profview
+from profview.analysis.tables.instance import kernel_instance
+from profview.tui.main.timeline.inspector import kernel_lines
+
+COMPILED = SAMPLES / "h100_compile_reduce_overhead.json.gz"
+
+
+def cut(events: list[dict], at: float) -> list[dict]:
+    """Kineto's trim at the window's start: every event that starts before ``at`` dropped."""
+    return [e for e in events if e.get("ph") == "M" or ("ts" in e and e["ts"] >= at)]
+
+
+def test_the_inspector_names_a_cut_replays_graph_node(tmp_path: Path) -> None:
+    events = read(COMPILED)
+    second = replays(events)[1]
+    trace = write(tmp_path / "cut.json", cut(events, second[9]["ts"]))
+    profile = profview.load(trace, use_cache=False)
+    first_kept = second[9]  # node 9 of graph 0: the replay's first 9 kernels and its launch are cut
+    gpu = profile.gpu.with_row_index("row")
+    row = int(gpu.filter((pl.col("ts") == first_kept["ts"]) & (pl.col("name") == first_kept["name"]))["row"][0])
+    event = kernel_instance(profile.model, row)
+    assert event.launch is None and event.op is None
+    place = profile.replay_place(row)
+    assert place is not None and place.startswith("graph 0 node 9 (replay ")
+    assert "cut: its launch is before the trace window" in place
+    text = "\n".join(line.plain for line in kernel_lines(event, 0.0, 200, place))
+    assert "replayed: graph 0 node 9" in text and "launched before the trace window?" not in text
+    # a whole replay's event has its graph launch: nothing to name in its place
+    whole = replays(events)[2][0]
+    full_row = int(gpu.filter((pl.col("ts") == whole["ts"]) & (pl.col("name") == whole["name"]))["row"][0])
+    assert kernel_instance(profile.model, full_row).launch is not None
+    assert "cut" not in (profile.replay_place(full_row) or "cut")
