@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 from graph_witness import read, replays, write
 from support import SAMPLES
 
@@ -43,3 +44,27 @@ def test_the_inspector_names_a_cut_replays_graph_node(tmp_path: Path) -> None:
     full_row = int(gpu.filter((pl.col("ts") == whole["ts"]) & (pl.col("name") == whole["name"]))["row"][0])
     assert kernel_instance(profile.model, full_row).launch is not None
     assert "cut" not in (profile.replay_place(full_row) or "cut")
+
+
+def test_operators_name_a_cut_replay_by_its_graph(tmp_path: Path) -> None:
+    events = read(COMPILED)
+    second = replays(events)[1]
+    trace = write(tmp_path / "cut.json", cut(events, second[9]["ts"]))
+    profile = profview.load(trace, use_cache=False)
+    kept = [e for e in events if "ts" in e and e["ts"] >= second[9]["ts"]]
+    correlations = {e["args"]["correlation"] for e in kept if e.get("cat") == "cuda_runtime"}
+    gpu = [e for e in kept if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    unlaunched = [e for e in gpu if e["args"].get("correlation") not in correlations]
+    tail = second[9:]
+    assert {id(e) for e in tail} <= {id(e) for e in unlaunched}  # the witness: its launch is cut, nothing else
+    ops = profile.ops()
+    row = ops.filter(pl.col("name") == "(graph 0 replay cut by the window)").row(0, named=True)
+    assert row["calls"] == 1  # one replay, not its 29 events
+    assert row["device_self_us"] == pytest.approx(sum(e["dur"] for e in tail), abs=1e-3)
+    rest = sum(e["dur"] for e in unlaunched) - sum(e["dur"] for e in tail)
+    other = ops.filter(pl.col("name") == "(unattributed)")["device_self_us"].sum()
+    assert other == pytest.approx(rest, abs=1e-3)
+    # its drill-down holds the cut replay's kernels, the (unattributed) one the rest
+    drill = profile.launches("(graph 0 replay cut by the window)")
+    assert drill["total_us"].sum() == pytest.approx(row["device_self_us"], abs=1e-3)
+    assert int(drill["calls"].sum()) == len(tail)
