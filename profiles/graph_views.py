@@ -382,6 +382,13 @@ class GraphViews(ProfileHost):
         remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {self._remedy}", literal=True)
         return table.with_columns(remedy)
 
+    def graph_block_note(self, graph: int) -> str | None:
+        """What graph ``graph``'s ``block`` labels are (:func:`profview.analysis.graphs.attribution.block_note`)."""
+        from ..analysis.graphs.attribution import block_note
+
+        nodes = self.graph_nodes(graph).sort("node")
+        return block_note(nodes["node"].to_list(), nodes["block"].to_list())
+
     def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
         """One row per node (see :func:`profview.analysis.graphs.attribution.graph_node_table`); ``graph``: its only."""
         from ..analysis.graphs.attribution import graph_node_table
