@@ -53,14 +53,15 @@ HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
-#: The row of the GPU work a graph replay cut by the window ran (its graph launch is before the
-#: trace, so no operator launched it here, but the graph is known): ``(graph 0 replay cut by the window)``.
-CUT_REPLAY = "(graph {graph} replay cut by the window)"
+#: The row of the GPU work graph replays launched before the window ran (a replay the window cut at
+#: its start, or one queued before it: no operator launched it in the trace, but its graph is
+#: known): ``(graph 0 launched before the window)``.
+CUT_REPLAY = "(graph {graph} launched before the window)"
 
 
 def cut_replay_graph(name: str) -> int | None:
     """The graph a :data:`CUT_REPLAY` row name names, or None for any other name."""
-    head, tail = "(graph ", " replay cut by the window)"
+    head, tail = "(graph ", " launched before the window)"
     number = name[len(head) : -len(tail)] if name.startswith(head) and name.endswith(tail) else ""
     return int(number) if number.isascii() and number.isdigit() and len(number) <= 9 else None
 #: A profiler step annotation, ``ProfilerStep#12``: ASCII digits (``\d`` takes any script's), at

@@ -439,8 +439,8 @@ class EfficiencyViews(ProfileHost):
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         elif unsized > sized:  # the precision of most of the work is not known: no peak to rate it by
             line += (
-                f" (no MFU: the sized FLOPs are {_precision_mix(by_precision)}, from rows sizing {sized:.1f}% "
-                f"of GPU time; {unsized:.1f}% is in rows without figures, of no known precision)"
+                f" (no MFU: the sized rows, {_precision_mix(by_precision)}, hold {sized:.1f}% of GPU time; "
+                f"{unsized:.1f}% is unsized, of unknown precision)"
             )
         else:
             mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
@@ -450,7 +450,7 @@ class EfficiencyViews(ProfileHost):
             if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
                 line += f" (sized FLOPs: {mix})"
             if inferred:
-                line += " (device inferred, below)"
+                line += " (device inferred)"
         lines.append(line)
         if inferred and peak is not None:
             lines.append(inferred)

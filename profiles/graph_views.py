@@ -268,10 +268,11 @@ class GraphViews(ProfileHost):
         if found.height == 0:
             return None
         graph, node, replay = found.select("graph", "node", "replay").row(0)
-        kind = frames.replays.filter(pl.col("replay") == replay)["partial"]
-        partial = str(kind[0]) if kind.len() else FULL
+        found = frames.replays.filter(pl.col("replay") == replay)
+        partial = str(found["partial"][0]) if found.height else FULL
+        unlaunched = bool(found.height) and found["launch_row"][0] is None
         where = "the window's end cut it" if partial == PREFIX else "its launch is before the trace window"
-        cut = "" if partial == FULL else f", cut: {where}"
+        cut = f", cut: {where}" if partial != FULL else ", launched before the trace window" if unlaunched else ""
         if graph is None:
             return f"a graph replay cut by the window, joined to no graph (replay {replay}{cut})"
         return f"graph {graph} node {node} (replay {replay}{cut})"

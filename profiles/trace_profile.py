@@ -339,7 +339,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
     @cached_property
     def _cut_replays(self) -> pl.DataFrame:
         """Per ``model.gpu`` row, ``cut_graph`` and ``cut_replay``: the graph and replay of a replay
-        the window cut at its start (no launch call in the trace), else null."""
+        launched before the window (no launch call in the trace: the window cut it, or it was
+        queued before), else null."""
         height = self.model.gpu.height
         schema = {"cut_graph": pl.Int64, "cut_replay": pl.Int64}
         if not self.has_graphs():

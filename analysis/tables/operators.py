@@ -94,8 +94,8 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
 
     ``unattributed_gpu`` is the GPU work no operator launched; it becomes one row so that the
     device_self column adds up to all GPU time.  Where it has ``cut_graph``/``cut_replay`` (the
-    graph and replay of a replay the window cut, its launch before the trace), that work is a
-    :data:`~profview.frames.CUT_REPLAY` row per graph instead, ``calls`` its cut replays.
+    graph and replay of a replay launched before the window: cut by it, or queued), that work is a
+    :data:`~profview.frames.CUT_REPLAY` row per graph instead, ``calls`` those replays.
     """
     keys = ["name", "input_dims"] if by_shapes else ["name"]
     table = (

@@ -58,13 +58,13 @@ def test_operators_name_a_cut_replay_by_its_graph(tmp_path: Path) -> None:
     tail = second[9:]
     assert {id(e) for e in tail} <= {id(e) for e in unlaunched}  # the witness: its launch is cut, nothing else
     ops = profile.ops()
-    row = ops.filter(pl.col("name") == "(graph 0 replay cut by the window)").row(0, named=True)
+    row = ops.filter(pl.col("name") == "(graph 0 launched before the window)").row(0, named=True)
     assert row["calls"] == 1  # one replay, not its 29 events
     assert row["device_self_us"] == pytest.approx(sum(e["dur"] for e in tail), abs=1e-3)
     rest = sum(e["dur"] for e in unlaunched) - sum(e["dur"] for e in tail)
     other = ops.filter(pl.col("name") == "(unattributed)")["device_self_us"].sum()
     assert other == pytest.approx(rest, abs=1e-3)
     # its drill-down holds the cut replay's kernels, the (unattributed) one the rest
-    drill = profile.launches("(graph 0 replay cut by the window)")
+    drill = profile.launches("(graph 0 launched before the window)")
     assert drill["total_us"].sum() == pytest.approx(row["device_self_us"], abs=1e-3)
     assert int(drill["calls"].sum()) == len(tail)
