@@ -68,3 +68,24 @@ def test_operators_name_a_cut_replay_by_its_graph(tmp_path: Path) -> None:
     drill = profile.launches("(graph 0 launched before the window)")
     assert drill["total_us"].sum() == pytest.approx(row["device_self_us"], abs=1e-3)
     assert int(drill["calls"].sum()) == len(tail)
+
+
+def test_replays_queued_before_the_window_are_their_graphs_row() -> None:
+    """H200 torch.compile: 10 replays queued before the window ran inside it (the sample's facts);
+    their kernels are the 38-node graph's, and no launch call of theirs is in the trace."""
+    name = SAMPLES / "h200_compile_queued_replays.json.gz"
+    events = read(name)
+    launched = replays(events)
+    nodes = len(launched[0])
+    correlations = {e["args"]["correlation"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    by_launch: dict[int, list[dict]] = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") not in correlations:
+            by_launch.setdefault(e["args"]["correlation"], []).append(e)
+    whole = [group for group in by_launch.values() if len(group) == nodes]  # one graph launch's events each
+    kernels = [e for group in whole for e in group]
+    queued = len(whole)
+    assert queued == 10  # the witness: whole replays whose launch call is not in the trace
+    row = profview.load(name, use_cache=False).ops().filter(pl.col("name") == "(graph 0 launched before the window)")
+    assert row["calls"].to_list() == [queued]
+    assert row["device_self_us"][0] == pytest.approx(sum(e["dur"] for e in kernels), abs=1e-3)
