@@ -324,6 +324,8 @@ class EfficiencyViews(ProfileHost):
         peak_entry = self.device_peak()[1]
         precision = dominant_precision(self._call_work)
         peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
+        if peak_tflops is None and peak and self._mostly_unsized():
+            peak = None  # the precision of most of the work is unknown: no MFU (as the Overview says)
         from ..analysis.tables.step_scope import step_gpu_busy
 
         busy = step_gpu_busy(self.model).select("step", pl.col("gpu_busy_us").round(3))
@@ -343,6 +345,15 @@ class EfficiencyViews(ProfileHost):
                 else pl.lit(None, dtype=pl.Float64)
             ).alias("mfu_pct"),
         )
+
+    def _mostly_unsized(self) -> bool:
+        """Whether rows without figures hold more GPU time than sized rows (a graph replay with no
+        capture): the sized FLOPs' precision then says nothing of the work's, and no MFU is given."""
+        try:
+            sized, unsized, _left = self.efficiency_share(self.efficiency())
+        except ProfviewError:
+            return False
+        return unsized > sized
 
     def kernel_triton(self) -> pl.DataFrame:
         """Per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
@@ -437,7 +448,7 @@ class EfficiencyViews(ProfileHost):
         inferred = self.device_inference()
         if peak is None or not peak.peak_tflops(precision):
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
-        elif unsized > sized:  # the precision of most of the work is not known: no peak to rate it by
+        elif unsized > sized:  # most work of unknown precision: no peak (the steps view: _mostly_unsized)
             line += (
                 f" (no MFU: the sized rows, {_precision_mix(by_precision)}, hold {sized:.1f}% of GPU time; "
                 f"{unsized:.1f}% is unsized, of unknown precision)"

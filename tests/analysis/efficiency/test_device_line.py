@@ -75,3 +75,10 @@ def test_a_listed_device_is_not_called_inferred() -> None:
     profile = loaded(MI250)
     assert profile.device_inference() is None
     assert not any("inferred" in line for line in profile.efficiency_lines())
+
+
+def test_the_steps_view_gives_no_mfu_where_the_overview_gives_none() -> None:
+    profile = loaded(SGLANG_MI300)
+    assert any("(no MFU:" in line for line in profile.efficiency_lines())
+    assert profile.step_efficiency()["mfu_pct"].is_null().all()
+    assert profile.step_efficiency(peak_tflops=100.0)["mfu_pct"].is_not_null().all()  # a peak given rates it
