@@ -53,6 +53,17 @@ HOST_CALL_KINDS: tuple[str, ...] = ("runtime", "driver", "overhead")
 
 #: The row that holds GPU work no operator in the trace launched.
 UNATTRIBUTED = "(unattributed)"
+#: The row of the GPU work graph replays launched before the window ran (a replay the window cut at
+#: its start, or one queued before it: no operator launched it in the trace, but its graph is
+#: known): ``(graph 0 launched before the window)``.
+CUT_REPLAY = "(graph {graph} launched before the window)"
+
+
+def cut_replay_graph(name: str) -> int | None:
+    """The graph a :data:`CUT_REPLAY` row name names, or None for any other name."""
+    head, tail = "(graph ", " launched before the window)"
+    number = name[len(head) : -len(tail)] if name.startswith(head) and name.endswith(tail) else ""
+    return int(number) if number.isascii() and number.isdigit() and len(number) <= 9 else None
 #: A profiler step annotation, ``ProfilerStep#12``: ASCII digits (``\d`` takes any script's), at
 #: most 18 of them (an int64).  Any other ``ProfilerStep#…`` is an ordinary annotation, its name a
 #: label: ``ProfilerStep#99999999999999999999`` or ``ProfilerStep#٣`` made every step view fail.

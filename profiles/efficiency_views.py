@@ -58,6 +58,13 @@ class EfficiencyViews(ProfileHost):
 
         return trace_device(self.metadata, self._busiest_device)
 
+    def device_inference(self) -> str | None:
+        """Why the device whose peaks rate this trace is inferred (the GPU work ran on a device
+        ``deviceProperties`` does not list), or None when the trace records it."""
+        from ..analysis.efficiency.device_peaks import device_inferred
+
+        return device_inferred(self.metadata, self._busiest_device) if self.is_trace else None
+
     @cached_property
     def _busiest_device(self) -> int | None:
         """The device most GPU events ran on (a fact kept with the views)."""
@@ -317,6 +324,8 @@ class EfficiencyViews(ProfileHost):
         peak_entry = self.device_peak()[1]
         precision = dominant_precision(self._call_work)
         peak = peak_tflops if peak_tflops is not None else (peak_entry.peak_tflops(precision) if peak_entry else None)
+        if peak_tflops is None and peak and self._mostly_unsized():
+            peak = None  # the precision of most of the work is unknown: no MFU (as the Overview says)
         from ..analysis.tables.step_scope import step_gpu_busy
 
         busy = step_gpu_busy(self.model).select("step", pl.col("gpu_busy_us").round(3))
@@ -336,6 +345,15 @@ class EfficiencyViews(ProfileHost):
                 else pl.lit(None, dtype=pl.Float64)
             ).alias("mfu_pct"),
         )
+
+    def _mostly_unsized(self) -> bool:
+        """Whether rows without figures hold more GPU time than sized rows (a graph replay with no
+        capture): the sized FLOPs' precision then says nothing of the work's, and no MFU is given."""
+        try:
+            sized, unsized, _left = self.efficiency_share(self.efficiency())
+        except ProfviewError:
+            return False
+        return unsized > sized
 
     def kernel_triton(self) -> pl.DataFrame:
         """Per Triton kernel name, ``fused_ops`` (from the name) and the ``kernel_file``,
@@ -426,13 +444,27 @@ class EfficiencyViews(ProfileHost):
             else "per average step" if rows.height > 1 else "per step"
         )
         line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
-        if peak is not None and peak.peak_tflops(precision):
+        sized, unsized, _left = self.efficiency_share(modelled)
+        inferred = self.device_inference()
+        if peak is None or not peak.peak_tflops(precision):
+            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+        elif unsized > sized:  # most work of unknown precision: no peak (the steps view: _mostly_unsized)
+            line += (
+                f" (no MFU: the sized rows, {_precision_mix(by_precision)}, hold {sized:.1f}% of GPU time; "
+                f"{unsized:.1f}% is unsized, of unknown precision)"
+            )
+        else:
             mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
             shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
             line += f", MFU {shown}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
-        else:
-            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+            mix = _precision_mix(by_precision)
+            if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
+                line += f" (sized FLOPs: {mix})"
+            if inferred:
+                line += " (device inferred)"
         lines.append(line)
+        if inferred and peak is not None:
+            lines.append(inferred)
         # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
         lines.append(f"efficiency {self.efficiency_share_text(modelled)}")
         busy = _mean(rows["gpu_busy_us"])
@@ -449,6 +481,19 @@ def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:
     timed = rows.join(steps.select("step", "duration_us"), on="step", how="inner").drop_nulls("model_tflop")
     seconds = float(timed["duration_us"].sum() or 0.0) / 1e6
     return float(timed["model_tflop"].sum() or 0.0) / seconds if seconds > 0 else 0.0
+
+
+def _precision_mix(by_precision: pl.DataFrame) -> str:
+    """The sized FLOPs' precisions in words (``fp32``, or ``bf16 97.0%, fp32 3.0%``), from the
+    per-precision ``gflop`` sums :meth:`EfficiencyViews.efficiency_lines` makes."""
+    total = float(by_precision["gflop"].sum() or 0.0)
+    if total <= 0:
+        return ", ".join(str(p) for p in by_precision["precision"].to_list()) or "of no known precision"
+    shares = [(p, g / total * 100) for p, g in by_precision.select("precision", "gflop").iter_rows()]
+    shown = [(p, pct) for p, pct in shares if pct >= 0.05]  # what rounds to 0.0% is not a share worth a word
+    if len(shown) == 1:
+        return str(shown[0][0])
+    return ", ".join(f"{p} {pct:.1f}%" for p, pct in shown)
 
 
 def _flop_text(tflop: float, decimals: int = 3) -> str:

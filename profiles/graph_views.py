@@ -254,6 +254,54 @@ class GraphViews(ProfileHost):
         passes[rows] = FORWARD
         return pl.DataFrame({"module": module, "pass": passes}, schema=attribution.schema)
 
+    def replay_place(self, gpu_row: int) -> str | None:
+        """Where a replayed GPU event (a ``model.gpu`` row) sits in its graph, in words: ``graph 0
+        node 12 (replay 3 of graph 0, cut by the window: its launch is before the trace)``; None
+        for an event no graph replay holds.  The Timeline inspector says it where no launching call
+        is recorded, instead of guessing why."""
+        if not self.has_graphs():
+            return None
+        from ..analysis.graphs.replays import FULL, PREFIX
+
+        frames = self._graph_frames
+        found = frames.events.filter(pl.col("gpu_row") == gpu_row)
+        if found.height == 0:
+            return None
+        graph, node, replay = found.select("graph", "node", "replay").row(0)
+        found = frames.replays.filter(pl.col("replay") == replay)
+        partial = str(found["partial"][0]) if found.height else FULL
+        unlaunched = bool(found.height) and found["launch_row"][0] is None
+        where = "the window's end cut it" if partial == PREFIX else "its launch is before the trace window"
+        cut = f", cut: {where}" if partial != FULL else ", launched before the trace window" if unlaunched else ""
+        if graph is None:
+            return f"a graph replay cut by the window, joined to no graph (replay {replay}{cut})"
+        return f"graph {graph} node {node} (replay {replay}{cut})"
+
+    def _replayed_module_calls(self) -> dict[str, int]:
+        """Per module path, the calls the attributed replays made of it: each replay runs again
+        every module frame of the capture that launched one of its nodes, so a call is one
+        (replay, capture, frame) seen among the replayed events (none without a capture)."""
+        events = self._attributed_replays("capture", "launch")
+        if events is None:
+            return {}
+        from ..analysis.tables.modules import enclosing_module_frames, module_paths
+
+        pairs = events.select("replay", "capture", "launch").unique().drop_nulls()
+        captures = self._captures()
+        seen: dict[str, set[tuple[int, int, int]]] = {}
+        for number in pairs["capture"].unique().to_list():
+            capture = captures[int(number)]
+            model = self._capture_model(capture.origin)
+            rows = pairs.filter(pl.col("capture") == number)
+            launches = rows["launch"].unique().sort().to_list()
+            host_rows = capture.launches["row"].gather(launches).to_numpy()
+            frames = dict(zip(launches, enclosing_module_frames(model, host_rows), strict=True))
+            paths, _modules = module_paths(model)
+            for replay, launch in rows.select("replay", "launch").iter_rows():
+                for frame in frames[launch]:
+                    seen.setdefault(paths[frame], set()).add((int(replay), int(number), frame))
+        return {path: len(calls) for path, calls in seen.items()}
+
     def _replayed_sources(self, mask: Any = None) -> dict[int, list[str]] | None:
         """Per replayed ``model.gpu`` row, its captured launch's source lines (innermost first);
         ``mask`` (per GPU row): only those rows, numbered among them."""
@@ -334,6 +382,13 @@ class GraphViews(ProfileHost):
         table = graph_table(frames, self.gpu)
         remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {self._remedy}", literal=True)
         return table.with_columns(remedy)
+
+    def graph_block_note(self, graph: int) -> str | None:
+        """What graph ``graph``'s ``block`` labels are (:func:`profview.analysis.graphs.attribution.block_note`)."""
+        from ..analysis.graphs.attribution import block_note
+
+        nodes = self.graph_nodes(graph).sort("node")
+        return block_note(nodes["node"].to_list(), nodes["block"].to_list())
 
     def graph_nodes(self, graph: int | None = None) -> pl.DataFrame:
         """One row per node (see :func:`profview.analysis.graphs.attribution.graph_node_table`); ``graph``: its only."""

@@ -73,7 +73,12 @@ class MemoryViews(ProfileHost):
         def compute() -> pl.DataFrame:
             if not has_modules(self.model):
                 return pl.DataFrame()
-            return module_table(self.model, self._gpu_attribution)
+            table = module_table(self.model, self._gpu_attribution)
+            replayed = self._replayed_module_calls()  # a replayed module's calls are its replays'
+            if not replayed:
+                return table
+            more = pl.Series([replayed.get(p, 0) for p in table["path"].to_list()], dtype=table.schema["calls"])
+            return table.with_columns(pl.col("calls") + more)
 
         whole = self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
         if step is None or whole.height == 0:

@@ -24,7 +24,7 @@ import polars as pl
 from ..analysis.tables.kernels import kernel_table
 from ..analysis.trace.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
 from ..errors import ProfviewError
-from ..frames import Overview, with_share
+from ..frames import UNATTRIBUTED, Overview, cut_replay_graph, with_share
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
 from .gate_views import GateViews
 from .graph_views import GraphViews
@@ -286,7 +286,10 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         from ..analysis.tables.operators import operator_table
 
         rows = self._operator_rows
-        unattributed = self.step_model(step).gpu.filter(pl.col("op_row").is_null())
+        gpu = self.model.gpu.with_columns(self._cut_replays)  # a cut replay's work is its graph's row
+        if step is not None:
+            gpu = gpu.filter(self._step_mask(step))
+        unattributed = gpu.filter(pl.col("op_row").is_null())
         if step is not None:
             from ..analysis.tables.step_scope import step_host_range
 
@@ -321,7 +324,34 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         from ..analysis.tables.launches import op_launches
 
         replayed = self.replayed_launches(op, step) if input_dims is None else None  # replays of its captured calls
-        return op_launches(self.step_model(step), op, input_dims, replayed)
+        model = self.step_model(step)
+        graph = cut_replay_graph(op)
+        if op == UNATTRIBUTED or graph is not None:  # the work of cut replays is apart, as the table shows it
+            from dataclasses import replace
+
+            cut = self._cut_replays["cut_graph"]
+            if step is not None:
+                cut = cut.filter(self._step_mask(step))
+            kept = cut.is_null() if graph is None else (cut == graph).fill_null(False)
+            return op_launches(replace(model, gpu=model.gpu.filter(kept)), UNATTRIBUTED, input_dims, replayed)
+        return op_launches(model, op, input_dims, replayed)
+
+    @cached_property
+    def _cut_replays(self) -> pl.DataFrame:
+        """Per ``model.gpu`` row, ``cut_graph`` and ``cut_replay``: the graph and replay of a replay
+        launched before the window (no launch call in the trace: the window cut it, or it was
+        queued before), else null."""
+        height = self.model.gpu.height
+        schema = {"cut_graph": pl.Int64, "cut_replay": pl.Int64}
+        if not self.has_graphs():
+            return pl.DataFrame({"cut_graph": [None] * height, "cut_replay": [None] * height}, schema=schema)
+        frames = self._graph_frames
+        cut = frames.replays.filter(pl.col("launch_row").is_null()).select("replay")
+        events = frames.events.join(cut, on="replay").filter(pl.col("graph").is_not_null())
+        rows = pl.DataFrame({"gpu_row": pl.int_range(height, eager=True, dtype=pl.Int64)})
+        found = events.select("gpu_row", pl.col("graph").alias("cut_graph"), pl.col("replay").alias("cut_replay"))
+        joined = rows.join(found.cast({"gpu_row": pl.Int64}), on="gpu_row", how="left", maintain_order="left")
+        return joined.select("cut_graph", "cut_replay").cast(schema)  # type: ignore[arg-type]
 
     def kernel_launches(self, kernel: str, step: int | IterationScope | None = None) -> pl.DataFrame:
         """The operator chains and Python stacks that launched kernel ``kernel`` (``step``: in that step)."""

@@ -228,6 +228,23 @@ def trace_device(metadata: dict[str, Any], device: int | None = None) -> tuple[s
     return str(chosen.get("name") or ""), match_device(chosen)
 
 
+def device_inferred(metadata: dict[str, Any], device: int | None) -> str | None:
+    """Why the device :func:`trace_device` picks for ``device`` is inferred, not recorded, or None
+    when ``deviceProperties`` lists the device the GPU work ran on (or the GPU events name none).
+    A ROCm trace can number its devices one way in its events (the process's HIP index) and
+    another in ``deviceProperties``: the peak is then that of a listed device, which is a guess
+    the MFU line must label."""
+    listed = [p for p in metadata.get("deviceProperties") or [] if isinstance(p, dict)]
+    if not listed or device is None or any(p.get("id") == device for p in listed):
+        return None
+    first = listed[0]
+    others = "the only device it lists" if len(listed) == 1 else f"the first of the {len(listed)} it lists"
+    return (
+        f"device inferred: the GPU work ran on device {device}, which deviceProperties does not list; "
+        f"{others} is {first.get('id', '?')}: {first.get('name') or '(no name)'}"
+    )
+
+
 #: Element sizes in bytes of the ``Input type`` names PyTorch writes.
 DTYPE_BYTES: dict[str, int] = {
     "c10::BFloat16": 2,

@@ -480,6 +480,26 @@ def repeated_blocks(names: list[str]) -> list[str | None]:
     return labels
 
 
+def block_note(nodes: list[int], labels: list[str | None]) -> str | None:
+    """What a graph's ``block`` labels (:func:`repeated_blocks`) are, in one line, for the nodes
+    table's caption: how many repeats of how many nodes, which nodes they span and how many lie
+    outside; and that they come from the kernel names alone, so a repeat may hold two layers
+    (layers that alternate their kernels, as GPT-OSS's sliding and full attention do) or start
+    mid-layer (a first layer whose kernels differ).  None where no node is labelled."""
+    inside = [node for node, label in zip(nodes, labels, strict=True) if label]
+    if not inside:
+        return None
+    first = next(label for label in labels if label)
+    count = int(first.split("/", 1)[1].split(" ", 1)[0])
+    outside = len(nodes) - len(inside)
+    rest = f", {outside} node{'s' if outside != 1 else ''} outside unlabelled" if outside else ""
+    return (
+        f"block k/{count}: the k-th of {count} back-to-back repeats of the same {len(inside) // count} kernel names "
+        f"(nodes {min(inside)}–{max(inside)}{rest}), inferred from the names alone: "
+        "a repeat may hold more than one layer, or start mid-layer"
+    )
+
+
 def graph_ops_table(frames: GraphFrames, model: TraceModel, modules: pl.Series, sources: pl.Series) -> pl.DataFrame:
     """Every GPU microsecond of the trace by (operator, module) (:data:`GRAPH_OP_COLUMNS`).
 

@@ -58,6 +58,26 @@ def launch_frames(model: TraceModel) -> np.ndarray:
     return frames
 
 
+def enclosing_module_frames(model: TraceModel, rows: np.ndarray) -> list[list[int]]:
+    """Per host row of ``rows`` (a launch), the ``nn.Module`` frames open at it, innermost first:
+    the frames a replay of the graph captured there runs again, one call each."""
+    if len(rows) == 0:
+        return []
+    picked = model.host[np.asarray(rows, dtype=np.int64).tolist()]
+    frames = innermost_open(model, picked["pid"], picked["tid"], picked["ts"].to_numpy(), python=True)
+    names = model.host["name"].to_list()
+    parent = model.tree.parent
+    found = []
+    for frame in frames.tolist():
+        open_modules, node = [], int(frame)
+        while node >= 0:
+            if names[node].startswith(MODULE_PREFIX):
+                open_modules.append(node)
+            node = int(parent[node])
+        found.append(open_modules)
+    return found
+
+
 def has_modules(model: TraceModel) -> bool:
     """Whether the trace holds any ``nn.Module`` frame (recorded with with_modules / with_stack)."""
     return bool(model.host.select((pl.col("is_python") & pl.col("name").str.starts_with(MODULE_PREFIX)).any()).item())

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from ...frames import HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
+from ...frames import CUT_REPLAY, HOST_CALL_KINDS, OPERATOR_COLUMNS, UNATTRIBUTED, display_name
 from ..trace.calltree import fold_same_name
 from ..trace.model import ASYNC_LAYER, OP_LAYER, TRITON_HOST_COLUMNS, TraceModel
 
@@ -93,7 +93,9 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
     """Group operator calls by name (and input shapes); add the ``(unattributed)`` GPU row.
 
     ``unattributed_gpu`` is the GPU work no operator launched; it becomes one row so that the
-    device_self column adds up to all GPU time.
+    device_self column adds up to all GPU time.  Where it has ``cut_graph``/``cut_replay`` (the
+    graph and replay of a replay launched before the window: cut by it, or queued), that work is a
+    :data:`~profview.frames.CUT_REPLAY` row per graph instead, ``calls`` those replays.
     """
     keys = ["name", "input_dims"] if by_shapes else ["name"]
     table = (
@@ -108,12 +110,21 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
             pl.col("device_total_us").sum(),
         )
     )
-    if unattributed_gpu.height:
-        gpu_time = float(unattributed_gpu["dur"].sum())
-        extra = {
-            "name": [UNATTRIBUTED],
+    groups: list[tuple[str, int, float]] = []
+    rest = unattributed_gpu
+    if "cut_graph" in unattributed_gpu.columns:
+        cut = unattributed_gpu.filter(pl.col("cut_graph").is_not_null())
+        rest = unattributed_gpu.filter(pl.col("cut_graph").is_null())
+        per_graph = cut.group_by("cut_graph").agg(pl.col("cut_replay").n_unique(), pl.col("dur").sum())
+        for graph, replays, us in per_graph.sort("cut_graph").iter_rows():
+            groups.append((CUT_REPLAY.format(graph=graph), int(replays), float(us)))
+    if rest.height:
+        groups.append((UNATTRIBUTED, rest.height, float(rest["dur"].sum())))
+    for name, calls, gpu_time in groups:
+        extra: dict[str, list[object]] = {
+            "name": [name],
             "kind": ["gpu"],
-            "calls": [unattributed_gpu.height],
+            "calls": [calls],
             "host_self_us": [0.0],
             "host_total_us": [0.0],
             "device_self_us": [gpu_time],

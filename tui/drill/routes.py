@@ -88,9 +88,12 @@ def _shape_launches(
 def _graph_nodes(
     profile: Profile, row: dict[str, Any], path: list[str], step: int | None = None
 ) -> DrillScreen | str:
-    """A graph → its nodes, each with its captured launch's operator, module and source line."""
+    """A graph → its nodes, each with its captured launch's operator, module and source line, under
+    a caption saying what its inferred ``block`` labels are (where it has any)."""
     graph = int(row["graph"])
-    return DrillScreen("graph_nodes", profile.graph_nodes(graph), [*path, f"graph {graph}"], profile=profile)
+    nodes = profile.graph_nodes(graph)
+    caption = profile.graph_block_note(graph)
+    return DrillScreen("graph_nodes", nodes, [*path, f"graph {graph}"], profile=profile, caption=caption)
 
 
 def _node_origin(

@@ -34,10 +34,13 @@ class DrillScreen(Screen[None]):
         with_stack: bool = False,
         profile: Profile | None = None,
         table: type[FrameView] = FrameView,
+        caption: str | None = None,
     ) -> None:
         """``profile``: the one the rows come from, where Enter on a row drills further (None: both
-        sides of a comparison); ``table``: the table widget (compare mode's colours its change glyphs)."""
+        sides of a comparison); ``table``: the table widget (compare mode's colours its change glyphs);
+        ``caption``: a line above the table saying what an inferred column means (a graph's blocks)."""
         super().__init__()
+        self.caption = caption
         self.profile = profile
         self.table_view = table
         self.view = view
@@ -55,6 +58,8 @@ class DrillScreen(Screen[None]):
         with Horizontal(id="crumb-row"):  # the path, fitted to the width, and the notices beside it
             yield Breadcrumb(self.path, id="breadcrumb")
             yield MessageLine()
+        if self.caption:
+            yield Static(Text(clean(self.caption), style="dim"), id="drill-caption")
         yield self.table_view(self.view, self.shown, id="drill-table")
         if self.view == "kernel_launches":
             with VerticalScroll(id="launch-detail", can_focus=False):

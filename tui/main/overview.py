@@ -101,8 +101,9 @@ def overview_renderable(
             parts.append(Text(clean(rank), style="bold"))
         for device in view.devices:
             parts.append(Text(f"device {clean(device)}"))
-        if not view.devices:
-            parts.append(Text("device: not recorded in this trace"))
+        inferred = profile.device_inference()
+        if not view.devices:  # the GPU work's device is not listed: say which one the peaks are from
+            parts.append(Text(clean(inferred or "device: not recorded in this trace")))
         note = device_note(view)
         if note:
             parts.append(Text(note, style="dim"))
@@ -118,7 +119,8 @@ def overview_renderable(
             parts.append(Text(whole + clean(line)))
         if chosen is None:  # the step's own lines go under its heading, below
             for line in profile.efficiency_lines():  # issue 24: categories, model FLOPs, MFU
-                parts.append(Text(clean(line)))
+                if line != inferred or view.devices:  # said once, as the device line above
+                    parts.append(Text(clean(line)))
         for line in profile.graph_lines():  # issue 36: graph replays, attributed or how to be
             parts.append(Text(whole + clean(line)))
         if profile.serving_known():  # issue 31: one line per serving phase (searched off the UI thread)

@@ -29,8 +29,10 @@ def _inputs(call: OpCall) -> str:
     return " · ".join(parts)
 
 
-def kernel_lines(event: KernelInstance, origin: float, width: int) -> list[Text]:
-    """A GPU event: figures, name, launch arguments, launching call and operator, Python stack."""
+def kernel_lines(event: KernelInstance, origin: float, width: int, replay: str | None = None) -> list[Text]:
+    """A GPU event: figures, name, launch arguments, launching call and operator, Python stack;
+    ``replay``: where a graph replay holds it, said where no launching call is recorded (a replay
+    cut by the window) in place of a guess at why."""
     where = f"GPU{event.device if event.device is not None else '?'} stream {event.stream}"
     head = Text(f"{event.kind} {fmt_us(event.dur)} at {fmt_us(event.ts - origin)}", style="bold")
     head.append(f" · {where} · correlation {event.correlation if event.correlation is not None else '–'}")
@@ -54,7 +56,10 @@ def kernel_lines(event: KernelInstance, origin: float, width: int) -> list[Text]
     if event.launch is not None:
         origin_text.append(" via " if event.op is not None else "launched by ", style="dim")
         origin_text.append(f"{clean(event.launch.name)} {fmt_us(event.launch.dur)} (thread {clean(event.launch.tid)})")
-    if not origin_text.plain:
+    if not origin_text.plain and replay is not None:  # a graph replay's node: named, not guessed at
+        origin_text.append("replayed: ", style="dim")
+        origin_text.append(clean(replay), style="bold")
+    elif not origin_text.plain:
         origin_text.append("no launching call recorded (launched before the trace window?)", style="dim")
     lines += cap_lines(origin_text, width, 1)
     inputs = _inputs(event.op) if event.op is not None else ""

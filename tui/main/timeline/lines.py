@@ -82,7 +82,8 @@ class TimelineLines:
             found = kernel_instance(model, row) if lane.kind == "gpu" else op_instance(model, row)
             self._inspected[key] = found
         if isinstance(found, KernelInstance):
-            return kernel_lines(found, self.start, width)
+            unlaunched = found.launch is None and found.op is None  # a cut replay's node: say which
+            return kernel_lines(found, self.start, width, self.profile.replay_place(row) if unlaunched else None)
         assert isinstance(found, OpInstance)
         lines = op_lines(found, self.start, width)
         note = self.step_note(found.call.name, found.call.dur)
