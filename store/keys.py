@@ -27,8 +27,10 @@ from .. import __version__
 #: 13: the events frame's repeated text columns (and the stored model's) are Categorical;
 #: 14: the graph-replay and Triton argument columns (issue 36), views of issues 31-36);
 #: 15: the efficiency views hold replayed calls sized through their capture, kept per set of captures.
-#: 16: kept critical paths stay in their step and call a queued replay's wait the GPU's.
-CACHE_FORMAT = 16
+#: 16: kept critical paths stay in their step and call a queued replay's wait the GPU's;
+#: 17: ops with a row per graph launched before the window, modules counting replayed calls, step
+#: efficiency without an MFU where unsized rows hold more time, critical_path_names' (between events).
+CACHE_FORMAT = 17
 META_FILE = "meta.json"
 
 
