@@ -92,6 +92,20 @@ async def test_o_in_graphs_opens_the_graph_ops_table_and_e_exports_it(tmp_path, 
 
 
 @pytest.mark.asyncio
+async def test_the_graph_ops_table_shows_its_time_at_80_columns() -> None:
+    """At 80x24 the graph_ops table led with the name, the module and the calls, and its time was
+    off-screen; now the time and its share follow the name and the module that tell rows apart."""
+    app = app_on(capture=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("9", "o")
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen) and app.screen.view == "graph_ops")
+        await pilot.pause()
+        header = next(line for line in screen_text(app).splitlines() if " name " in f" {line} " and "module" in line)
+        assert "device_us" in header, header
+
+
+@pytest.mark.asyncio
 async def test_a_replayed_kernel_drills_to_its_captured_operator() -> None:
     events = read(REPLAY)
     capture = read(CAPTURE)

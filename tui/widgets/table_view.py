@@ -47,6 +47,8 @@ DISTINGUISHING = ("launched_from", "input_dims", "grid", "block")
 #: kernel's figures follow its name); ``graph`` (one value: the breadcrumb names it) goes last.
 LEADING: dict[str, tuple[tuple[str, ...], int, tuple[str, ...]]] = {
     "graph_nodes": (("node", "name", "device_us", "replays", "how"), 2, ("graph",)),
+    # an operator through the capture: its module tells two rows of one name apart, its time next
+    "graph_ops": (("name", "module", "device_us", "pct", "calls"), 1, ()),
 }
 #: What the filtered rows' time is a share of, per view (else the column's name).
 SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
