@@ -53,3 +53,22 @@ def screen_text(app: ProfviewApp) -> str:
 async def type_text(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
     for char in text:
         await pilot.press(char)
+
+
+async def open_graph_nodes(pilot, app: ProfviewApp):  # type: ignore[no-untyped-def]
+    """Tab 9 Graphs, Enter on the first graph: its nodes' drill-down, built and drawn; returns the
+    nodes' table view."""
+    from profview.tui.drill.screen import DrillScreen
+    from profview.tui.widgets.table_view import FrameView
+
+    await pilot.press("9")
+    await pilot.pause()
+    graphs = app.screen.query_one("#graphs-table", FrameView)
+    await wait_until(pilot, lambda: graphs.table is not None)
+    graphs.focus_table()
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
+    nodes = app.screen.query_one(FrameView)
+    await wait_until(pilot, lambda: nodes.table is not None)
+    await pilot.pause()
+    return nodes

@@ -8,10 +8,8 @@ from __future__ import annotations
 import re
 
 from graph_witness import read, replays
-from pilot import screen_text, wait_loaded, wait_until
+from pilot import open_graph_nodes, screen_text, wait_loaded
 from support import SAMPLES, viewer
-
-from profview.tui.widgets.table_view import FrameView
 
 REPLAY = "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz"
 CAPTURE = SAMPLES / "sglang_decode_capture_traces" / "bs_32_rank0.json.gz"
@@ -27,18 +25,7 @@ async def test_graph_nodes_caption_says_what_the_blocks_are() -> None:
     app = viewer(REPLAY)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("9")
-        await pilot.pause()
-        graphs = app.screen.query_one("#graphs-table", FrameView)
-        await wait_until(pilot, lambda: graphs.table is not None)
-        graphs.focus_table()
-        await pilot.press("enter")
-        from profview.tui.drill.screen import DrillScreen
-
-        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
-        table = app.screen.query_one(FrameView)
-        await wait_until(pilot, lambda: table.table is not None)
-        await pilot.pause()
+        await open_graph_nodes(pilot, app)
         text = " ".join(screen_text(app).split())
     found = re.search(
         r"block k/(\d+): the k-th of \1 back-to-back repeats of the same (\d+) kernel names "

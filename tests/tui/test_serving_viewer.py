@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from pilot import screen_text, wait_loaded, wait_until
+from pilot import open_graph_nodes, screen_text, wait_loaded, wait_until
 from serving_witness import EAGER, raw_iterations
 from support import raw_events, viewer
 
@@ -152,18 +152,7 @@ async def test_graph_nodes_freeze_node_and_name_and_show_module_source_how() -> 
     app = viewer(name)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("9")
-        await pilot.pause()
-        graphs = app.screen.query_one("#graphs-table", FrameView)
-        await wait_until(pilot, lambda: graphs.table is not None)
-        graphs.focus_table()
-        await pilot.press("enter")
-        from profview.tui.drill.screen import DrillScreen
-
-        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
-        nodes = app.screen.query_one(FrameView)
-        await wait_until(pilot, lambda: nodes.table is not None)
-        await pilot.pause()
+        nodes = await open_graph_nodes(pilot, app)
         assert nodes.displayed.columns[:5] == ["node", "name", "device_us", "replays", "how"]
         assert nodes.displayed.columns[-1] == "graph"
         assert nodes.table is not None and nodes.table.fixed_columns == 2
@@ -352,18 +341,10 @@ async def test_node_drill_gives_min_and_max_of_its_replays() -> None:
     app = viewer(name)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("9")
-        await pilot.pause()
-        graphs = app.screen.query_one("#graphs-table", FrameView)
-        await wait_until(pilot, lambda: graphs.table is not None)
-        graphs.focus_table()
-        await pilot.press("enter")
+        await open_graph_nodes(pilot, app)
         from profview.tui.drill.screen import DrillScreen
 
-        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen))
         nodes = app.screen
-        await wait_until(pilot, lambda: nodes.query_one(FrameView).table is not None)
-        await pilot.pause()
         await pilot.press("enter")  # node 0
         await wait_until(pilot, lambda: app.screen is not nodes and isinstance(app.screen, DrillScreen))
         origin = app.screen.query_one(FrameView)
