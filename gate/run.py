@@ -99,11 +99,9 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
     ``step`` column makes one sample per step (without one, each name is one sample of the whole
     trace), a ``name`` (else the first text) column one test per name (profview.query's engine
     over the same tables the exports write)."""
-    try:
-        from ..query.engine import run_sql
-        from ..query.tables import trace_tables
-    except ImportError:
-        raise ProfviewError(None, "sql: rules need profview's query engine, which this install lacks") from None
+    from ..query.engine import run_sql
+    from ..query.tables import trace_tables
+
     frame = run_sql(trace_tables(profile), query)
     numeric = [c for c, t in frame.schema.items() if t.is_numeric() and c != "step"]
     if not numeric:

@@ -298,10 +298,11 @@ def names_frame(paths: StepPaths) -> pl.DataFrame:
     # of its own, BETWEEN_EVENTS (h100_compile_reduce_overhead: cudaStreamWaitEvent read 1,527.7 µs
     # on the path for 7.4 µs of calls).
     own = pl.min_horizontal(pl.col("on_path_us"), (pl.col("end") - pl.col("start")).clip(lower_bound=0))
-    per_event = rows.group_by("event", "kind", "name").agg(pl.col("on_path_us").sum(), pl.col("start"), pl.col("end"))
-    per_event = per_event.with_columns(
-        pl.col("start").list.first(), pl.col("end").list.first()
-    ).with_columns(own.alias("own_us"), (pl.col("on_path_us") - own).alias("between_us"))
+    per_event = (
+        rows.group_by("event", "kind", "name", "start", "end")
+        .agg(pl.col("on_path_us").sum())
+        .with_columns(own.alias("own_us"), (pl.col("on_path_us") - own).alias("between_us"))
+    )
     on = per_event.group_by("kind", "name").agg(pl.col("own_us").sum().alias("on_path_us"))
     between = per_event.group_by("kind").agg(pl.col("between_us").sum()).filter(pl.col("between_us") > 0.0005)
     totals = (

@@ -6,8 +6,6 @@ attributed, or, without a capture, how to get one.  Figures checked against the 
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 import pytest
 from graph_witness import captured_launches, launch_attributions, read, replays
@@ -67,7 +65,6 @@ async def test_o_in_graphs_opens_the_graph_ops_table_and_e_exports_it(tmp_path, 
 
     by_op: dict[str, float] = {}
     for (op, _module), us in replayed_by_operator(read(REPLAY), read(CAPTURE)).items():
-        op = re.sub(r"_\d+$", "", op) if op.startswith("sglang_profiler::") else op  # as TraceLens names it
         by_op[op] = by_op.get(op, 0.0) + us
     app = app_on(capture=True)
     monkeypatch.chdir(tmp_path)
