@@ -129,6 +129,7 @@ typedef struct {
     int cut; /* the failure is the end of the data: the document is cut short, not malformed */
     int starved; /* the failure may be only the end of the data: more of it could make the value whole */
     const char *end;
+    const char *first, *last; /* the range being read: [first, last) holds its events' starts */
 } State;
 
 static uint64_t hash_bytes(const char *p, size_t n) {
@@ -269,8 +270,25 @@ static int tmp_put(State *st, const char *p, size_t n) {
 
 /* ---- lexing ------------------------------------------------------------------------------- */
 
+static inline int is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* Pretty-printed traces put a newline and an indent before most keys: after the common case (no
+ * whitespace at all, one test), runs are skipped 16 bytes at a time. */
 static inline const char *skip_ws(const char *p, const char *end) {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    if (p >= end || (unsigned char)*p > ' ') return p;
+    if (!is_ws(*p)) return p;
+    if (++p < end && (unsigned char)*p > ' ') return p; /* the one space after ':' or ',' */
+#ifdef __SSE2__
+    while (p + 16 <= end) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+                                  _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+        unsigned other = (unsigned)_mm_movemask_epi8(ws) ^ 0xFFFFu;
+        if (other) return p + __builtin_ctz(other);
+        p += 16;
+    }
+#endif
+    while (p < end && is_ws(*p)) p++;
     return p;
 }
 
@@ -685,6 +703,54 @@ unsupported:
     return NULL;
 }
 
+/* The end of the value at p when its text form (render_value's) is its own bytes: no whitespace
+ * but one space after each ',' (and ':'), strings without escapes, integers as render_value prints
+ * them.  Then the value is interned straight from the buffer, without building its text.  NULL
+ * otherwise (or if the value is malformed), leaving the failure state as it was: render_value then
+ * decides, with its own messages. */
+static const char *canonical_end(State *st, const char *p, int depth) {
+    const char *end = st->end;
+    const char *s, *q;
+    size_t n;
+    int esc, is_int;
+    if (depth > 64 || p >= end) return NULL;
+    switch (*p) {
+        case '"':
+            q = scan_string(st, p, &s, &n, &esc);
+            return q == NULL || esc ? NULL : q;
+        case '[':
+        case '{': {
+            int object = *p == '{';
+            char close = object ? '}' : ']';
+            p++;
+            if (p < end && *p == close) return p + 1;
+            for (;;) {
+                if (object) {
+                    if (p >= end || *p != '"') return NULL;
+                    q = scan_string(st, p, &s, &n, &esc);
+                    if (q == NULL || esc || end - q < 2 || q[0] != ':' || q[1] != ' ') return NULL;
+                    p = q + 2;
+                }
+                p = canonical_end(st, p, depth + 1);
+                if (p == NULL || p >= end) return NULL;
+                if (*p == close) return p + 1;
+                if (*p != ',' || end - p < 2 || p[1] != ' ') return NULL;
+                p += 2;
+            }
+        }
+        case 't':
+            return end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+        case 'f':
+            return end - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+        case 'n':
+            return end - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+        default:
+            q = scan_number(st, p, &is_int);
+            if (q == NULL || !is_int || q - p > 18 || (q - p == 2 && p[0] == '-' && p[1] == '0')) return NULL;
+            return q;
+    }
+}
+
 /* A text column's value: its dictionary code (0 for null). */
 static const char *read_text(State *st, const char *p, int column, uint32_t *code) {
     Dict *d = &st->dict[column];
@@ -708,10 +774,20 @@ static const char *read_text(State *st, const char *p, int column, uint32_t *cod
         *code = 0;
         return q;
     } else {
-        st->tmp_len = 0;
-        q = render_value(st, p, 0);
-        if (q == NULL) return NULL;
-        c = intern(st, d, st->tmp, st->tmp_len, 0);
+        Failure fail = st->fail;
+        int cut = st->cut, starved = st->starved;
+        q = canonical_end(st, p, 0);
+        if (q != NULL) {
+            c = intern(st, d, p, (size_t)(q - p), 1);
+        } else {
+            st->fail = fail;
+            st->cut = cut;
+            st->starved = starved;
+            st->tmp_len = 0;
+            q = render_value(st, p, 0);
+            if (q == NULL) return NULL;
+            c = intern(st, d, st->tmp, st->tmp_len, 0);
+        }
     }
     if (c < 0) {
         st->fail.what = "out of memory";
@@ -806,25 +882,54 @@ typedef struct {
     uint32_t s[N_STR];
 } Row;
 
-static int grow_columns(State *st) {
-    size_t cap = st->cap ? st->cap * 2 : 1024;
+/* Room for more rows, at ``p`` in the range.  Past the first 1,024 rows the range's row count is
+ * projected from the bytes per row so far (plus a sixteenth), so that a column is copied by realloc
+ * about twice instead of once per doubling; the capacity still grows by half at least, and
+ * column_new gives back what the range did not use.  Only the columns that hold a value have a
+ * buffer (see append_row). */
+static int grow_columns(State *st, const char *p) {
+    size_t cap = 1024;
+    if (st->cap) {
+        size_t done = (size_t)(p - st->first), range = (size_t)(st->last - st->first);
+        double projected = done ? (double)st->rows * ((double)range / (double)done) : 0.0;
+        cap = st->cap + st->cap / 2;
+        if (projected > (double)cap && projected < 1e12) cap = (size_t)projected + (size_t)projected / 16;
+    }
     for (int k = 0; k < N_FLOAT; k++) {
+        if (st->f[k] == NULL) continue;
         double *a = realloc(st->f[k], cap * sizeof(double));
         if (a == NULL) return -1;
         st->f[k] = a;
     }
     for (int k = 0; k < N_INT; k++) {
+        if (st->i[k] == NULL) continue;
         int64_t *a = realloc(st->i[k], cap * sizeof(int64_t));
         if (a == NULL) return -1;
         st->i[k] = a;
     }
     for (int k = 0; k < N_STR; k++) {
+        if (st->s[k] == NULL) continue;
         uint32_t *a = realloc(st->s[k], cap * sizeof(uint32_t));
         if (a == NULL) return -1;
         st->s[k] = a;
     }
     st->cap = cap;
     return 0;
+}
+
+/* A column's first value, at row r: its buffer, null up to r.  A column no event of the range
+ * fills never gets one (most argument columns, in most traces): no memory, no writes. */
+static void *first_value(State *st, size_t width, size_t r, int kind) {
+    void *a = malloc(st->cap * width);
+    if (a == NULL) return NULL;
+    if (kind == 0) {
+        for (size_t k = 0; k < r; k++) ((double *)a)[k] = NAN;
+    } else if (kind == 1) {
+        for (size_t k = 0; k < r; k++) ((int64_t *)a)[k] = INT_NULL;
+    } else {
+        memset(a, 0, r * width);
+    }
+    return a;
 }
 
 static int top_key(const char *k, size_t n) {
@@ -849,10 +954,29 @@ static int top_key(const char *k, size_t n) {
     }
 }
 
-static int arg_key(const char *k, size_t n) {
+/* ARG_FIELDS by key length (filled once at import by index_arg_keys): a key is compared only with
+ * the fields of its own length, most often none or one, instead of with every field. */
+#define ARG_KEY_MAX 64
+static int8_t ARG_BY_LEN[ARG_KEY_MAX][N_ARG + 1]; /* field indices, -1 after the last */
+
+static void index_arg_keys(void) {
+    int used[ARG_KEY_MAX] = {0};
+    memset(ARG_BY_LEN, -1, sizeof ARG_BY_LEN);
     for (int a = 0; a < N_ARG; a++) {
-        const char *key = ARG_FIELDS[a].key;
-        if (key[0] == k[0] && strlen(key) == n && memcmp(key, k, n) == 0) return a;
+        size_t n = strlen(ARG_FIELDS[a].key);
+        if (n < ARG_KEY_MAX) ARG_BY_LEN[n][used[n]++] = (int8_t)a;
+    }
+}
+
+static int arg_key(const char *k, size_t n) {
+    if (n >= ARG_KEY_MAX) {
+        for (int a = 0; a < N_ARG; a++) /* no such key today: kept general all the same */
+            if (strlen(ARG_FIELDS[a].key) == n && memcmp(ARG_FIELDS[a].key, k, n) == 0) return a;
+        return -1;
+    }
+    for (const int8_t *a = ARG_BY_LEN[n]; *a >= 0; a++) {
+        const char *key = ARG_FIELDS[*a].key;
+        if (key[0] == k[0] && memcmp(key, k, n) == 0) return *a;
     }
     return -1;
 }
@@ -968,16 +1092,35 @@ append:
     if (row.i[I_EXTERNAL_ID] == 0) row.i[I_EXTERNAL_ID] = INT_NULL; /* External id 0 means "none" in Kineto */
     if (row.i[I_CORRELATION] == INT_NULL) row.i[I_CORRELATION] = row.corr2;
     if (isnan(row.f[F_OCCUPANCY])) row.f[F_OCCUPANCY] = row.occ2;
-    if (st->rows == st->cap && grow_columns(st) < 0) {
-        st->fail.what = "out of memory";
-        st->fail.where = p;
-        return NULL;
+    if (st->rows == st->cap && grow_columns(st, p) < 0) goto oom;
+    size_t r = st->rows;
+    for (int k = 0; k < N_FLOAT; k++) {
+        if (st->f[k] == NULL) {
+            if (isnan(row.f[k])) continue;
+            if ((st->f[k] = first_value(st, sizeof(double), r, 0)) == NULL) goto oom;
+        }
+        st->f[k][r] = row.f[k];
     }
-    size_t r = st->rows++;
-    for (int k = 0; k < N_FLOAT; k++) st->f[k][r] = row.f[k];
-    for (int k = 0; k < N_INT; k++) st->i[k][r] = row.i[k];
-    for (int k = 0; k < N_STR; k++) st->s[k][r] = row.s[k];
+    for (int k = 0; k < N_INT; k++) {
+        if (st->i[k] == NULL) {
+            if (row.i[k] == INT_NULL) continue;
+            if ((st->i[k] = first_value(st, sizeof(int64_t), r, 1)) == NULL) goto oom;
+        }
+        st->i[k][r] = row.i[k];
+    }
+    for (int k = 0; k < N_STR; k++) {
+        if (st->s[k] == NULL) {
+            if (row.s[k] == 0) continue;
+            if ((st->s[k] = first_value(st, sizeof(uint32_t), r, 2)) == NULL) goto oom;
+        }
+        st->s[k][r] = row.s[k];
+    }
+    st->rows = r + 1;
     return p;
+oom:
+    st->fail.what = "out of memory";
+    st->fail.where = p;
+    return NULL;
 }
 
 /* ---- a buffer-exporting column ------------------------------------------------------------ */
@@ -1144,18 +1287,21 @@ static PyObject *none_column(void **data) {
 }
 
 static int all_null_floats(const double *v, size_t n) {
+    if (v == NULL) return 1; /* no value was ever written */
     for (size_t r = 0; r < n; r++)
         if (!isnan(v[r])) return 0;
     return 1;
 }
 
 static int all_null_ints(const int64_t *v, size_t n) {
+    if (v == NULL) return 1;
     for (size_t r = 0; r < n; r++)
         if (v[r] != INT_NULL) return 0;
     return 1;
 }
 
 static int all_null_codes(const uint32_t *v, size_t n) {
+    if (v == NULL) return 1;
     for (size_t r = 0; r < n; r++)
         if (v[r] != 0) return 0;
     return 1;
@@ -1227,6 +1373,8 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
     for (int k = 0; k < N_STR && ok; k++) ok = dict_init(&st.dict[k]) == 0;
     const char *p = base + (ok ? start : 0);
     const char *event = p;
+    st.first = p;
+    st.last = stop >= buf.len ? st.end : stop <= start ? p : base + stop;
     int ended = 0, cut = 0;
     size_t rows_before = 0; /* rows before ``event``: a chunk's last event is read again in the next */
     if (ok) {
@@ -1457,6 +1605,7 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     if (PyType_Ready(&ColumnType) < 0) return NULL;
+    index_arg_keys();
 #ifdef HAVE_STRTOD_L
     if (c_numeric == (locale_t)0) c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
 #endif
