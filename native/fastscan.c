@@ -132,17 +132,25 @@ typedef struct {
     const char *first, *last; /* the range being read: [first, last) holds its events' starts */
 } State;
 
+/* The hash only places a string in its table (codes follow first appearance), so it may change
+ * freely.  The tail of a string of 8 bytes or more is read as its last 8 bytes (overlapping the
+ * previous word): one load instead of a copy of variable length. */
 static uint64_t hash_bytes(const char *p, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xff51afd7ed558ccdULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001B3ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
     uint64_t w = 0;
+    if (n >= 8) {
+        const char *last = p + n - 8;
+        while (p < last) {
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0x100000001B3ULL;
+            h ^= h >> 29;
+            p += 8;
+        }
+        memcpy(&w, last, 8);
+        h = (h ^ w) * 0xC2B2AE3D27D4EB4FULL;
+        h ^= h >> 32;
+        return h;
+    }
     memcpy(&w, p, n);
     h = (h ^ w) * 0xC2B2AE3D27D4EB4FULL;
     h ^= h >> 32;
@@ -798,8 +806,56 @@ static const char *read_text(State *st, const char *p, int column, uint32_t *cod
     return q;
 }
 
+/* number_to_double's exact path in the same pass as scan_number's checks, for the common number
+ * (``ts``, ``dur``: up to 19 significant digits, no exponent): the end of the number, or NULL where
+ * the two-pass path decides (anything else, including a number that reaches the data's end). */
+static const char *read_plain_double(const char *p, const char *end, double *out) {
+    const char *r = p;
+    int negative = r < end && *r == '-';
+    r += negative;
+    uint64_t mantissa = 0;
+    int digits = 0, exp10 = 0;
+    if (r >= end) return NULL;
+    if (*r == '0') {
+        r++;
+    } else if (*r >= '1' && *r <= '9') {
+        while (r < end && *r >= '0' && *r <= '9') {
+            if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*r - '0');
+                digits++;
+            } else {
+                exp10++;
+            }
+            r++;
+        }
+    } else {
+        return NULL;
+    }
+    if (r < end && *r == '.') {
+        r++;
+        if (r >= end || *r < '0' || *r > '9') return NULL;
+        while (r < end && *r >= '0' && *r <= '9') {
+            if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*r - '0');
+                if (mantissa) digits++;
+                exp10--;
+            }
+            r++;
+        }
+    }
+    if (r >= end || *r == 'e' || *r == 'E') return NULL;
+    if (mantissa > (1ULL << 53) || exp10 < -22 || exp10 > 22) return NULL;
+    double v = (double)mantissa;
+    v = exp10 < 0 ? v / POW10[-exp10] : v * POW10[exp10];
+    *out = negative ? -v : v;
+    return r;
+}
+
 static const char *read_float(State *st, const char *p, double *out) {
     int is_int;
+    *out = NAN;
+    const char *plain = read_plain_double(p, st->end, out);
+    if (plain != NULL) return plain;
     *out = NAN;
     if (p < st->end && (*p == '-' || (*p >= '0' && *p <= '9'))) {
         const char *q = scan_number(st, p, &is_int);
@@ -814,8 +870,32 @@ static const char *read_float(State *st, const char *p, double *out) {
     return skip_value(st, p, 1);
 }
 
+/* The common integer (up to 18 digits, so it fits and is not the null marker) in one pass: its
+ * end, or NULL where scan_number and literal_to_int decide. */
+static const char *read_plain_int(const char *p, const char *end, int64_t *out) {
+    const char *r = p;
+    int negative = r < end && *r == '-';
+    r += negative;
+    if (r >= end) return NULL;
+    uint64_t v = 0;
+    if (*r == '0') {
+        r++;
+    } else if (*r >= '1' && *r <= '9') {
+        const char *digits = r;
+        while (r < end && *r >= '0' && *r <= '9') v = v * 10 + (uint64_t)(*r++ - '0');
+        if (r - digits > 18) return NULL;
+    } else {
+        return NULL;
+    }
+    if (r >= end || *r == '.' || *r == 'e' || *r == 'E') return NULL;
+    *out = negative ? -(int64_t)v : (int64_t)v;
+    return r;
+}
+
 static const char *read_int(State *st, const char *p, int64_t *out) {
     int is_int;
+    const char *plain = read_plain_int(p, st->end, out);
+    if (plain != NULL) return plain;
     *out = INT_NULL;
     if (p < st->end && (*p == '-' || (*p >= '0' && *p <= '9'))) {
         const char *q = scan_number(st, p, &is_int);

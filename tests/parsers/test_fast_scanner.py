@@ -280,3 +280,97 @@ def test_the_events_key_is_found_across_a_chunk_end() -> None:
             chunked.read_chunked(iter([text[:cut], text[cut:]]), scanner, 16)
     finally:
         scanner.close()
+
+
+def test_text_already_in_its_printed_form_and_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values read as text: those whose JSON is already Polars' text ("[[8192, 50257], []]": one
+    space after each comma and colon, plain strings, short integers) are taken from the buffer as
+    they are, the others rendered; both read as the general reader reads them, and the printed form
+    is what Python's json.dumps writes for the same value (the second witness)."""
+    printed = [[[8192, 50257], [], [[]]], ["float", "", "Scalar"], [True, False, None], {"a": [1, -2]}, 12345678901]
+    other = ["[[8192,50257], []]", "[ 1, 2]", "[1 ,2]", '{"a":1}', '{"a" : 1}', "[true,null]", "[\n1, 2\n]"]
+    refused = ["[-0]", "[1234567890123456789]", "[1.5]", '["a\\"b"]', "[" * 66 + "]" * 66]  # left to Polars
+    events = [
+        f'{{"ph": "X", "ts": {k}, "pid": {json.dumps(v)}, "args": {{"Input Dims": {json.dumps(v)}}}}}'
+        for k, v in enumerate(printed)
+    ]
+    events += [f'{{"ph": "X", "ts": {k}, "tid": {v}, "args": {{"Concrete Inputs": {v}}}}}' for k, v in enumerate(other)]
+    data = ('{"traceEvents": [' + ", ".join(events) + "]}").encode()
+    fast = assert_same_as_general(data, monkeypatch)
+    assert fast.events["input_dims"].head(len(printed)).to_list() == [json.dumps(v) for v in printed]
+    assert fast.events["pid"].head(len(printed)).to_list() == [json.dumps(v) for v in printed]
+    assert fast.events["concrete_inputs"].tail(len(other)).null_count() == 0
+    for value in refused:
+        for key in ('"pid"', '"args": {"Input Dims"'):
+            document = '{"traceEvents": [{"ph": "X", "ts": 1, ' + key + ": " + value + ("}" * key.count("{")) + "}]}"
+            assert fast_chrome.scan_fast(document.encode(), chrome_trace.METADATA_KEYS) is None, document
+
+
+def test_numbers_read_in_one_pass_or_two_agree_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ts/dur and integer arguments at the edges of the one-pass path (19 and 20 significant digits,
+    leading zeros of a fraction, exponents, -0, 18- and 19-digit integers): the same frame as the
+    general reader, and Python's float()/int() of each literal (the second witness)."""
+    floats = [
+        "0",
+        "-0",
+        "-0.0",
+        "0.000123",
+        "4482789437971.914",
+        "9007199254740993",
+        "1234567890123456789",
+        "12345678901234567890.5",
+        "0.30000000000000004",
+        "1.5e3",
+        "-2E-2",
+        "123.4560000000000000001",
+    ]
+    ints = [
+        "0",
+        "-0",
+        "7",
+        "-7",
+        "123456789012345678",
+        "1234567890123456789",
+        "-9223372036854775807",
+        "99999999999999999999",
+        "1.0",
+        "2e3",
+    ]
+    events = [f'{{"ph": "X", "ts": {t}, "dur": {t}}}' for t in floats]
+    events += [f'{{"ph": "X", "ts": 1, "args": {{"External id": {i}, "correlation": {i}}}}}' for i in ints]
+    data = ('{"traceEvents": [' + ",".join(events) + "]}").encode()
+    fast = assert_same_as_general(data, monkeypatch)
+    assert fast.events["ts"].head(len(floats)).to_list() == [float(t) for t in floats]
+    expected = [int(i) if i.lstrip("-").isdigit() and abs(int(i)) < 2**63 else None for i in ints]
+    assert fast.events["correlation"].tail(len(ints)).to_list() == expected
+
+
+def test_columns_first_filled_late_and_events_of_changing_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column has no buffer until its first value (here at event 2,500 of 6,000, and one value in
+    the last event only), and the rows the range will hold are projected from its first events
+    (here long ones, then short ones: several projections fall short).  Null before the first
+    value, the same frame as the general reader, counts as the standard library counts them."""
+    events: list[dict] = []
+    for k in range(6000):
+        event: dict = {"ph": "X", "name": ("long " * 40 if k < 1500 else "s") + str(k % 7), "ts": k, "dur": 1}
+        if k >= 2500:
+            event["args"] = {"External id": k, "grid": [k % 3, 1, 1]}
+        if k == 5999:
+            event["args"]["est. achieved occupancy %"] = 50
+        events.append(event)
+    data = json.dumps({"traceEvents": events}).encode()
+    fast = assert_same_as_general(data, monkeypatch)
+    frame = fast.events
+    with_args = sum("args" in e for e in events)
+    assert frame["external_id"].null_count() == len(events) - with_args
+    assert frame["grid"].drop_nulls().to_list() == [json.dumps(e["args"]["grid"]) for e in events if "args" in e]
+    assert frame["occupancy"].drop_nulls().to_list() == [50.0]
+
+
+def test_argument_keys_that_only_look_like_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys of the same length and first letter as a known argument (``External iD``, ``streaM``), or
+    longer than any: skipped, as the general reader skips them."""
+    args = '{"External iD": 5, "streaM": 3, "correlatioN": 4, "' + "k" * 80 + '": 1, "External id": 9}'
+    data = ('{"traceEvents": [{"ph": "X", "ts": 1, "args": ' + args + "}]}").encode()
+    fast = assert_same_as_general(data, monkeypatch)
+    assert fast.events.select("external_id", "stream", "correlation").row(0) == (9, None, None)
