@@ -964,16 +964,18 @@ typedef struct {
 
 /* Room for more rows, at ``p`` in the range.  Past the first 1,024 rows the range's row count is
  * projected from the bytes per row so far (plus a sixteenth), so that a column is copied by realloc
- * about twice instead of once per doubling; the capacity still grows by half at least, and
+ * once or twice instead of once per doubling; the capacity grows by half at least and 16 times at
+ * most (small first events must not make a huge range ask for an impossible buffer), and
  * column_new gives back what the range did not use.  Only the columns that hold a value have a
- * buffer (see append_row). */
+ * buffer (see read_event's end). */
 static int grow_columns(State *st, const char *p) {
     size_t cap = 1024;
     if (st->cap) {
         size_t done = (size_t)(p - st->first), range = (size_t)(st->last - st->first);
         double projected = done ? (double)st->rows * ((double)range / (double)done) : 0.0;
+        projected += projected / 16;
         cap = st->cap + st->cap / 2;
-        if (projected > (double)cap && projected < 1e12) cap = (size_t)projected + (size_t)projected / 16;
+        if (projected > (double)cap) cap = projected < (double)st->cap * 16 ? (size_t)projected : st->cap * 16;
     }
     for (int k = 0; k < N_FLOAT; k++) {
         if (st->f[k] == NULL) continue;
