@@ -289,8 +289,9 @@ static inline const char *skip_ws(const char *p, const char *end) {
 #ifdef __SSE2__
     while (p + 16 <= end) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
-        __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
-                                  _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+        __m128i space = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+        __m128i other_ws = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
+        __m128i ws = _mm_or_si128(space, other_ws);
         unsigned other = (unsigned)_mm_movemask_epi8(ws) ^ 0xFFFFu;
         if (other) return p + __builtin_ctz(other);
         p += 16;
