@@ -247,6 +247,12 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             self._views[name] = frame
         return self._views[name]
 
+    def kept_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A view made from the default ones (:func:`profview.profiles.views.with_efficiency`'s
+        kernel table with its categories), kept with the trace as they are: a cached re-open reads
+        it instead of reading the table it is made from and computing it again."""
+        return self._default_view(name, compute)
+
     def available(self, view: str) -> bool:
         """Whether this profile can show ``view``."""
         return view not in self.missing and (self.is_trace or view in self.tables)
