@@ -311,9 +311,13 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         given = self._require("steps")
         if given is not None:
             return given
-        from ..analysis.tables.steps import step_table
 
-        return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
+        def compute() -> pl.DataFrame:
+            from ..analysis.tables.steps import step_table  # a re-open reads the kept table (issue 42)
+
+            return step_table(self.model, self.comm_pattern)
+
+        return self._default_view("steps", compute)
 
     def launches(
         self, op: str, step: int | IterationScope | None = None, input_dims: str | None = None
