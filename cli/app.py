@@ -2,31 +2,31 @@
 
 Each command lives in a module of its own (``*_command.py``); :mod:`.boundary` runs the app and
 turns every error into one line.  Textual is imported only by the viewer, so ``summary`` and
-``export`` start fast.
+``export`` start fast.  A command line that names its command gets an app of that one command
+(:func:`app_for`): the other commands' modules are not imported and typer does not read their
+signatures, which a cached ``export`` would otherwise pay for on every run (its floor is
+``import polars``); ``profview``, ``--help`` or an unknown command get every command.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from importlib import import_module
+from typing import Annotated, Any
 
 import typer
 
 from .. import __version__
-from .diff_command import diff
-from .export_command import export
-from .open_command import open_viewer
-from .query_command import query
-from .summary_command import summary
 
-app = typer.Typer(
-    name="profview",
-    help="A terminal trace explorer for GPU profiles: `profview TRACE` opens the viewer.",
-    add_completion=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-COMMANDS = ("open", "summary", "export", "diff", "query")
+#: Each command's name, and the module and function that implement it, in ``--help``'s order.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "open": ("open_command", "open_viewer"),
+    "summary": ("summary_command", "summary"),
+    "export": ("export_command", "export"),
+    "diff": ("diff_command", "diff"),
+    "query": ("query_command", "query"),
+}
+COMMANDS = tuple(_COMMANDS)
 
 
 def _version(value: bool) -> None:
@@ -38,7 +38,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
@@ -47,8 +46,28 @@ def _main(
     """profview: kernel, operator and step tables of GPU profiles, in the terminal."""
 
 
-app.command("open")(open_viewer)
-app.command()(summary)
-app.command()(export)
-app.command("diff")(diff)
-app.command()(query)
+def command(name: str) -> Callable[..., Any]:
+    """The function of command ``name`` (its module imported now)."""
+    module, function = _COMMANDS[name]
+    found: Callable[..., Any] = getattr(import_module(f"{__package__}.{module}"), function)
+    return found
+
+
+def app_for(args: list[str] | None = None) -> typer.Typer:
+    """The app for a command line: the command ``args`` names alone, or every command where they
+    name none (no arguments, ``--help``, ``--version``, an unknown command, which typer answers
+    with the list of them)."""
+    app = typer.Typer(
+        name="profview",
+        help="A terminal trace explorer for GPU profiles: `profview TRACE` opens the viewer.",
+        add_completion=False,
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_main)
+    names = [args[0]] if args and args[0] in _COMMANDS else list(_COMMANDS)
+    for name in names:
+        function = command(name)
+        app.command(name)(function)
+    return app

@@ -16,7 +16,7 @@ import typer
 from ..errors import ProfviewError
 from ..parsers.source import cap_polars_threads, economise_address_space
 from ..sanitize import clean
-from .app import COMMANDS, app
+from .app import COMMANDS, app_for
 from .output import silence_stdout
 
 
@@ -75,7 +75,7 @@ def _main(argv: list[str] | None = None) -> None:
         if not os.environ.get("PROFVIEW_DEBUG"):  # a Rust panic's own report is two lines, not a backtrace
             os.environ["RUST_BACKTRACE"] = "0"
         # Without standalone mode, typer returns the code of an Exit (Ctrl+C is Exit(130)).
-        code = app(args=args, prog_name="profview", standalone_mode=False)
+        code = app_for(args)(args=args, prog_name="profview", standalone_mode=False)
         sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
     except Terminated:
         typer.echo("profview: terminated", err=True)

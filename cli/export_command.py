@@ -1,6 +1,9 @@
-"""``profview export PATH -o OUT``: a view of a trace or a job, filtered, sorted and cut, to a file."""
+"""``profview export PATH -o OUT``: a view of a trace or a job, filtered, sorted and cut, to a file.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typer reads the command's signature on every run,
+and string annotations are compiled and evaluated each time (136 of them), where evaluated ones
+come with the module's bytecode (a cached export's floor is ``import polars``, issue 42).
+"""
 
 import sys
 from typing import Annotated, Optional

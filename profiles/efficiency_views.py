@@ -45,12 +45,17 @@ class EfficiencyViews(ProfileHost):
 
     def categories(self, step: int | IterationScope | None = None) -> pl.DataFrame:
         """GPU time by kernel category (see :func:`profview.analysis.efficiency.categories.category_table`)."""
-        from ..analysis.efficiency.categories import category_table
+
+        def compute(frame: pl.DataFrame | None = None) -> pl.DataFrame:
+            # imported here: a re-open reads the kept table without the category rules (issue 42)
+            from ..analysis.efficiency.categories import category_table
+
+            return category_table(self._categorized if frame is None else frame)
 
         if step is not None:
-            self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
-            return category_table(self._categorized.filter(self._step_mask(step)))
-        return self._trace_only("categories", "no GPU work in this trace", lambda: category_table(self._categorized))
+            self._trace_only("categories", "no GPU work in this trace", compute)
+            return compute(self._categorized.filter(self._step_mask(step)))
+        return self._trace_only("categories", "no GPU work in this trace", compute)
 
     def device_peak(self) -> tuple[str | None, Any]:
         """(the trace's device name, its :class:`~profview.analysis.efficiency.device_peaks.DevicePeak` or None)."""
@@ -269,18 +274,20 @@ class EfficiencyViews(ProfileHost):
         :func:`profview.analysis.efficiency.perf_model.efficiency_table`); ``peak_tflops``/``peak_tb_s``
         replace the device's peaks from the table; ``step``: that step's calls alone (those that
         started in its host range, as the operator table under a step takes them)."""
-        from ..analysis.efficiency.perf_model import efficiency_table
-
         self._require("efficiency")
         if not self.is_trace:
             raise ProfviewError(self.path, f"a {self.format} has no efficiency view (it needs a trace's shapes)")
 
         def compute() -> pl.DataFrame:
+            # imported here: a re-open reads the kept table without the perf model (issue 42)
+            from ..analysis.efficiency.perf_model import efficiency_table
+
             self._shapes_check(self._call_work)
             return efficiency_table(self._call_work, self.device_peak()[1])
 
         if peak_tflops is None and peak_tb_s is None and step is None:
             return self._default_view(self._graph_view_name("efficiency"), compute)
+        from ..analysis.efficiency.perf_model import efficiency_table
         self._shapes_check(self._call_work)
         calls = self._call_work if step is None else self._step_calls(step)
         return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)

@@ -376,9 +376,9 @@ class GraphViews(ProfileHost):
     def graphs(self) -> pl.DataFrame:
         """One row per graph (see :func:`profview.analysis.graphs.attribution.graph_table`); the note of a graph
         no capture attributes says how to get one."""
+        frames = self._require_graphs()  # first: a trace without graphs needs no attribution imported
         from ..analysis.graphs.attribution import NO_CAPTURE, graph_table
 
-        frames = self._require_graphs()
         table = graph_table(frames, self.gpu)
         remedy = pl.col("note").str.replace(NO_CAPTURE, f"{NO_CAPTURE}: {self._remedy}", literal=True)
         return table.with_columns(remedy)

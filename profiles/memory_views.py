@@ -36,15 +36,23 @@ class MemoryViews(ProfileHost):
 
     def memory_ops(self) -> pl.DataFrame:
         """Memory per operator and device (see :func:`profview.analysis.tables.memory.memory_ops`)."""
-        from ..analysis.tables.memory import memory_ops
 
-        return self._trace_only("memory_ops", NO_MEMORY, lambda: memory_ops(self.memory()))
+        def compute() -> pl.DataFrame:
+            from ..analysis.tables.memory import memory_ops  # a re-open reads the kept table (issue 42)
+
+            return memory_ops(self.memory())
+
+        return self._trace_only("memory_ops", NO_MEMORY, compute)
 
     def memory_peaks(self) -> pl.DataFrame:
         """The peak per device (see :func:`profview.analysis.tables.memory.memory_peaks`)."""
-        from ..analysis.tables.memory import memory_peaks
 
-        return self._trace_only("memory_peaks", NO_MEMORY, lambda: memory_peaks(self.memory()))
+        def compute() -> pl.DataFrame:
+            from ..analysis.tables.memory import memory_peaks  # a re-open reads the kept table (issue 42)
+
+            return memory_peaks(self.memory())
+
+        return self._trace_only("memory_peaks", NO_MEMORY, compute)
 
     @cached_property
     def _launch_frames(self) -> Any:
@@ -68,9 +76,10 @@ class MemoryViews(ProfileHost):
         ``step`` (a step number or an iteration, issue 40): that step's GPU work alone, as the kernel
         table under it takes it (``pct`` of the step's GPU time).  Its ``calls`` (the module's frames
         on the host) are not narrowed, so under a step they are left empty rather than the trace's."""
-        from ..analysis.tables.modules import has_modules, module_table
 
         def compute() -> pl.DataFrame:
+            from ..analysis.tables.modules import has_modules, module_table  # a re-open reads the kept table
+
             if not has_modules(self.model):
                 return pl.DataFrame()
             table = module_table(self.model, self._gpu_attribution)
@@ -83,6 +92,8 @@ class MemoryViews(ProfileHost):
         whole = self._trace_only(self._graph_view_name("modules"), NO_MODULES, compute)
         if step is None or whole.height == 0:
             return whole
+        from ..analysis.tables.modules import module_table
+
         mask = self._step_mask(step)
         narrowed = module_table(self.step_model(step), self._gpu_attribution.filter(mask))
         return narrowed.with_columns(pl.lit(None, dtype=narrowed.schema["calls"]).alias("calls"))

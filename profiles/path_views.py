@@ -149,10 +149,15 @@ class PathViews(ProfileHost):
     def critical_path(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per step and bound kind, its µs on the critical path (see
         :func:`profview.analysis.critical_path.frames.path_frame`)."""
-        from ..analysis.critical_path.frames import path_frame
+
+        def compute() -> pl.DataFrame:
+            from ..analysis.critical_path.frames import path_frame  # a re-open reads the kept frame (issue 42)
+
+            return path_frame(self.step_paths())
 
         if step is None and rules == "profview":
-            return self._kept_path_view("critical_path", lambda: path_frame(self.step_paths()))
+            return self._kept_path_view("critical_path", compute)
+        from ..analysis.critical_path.frames import path_frame
         if rules == "profview" and not self.has_step_paths(step) and self.has_step_paths():
             # Each step's path is found in its own window (no edge joins two windows), so one step's
             # rows of every step's frame are its path: a kept frame answers without linking.
@@ -170,10 +175,16 @@ class PathViews(ProfileHost):
     def critical_path_names(self, step: int | None = None, rules: str = "profview") -> pl.DataFrame:
         """Per operator and kernel name, its time on the critical path beside its total (computed
         once per step and rules: the viewer's on-path column reads it on every redraw)."""
-        from ..analysis.critical_path.frames import names_frame
+
+        def compute() -> pl.DataFrame:
+            from ..analysis.critical_path.frames import names_frame  # a re-open reads the kept frame (issue 42)
+
+            return names_frame(self.step_paths())
 
         if step is None and rules == "profview":
-            return self._kept_path_view("critical_path_names", lambda: names_frame(self.step_paths()))
+            return self._kept_path_view("critical_path_names", compute)
+        from ..analysis.critical_path.frames import names_frame
+
         key = f"critical_path_names:{rules}:{step}"
         if key not in self._facts:
             self._facts[key] = names_frame(self.step_paths(step, rules))

@@ -247,6 +247,12 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             self._views[name] = frame
         return self._views[name]
 
+    def kept_view(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A view made from the default ones (:func:`profview.profiles.views.with_efficiency`'s
+        kernel table with its categories), kept with the trace as they are: a cached re-open reads
+        it instead of reading the table it is made from and computing it again."""
+        return self._default_view(name, compute)
+
     def available(self, view: str) -> bool:
         """Whether this profile can show ``view``."""
         return view not in self.missing and (self.is_trace or view in self.tables)
@@ -305,9 +311,13 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         given = self._require("steps")
         if given is not None:
             return given
-        from ..analysis.tables.steps import step_table
 
-        return self._default_view("steps", lambda: step_table(self.model, self.comm_pattern))
+        def compute() -> pl.DataFrame:
+            from ..analysis.tables.steps import step_table  # a re-open reads the kept table (issue 42)
+
+            return step_table(self.model, self.comm_pattern)
+
+        return self._default_view("steps", compute)
 
     def launches(
         self, op: str, step: int | IterationScope | None = None, input_dims: str | None = None

@@ -58,6 +58,10 @@ def with_triton(profile: Profile, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.join(profile.kernel_triton(), on="name", how="left", maintain_order="left")
 
 
+#: The name the kernel table with its categories (and Triton columns) is kept under in the cache.
+KERNELS_CATEGORISED = "kernels_categorised"
+
+
 #: The columns ``on_path=True`` adds to kernels and ops (issue 26), from ``critical_path_names``.
 ON_PATH_COLUMNS = ("on_path_us", "path_pct")
 #: Kinds of ``critical_path_names`` rows that the kernel table lists (GPU work).
@@ -261,6 +265,8 @@ def _categorised_view(
 ) -> pl.DataFrame:
     """kernels, ops (with ``category``), efficiency and categories."""
     if view == "kernels":
+        if profile.is_trace and not by_shape and step is None:  # the default table: kept categorised
+            return profile.kept_view(KERNELS_CATEGORISED, lambda: with_efficiency(profile, view, profile.kernels()))
         return with_efficiency(profile, view, profile.kernels(by_shape=by_shape, step=step))
     if view == "ops":
         frame = with_efficiency(profile, view, profile.ops(by_shapes=by_shape, step=step), by_shape)

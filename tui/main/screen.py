@@ -170,7 +170,7 @@ class MainScreen(Screen[None]):
         if pane == "trace":  # its lanes are built when first shown (they need the linked model)
             return TimelinePane(self.profile, id=pane)
         if pane == "steps":
-            return StepsView(self.profile, id="steps")
+            return StepsView(self.profile, id="steps", deferred=hidden)
         if pane == "iterations":  # issue 31: computed when first shown
             return IterationsView(self.profile, id=pane)
         if hidden:  # its frame too
@@ -353,6 +353,7 @@ class MainScreen(Screen[None]):
         if isinstance(widget, tables):
             widget.focus_table()
         elif isinstance(widget, StepsView):
+            widget.start()
             widget.focus_main()
         else:
             widget.focus()

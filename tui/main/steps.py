@@ -167,9 +167,12 @@ def place_phrase(steps: StepList) -> str:
 class StepsView(VerticalScroll):
     """Steps: bars, legend and totals of the highlighted step, and its per-stream timeline."""
 
-    def __init__(self, profile: Profile, *, id: str | None = None) -> None:
+    def __init__(self, profile: Profile, *, id: str | None = None, deferred: bool = False) -> None:
+        """``deferred``: a hidden pane, drawn when first shown (:meth:`start`): its step's timeline
+        reads the GPU frame, which the first screen (the Overview) does not need (issue 42)."""
         super().__init__(id=id)
         self.profile = profile
+        self.deferred = deferred
 
     def compose(self) -> ComposeResult:
         yield Static(legend(), id="steps-legend")
@@ -181,6 +184,16 @@ class StepsView(VerticalScroll):
             yield Timeline(id="timeline")
 
     def on_mount(self) -> None:
+        if not self.deferred:
+            self.draw()
+
+    def start(self) -> None:
+        """The pane is shown: draw it now if it waited."""
+        if self.deferred:
+            self.draw()
+
+    def draw(self) -> None:
+        """The sort line, the highlighted step's totals and its timeline."""
         step_list = self.query_one(StepList)
         self.show_sort()
         if step_list.steps.height:
@@ -215,6 +228,7 @@ class StepsView(VerticalScroll):
 
     def show_step(self, row: dict[str, Any]) -> None:
         """Totals of a step and its timeline."""
+        self.deferred = False  # drawn from now on (a sort or a move may come before the pane is shown)
         steps = self.query_one(StepList)
         name = clean(row["name"])
         totals = Text(f"{name} ({place_phrase(steps)}): {fmt_us(row['duration_us'])} = ")
