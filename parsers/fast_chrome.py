@@ -324,7 +324,8 @@ def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
     builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
     constants: list[pl.Expr] = []
-    pool = None if one_thread else ThreadPoolExecutor(min(scan_threads(), COLUMN_THREADS), "profview-columns")
+    threads = min(scan_threads(), COLUMN_THREADS)
+    pool = None if one_thread else ThreadPoolExecutor(threads, thread_name_prefix="profview-columns")
     built = (build() for build in builders) if pool is None else pool.map(_built_and_trimmed, builders)
     try:
         for column in built:
