@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import tarfile
 import threading
@@ -21,7 +22,9 @@ from polars.testing import assert_frame_equal
 from support import SAMPLES
 
 from profview.errors import ProfviewError
+from profview.jobs.executors import map_ranks
 from profview.jobs.job import open_job
+from profview.parsers import resources
 from profview.parsers.trace_file import read_trace_file
 from profview.report.job_summary import job_summary_figures
 from profview.store import job_summaries
@@ -123,3 +126,22 @@ def test_a_saved_job_damaged_after_it_was_opened_is_one_line_and_removed(
     assert not entries[0].exists()
     with open_job(folder, workers=1) as healed:  # summarised again from the rank summaries
         assert healed.steps().height == pl.concat([s.steps for s in healed.summaries]).height > 0
+
+
+def _setting(name: str) -> str | None:
+    """An environment variable as a worker sees it (runs in the worker)."""
+    return os.environ.get(name)
+
+
+def test_a_jobs_workers_keep_the_pages_one_rank_freed_for_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "999")  # the user's own setting is kept
+    monkeypatch.delenv(resources.KEEP_FREED_MEMORY, raising=False)
+    names = ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", resources.KEEP_FREED_MEMORY]
+    assert map_ranks(_setting, names, workers=2) == [str(32 * 2**20), "999", "1"]
+    assert resources.KEEP_FREED_MEMORY not in os.environ  # this process's environment as it was
+    trims: list[int] = []
+    monkeypatch.setattr(resources, "_malloc_trim", lambda: trims.append)
+    resources.give_back_freed_memory()
+    monkeypatch.setenv(resources.KEEP_FREED_MEMORY, "1")
+    resources.give_back_freed_memory()  # in a worker: kept for the next rank
+    assert trims == [0]
