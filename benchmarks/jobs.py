@@ -5,12 +5,12 @@
     .venv/bin/python benchmarks/jobs.py --scale    # 8, 256, 1,024 tiny ranks: cold and re-open
     .venv/bin/python benchmarks/jobs.py --goals --base /work/base-729457a/.venv/bin/python   # issue 32
 
-``--goals`` (issue 32) prints two ratios in one run: a 128-rank job's cold open (each rank
+``--goals`` (issues 32 and 42) prints two ratios in one run: a 128-rank job's cold open (each rank
 samples/gpt2_train_bf16, plain JSON) against the same with ``--base`` (another checkout's Python,
 e.g. commit 729457a in its own worktree and venv), interleaved, medians of ``--runs``: wall time and
-the CPU time of every process (the child's and its workers', from ``RUSAGE_CHILDREN``; goal ≤ 1.0x,
-target 0.7x); and ``profview summary`` of a 1,024-rank job re-opened against an 8-rank one's (tiny
-ranks, as ``--scale``; goal ≤ 2x).  Both sides run ``profview.load(DIR, use_cache=False)`` and the
+the CPU time of every process (the child's and its workers', from ``RUSAGE_CHILDREN``; goal ≤ 0.9x,
+issue 42); and ``profview summary`` of a 1,024-rank job re-opened against an 8-rank one's (tiny
+ranks, as ``--scale``; goal ≤ 1.6x, issue 42).  Both sides run ``profview.load(DIR, use_cache=False)`` and the
 ranks and collectives views, which both versions have.
 
 ``--scale`` (issue 23): each rank is ``samples/gloo_2rank/rank0.pt.trace.json.gz`` (612 events,
@@ -291,22 +291,32 @@ def goals(base: str | None, ranks: int, runs: int, sizes: tuple[int, int] = (8, 
             ours, theirs = found["this checkout"], found[sides[1][0]]
             for i, what in ((0, "wall"), (1, "CPU of every process")):
                 ratio = median([r[i] for r in ours]) / median([r[i] for r in theirs])
-                ratios[f"{ranks}-rank cold open, {what}: this / base (goal ≤ 1.0x, target 0.7x)"] = ratio
-        reopen: dict[int, float] = {}
+                ratios[f"{ranks}-rank cold open, {what}: this / base (goal ≤ 0.9x)"] = ratio
+        # Both jobs made and opened cold first; then their re-opens interleaved, so that the load
+        # of a shared machine falls on both sizes alike (they ran one size after the other before).
+        commands: dict[int, tuple[list[str], dict[str, str]]] = {}
         for n in sizes:
             tiny = Path(scratch) / f"tiny{n}"
             tiny.mkdir()
             subprocess.run([sys.executable, __file__, "--make-tiny", str(tiny), str(n)], check=True)
             env = {"PROFVIEW_CACHE_DIR": str(Path(scratch) / f"cache{n}")}
-            summary = [sys.executable, "-m", "profview", "summary", str(tiny)]
-            cold = timed(summary, env)  # fills the cache
-            reopen[n] = median([timed(summary, env)[0] for _ in range(runs)])
+            commands[n] = ([sys.executable, "-m", "profview", "summary", str(tiny)], env)
+            cold = timed(*commands[n])  # fills the cache
+            print(f"{n:>5} tiny ranks: profview summary cold {cold[0]:.1f} s")
+        reopened: dict[int, list[tuple[float, float, int]]] = {n: [] for n in sizes}
+        for _ in range(runs):
+            for n in sizes:
+                reopened[n].append(timed(*commands[n]))
+        for n, got in reopened.items():
             print(
-                f"{n:>5} tiny ranks: profview summary cold {cold[0]:.1f} s, re-opened {reopen[n]:.2f} s "
-                f"(median of {runs})"
+                f"{n:>5} tiny ranks re-opened: wall {median([w for w, _c, _l in got]):.2f} s "
+                f"({', '.join(f'{w:.2f}' for w, _c, _l in got)}), CPU {median([c for _w, c, _l in got]):.2f} s "
+                f"(medians of {runs}, interleaved)"
             )
         small, large = sizes
-        ratios[f"{large:,}-rank re-open / {small}-rank re-open (goal ≤ 2x)"] = reopen[large] / reopen[small]
+        for i, what in ((0, "wall"), (1, "CPU")):
+            ratio = median([r[i] for r in reopened[large]]) / median([r[i] for r in reopened[small]])
+            ratios[f"{large:,}-rank re-open / {small}-rank re-open, {what} (goal ≤ 1.6x)"] = ratio
     print("\nRatios (this run):")
     for label, ratio in ratios.items():
         print(f"  {label:<72} {ratio:6.2f}x")
@@ -324,7 +334,7 @@ def main() -> None:
     )
     parser.add_argument("--scale-child", help=argparse.SUPPRESS)
     parser.add_argument("--make-tiny", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--goals", action="store_true", help="issue 32's ratios (see --base, --ranks, --runs)")
+    parser.add_argument("--goals", action="store_true", help="issue 42's ratios (see --base, --ranks, --runs)")
     parser.add_argument("--base", help="--goals: another checkout's Python to compare the cold open with")
     parser.add_argument("--ranks", type=int, default=128, help="--goals: ranks of the cold-open job")
     parser.add_argument("--runs", type=int, default=3, help="--goals: runs of each measurement")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ..errors import ProfviewError
+from ..parsers.resources import KEEP_FREED_MEMORY
 
 T = TypeVar("T")
 #: Called after each finished rank: (done, total, seconds elapsed).
@@ -105,6 +106,18 @@ def workers_that_fit(count: int, paths: Sequence[str]) -> tuple[int, str | None]
 #: Thread settings each worker starts with: its share of the cores, so that N workers with their
 #: own Polars and scanner threads do not oversubscribe them (a user's own setting is kept).
 THREAD_VARIABLES = ("POLARS_MAX_THREADS", "PROFVIEW_THREADS")
+
+
+#: glibc's allocator in each worker (a user's own setting is kept): the buffers of one rank's read
+#: (its JSON, the scanner's columns, 10-30 MB) are taken from the heap and kept there for the next
+#: rank, not mapped and unmapped per rank (:data:`~profview.parsers.resources.KEEP_FREED_MEMORY`).
+#: Measured on 40 ranks of gpt2_train_bf16 in one process: 0.37 million page faults and 0.80 s of
+#: system time before, 0.07 million and 0.23 s with these, peak RSS 163 -> 167 MB.
+WORKER_ALLOCATOR = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(128 * 2**20),
+    KEEP_FREED_MEMORY: "1",
+}
 
 
 #: Pools running now (so that a viewer quitting mid-job can stop their workers).
@@ -212,8 +225,10 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
     from concurrent.futures.process import BrokenProcessPool
 
     quiet_resource_tracker()
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update(_worker_threads(count))  # spawned workers read these when they start
+    allocator = {name: os.environ.get(name) or value for name, value in WORKER_ALLOCATOR.items()}
+    settings = _worker_threads(count) | allocator
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)  # spawned workers read these when they start
     pool = ProcessPoolExecutor(
         count,
         mp_context=multiprocessing.get_context("spawn"),

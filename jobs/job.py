@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import polars as pl
@@ -19,7 +19,15 @@ import polars as pl
 from ..errors import ProfviewError
 from .executors import Progress, map_ranks
 from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
-from .rank_summary import RankFailure, RankPath, RankSummary, cached_summary, rank_path_or_fail, summarise_or_fail
+from .rank_summary import (
+    RankFailure,
+    RankPath,
+    RankSummary,
+    SavedRankSummary,
+    cached_summary,
+    rank_path_or_fail,
+    summarise_or_fail,
+)
 
 JOB_VIEWS: tuple[str, ...] = ("ranks", "collectives", "steps", "kernels", "straggler_path")
 #: Issue 32: each rank's critical path, computed when asked for (not by opening the job).
@@ -187,6 +195,11 @@ class Job:
     def kernels(self) -> pl.DataFrame:
         """Per kernel name: calls and total across ranks, the min/median/max of its per-rank
         totals (a rank without it counts 0) and the rank of the max."""
+        return self._kernels_view
+
+    @cached_property
+    def _kernels_view(self) -> pl.DataFrame:
+        """:meth:`kernels`, computed once (and saved with the job: a re-open reads it back)."""
         frames = [s.kernels.select("name", "calls", "total_us").with_columns(rank=pl.lit(r)) for r, s in self._pairs()]
         per_rank = pl.concat(frames).group_by("name", "rank").agg(pl.col("calls").sum(), pl.col("total_us").sum())
         grid = per_rank.select("name").unique().join(pl.DataFrame({"rank": self.ranks}), how="cross")
@@ -325,7 +338,9 @@ def open_job(
     saved = job_store.load(job_key) if job_key else None
     if saved is not None:
         docs, frames, doc = saved
-        summaries = [_from_saved(info, rank_frames) for info, rank_frames in zip(docs, frames, strict=True)]
+        summaries: list[RankSummary] = [
+            SavedRankSummary(info, partial(frames.rank, index)) for index, info in enumerate(docs)
+        ]
         failures = [(str(name), str(problem)) for name, problem in doc["failures"]]
         inputs = JobInputs(listing.source, [s.path for s in summaries], notes=[str(n) for n in doc["notes"]])
         inputs.archives = [os.path.abspath(a) for a in listing.archives]
@@ -380,10 +395,12 @@ def open_job(
 
 
 def _computed_views(job: Job) -> dict[str, object] | None:
-    """The job's collectives and ranks views (what ``summary`` shows), to be saved with it: a
-    re-open of 1,024 ranks then reads them instead of matching every rank's calls again."""
+    """The job's collectives, ranks and kernels views (what ``summary`` shows), to be saved with it:
+    a re-open of 1,024 ranks then reads them instead of matching every rank's calls again, and
+    reads no rank's frames at all."""
     try:
-        return {"collectives": job.collectives(), "ranks": job.ranks_view(), "offsets": job.clock_offsets()}
+        views = {"collectives": job.collectives(), "ranks": job.ranks_view(), "kernels": job.kernels()}
+        return views | {"offsets": job.clock_offsets()}
     except (pl.exceptions.PolarsError, ValueError, KeyError):  # the views fail later, where they are asked for
         return None
 
@@ -394,6 +411,7 @@ def _restore_views(job: Job, doc: dict) -> None:
         offsets = {int(rank): float(value) for rank, value in views["offsets"].items()}
         job.__dict__["_matched"] = (views["collectives"], offsets)  # the cached properties, filled
         job.__dict__["_ranks_view"] = views["ranks"]
+        job.__dict__["_kernels_view"] = views["kernels"]
 
 
 #: Unreadable traces named one by one in the notes, at most.
@@ -424,20 +442,6 @@ def _saved_info(summary: RankSummary) -> dict[str, object]:
 
 def _frames(summary: RankSummary) -> dict[str, pl.DataFrame]:
     return {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
-
-
-def _from_saved(info: dict, frames: dict[str, pl.DataFrame]) -> RankSummary:
-    return RankSummary(
-        path=info["path"],
-        rank=info.get("rank"),
-        world_size=info.get("world_size"),
-        backend=info.get("backend"),
-        steps=frames["steps"],
-        kernels=frames["kernels"],
-        calls=frames["calls"],
-        facts=dict(info["facts"]),
-        warnings=list(info["warnings"]),
-    )
 
 
 def _summaries(

@@ -44,6 +44,53 @@ class RankSummary:
     critical_path: RankPath | None = None
 
 
+class SavedRankSummary(RankSummary):
+    """A rank read back from a saved job (:mod:`profview.store.job_summaries`): its document's
+    fields at once, its ``steps``, ``kernels`` and ``calls`` frames from the job's files when first
+    asked for (``frames()``), so that a re-open showing only the job's saved views reads none."""
+
+    def __init__(self, info: dict[str, Any], frames: Callable[[], dict[str, pl.DataFrame]]) -> None:
+        # The dataclass's __init__ would set the three frames; these come from ``frames`` instead.
+        self._read_frames = frames
+        self._frames: dict[str, pl.DataFrame] = {}
+        self.path = info["path"]
+        self.rank = info.get("rank")
+        self.world_size = info.get("world_size")
+        self.backend = info.get("backend")
+        self.facts = dict(info["facts"])
+        self.warnings = list(info["warnings"])
+        self.critical_path = None
+
+    def _frame(self, name: str) -> pl.DataFrame:
+        if name not in self._frames:
+            self._frames = self._read_frames() | self._frames  # one set here is kept
+        return self._frames[name]
+
+    @property  # type: ignore[override]
+    def steps(self) -> pl.DataFrame:
+        return self._frame("steps")
+
+    @steps.setter
+    def steps(self, value: pl.DataFrame) -> None:
+        self._frames["steps"] = value
+
+    @property  # type: ignore[override]
+    def kernels(self) -> pl.DataFrame:
+        return self._frame("kernels")
+
+    @kernels.setter
+    def kernels(self, value: pl.DataFrame) -> None:
+        self._frames["kernels"] = value
+
+    @property  # type: ignore[override]
+    def calls(self) -> pl.DataFrame:
+        return self._frame("calls")
+
+    @calls.setter
+    def calls(self, value: pl.DataFrame) -> None:
+        self._frames["calls"] = value
+
+
 @dataclass
 class RankPath:
     """One rank's critical paths summed over its steps (issue 26): ``facts`` ``cp_steps``,

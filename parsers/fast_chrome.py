@@ -82,30 +82,43 @@ class FastScan:
     parts: list[Scanned]
     metadata: dict[str, Any]
     truncated: bool = False  # the data ends inside the event array: the events before the cut
+    #: Read on the calling thread alone (a small trace): its columns are built there too.
+    one_thread: bool = False
 
     def frame(self) -> pl.DataFrame:
         """The events frame (one chunk per column); the range buffers are released on the way."""
         parts, self.parts = self.parts, []
-        return _frame(parts)
+        return _frame(parts, self.one_thread)
 
 
-def scan_fast(data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str]) -> FastScan | None:
-    """The scanned events and metadata of a well-formed trace, or None to use the general reader."""
+def scan_fast(
+    data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str], *, one_thread: bool = False
+) -> FastScan | None:
+    """The scanned events and metadata of a well-formed trace, or None to use the general reader.
+
+    ``one_thread``: scan the events as one range on this thread and build the frame here too (a
+    small trace, e.g. a job's rank: a thread pool's start and hand-overs cost more than they save,
+    and every range costs the frame its own pieces of every column).
+    """
     if _fastscan is None:
         return None
     try:
-        return _parse(data, metadata_keys)
+        return _parse(data, metadata_keys, one_thread=one_thread)
     except (ValueError, UnicodeDecodeError, msgspec.MsgspecError):
         return None
 
 
 def _parse(
-    data: bytes | bytearray | mmap.mmap, metadata_keys: Sequence[str], cut_may_be_empty: bool = False
+    data: bytes | bytearray | mmap.mmap,
+    metadata_keys: Sequence[str],
+    cut_may_be_empty: bool = False,
+    one_thread: bool = False,
 ) -> FastScan | None:
     """Find the event array (top-level object members before and after it), scan it, read metadata.
 
     ``cut_may_be_empty``: ``data`` is the end of a chunked read whose windows held events, so a cut
-    before its first event is still a trace cut after those events.
+    before its first event is still a trace cut after those events.  ``one_thread``: see
+    :func:`scan_fast`.
     """
     start = _skip_space(data, 0)
     members: list[tuple[str, int, int]] = []
@@ -118,7 +131,7 @@ def _parse(
     first = _skip_space(data, array + 1)
     if data[first : first + 1] != b"{":
         return None  # empty, or not an array of objects: the general reader explains
-    parts, after = _scan_array(data, first)
+    parts, after = _scan_array(data, first, one_thread)
     truncated = parts[-1].cut  # a cut file (a killed job): the complete events, the metadata before them
     if truncated:
         if not cut_may_be_empty and not any(part.rows for part in parts):
@@ -132,7 +145,7 @@ def _parse(
             return None  # a second traceEvents key
         members += rest
     metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
-    return FastScan(parts, metadata, truncated)
+    return FastScan(parts, metadata, truncated, one_thread)
 
 
 class ChunkedScan:
@@ -237,8 +250,13 @@ def _skip_space(data: bytes | bytearray | mmap.mmap, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _scan_array(data: bytes | bytearray | mmap.mmap, first: int) -> tuple[list[Scanned], int]:
-    """The ranges of events from ``first`` to the array's end, and the byte after its ']'."""
+def _scan_array(
+    data: bytes | bytearray | mmap.mmap, first: int, one_thread: bool = False
+) -> tuple[list[Scanned], int]:
+    """The ranges of events from ``first`` to the array's end, and the byte after its ']'
+    (``one_thread``: one range, scanned on this thread)."""
+    if one_thread:
+        return _join(data, [first], [_scan_range(data, first, len(data))])
     threads = scan_threads()
     step = min(RANGE_BYTES, max(MIN_RANGE_BYTES, (len(data) - first) // (4 * threads)))
     starts = [first]
@@ -287,11 +305,13 @@ def _join(data: Buffer, starts: list[int], results: Iterable[Scanned | ValueErro
         expected = result.after
 
 
-def _frame(parts: list[Scanned]) -> pl.DataFrame:
+def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     """One frame (one chunk per column) with the events-frame columns, from the scanned ranges.
 
     Columns are built on threads (Polars works without the GIL); each releases its range buffers
     once built.  A column with no value at all is a constant null column, which costs no memory.
+    ``one_thread`` (a small trace): the columns are built on this thread, and the freed buffers
+    given back once at the end rather than after each column.
     """
     import polars as pl
 
@@ -304,12 +324,18 @@ def _frame(parts: list[Scanned]) -> pl.DataFrame:
     builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
     builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
     constants: list[pl.Expr] = []
-    with ThreadPoolExecutor(min(scan_threads(), COLUMN_THREADS), thread_name_prefix="profview-columns") as pool:
-        for column in pool.map(_built_and_trimmed, builders):
+    threads = min(scan_threads(), COLUMN_THREADS)
+    pool = None if one_thread else ThreadPoolExecutor(threads, thread_name_prefix="profview-columns")
+    built = (build() for build in builders) if pool is None else pool.map(_built_and_trimmed, builders)
+    try:
+        for column in built:
             if isinstance(column, pl.Series):
                 columns[column.name] = column
             else:
                 constants.append(column)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
     give_back_freed_memory()
     frame = pl.DataFrame([columns[name] for name in EVENT_SCHEMA if name in columns])
     return frame.with_columns(constants).select(list(EVENT_SCHEMA)) if constants else frame

@@ -26,7 +26,7 @@ from .chunked import (
     may_hold_events_later,
     read_chunked,
 )
-from .fast_chrome import ChunkedScan, FastScan, available
+from .fast_chrome import ChunkedScan, FastScan, available, scan_fast
 from .metadata_keys import METADATA_KEYS
 from .source import STREAM_CHUNK_BYTES, SourceBytes, SourceStream, read_source
 
@@ -70,6 +70,8 @@ def read_trace_file(
             at = source.data.find(b'"traceEvents"', 0, HEAD_LIMIT)
             sniffed = bytes(source.data[: at + 64]) if at >= 0 else sniffed
         return TraceFile(name, looks_like_chrome_trace(sniffed), source=source)
+    if compiled and available() and not stream.compressed and stream.size <= 2 * max(chunk_bytes, window_bytes):
+        return _read_small(stream)
     chunks = stream.chunks()
     head = bytearray()
     for chunk in chunks:  # the format is decided on the first HEAD_BYTES, whatever the chunk size
@@ -101,6 +103,30 @@ def read_trace_file(
         ahead.close()
         chunks.close()
     if scan is None:  # only the whole-document readers answer for this one
+        return TraceFile(name, True, source=read_source(name))
+    return TraceFile(name, True, scan=scan, warnings=list(stream.warnings))
+
+
+def _read_small(stream: SourceStream) -> TraceFile:
+    """A plain file of at most two windows (a job's rank), read the shortest way: in one piece,
+    its events scanned as one range on this thread (:func:`scan_fast` ``one_thread``).
+
+    A chunked read of it would hold about as much at once (a window, then the rest as a document)
+    and pay for the read-ahead thread, the scan pool, the window copies and one range per window.
+    The format is decided as the chunked read decides it; what the scanner refuses goes to the
+    whole-document readers, as there.
+    """
+    name = stream.path
+    stream.chunk_bytes = max(stream.chunk_bytes, stream.size)  # one piece (unless it grew meanwhile)
+    data = b"".join(stream.chunks())
+    at = data.find(b'"traceEvents"', 0, HEAD_LIMIT)
+    if not looks_like_chrome_trace(data[: max(HEAD_BYTES, at + 64)]):
+        return TraceFile(name, False, source=read_source(name))
+    try:
+        scan = scan_fast(data, METADATA_KEYS, one_thread=True)
+    except RecursionError:  # deep nesting: the whole-document reader refuses it in one line
+        scan = None
+    if scan is None:
         return TraceFile(name, True, source=read_source(name))
     return TraceFile(name, True, scan=scan, warnings=list(stream.warnings))
 

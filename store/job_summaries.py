@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from ..errors import ProfviewError
 from .keys import cache_root, identity, key
 from .rank_summaries import FRAMES, REQUIRED_COLUMNS, SUMMARY_FORMAT, valid_info
 from .staging import prune_oldest, write_entry
@@ -34,8 +35,9 @@ FOLDER = "jobs"
 MAX_JOBS = 200
 INFO_FILE = "job.json"
 INDEX = "_index"
-#: The job's own views saved beside its ranks (``summary`` shows them).
-VIEW_FRAMES = ("collectives", "ranks")
+#: The job's own views saved beside its ranks (``summary`` shows them): a re-open that shows only
+#: these reads no rank's frames (:class:`SavedFrames`).
+VIEW_FRAMES = ("collectives", "ranks", "kernels")
 
 
 def job_key(files: list[str], archives: list[str], settings: dict[str, Any]) -> str | None:
@@ -62,8 +64,13 @@ def _entry(job: str) -> Path:
     return cache_root() / FOLDER / job
 
 
-def load(job: str) -> tuple[list[dict[str, Any]], list[dict[str, pl.DataFrame]], dict[str, Any]] | None:
-    """(per-rank documents, per-rank frames, job document) saved under ``job``, or None."""
+def load(job: str) -> tuple[list[dict[str, Any]], SavedFrames, dict[str, Any]] | None:
+    """(per-rank documents, the ranks' frames, job document) saved under ``job``, or None.
+
+    The documents and the job's views are read now; the ranks' frames only when first asked for
+    (:class:`SavedFrames`), their files' schemas checked now.  A re-open of 1,024 ranks that shows
+    the saved views reads no per-rank frame (it used to split every frame file into 1,024 frames
+    per kind and build the job's kernels view from them again)."""
     entry = _entry(job)
     if not entry.is_dir():
         return None
@@ -72,16 +79,17 @@ def load(job: str) -> tuple[list[dict[str, Any]], list[dict[str, pl.DataFrame]],
         ranks = doc["ranks"]
         if not (isinstance(ranks, list) and all(valid_info(r) and isinstance(r.get("path"), str) for r in ranks)):
             raise ValueError("ranks")
-        frames: list[dict[str, pl.DataFrame]] = [{} for _ in ranks]
         for name in FRAMES:
-            for group, file in enumerate(doc["groups"][name]):
-                table = pl.read_ipc(entry / file)
-                parts = table.partition_by(INDEX, as_dict=True, include_key=False, maintain_order=True)
-                empty = table.drop(INDEX).clear()
-                for index in doc["members"][name][group]:
-                    frames[index][name] = parts.get((index,), empty)
-        if not all(set(f) == set(FRAMES) for f in frames) or not all(_columns_ok(f) for f in frames):
-            raise ValueError("frames")
+            files, members = doc["groups"][name], doc["members"][name]
+            every = sorted(index for group in members for index in group)
+            if len(files) != len(members) or every != list(range(len(ranks))):
+                raise ValueError("members")  # each rank in exactly one group of each frame
+            for file in files:
+                if not (isinstance(file, str) and file == Path(file).name):
+                    raise ValueError("file")
+                columns = set(pl.read_ipc_schema(entry / file))
+                if not ({INDEX, *REQUIRED_COLUMNS[name]} <= columns):
+                    raise ValueError("frames")
         if not isinstance(doc.get("failures"), list) or not isinstance(doc.get("notes"), list):
             raise ValueError("job")
         if "views" in doc:
@@ -92,7 +100,48 @@ def load(job: str) -> tuple[list[dict[str, Any]], list[dict[str, pl.DataFrame]],
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, pl.exceptions.PolarsError):
         shutil.rmtree(entry, ignore_errors=True)
         return None
-    return ranks, frames, doc
+    return ranks, SavedFrames(entry, doc["groups"], doc["members"], len(ranks)), doc
+
+
+class SavedFrames:
+    """The steps, kernels and collective-call frames of every rank of a saved job, read from the
+    entry's files the first time one rank's are asked for (all at once: one file per schema).
+
+    An entry damaged or removed after :func:`load` checked it is removed, and the read ends in a
+    one-line :class:`~profview.errors.ProfviewError` that says to open the job again.
+    """
+
+    def __init__(self, entry: Path, groups: dict[str, list[str]], members: dict[str, list[list[int]]], count: int):
+        self.entry = entry
+        self._groups = groups
+        self._members = members
+        self._count = count
+        self._frames: list[dict[str, pl.DataFrame]] | None = None
+
+    def rank(self, index: int) -> dict[str, pl.DataFrame]:
+        """The frames of the ``index``-th rank saved (by name: ``steps``, ``kernels``, ``calls``)."""
+        if self._frames is None:
+            self._frames = self._read()
+        return self._frames[index]
+
+    def _read(self) -> list[dict[str, pl.DataFrame]]:
+        frames: list[dict[str, pl.DataFrame]] = [{} for _ in range(self._count)]
+        try:
+            for name in FRAMES:
+                for file, members in zip(self._groups[name], self._members[name], strict=True):
+                    table = pl.read_ipc(self.entry / file)
+                    parts = table.partition_by(INDEX, as_dict=True, include_key=False, maintain_order=True)
+                    empty = table.drop(INDEX).clear()
+                    for index in members:
+                        frames[index][name] = parts.get((index,), empty)
+            if not all(_columns_ok(f) for f in frames):
+                raise ValueError("frames")
+        except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
+            shutil.rmtree(self.entry, ignore_errors=True)
+            raise ProfviewError(
+                str(self.entry), "this saved job summary was damaged after it was opened; open the job again"
+            ) from None
+        return frames
 
 
 def _columns_ok(frames: dict[str, pl.DataFrame]) -> bool:
