@@ -129,6 +129,9 @@ def _parse(
         if array < 0 or data[array : array + 1] != b"[":
             return None
     first = _skip_space(data, array + 1)
+    if cut_may_be_empty and first == len(data):  # the windows read every event up to the cut and
+        # the comma after the last of them: the document ends there (a file cut after "}, ")
+        return FastScan([], _metadata(data, members, metadata_keys), truncated=True, one_thread=one_thread)
     if data[first : first + 1] != b"{":
         return None  # empty, or not an array of objects: the general reader explains
     parts, after = _scan_array(data, first, one_thread)
@@ -144,8 +147,12 @@ def _parse(
         if again >= 0:
             return None  # a second traceEvents key
         members += rest
-    metadata = {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
-    return FastScan(parts, metadata, truncated, one_thread)
+    return FastScan(parts, _metadata(data, members, metadata_keys), truncated, one_thread)
+
+
+def _metadata(data: Buffer, members: list[tuple[str, int, int]], metadata_keys: Sequence[str]) -> dict[str, Any]:
+    """The values of the top-level members that are metadata keys."""
+    return {key: msgspec.json.decode(data[lo:hi]) for key, lo, hi in members if key in metadata_keys}
 
 
 class ChunkedScan:

@@ -20,7 +20,7 @@ import re
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?', re.DOTALL)
 _ESCAPE = re.compile(
-    rb"\\(?:u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|u[dD][c-fC-F][0-9a-fA-F]{2}|.)"
+    rb"\\(?:u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(u[dD][c-fC-F][0-9a-fA-F]{2})|.)"
 )
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _INT64_MAX = 2**63 - 1
@@ -62,9 +62,9 @@ def _escape(match: re.Match[bytes]) -> bytes:
     whole = match.group()
     if high is not None:
         return whole if low is not None else b"\\ufffd"
-    if whole[1:2] == b"u":  # a low surrogate without its high half
+    if match.group(3) is not None:  # a low surrogate without its high half
         return b"\\ufffd"
-    return whole
+    return whole  # any other escape (``\\u00e9``, ``\\n``) is kept as written
 
 
 def _number(literal: bytes) -> bytes:

@@ -268,3 +268,19 @@ def test_a_window_end_at_every_byte_of_an_event_reads_the_same(monkeypatch: pyte
             assert got == expected, f"a window's end at byte {cut - start} of the event, then every {then} bytes"
             checked += 1
     assert checked > 2000
+
+
+def test_a_file_cut_just_after_a_window_s_last_comma_keeps_its_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed job's file that ends with ``}, `` where a window ended: the windows hold every event
+    and the document's end none, yet it is still the trace cut after them, read as when read whole
+    (it went to the general reader, whose repair of a cut file renders the escapes otherwise)."""
+    head = b'{"schemaVersion": 1, "traceEvents": [\n  '
+    text = head + b",\n  ".join([CRAFTED] * 3) + b",\n  "
+    whole = read(text, True, monkeypatch)
+    assert whole[0] == "read" and len(whole[1]) == 3 and whole[-1] is True
+    assert read(text, False, monkeypatch)[1] == whole[1]  # the pure reader's events, escapes and all
+    for count in (1, 3):
+        threads(monkeypatch, count)
+        for size in (len(text), 40, 7):  # one window ending at the cut, and small ones
+            got = scan_in_chunks(text, [size], size)
+            assert got == ("read", whole[1], whole[2], True), (count, size)
