@@ -9,7 +9,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ...analysis.tables.launches import telling_frames
 from ...frames import CHAIN_SEPARATOR
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
@@ -48,6 +47,8 @@ class DrillScreen(Screen[None]):
         self.shown = frame  # what the table shows: the frame, and for launchers the telling frame
         if view == "kernel_launches" and "python_stack" in frame.columns and "launched_from" not in frame.columns:
             # issue 22: each launcher row names the frame that tells it from the others (or its nn.Module)
+            from ...analysis.tables.launches import telling_frames  # NumPy with it: not on the first screen
+
             telling = telling_frames([str(s or "") for s in frame["python_stack"].to_list()])
             self.shown = frame.with_columns(pl.Series("launched_from", telling, dtype=pl.String))
         self.stack_shown = True

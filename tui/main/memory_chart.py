@@ -7,14 +7,18 @@ fill; the column holding the peak is marked ``▼`` in the top row.  Pure functi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 from rich.text import Text
 
 from ...frames import CHAIN_SEPARATOR, fmt_bytes, fmt_us
 from ...sanitize import clean
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the first screen draws no chart
+    from ..lazy_numpy import np
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 ALLOCATED_STYLE = "#4c9be8"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 from rich.text import Text
 from textual.widget import Widget
@@ -13,6 +12,11 @@ from ...frames import fmt_us
 from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.zoom_pan import ZoomPan
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the first screen draws no chart
+    from ..lazy_numpy import np
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6", "comm": "#e5534b"}

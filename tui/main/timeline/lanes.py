@@ -8,11 +8,17 @@ measured alone (``benchmarks/timeline_redraw.py``).
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from ....analysis.tables.lanes import Lane
 from ....sanitize import clean
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the first screen draws no chart
+    from ...lazy_numpy import np
 
 LABEL = 12
 #: (character, colour) per lane kind and event style (see Lane.style).

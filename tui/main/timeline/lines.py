@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 from rich.text import Text
 
@@ -24,6 +23,11 @@ from ....report.wording import plural
 from ...widgets.text_fit import cap_lines
 from .inspector import kernel_lines, op_lines
 from .lanes import PATH_GLYPH
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the first screen draws no chart
+    from ...lazy_numpy import np
 
 
 class TimelineLines:

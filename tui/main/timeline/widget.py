@@ -12,7 +12,8 @@ drill-down.  The text under the lanes is :class:`~.lines.TimelineLines`'.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 import polars as pl
 from rich.text import Text
 from textual import work
@@ -33,6 +34,11 @@ from ...widgets.zoom_pan import ZoomPan
 from ..overview import compute_path
 from .lanes import LABEL, MATCH_STYLE, draw_lane, lane_rows, next_match
 from .lines import TimelineLines
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the first screen draws no chart
+    from ...lazy_numpy import np
 
 
 class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
