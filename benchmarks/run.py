@@ -280,6 +280,9 @@ def json649_ratio(out: Path, folder: Path, runs: int = 3, mb: int = 649, style: 
 REOPEN_PROBE = """
 import asyncio, sys, time
 start = time.perf_counter()
+from profview.collector import hold, until_first_screen
+hold()  # as the profview command does first, and for the viewer (profview.collector)
+until_first_screen()
 from profview.profiles.background import BackgroundLoad
 pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does
 from rich.text import Text
@@ -325,8 +328,9 @@ for name in sys.argv[1:]:
 
 
 FLOOR_PROBE = """
-import asyncio, sys, time
+import asyncio, gc, sys, time
 start = time.perf_counter()
+gc.disable()  # as a viewer built like profview's does while it starts (profview.collector)
 import polars as pl
 for name in sys.argv[1:]:
     pl.read_ipc(name)
@@ -645,6 +649,9 @@ def bench_scaled(out: Path, sizes: list[int], styles: list[str], folder: Path) -
 VIEWER_PROBE = """
 import asyncio, sys, time
 start = time.perf_counter()
+from profview.collector import hold, until_first_screen
+hold()  # as the profview command does first, and for the viewer (profview.collector)
+until_first_screen()
 from profview.profiles.background import BackgroundLoad
 pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does: the parse overlaps the imports
 from profview.tui.app import ProfviewApp

@@ -18,6 +18,9 @@ def _terminated_while_starting(_signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point (:func:`profview.cli.boundary.main`, imported here: its imports take time)."""
     signal.signal(signal.SIGTERM, _terminated_while_starting)
+    from ..collector import hold
+
+    hold()  # no cyclic collection over the modules starting imports: the first read resumes it
     from .boundary import main as run
 
     run(argv)

@@ -60,6 +60,9 @@ def open_viewer(
         raise typer.Exit(run_job(lambda progress: opener(progress=progress), target.label))
     trace = target.trace
     pending = None
+    from ..collector import until_first_screen
+
+    until_first_screen()  # the viewer's imports follow the read: collection resumes at its first screen
     if os.path.isfile(trace):  # the parse starts now and overlaps the viewer's imports (issue 13)
         from ..profiles.background import BackgroundLoad
 

@@ -324,8 +324,10 @@ def open_job(
     jobs of different world sizes, implausible ranks.  A job opened before is read back from
     its saved summary (:mod:`profview.store.job_summaries`), an archive without extracting it.
     """
+    from ..collector import resume_after_read
     from ..store import job_summaries as job_store
 
+    resume_after_read()  # the command's start is over: a job's work collects as usual (profview.collector)
     names = [os.fspath(args)] if isinstance(args, (str, os.PathLike)) else [os.fspath(a) for a in args]
     listing = list_inputs(names)
     if comm_pattern is not None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
+from ..collector import resume_after_read
 from ..errors import ProfviewError
 from ..parsers.schema import EVENT_SCHEMA
 from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
@@ -46,6 +47,20 @@ def load(
     parsed events only, so ``comm_pattern`` (a regex naming more kernels as communication, set
     on the returned Profile) applies to cached and fresh loads alike.
     """
+    try:
+        return _load(path, use_cache=use_cache, run=run, comm_pattern=comm_pattern)
+    finally:
+        resume_after_read()  # the command's start is over once its first trace is read (profview.collector)
+
+
+def _load(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    run: str | None = None,
+    comm_pattern: str | None = None,
+) -> Profile:
+    """:func:`load`'s work."""
     name = os.fspath(path)
     if comm_pattern is not None:
         check_pattern(name, comm_pattern)

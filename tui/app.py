@@ -23,6 +23,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input
 
+from ..collector import VIEWER_LIMIT_S
+from ..collector import resume as resume_collection
 from ..errors import ProfviewError
 from ..profiles.iteration_scope import IterationScope
 from ..profiles.trace_profile import Profile
@@ -111,6 +113,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         super().set_keymap(keymap)
 
     def on_mount(self, _event: events.Mount) -> None:
+        self.set_timer(VIEWER_LIMIT_S, resume_collection)  # at the latest: a load that fails, a comparison
         self.set_keymap(user_keymap())
         self.push_screen(LoadingScreen(self.path))
         self.load_profile()
@@ -186,6 +189,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.loaded = True
         self.linked = message.linked
         self.switch_screen(MainScreen(message.profile, linked=message.linked))
+        self.call_after_refresh(resume_collection)  # the first screen is up: the start is over
         if message.linked:
             self.call_after_refresh(self.narrow_to_start)
         for warning in message.profile.warnings:  # the Overview lists them too; issue 34: no toast over the rows
