@@ -18,12 +18,15 @@ def _terminated_while_starting(_signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point (:func:`profview.cli.boundary.main`, imported here: its imports take time)."""
     signal.signal(signal.SIGTERM, _terminated_while_starting)
-    from ..collector import hold
+    from ..collector import hold, resume
 
     hold()  # no cyclic collection over the modules starting imports: the first read resumes it
-    from .boundary import main as run
+    try:
+        from .boundary import main as run
 
-    run(argv)
+        run(argv)
+    finally:
+        resume()  # a command that read nothing (--help, a bad argument), called from a program
 
 
 __all__ = ["main"]
