@@ -27,6 +27,18 @@ def run_cli(args: list[str]) -> int:
     return 0
 
 
+def fresh_python_output(script: str, *args: str, tmp_path: Path) -> str:
+    """What ``script`` prints, run with ``args`` in a fresh interpreter (the only way to see what a
+    run imports or how it leaves process-wide state), its cache under ``tmp_path``; it must succeed."""
+    import subprocess
+    import sys
+
+    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def sample(name: str) -> Path:
     """Path of a file in samples/."""
     return SAMPLES / name

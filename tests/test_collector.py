@@ -8,11 +8,9 @@ is process-wide.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from support import raw_events, sample
+from support import fresh_python_output, raw_events, sample
 
 TESTS = Path(__file__).resolve().parent
 TRACE = "gpt2_train_bf16.pt.trace.json.gz"
@@ -57,25 +55,18 @@ asyncio.run(main())
 """
 
 
-def run(script: str, *args: str, tmp_path: Path) -> str:
-    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 def test_the_command_collects_again_once_its_trace_is_read(tmp_path: Path) -> None:
     out = tmp_path / "kernels.csv"
-    assert "COLLECTING: True True" in run(COMMAND, str(sample(TRACE)), str(out), tmp_path=tmp_path)
+    assert "COLLECTING: True True" in fresh_python_output(COMMAND, str(sample(TRACE)), str(out), tmp_path=tmp_path)
     kernels = {e["name"] for e in raw_events(TRACE) if e.get("cat") == "kernel"}
     assert kernels and all(name.replace('"', '""') in out.read_text() for name in list(kernels)[:20])
 
 
 def test_a_library_keeps_its_collector_as_it_was(tmp_path: Path) -> None:
-    assert "COLLECTING: True False" in run(LIBRARY, str(sample(TRACE)), tmp_path=tmp_path)
+    assert "COLLECTING: True False" in fresh_python_output(LIBRARY, str(sample(TRACE)), tmp_path=tmp_path)
 
 
 def test_the_viewer_collects_again_at_its_first_screen(tmp_path: Path) -> None:
-    text = run(VIEWER, str(TESTS), str(sample(TRACE)), tmp_path=tmp_path)
+    text = fresh_python_output(VIEWER, str(TESTS), str(sample(TRACE)), tmp_path=tmp_path)
     assert "AFTER THE READ: False" in text
     assert "FIRST SCREEN: True True" in text

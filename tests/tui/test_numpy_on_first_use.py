@@ -9,11 +9,9 @@ Each check runs in a fresh interpreter, the only way to see what a run imports.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from support import raw_events, sample
+from support import fresh_python_output, raw_events, sample
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -44,15 +42,8 @@ asyncio.run(main())
 """
 
 
-def run(script: str, *args: str, tmp_path: Path) -> str:
-    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 def test_the_viewers_modules_leave_numpy_out(tmp_path: Path) -> None:
-    assert "NUMPY: False" in run(IMPORTS, tmp_path=tmp_path)
+    assert "NUMPY: False" in fresh_python_output(IMPORTS, tmp_path=tmp_path)
 
 
 def test_the_steps_timeline_imports_numpy_when_first_drawn(tmp_path: Path) -> None:
@@ -60,4 +51,4 @@ def test_the_steps_timeline_imports_numpy_when_first_drawn(tmp_path: Path) -> No
     names = (str(event.get("name", "")) for event in raw_events("gpt2_train_bf16.pt.trace.json.gz"))
     steps = {name for name in names if name.startswith("ProfilerStep#")}
     assert steps, "the sample has ProfilerStep# ranges"
-    assert "STEPS: True True" in run(STEPS, str(TESTS), str(trace), tmp_path=tmp_path)
+    assert "STEPS: True True" in fresh_python_output(STEPS, str(TESTS), str(trace), tmp_path=tmp_path)

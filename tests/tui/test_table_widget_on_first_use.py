@@ -9,11 +9,9 @@ Each check runs in a fresh interpreter, the only way to see what a run imports.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from support import raw_events, sample
+from support import fresh_python_output, raw_events, sample
 
 DEFERRED = ("pyarrow", "textual_fastdatatable")
 TESTS = Path(__file__).resolve().parents[1]
@@ -50,15 +48,8 @@ asyncio.run(main())
 """
 
 
-def run(script: str, *args: str, tmp_path: Path) -> str:
-    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 def test_the_viewers_modules_leave_the_table_widget_out(tmp_path: Path) -> None:
-    out = run(IMPORTS, *DEFERRED, tmp_path=tmp_path)
+    out = fresh_python_output(IMPORTS, *DEFERRED, tmp_path=tmp_path)
     assert "LOADED: none" in out.splitlines()
 
 
@@ -66,6 +57,6 @@ def test_the_overview_comes_without_it_and_the_first_table_brings_it(tmp_path: P
     name = "ddp_nccl_streams.pt.trace.json.gz"
     kernels = {str(e.get("name")) for e in raw_events(name) if e.get("cat") == "kernel" and e.get("ph") == "X"}
     assert kernels  # the witness: the trace's kernel names, counted from the raw JSON
-    lines = run(OPEN, str(TESTS), str(sample(name)), tmp_path=tmp_path).splitlines()
+    lines = fresh_python_output(OPEN, str(TESTS), str(sample(name)), tmp_path=tmp_path).splitlines()
     assert "OVERVIEW: True none" in lines
     assert f"KERNELS: RowCursorTable {len(kernels)} pyarrow,textual_fastdatatable" in lines
