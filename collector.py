@@ -54,8 +54,3 @@ def resume() -> None:
         _held = False
         gc.freeze()
         gc.enable()
-
-
-def held() -> bool:
-    """Whether collection is held by :func:`hold` now."""
-    return _held

@@ -16,8 +16,10 @@ from ..trace.calltree import subtree_mask
 from ..trace.model import TraceModel, python_stack_at
 from .launches import _launch_paths, launch_table
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: the viewer's first screen needs none
-    pass
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ...lazy_numpy import np
 
 
 @dataclass
@@ -131,7 +133,6 @@ def kernel_instance(model: TraceModel, gpu_row: int) -> KernelInstance:
 
 def op_instance(model: TraceModel, host_row: int) -> OpInstance:
     """Host call ``host_row`` with its direct children (in time order) and the GPU work under it."""
-    import numpy as np
     tree = model.tree
     end = int(tree.subtree_end[host_row])
     inside = np.arange(host_row + 1, end)
@@ -149,7 +150,6 @@ def op_instance(model: TraceModel, host_row: int) -> OpInstance:
 def instance_gpu(model: TraceModel, host_row: int) -> pl.DataFrame:
     """The GPU work launched under host call ``host_row`` (itself or a call nested in it), with
     ``direct``: launched by the call itself (its innermost operator, or its own runtime call)."""
-    import numpy as np
     inside = subtree_mask(model.tree, np.array([host_row], dtype=np.int64))
     gpu = model.gpu
     op_rows = gpu["op_row"].fill_null(-1).to_numpy()

@@ -15,15 +15,10 @@ import polars as pl
 
 from ..trace.model import TraceModel
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: the viewer's first screen needs none
+if TYPE_CHECKING:
     import numpy as np
-
-def _no_events() -> np.ndarray:
-    """An empty array of event times (a lane's default running maximum)."""
-    import numpy as np
-
-    return np.zeros(0)
-
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ...lazy_numpy import np
 
 #: Lanes per thread: depths 0 .. MAX_DEPTH - 2 get a lane each, everything deeper shares the last
 #: one (so every runtime call has a place, and a kernel's launch can always be shown).
@@ -46,22 +41,19 @@ class Lane:
     rows: np.ndarray
     names: np.ndarray
     style: np.ndarray
-    reach: np.ndarray = field(default_factory=_no_events)  # running max of end: sorted
+    reach: np.ndarray = field(default_factory=lambda: np.zeros(0))  # running max of end: sorted
 
     def __post_init__(self) -> None:
-        import numpy as np
         self.reach = np.maximum.accumulate(self.end) if len(self.end) else self.end
 
     def visible(self, lo: float, hi: float) -> slice:
         """The events overlapping [lo, hi): one binary search on ends, one on starts."""
-        import numpy as np
         first = int(np.searchsorted(self.reach, lo, side="right"))
         last = int(np.searchsorted(self.start, hi, side="left"))
         return slice(first, max(first, last))
 
     def at(self, instant: float) -> int:
         """The event covering ``instant``, or -1."""
-        import numpy as np
         index = int(np.searchsorted(self.start, instant, side="right")) - 1
         return index if index >= 0 and self.end[index] >= instant else -1
 
@@ -81,7 +73,6 @@ class Lanes:
 
 def host_depths(model: TraceModel) -> np.ndarray:
     """Per host row, the number of enclosing events in its layer (0: outermost)."""
-    import numpy as np
     parent = model.tree.parent
     depth = np.zeros(len(parent), dtype=np.int64)
     node = parent.copy()
@@ -95,7 +86,6 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
     """The lanes of a trace: per thread, one lane per operator depth (runtime calls sit at their
     depth too), then per (device, stream) one lane of GPU work; ``comm_backend`` (per
     ``model.gpu`` row, null: not communication) marks communication kernels."""
-    import numpy as np
     host, gpu = model.host, model.gpu
     depth = host_depths(model)
     names_frame = pl.concat([host.select("name"), gpu.select("name")]).unique(maintain_order=True)
@@ -161,7 +151,6 @@ def build_lanes(model: TraceModel, comm_backend: pl.Series | None = None) -> Lan
 def gpu_busy_between(lanes: list[Lane], lo: float, hi: float) -> float:
     """µs of [lo, hi) with GPU work on any GPU lane: the union of the GPU events clipped to the
     window (GPU busy, the Overview's figure, over a window instead of the whole trace)."""
-    import numpy as np
     starts, ends = [], []
     for lane in lanes:
         if lane.kind != "gpu":

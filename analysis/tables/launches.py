@@ -29,8 +29,10 @@ from ..trace.launch_index import (
 )
 from ..trace.model import TraceModel, innermost_frames
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: the viewer's first screen needs none
+if TYPE_CHECKING:
     import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ...lazy_numpy import np
 
 
 def op_launches(
@@ -45,7 +47,6 @@ def op_launches(
     ``calls`` counts all launches under the operator, ``direct_calls`` those whose innermost
     launching operator is the operator itself; ``pct`` is the share of the operator's device time.
     """
-    import numpy as np
     gpu = model.gpu
     if op_name == UNATTRIBUTED:
         launched = gpu.filter(pl.col("op_row").is_null()).with_columns(pl.lit(True).alias("direct"))
@@ -133,7 +134,6 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
     with NumPy).  Text is joined once per distinct path, and only the rows on these paths are read
     from the host frame (issue 13: the drill-down within 2x of the kernel listing).
     """
-    import numpy as np
     parent = model.tree.parent
     known = [row for row in op_rows if row is not None]
     frames_of = np.array(innermost_frames(model, known), dtype=np.int64)
@@ -174,7 +174,6 @@ def _launch_paths(model: TraceModel, op_rows: list[int | None]) -> list[tuple[st
 
 def _rows_on_paths(parent: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The sorted host rows ``starts`` and all their ancestors (-1 starts are ignored)."""
-    import numpy as np
     seen = np.zeros(len(parent), dtype=bool)
     frontier = np.unique(starts[starts >= 0])
     while frontier.size:
@@ -188,7 +187,6 @@ def _rows_on_paths(parent: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def _path_numbers(parent: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
     """Per row of ``rows`` (closed under parents), its path number, and the trie: per number, its
     name code and parent number (-1: a root).  Built level by level from the roots down."""
-    import numpy as np
     index = np.full(len(parent), -1, dtype=np.int64)
     index[rows] = np.arange(len(rows))
     up = parent[rows]

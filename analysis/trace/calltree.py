@@ -9,8 +9,10 @@ import polars as pl
 
 from ...compiled import compiled_module
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: the viewer's first screen needs none
+if TYPE_CHECKING:
     import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ...lazy_numpy import np
 
 _calltree = compiled_module("_calltree")  # None: the nesting pass runs in Python
 
@@ -38,7 +40,6 @@ def build_call_tree(host: pl.DataFrame) -> CallTree:
     An event is a child of the innermost open event that contains it; one that outlasts the
     open event is not nested in it.  The pass runs in C (``native/calltree.c``) when it was built.
     """
-    import numpy as np
     thread = thread_index(host)
     start = host["ts"].to_numpy()
     end = (host["ts"] + host["dur"]).to_numpy()
@@ -58,7 +59,6 @@ def thread_index(host: pl.DataFrame) -> np.ndarray:
 
 def _nest_in_python(threads: list[int], starts: list[float], ends: list[float], is_op: list[int]) -> CallTree:
     """The stack pass of :func:`build_call_tree`, for installs without the compiled module."""
-    import numpy as np
     n = len(threads)
     parent = [-1] * n
     op_parent = [-1] * n
@@ -98,7 +98,6 @@ def fold_same_name(tree: CallTree, names: np.ndarray, foldable: np.ndarray) -> n
     that absorbed its only child takes over that child's children, so the question for a
     grandchild is the same as in the unfolded tree (same name, the child had one child).
     """
-    import numpy as np
     n = len(tree.parent)
     parent = tree.parent
     has_parent = parent >= 0
@@ -125,7 +124,6 @@ def ancestors(tree: CallTree, index: int) -> list[int]:
 
 def subtree_mask(tree: CallTree, roots: np.ndarray) -> np.ndarray:
     """Boolean mask over host rows: True for each root and everything below it."""
-    import numpy as np
     n = len(tree.parent)
     marks = np.zeros(n + 1, dtype=np.int64)
     np.add.at(marks, roots, 1)

@@ -12,8 +12,10 @@ from ...frames import HOST_CALL_KINDS, HOST_OP_KINDS, STEP_NAME, STEP_NUMBER
 from .calltree import CallTree, build_call_tree, subtree_mask, thread_index
 from .events import COMPLETE, GPU_LINK_COLUMNS, gpu_work
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: the viewer's first screen needs none
+if TYPE_CHECKING:
     import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ...lazy_numpy import np
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", *HOST_CALL_KINDS)
 #: Host annotations that a collective opens on the calling thread and closes when the work is
@@ -230,7 +232,6 @@ def stray_calls(host: pl.DataFrame, tree: CallTree, gpu: pl.DataFrame) -> tuple[
     annotations (else the most operators).  There torch makes them children of the operator
     running at the time, so that operator's Self CPU time is shorter by their length.
     """
-    import numpy as np
     ops = host.select("is_op", "layer", "pid", "tid", "name").filter(pl.col("is_op") & (pl.col("layer") == OP_LAYER))
     if ops.height == 0:
         return None
@@ -361,7 +362,6 @@ def step_windows(model: TraceModel) -> pl.DataFrame:
     it (never into the next step).  When a trace has only GPU-side step annotations, those are
     used; with no steps at all, one ``(whole trace)`` row covers the trace.
     """
-    import numpy as np
     host_steps = model.host.filter(pl.col("is_op") & pl.col("name").str.contains(STEP_NAME))
     if host_steps.height == 0:
         return pl.DataFrame(

@@ -17,8 +17,8 @@ from ....sanitize import clean
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy on first use: the first screen draws no chart
-    from ...lazy_numpy import np
+else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
+    from ....lazy_numpy import np
 
 LABEL = 12
 #: (character, colour) per lane kind and event style (see Lane.style).

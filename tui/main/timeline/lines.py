@@ -26,8 +26,8 @@ from .lanes import PATH_GLYPH
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy on first use: the first screen draws no chart
-    from ...lazy_numpy import np
+else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
+    from ....lazy_numpy import np
 
 
 class TimelineLines:

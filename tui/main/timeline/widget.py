@@ -37,8 +37,8 @@ from .lines import TimelineLines
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy on first use: the first screen draws no chart
-    from ...lazy_numpy import np
+else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
+    from ....lazy_numpy import np
 
 
 class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
