@@ -14,6 +14,8 @@ import profview
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 SHARED = ROOT.parent / "shared"
+#: The least a kernel event holds, for traces written by hand.
+KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
 
 
 def run_cli(args: list[str]) -> int:
@@ -37,6 +39,16 @@ def fresh_python_output(script: str, *args: str, tmp_path: Path) -> str:
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+@cache
+def replay_profile(replay: Path, capture: Path | None) -> profview.Profile:
+    """A graph-replay trace read without the cache, attributed through ``capture`` when given
+    (once per pair in a test run: the tests only read its views)."""
+    loaded = profview.load(replay, use_cache=False)
+    if capture is not None:
+        loaded.use_capture([str(capture)], use_cache=False)
+    return loaded
 
 
 def sample(name: str) -> Path:

@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 from strategies import EVENT
+from support import KERNEL
 
 import profview
 from profview.errors import ProfviewError
 
-KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
 #: Few examples each: every one times two sizes, or starts a process.
 FEW = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 

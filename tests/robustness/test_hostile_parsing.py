@@ -8,21 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import KERNEL, run_cli
 
 import profview
 from profview.errors import ProfviewError
 from profview.parsers.nesting import DEEP_NESTING
 
 SAMPLE_GPT2 = Path(__file__).resolve().parents[2] / "samples" / "gpt2_train_bf16.pt.trace.json.gz"
-KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
-
-
-@pytest.fixture(params=["compiled", "pure"])
-def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "pure":
-        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1")
-    return str(request.param)
 
 
 @pytest.mark.parametrize("depth", [990, 5_000, 1_000_000])

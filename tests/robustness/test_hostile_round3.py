@@ -19,18 +19,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from scaling import assert_linear
-from support import SAMPLES
+from support import KERNEL, SAMPLES
 
 import profview
-
-KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
-
-
-@pytest.fixture(params=["compiled", "pure"])
-def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "pure":
-        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1")
-    return str(request.param)
 
 
 @pytest.fixture

@@ -17,24 +17,13 @@ import polars as pl
 import pytest
 from graph_witness import GPU_CATS, read, replays, write
 from scaling import assert_linear
-from support import SAMPLES, run_cli
+from support import KERNEL, SAMPLES, run_cli
 
 import profview
 from profview.analysis.graphs import align, attribution
 from profview.analysis.graphs.align import ALIGNED, EXTRA, NOT_CAPTURED, Lane, Template
 from profview.analysis.graphs.capture import LAUNCH_SCHEMA, Capture
 from profview.analysis.graphs.replays import EVENT_SCHEMA, Replays
-
-KERNEL = {"name": "k", "ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}
-
-
-@pytest.fixture(params=["compiled", "pure"])
-def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both readers (the compiled scanner and PROFVIEW_PURE_PYTHON=1) must answer alike."""
-    if request.param == "pure":
-        monkeypatch.setenv("PROFVIEW_PURE_PYTHON", "1")
-    return str(request.param)
-
 
 #: The most a peak may grow over the input's growth before the work counts as worse than linear.
 MEMORY_SLACK = 2.5

@@ -17,6 +17,16 @@ from profview.tui.widgets.table_view import FrameView
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
+async def open_iterations_table(pilot, app) -> FrameView:  # type: ignore[no-untyped-def]
+    """Key 0: the Iterations tab, once its table is built."""
+    await pilot.press("0")
+    view = app.screen.query_one(IterationsView)
+    await wait_until(pilot, lambda: bool(view.query(FrameView)))
+    table = view.query_one(FrameView)
+    await wait_until(pilot, lambda: table.table is not None)
+    return table
+
+
 def raw_gpu_busy(name: str, lo: float, hi: float) -> float:
     """µs of [lo, hi) during which some GPU event ran (the union, clipped), from the raw JSON."""
     spans = sorted(
@@ -44,10 +54,7 @@ async def test_timeline_footer_names_the_chosen_iteration(size: tuple[int, int])
     async with app.run_test(size=size) as pilot:
         await wait_loaded(pilot, app)
         main = app.screen
-        await pilot.press("0")
-        view = main.query_one(IterationsView)
-        await wait_until(pilot, lambda: bool(view.query(FrameView)))
-        await wait_until(pilot, lambda: view.query_one(FrameView).table is not None)
+        await open_iterations_table(pilot, app)
         await pilot.press("down", "down", "enter")
         await wait_until(pilot, lambda: main.iteration is not None)
         await pilot.press("7")
@@ -269,11 +276,7 @@ async def test_iterations_at_80_columns_export_and_the_name_under_an_iteration(t
     app = viewer(EAGER)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("0")
-        view = app.screen.query_one(IterationsView)
-        await wait_until(pilot, lambda: bool(view.query(FrameView)))
-        table = view.query_one(FrameView)
-        await wait_until(pilot, lambda: table.table is not None)
+        await open_iterations_table(pilot, app)
         await pilot.pause()
         header = next(line for line in screen_text(app).splitlines() if "iteration" in line and "phase" in line)
         assert "gpu_us_per_token" in header
@@ -387,11 +390,7 @@ async def test_training_iterations_are_named_by_their_step() -> None:
     app = viewer(name)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot, app)
-        await pilot.press("0")
-        view = app.screen.query_one(IterationsView)
-        await wait_until(pilot, lambda: bool(view.query(FrameView)))
-        table = view.query_one(FrameView)
-        await wait_until(pilot, lambda: table.table is not None)
+        table = await open_iterations_table(pilot, app)
         assert table.displayed.columns[:2] == ["iteration", "step"]
         assert table.displayed["step"].to_list() == [number for _, number in steps]
         header = next(line for line in screen_text(app).splitlines() if "iteration" in line and "outlier" in line)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from functools import cache
 from pathlib import Path
 
 import polars as pl
 import pytest
 from graph_witness import captured_launches, launch_attributions, read, replays
-from support import SAMPLES, SHARED
+from support import SAMPLES, SHARED, replay_profile
 
-import profview
 from profview.analysis.graphs.attribution import CAPTURED
 from profview.frames import NO_MODULE
 from profview.profiles.views import view_frame
@@ -32,14 +30,6 @@ SGLANG_CAPTURE = SAMPLES / "sglang_decode_capture_traces" / "bs_32_rank0.json.gz
 needs_vllm = pytest.mark.skipif(not VLLM_REPLAY.exists(), reason="../shared absent: the vLLM pair is not in samples/")
 
 
-@cache
-def profile(replay: Path, capture: Path | None) -> profview.Profile:
-    loaded = profview.load(replay, use_cache=False)
-    if capture is not None:
-        loaded.use_capture([str(capture)], use_cache=False)
-    return loaded
-
-
 def replayed_pairs(replay: Path, capture: Path) -> list[tuple[dict, tuple[str, str]]]:
     """(GPU event, (operator, module) of its launch) for every replayed event, from the raw events."""
     capture_events = read(capture)
@@ -49,8 +39,8 @@ def replayed_pairs(replay: Path, capture: Path) -> list[tuple[dict, tuple[str, s
 
 @pytest.mark.parametrize("replay,capture", [(SGLANG_REPLAY, SGLANG_CAPTURE)])
 def test_ops_keep_torchs_figures_and_gain_the_replayed_time(replay: Path, capture: Path) -> None:
-    without = view_frame(profile(replay, None), "ops")
-    with_capture = view_frame(profile(replay, capture), "ops")
+    without = view_frame(replay_profile(replay, None), "ops")
+    with_capture = view_frame(replay_profile(replay, capture), "ops")
     torch_rows = with_capture.filter(pl.col("kind") != "captured").drop("graph_device_us")
     assert torch_rows.sort("name", "kind").equals(without.select(torch_rows.columns).sort("name", "kind"))
     assert with_capture.columns.index("graph_device_us") == with_capture.columns.index("calls") + 1
@@ -64,14 +54,14 @@ def test_ops_keep_torchs_figures_and_gain_the_replayed_time(replay: Path, captur
 
 @needs_vllm
 def test_operators_show_moe_forward_with_its_replayed_time_and_its_kernels() -> None:
-    ops = view_frame(profile(VLLM_REPLAY, VLLM_CAPTURE), "ops")
+    ops = view_frame(replay_profile(VLLM_REPLAY, VLLM_CAPTURE), "ops")
     moe = ops.filter(pl.col("name") == "vllm::moe_forward").row(0, named=True)
     with VLLM_SUMMARY.open() as fh:
         tracelens = {r["name"]: r for r in csv.DictReader(fh)}["vllm::moe_forward"]
     assert (moe["kind"], moe["calls"]) == ("captured", int(tracelens["Count"]))
     assert moe["graph_device_us"] == pytest.approx(float(tracelens["total_direct_kernel_time_sum"]), abs=0.02)
     # its drill-down: the kernels of its calls and of the operators under it, as TraceLens' subtree sum
-    kernels = profile(VLLM_REPLAY, VLLM_CAPTURE).launches("vllm::moe_forward")
+    kernels = replay_profile(VLLM_REPLAY, VLLM_CAPTURE).launches("vllm::moe_forward")
     assert kernels["total_us"].sum() == pytest.approx(float(tracelens["total_subtree_kernel_time_sum"]), abs=0.02)
     direct = kernels.select((pl.col("total_us") * pl.col("direct_calls") / pl.col("calls")).sum()).item()
     assert direct == pytest.approx(moe["graph_device_us"], abs=0.02)
@@ -79,14 +69,14 @@ def test_operators_show_moe_forward_with_its_replayed_time_and_its_kernels() -> 
 
 @pytest.mark.parametrize("replay,capture", [(SGLANG_REPLAY, SGLANG_CAPTURE)])
 def test_modules_take_a_replayed_kernels_module_from_its_capture(replay: Path, capture: Path) -> None:
-    modules = profile(replay, capture).modules()
+    modules = replay_profile(replay, capture).modules()
     per_path = dict(modules.select("path", "total_us").iter_rows())
     expected: dict[str, float] = defaultdict(float)
     for event, (_op, module) in replayed_pairs(replay, capture):
         parts = module.split(" > ") if module != NO_MODULE else []
         for depth in range(1, len(parts) + 1):
             expected[" > ".join(parts[:depth])] += event["dur"]
-    before = dict(profile(replay, None).modules().select("path", "total_us").iter_rows())
+    before = dict(replay_profile(replay, None).modules().select("path", "total_us").iter_rows())
     for path, us in expected.items():
         assert per_path[path] == pytest.approx(us + before.get(path, 0.0), abs=1e-6), path
     replayed_us = sum(e["dur"] for e, _key in replayed_pairs(replay, capture))
@@ -95,7 +85,7 @@ def test_modules_take_a_replayed_kernels_module_from_its_capture(replay: Path, c
 
 @pytest.mark.parametrize("replay,capture", [(SGLANG_REPLAY, SGLANG_CAPTURE)])
 def test_a_replayed_kernel_drills_to_its_captured_operator(replay: Path, capture: Path) -> None:
-    loaded = profile(replay, capture)
+    loaded = replay_profile(replay, capture)
     pairs = replayed_pairs(replay, capture)
     kernel = max({e["name"] for e, _key in pairs}, key=lambda n: sum(e["dur"] for e, _k in pairs if e["name"] == n))
     launchers = loaded.kernel_launches(kernel)
@@ -114,8 +104,8 @@ def test_a_replayed_kernel_drills_to_its_captured_operator(replay: Path, capture
 
 @pytest.mark.parametrize("replay,capture", [(SGLANG_REPLAY, SGLANG_CAPTURE)])
 def test_sources_take_a_replayed_kernels_lines_from_its_capture(replay: Path, capture: Path) -> None:
-    sources = profile(replay, capture).sources()
-    before = profile(replay, None).sources()
+    sources = replay_profile(replay, capture).sources()
+    before = replay_profile(replay, None).sources()
     all_gpu = sum(e["dur"] for e in read(replay) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     # self time adds up to all GPU time either way; the replay's own frames (torch/cuda/graphs.py: replay)
     # give up the replayed time to the captured lines

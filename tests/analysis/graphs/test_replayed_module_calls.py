@@ -5,25 +5,14 @@ frames counted in the raw events (tests/graph_witness.py), and the same view wit
 from __future__ import annotations
 
 from collections import Counter
-from functools import cache
-from pathlib import Path
 
 from graph_witness import captured_launches, launch_attributions, read, replays
-from support import SAMPLES
+from support import SAMPLES, replay_profile
 
-import profview
 from profview.frames import NO_MODULE
 
 SGLANG_REPLAY = SAMPLES / "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz"
 SGLANG_CAPTURE = SAMPLES / "sglang_decode_capture_traces" / "bs_32_rank0.json.gz"
-
-
-@cache
-def profile(replay: Path, capture: Path | None) -> profview.Profile:
-    loaded = profview.load(replay, use_cache=False)
-    if capture is not None:
-        loaded.use_capture([str(capture)], use_cache=False)
-    return loaded
 
 
 def module_frames(events: list[dict]) -> Counter[str]:
@@ -49,8 +38,8 @@ def test_replayed_modules_count_the_replayed_calls() -> None:
     frames = module_frames(capture_events)
     replayed = len(replays(read(SGLANG_REPLAY)))
     assert replayed >= 1 and paths
-    calls = dict(profile(SGLANG_REPLAY, SGLANG_CAPTURE).modules().select("path", "calls").iter_rows())
-    before = dict(profile(SGLANG_REPLAY, None).modules().select("path", "calls").iter_rows())
+    calls = dict(replay_profile(SGLANG_REPLAY, SGLANG_CAPTURE).modules().select("path", "calls").iter_rows())
+    before = dict(replay_profile(SGLANG_REPLAY, None).modules().select("path", "calls").iter_rows())
     for path in paths:
         own = before.get(path, 0)  # frames the replay trace itself holds (none: the model ran in the graph)
         assert calls[path] == own + replayed * frames[path], path
