@@ -19,7 +19,7 @@ from .launches import _launch_paths, launch_table
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 
 @dataclass

@@ -18,7 +18,7 @@ from ..trace.model import TraceModel
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 #: Lanes per thread: depths 0 .. MAX_DEPTH - 2 get a lane each, everything deeper shares the last
 #: one (so every runtime call has a place, and a kernel's launch can always be shown).

@@ -32,7 +32,7 @@ from ..trace.model import TraceModel, innermost_frames
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 
 def op_launches(

@@ -12,7 +12,7 @@ from ...compiled import compiled_module
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 _calltree = compiled_module("_calltree")  # None: the nesting pass runs in Python
 

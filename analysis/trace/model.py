@@ -15,7 +15,7 @@ from .events import COMPLETE, GPU_LINK_COLUMNS, gpu_work
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 HOST_KINDS = (*HOST_OP_KINDS, "python_function", *HOST_CALL_KINDS)
 #: Host annotations that a collective opens on the calling thread and closes when the work is

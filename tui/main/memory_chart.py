@@ -18,7 +18,7 @@ from ...sanitize import clean
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 ALLOCATED_STYLE = "#4c9be8"

@@ -16,7 +16,7 @@ from ..widgets.zoom_pan import ZoomPan
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
-    from ...lazy_numpy import np
+    from ... import lazy_numpy as np
 
 LABEL = 12
 KIND_STYLE = {"kernel": "#4c9be8", "memcpy": "#e8a33c", "memset": "#c97bd6", "comm": "#e5534b"}

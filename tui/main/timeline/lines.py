@@ -27,7 +27,7 @@ from .lanes import PATH_GLYPH
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
-    from ....lazy_numpy import np
+    from .... import lazy_numpy as np
 
 
 class TimelineLines:

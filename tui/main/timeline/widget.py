@@ -38,7 +38,7 @@ from .lines import TimelineLines
 if TYPE_CHECKING:
     import numpy as np
 else:  # NumPy on first use: the first screen draws no chart (profview.lazy_numpy)
-    from ....lazy_numpy import np
+    from .... import lazy_numpy as np
 
 
 class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
