@@ -90,8 +90,9 @@ class Export:
                 yield pl.DataFrame(batch, schema=schema, orient="row")
         except sqlite3.Error as exc:
             raise self.error(exc) from None
-        except (OverflowError, pl.exceptions.PolarsError) as exc:  # a value no column of its type holds
-            raise ProfviewError(self.path, f"holds a value its column cannot hold ({clean(exc)})") from None
+        except (OverflowError, TypeError, pl.exceptions.PolarsError) as exc:  # a value no column of its type holds
+            first = str(exc).split(";")[0].split("\n")[0]
+            raise ProfviewError(self.path, f"holds a value of the wrong type for its column ({clean(first)})") from None
 
     def close(self) -> None:
         """Close the connection (nothing was written, so nothing is flushed)."""

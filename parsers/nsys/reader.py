@@ -116,6 +116,18 @@ def _read(export: Export) -> NsysTrace:
     if lacking:
         warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
 
+    for table, frame in (
+        (KERNEL_TABLE, gpu_tables.kernels),
+        (MEMCPY_TABLE, gpu_tables.memcpy),
+        (MEMSET_TABLE, gpu_tables.memset),
+        (RUNTIME_TABLE, runtime),
+    ):
+        untimed = frame.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item()
+        backwards = frame.select((pl.col("end") < pl.col("start")).sum()).item()
+        if untimed:
+            warnings.append(f"{untimed:,} rows of {table} have no start or end: left out of every view")
+        if backwards:
+            warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
     gpu = _gpu_events(export, gpu_tables.kernels, gpu_tables.memcpy, gpu_tables.memset, strings)
     calls, repeated = _runtime_events(runtime, strings)
     if repeated:

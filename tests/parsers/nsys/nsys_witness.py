@@ -77,7 +77,9 @@ def device_self_by_containment(path: Path) -> dict[str, float]:
             ranges[tid].append((start, end, emit_nvtx_name(text if text is not None else registered)))
         work = []
         for table in ("KERNEL", "MEMCPY", "MEMSET"):
-            work += db.execute(f"SELECT globalPid, correlationId, end - start FROM CUPTI_ACTIVITY_KIND_{table}").fetchall()
+            work += db.execute(
+                f"SELECT globalPid, correlationId, end - start FROM CUPTI_ACTIVITY_KIND_{table}"
+            ).fetchall()
     totals: dict[str, float] = defaultdict(float)
     for pid, correlation, duration in work:
         call = calls.get(((pid >> 24) & 0xFFFFFF, correlation))
