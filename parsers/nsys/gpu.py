@@ -73,7 +73,7 @@ class GpuTables:
 def read_table(export: Export, table: str, columns: tuple[str, ...], lacking: list[str]) -> pl.DataFrame:
     """``columns`` of ``table`` (Int64; null where the table lacks the column, which is noted in
     ``lacking``), or an empty frame when the export has no such table."""
-    schema = {column: pl.Int64() for column in columns}
+    schema: dict[str, pl.DataType] = {column: pl.Int64() for column in columns}
     held = export.tables.get(table)
     if held is None:
         return pl.DataFrame(schema=schema)

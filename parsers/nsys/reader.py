@@ -324,8 +324,9 @@ def _unique_correlations(
         {"_proc": processes, "_number": list(range(len(processes)))},
         schema={"_proc": pl.Int64(), "_number": pl.Int64()},
     )
-    largest = max(int(frame["_correlation"].max() or 0) for frame in (gpu, calls))
-    smallest = min(int(frame["_correlation"].min() or 0) for frame in (gpu, calls))
+    bounds = [frame["_correlation"].drop_nulls() for frame in (gpu, calls)]
+    values = [int(value) for column in bounds if column.len() for value in (column.min(), column.max())]  # type: ignore[arg-type]
+    largest, smallest = max(values, default=0), min(values, default=0)
     if smallest >= 0 and largest < PROCESS_SHIFT:
 
         def combined(frame: pl.DataFrame) -> pl.DataFrame:

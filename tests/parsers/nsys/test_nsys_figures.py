@@ -53,3 +53,23 @@ def test_operator_device_self_is_the_innermost_enclosing_range(name: str, reques
     assert set(got) == set(witness) and len(got) > 10
     for op, total in witness.items():
         assert got[op] == pytest.approx(total, abs=1e-3 * max(1, len(witness))), op
+
+
+@pytest.mark.parametrize("name", PYTORCH_EXPORTS)
+def test_a_kernel_links_to_the_call_of_its_own_process_only(name: str, request: pytest.FixtureRequest) -> None:
+    """Correlation ids repeat across the two processes: the kernels linked to a launching call are
+    those the join on correlation id and process finds, fewer than a join on the id alone."""
+    from nsys_witness import connect
+
+    path = _path(name, request)
+    join = (
+        "SELECT COUNT(*) FROM (SELECT DISTINCT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId{})"
+    )
+    with connect(path) as db:
+        by_process = db.execute(join.format(" AND (r.globalTid >> 24) & 16777215 = (k.globalPid >> 24) & 16777215"))
+        linked_by_process = by_process.fetchone()[0]
+        plain = db.execute(join.format("")).fetchone()[0]
+    model = profview.load(path, use_cache=False).model
+    kernels = model.gpu.filter(model.gpu["kind"] == "kernel")
+    assert kernels["launch_row"].is_not_null().sum() == linked_by_process < plain
