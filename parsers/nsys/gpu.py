@@ -22,7 +22,7 @@ MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 #: Columns every GPU table needs: without them a row has no place in time.
 REQUIRED = ("start", "end")
 #: The columns read from every GPU table (null where the export lacks one).
-COMMON = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphNodeId")
+COMMON = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "graphNodeId")
 KERNEL_COLUMNS = (
     *COMMON,
     "demangledName",

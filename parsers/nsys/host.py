@@ -45,7 +45,8 @@ def read_nvtx(export: Export, lacking: list[str]) -> pl.DataFrame:
     if missing:
         lacking.append(f"{NVTX_TABLE}: {', '.join(missing)}")
     selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in schema)
-    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}"', schema)
+    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE))
+    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({wanted})', schema)
 
 
 def process_names(export: Export) -> pl.DataFrame:

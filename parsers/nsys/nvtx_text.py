@@ -10,28 +10,22 @@ from __future__ import annotations
 
 import polars as pl
 
-#: The fields ``getNvtxStr`` appends, in its order, each optional, anchored at the end of the text.
-EMIT_NVTX = (
-    r"^(?P<name>.*?)"
-    r"(?:, seq = (?P<seq>[0-9]{1,18}))?"
-    r"(?:, op_id = (?P<op_id>[0-9]{1,18}))?"
-    r"(?:, sizes = (?P<sizes>\[.*?\]))?"
-    r"(?:, input_op_ids = (?P<input_op_ids>\[.*\]))?$"
-)
+#: Where the fields ``getNvtxStr`` appends begin: the name is the text before this.
+FIELDS_START = r", (?:seq = [0-9]|op_id = [0-9]|sizes = \[|input_op_ids = \[).*$"
 
 
 def parse_ranges(text: pl.Expr) -> list[pl.Expr]:
     """Expressions over range ``text``: ``name`` (the text without the emit_nvtx fields),
     ``sequence_number``, ``op_id``, ``input_dims`` (the sizes as JSON text) and ``emit_nvtx``
-    (whether the text carried an ``op_id`` or ``seq``, PyTorch's mark)."""
-    fields = text.str.extract_groups(EMIT_NVTX)
-    name = fields.struct.field("name")
-    seq = fields.struct.field("seq").cast(pl.Int64, strict=False)
-    op_id = fields.struct.field("op_id").cast(pl.Int64, strict=False)
+    (whether the text carried any of those fields, PyTorch's mark).  Each field is one
+    literal-led pattern (no capture of the whole text), linear in the text's length."""
+    seq = text.str.extract(r", seq = ([0-9]{1,18})", 1).cast(pl.Int64, strict=False)
+    op_id = text.str.extract(r", op_id = ([0-9]{1,18})", 1).cast(pl.Int64, strict=False)
+    sizes = text.str.extract(r", sizes = (\[.*?\])(?:, input_op_ids = \[|$)", 1)
     return [
-        pl.coalesce(name, text).alias("name"),
+        text.str.replace(FIELDS_START, "").alias("name"),
         seq.alias("sequence_number"),
         op_id.alias("op_id"),
-        fields.struct.field("sizes").alias("input_dims"),
-        (seq.is_not_null() | op_id.is_not_null()).fill_null(False).alias("emit_nvtx"),
+        sizes.alias("input_dims"),
+        (seq.is_not_null() | op_id.is_not_null() | sizes.is_not_null()).alias("emit_nvtx"),
     ]
