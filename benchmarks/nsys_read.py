@@ -164,7 +164,8 @@ def main() -> None:
         started = time.perf_counter()
         grow(options.source, big, options.size_mb)
         print(
-            f"grew {options.source.name} to {big.stat().st_size / 2**20:.0f} MB in {time.perf_counter() - started:.0f} s"
+            f"grew {options.source.name} to {big.stat().st_size / 2**20:.0f} MB "
+            f"in {time.perf_counter() - started:.0f} s"
         )
     print("| export | MB | bare sqlite3 s | profview cold s | ratio | peak MB (bare / profview) | cached re-open s |")
     print("|---|---|---|---|---|---|---|")
