@@ -19,8 +19,8 @@ def parse_ranges(text: pl.Expr) -> list[pl.Expr]:
     ``sequence_number``, ``op_id``, ``input_dims`` (the sizes as JSON text) and ``emit_nvtx``
     (whether the text carried any of those fields, PyTorch's mark).  Each field is one
     literal-led pattern (no capture of the whole text), linear in the text's length."""
-    seq = text.str.extract(r", seq = ([0-9]{1,18})", 1).cast(pl.Int64, strict=False)
-    op_id = text.str.extract(r", op_id = ([0-9]{1,18})", 1).cast(pl.Int64, strict=False)
+    seq = text.str.extract(r", seq = ([0-9]{1,19})(?:,|$)", 1).cast(pl.Int64, strict=False)
+    op_id = text.str.extract(r", op_id = ([0-9]{1,19})(?:,|$)", 1).cast(pl.Int64, strict=False)
     sizes = text.str.extract(r", sizes = (\[.*?\])(?:, input_op_ids = \[|$)", 1)
     return [
         text.str.replace(FIELDS_START, "").alias("name"),
