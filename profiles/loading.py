@@ -200,6 +200,7 @@ def unsupported_devices(events: pl.DataFrame) -> list[str]:
 def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
     from ..parsers.chrome_trace import read_chrome
+    from ..parsers.nsys.magic import is_nsys_report, is_sqlite, report_refusal
     from ..parsers.other_chrome import (
         is_paddle_trace,
         label_device_lanes,
@@ -209,6 +210,10 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     from ..parsers.trace_file import read_trace_file
     from .prefetch import take
 
+    if is_sqlite(name):
+        return _parse_nsys(name, use_cache)
+    if is_nsys_report(name):
+        raise report_refusal(name)
     before = _version(name) if use_cache else None  # the identity the cache may store it under
     file = take(name) or read_trace_file(name)  # the CLI may have started reading it (prefetch)
     if file.identity is None:
@@ -259,6 +264,35 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
         # A text table laid out in a way no parser foresaw: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this profile table ({type(exc).__name__}: {exc})") from None
     return Profile(path=source.path, **vars(views))
+
+
+def _parse_nsys(name: str, use_cache: bool) -> Profile:
+    """Read an Nsight Systems SQLite export (:mod:`profview.parsers.nsys`) as a trace: the same
+    events frame, cached and checked for memory as a Chrome trace's is."""
+    from ..parsers.nsys.reader import FORMAT, read_nsys
+
+    before = _version(name) if use_cache else None
+    trace = read_nsys(name)
+    events = trace.events
+    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
+    fields: TraceFields = {
+        "format": FORMAT,
+        "missing": trace.missing,
+        "metadata": trace.metadata,
+        "warnings": trace.warnings,
+        "truncated": False,
+        "event_count": events.height,
+    }
+    if use_cache and before is not None:
+        cache.store(name, events, fields, version=before)
+    return Profile(
+        path=name,
+        events_source=events,
+        cacheable=use_cache,
+        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
+        **fields,
+    )
 
 
 def _version(name: str) -> dict[str, Any] | None:

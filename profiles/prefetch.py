@@ -70,6 +70,10 @@ def start(path: str, *, use_cache: bool = True) -> None:
     stamp = _stamp(name)
     if stamp is None or not os.path.isfile(name) or (use_cache and has_entry(name)) or _memory_limited():
         return
+    from ..parsers.nsys.magic import is_nsys_report, is_sqlite
+
+    if is_sqlite(name) or is_nsys_report(name):  # a database is queried, not read whole ahead of time
+        return
     from ..parsers.source import tune_allocator_for
 
     tune_allocator_for(name)  # before Polars loads: its allocator reads the setting once

@@ -1,0 +1,383 @@
+"""An Nsight Systems SQLite export as the documented events frame (:mod:`profview.parsers.schema`).
+
+What becomes what (times: ns in the export, µs in the frame):
+
+- kernels, memcpy and memset rows: GPU events on ``pid`` = device, ``tid`` = stream, as Kineto
+  writes them, with the demangled name (``StringIds``), correlation, grid, block, registers,
+  shared memory, bytes, graph and node ids;
+- runtime-table rows: ``runtime`` calls, or ``driver`` calls (``cu*`` names, event class 1), on
+  their process and thread, nsys's ``_vNNNN`` suffix stripped; a call written twice with one
+  correlation id on one thread (the oldest layout) counted once;
+- NVTX push/pop ranges: ``cpu_op`` rows when the text is PyTorch's ``emit_nvtx`` (name, sequence
+  number and input shapes parsed by :mod:`.nvtx_text`), else ``user_annotation`` rows, on their
+  thread, so the call tree nests kernels' launches in them; ``ProfilerStep#N`` ranges are steps;
+  start/end ranges are annotations on a lane of their own beside the thread (``TID (NVTX
+  start/end)``: they need not nest), marks instants;
+- processes' and threads' names: metadata events, as Kineto writes them.
+
+Correlation ids are unique per process only, so where the export holds several processes the
+``correlation`` column is the process's number (0, 1, ... in pid order) times 2^32 plus nsys's id:
+a kernel then links only to the call of its own process, and a one-process export keeps nsys's ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ...errors import ProfviewError
+from ..schema import EVENT_SCHEMA
+from .database import Export
+from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, copy_names, read_gpu, shape
+from .host import (
+    DRIVER_CLASS,
+    NVTX_DOMAIN_CREATE,
+    NVTX_MARK,
+    NVTX_PUSH_POP,
+    NVTX_START_END,
+    NVTX_TABLE,
+    RUNTIME_TABLE,
+    VERSION_SUFFIX,
+    process_names,
+    read_nvtx,
+    read_runtime,
+    thread_names,
+)
+from .meta import device_properties, export_info
+from .nvtx_text import parse_ranges
+
+FORMAT = "Nsight Systems SQLite export"
+#: The tables one of which makes a database an nsys export.
+ACTIVITY_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, RUNTIME_TABLE, NVTX_TABLE)
+#: The lane beside a thread that holds its start/end ranges.
+START_END_LANE = " (NVTX start/end)"
+#: Where a process's number sits in a combined correlation id.
+PROCESS_SHIFT = 2**32
+#: NVTX domains whose ranges are communication (``ncclSend``, ``ncclAllReduce`` ...).
+COMMUNICATION_DOMAINS = r"(?i)^(nccl|rccl)"
+STEP_RANGE = r"^ProfilerStep#[0-9]{1,18}$"
+
+
+@dataclass
+class NsysTrace:
+    """An export read: its events, metadata (``deviceProperties``, ``nsys``), warnings, and what
+    it lacks per view."""
+
+    events: pl.DataFrame
+    metadata: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def read_nsys(path: str) -> NsysTrace:
+    """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one."""
+    with Export(path) as export:
+        return _read(export)
+
+
+def _process(column: str) -> pl.Expr:
+    """The OS process id in a serialised ``globalPid``/``globalTid``: ``(id >> 24) & 0xFFFFFF``."""
+    return (pl.col(column) // 2**24) % 2**24
+
+
+def _thread(column: str) -> pl.Expr:
+    """The OS thread id in a serialised ``globalTid``: its low 24 bits."""
+    return pl.col(column) % 2**24
+
+
+def _us(column: str) -> pl.Expr:
+    """ns → µs."""
+    return pl.col(column).cast(pl.Float64) / 1000.0
+
+
+def _read(export: Export) -> NsysTrace:
+    """:func:`read_nsys` on an open export."""
+    found = [table for table in ACTIVITY_TABLES if table in export.tables]
+    if not found:
+        raise ProfviewError(
+            export.path,
+            "is an SQLite database but not an Nsight Systems export (it has none of the tables "
+            f"{', '.join(ACTIVITY_TABLES)})",
+        )
+    if "StringIds" not in export.tables or not export.has("StringIds", "id", "value"):
+        raise ProfviewError(export.path, "is an Nsight Systems export without its StringIds table (id, value)")
+    info = export_info(export)
+    metadata: dict[str, Any] = {"nsys": info, "deviceProperties": device_properties(export)}
+    warnings: list[str] = []
+    missing: dict[str, str] = {}
+    strings = export.frame("SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()})
+
+    gpu_tables = read_gpu(export)
+    lacking = list(gpu_tables.lacking)
+    runtime = read_runtime(export, lacking)
+    nvtx = read_nvtx(export, lacking)
+    if lacking:
+        warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
+
+    for table, frame in (
+        (KERNEL_TABLE, gpu_tables.kernels),
+        (MEMCPY_TABLE, gpu_tables.memcpy),
+        (MEMSET_TABLE, gpu_tables.memset),
+        (RUNTIME_TABLE, runtime),
+    ):
+        untimed = frame.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item()
+        backwards = frame.select((pl.col("end") < pl.col("start")).sum()).item()
+        if untimed:
+            warnings.append(f"{untimed:,} rows of {table} have no start or end: left out of every view")
+        if backwards:
+            warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
+    gpu = _gpu_events(export, gpu_tables.kernels, gpu_tables.memcpy, gpu_tables.memset, strings)
+    calls, repeated = _runtime_events(runtime, strings)
+    if repeated:
+        warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
+    ranges, unclosed = _nvtx_events(nvtx, strings)
+    if unclosed:
+        warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
+    gpu, calls = _unique_correlations(gpu, calls, warnings)
+    kernels = gpu.filter(pl.col("kind") == "kernel")
+    if calls.height and kernels.height:
+        launched = kernels["correlation"].is_in(calls["correlation"].drop_nulls().implode())
+        orphans = kernels.height - int(launched.sum())
+        if orphans:
+            warnings.append(
+                f"{orphans:,} of {kernels.height:,} kernels have no launching call in the export (launched "
+                "before its window began, or CUDA API calls were not traced): no operator"
+            )
+    elif kernels.height and not calls.height:
+        missing["launches"] = "the export has no CUDA runtime calls (trace with nsys profile -t cuda)"
+    if kernels.height and not ranges.filter(pl.col("ph") == "X").height:
+        warnings.append(
+            "the export has no NVTX ranges: kernels only, no operators (profile with -t cuda,nvtx and, "
+            "for PyTorch, torch.autograd.profiler.emit_nvtx())"
+        )
+    names = _name_events(export, calls, ranges, strings)
+    frames = [frame for frame in (names, calls, ranges, gpu) if frame.height]
+    events = _as_schema(frames)
+    if info["schema_version"] is None:
+        warnings.append("the export does not say its schema version (no META_DATA_EXPORT): read as the oldest layout")
+    return NsysTrace(events, metadata, warnings, missing)
+
+
+def _names(strings: pl.DataFrame, frame: pl.DataFrame, column: str, alias: str) -> pl.DataFrame:
+    """``frame`` with ``alias``: the ``StringIds`` value of its ``column`` (null where none)."""
+    lookup = strings.rename({"id": column, "value": alias})
+    return frame.join(lookup, on=column, how="left", maintain_order="left")
+
+
+def _gpu_events(
+    export: Export, kernels: pl.DataFrame, memcpy: pl.DataFrame, memset: pl.DataFrame, strings: pl.DataFrame
+) -> pl.DataFrame:
+    """The GPU events (with ``_proc``, the launching process, and ``_correlation``, nsys's id)."""
+    common = [
+        pl.lit("X").alias("ph"),
+        pl.col("deviceId").cast(pl.String).fill_null("?").alias("pid"),
+        pl.col("streamId").cast(pl.String).fill_null("?").alias("tid"),
+        _us("start").alias("ts"),
+        ((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0).alias("dur"),
+        pl.col("streamId").alias("stream"),
+        pl.col("deviceId").alias("device"),
+        pl.col("correlationId").alias("_correlation"),
+        _process("globalPid").alias("_proc"),
+        pl.col("graphNodeId").alias("graph_node_id"),
+    ]
+    kernel_rows = _names(strings, _names(strings, kernels, "demangledName", "_demangled"), "shortName", "_short")
+    kernel_rows = kernel_rows.select(
+        *common,
+        pl.lit("kernel").alias("cat"),
+        pl.lit("kernel").alias("kind"),
+        pl.coalesce("_demangled", "_short", pl.lit("(unnamed kernel)")).alias("name"),
+        shape("gridX", "gridY", "gridZ").alias("grid"),
+        shape("blockX", "blockY", "blockZ").alias("block"),
+        pl.col("registersPerThread").alias("registers"),
+        (pl.col("staticSharedMemory") + pl.col("dynamicSharedMemory")).alias("shared_mem"),
+        pl.col("graphId").alias("graph_id"),
+    )
+    labels = pl.DataFrame(
+        {"copyKind": list(copy_names(export)), "name": list(copy_names(export).values())},
+        schema={"copyKind": pl.Int64(), "name": pl.String()},
+    )
+    copy_rows = memcpy.join(labels, on="copyKind", how="left", maintain_order="left").select(
+        *common,
+        pl.lit("gpu_memcpy").alias("cat"),
+        pl.lit("memcpy").alias("kind"),
+        pl.col("name").fill_null("[CUDA memcpy]"),
+        pl.col("bytes"),
+    )
+    set_rows = memset.select(
+        *common,
+        pl.lit("gpu_memset").alias("cat"),
+        pl.lit("memset").alias("kind"),
+        pl.lit("[CUDA memset]").alias("name"),
+        pl.col("bytes"),
+    )
+    return pl.concat([kernel_rows, copy_rows, set_rows], how="diagonal_relaxed")
+
+
+def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The runtime and driver calls, and how many repeated rows were dropped."""
+    rows = _names(strings, runtime, "nameId", "_api").with_columns(
+        pl.col("_api").fill_null("(unnamed call)").str.replace(VERSION_SUFFIX, "").alias("name")
+    )
+    driver = (pl.col("eventClass") == DRIVER_CLASS).fill_null(False) | pl.col("name").str.contains(r"^cu[A-Z]")
+    rows = rows.select(
+        pl.lit("X").alias("ph"),
+        pl.when(driver).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).alias("cat"),
+        pl.when(driver).then(pl.lit("driver")).otherwise(pl.lit("runtime")).alias("kind"),
+        "name",
+        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
+        _thread("globalTid").cast(pl.String).fill_null("?").alias("tid"),
+        _us("start").alias("ts"),
+        ((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0).alias("dur"),
+        pl.col("correlationId").alias("_correlation"),
+        _process("globalTid").alias("_proc"),
+        pl.col("start").alias("_start"),
+        pl.col("end").alias("_end"),
+    )
+    # The oldest layout writes a call twice, with one correlation id on one thread (an outer row
+    # and the versioned inner one): the outer (earliest, longest) row is kept.
+    keyed = rows.filter(pl.col("_correlation").is_not_null())
+    if keyed.height and keyed.select(pl.struct("pid", "tid", "_correlation").n_unique()).item() < keyed.height:
+        ordered = rows.with_row_index("_order").sort(["_start", "_end"], descending=[False, True])
+        first = (
+            ordered.filter(
+                pl.col("_correlation").is_null() | (pl.int_range(pl.len()).over("pid", "tid", "_correlation") == 0)
+            )
+            .sort("_order")
+            .drop("_order")
+        )
+        return first.drop("_start", "_end"), rows.height - first.height
+    return rows.drop("_start", "_end"), 0
+
+
+def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The NVTX ranges and marks as host events, and how many ranges had no end."""
+    named = _names(strings, nvtx, "textId", "_registered").with_columns(
+        pl.coalesce("text", "_registered").alias("_text")
+    )
+    domains = named.filter(pl.col("eventType") == NVTX_DOMAIN_CREATE).select(
+        "domainId", pl.col("_text").alias("_domain")
+    )
+    named = named.join(domains.unique("domainId"), on="domainId", how="left", maintain_order="left")
+    kinds = named.filter(pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK]))
+    ranges = kinds.filter(pl.col("eventType") != NVTX_MARK)
+    unclosed = int(ranges["end"].null_count())
+    kinds = kinds.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
+    parsed = kinds.with_columns(parse_ranges(pl.col("_text").fill_null("(unnamed range)")))
+    communication = pl.col("_domain").fill_null("").str.contains(COMMUNICATION_DOMAINS) | pl.col("name").str.contains(
+        r"^nccl[A-Z]"
+    )
+    is_op = pl.col("emit_nvtx") & ~pl.col("name").str.contains(STEP_RANGE)
+    thread = _thread("globalTid").cast(pl.String).fill_null("?")
+    events = parsed.select(
+        pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
+        pl.when(communication).then(pl.lit("nccl")).otherwise(pl.lit("nvtx")).alias("cat"),
+        pl.when(pl.col("eventType") == NVTX_MARK)
+        .then(pl.lit("instant"))
+        .when(is_op & (pl.col("eventType") == NVTX_PUSH_POP))
+        .then(pl.lit("cpu_op"))
+        .otherwise(pl.lit("user_annotation"))
+        .alias("kind"),
+        "name",
+        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
+        pl.when(pl.col("eventType") == NVTX_START_END)
+        .then(thread + pl.lit(START_END_LANE))
+        .otherwise(thread)
+        .alias("tid"),
+        _us("start").alias("ts"),
+        pl.when(pl.col("eventType") == NVTX_MARK)
+        .then(None)
+        .otherwise((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0)
+        .alias("dur"),
+        "sequence_number",
+        "input_dims",
+    )
+    return events, unclosed
+
+
+def _unique_correlations(
+    gpu: pl.DataFrame, calls: pl.DataFrame, warnings: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Both frames with ``correlation``: nsys's id, made unique across processes (module
+    docstring); GPU rows that name no process take the only process's, or stay unlinked."""
+    processes = sorted(
+        set(calls["_proc"].drop_nulls().unique().to_list()) | set(gpu["_proc"].drop_nulls().unique().to_list())
+    )
+    unnamed = int(gpu["_proc"].null_count())
+    if unnamed and len(processes) == 1:
+        gpu = gpu.with_columns(pl.col("_proc").fill_null(processes[0]))
+    elif unnamed and len(processes) > 1:
+        warnings.append(
+            f"{unnamed:,} GPU rows name no process (no globalPid) in an export of {len(processes)} processes: "
+            "not linked to a launching call"
+        )
+        gpu = gpu.with_columns(
+            pl.when(pl.col("_proc").is_not_null()).then(pl.col("_correlation")).alias("_correlation")
+        )
+    if len(processes) <= 1:
+        return (
+            gpu.with_columns(pl.col("_correlation").alias("correlation")).drop("_correlation", "_proc"),
+            calls.with_columns(pl.col("_correlation").alias("correlation")).drop("_correlation", "_proc"),
+        )
+    number = pl.DataFrame(
+        {"_proc": processes, "_number": list(range(len(processes)))},
+        schema={"_proc": pl.Int64(), "_number": pl.Int64()},
+    )
+    bounds = [frame["_correlation"].drop_nulls() for frame in (gpu, calls)]
+    values = [int(value) for column in bounds if column.len() for value in (column.min(), column.max())]  # type: ignore[arg-type]
+    largest, smallest = max(values, default=0), min(values, default=0)
+    if smallest >= 0 and largest < PROCESS_SHIFT:
+
+        def combined(frame: pl.DataFrame) -> pl.DataFrame:
+            return (
+                frame.join(number, on="_proc", how="left", maintain_order="left")
+                .with_columns((pl.col("_number") * PROCESS_SHIFT + pl.col("_correlation")).alias("correlation"))
+                .drop("_correlation", "_proc", "_number")
+            )
+
+        return combined(gpu), combined(calls)
+    # Ids beyond 32 bits: each (process, id) pair numbered instead, in order.
+    pairs = (
+        pl.concat([frame.select("_proc", "_correlation") for frame in (gpu, calls)])
+        .drop_nulls()
+        .unique()
+        .sort("_proc", "_correlation")
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("correlation"))
+    )
+    warnings.append("correlation ids exceed 32 bits: numbered per (process, id) pair")
+    return tuple(  # type: ignore[return-value]
+        frame.join(pairs, on=["_proc", "_correlation"], how="left", maintain_order="left").drop("_correlation", "_proc")
+        for frame in (gpu, calls)
+    )
+
+
+def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
+    """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
+    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique()
+    if used.height == 0:
+        return pl.DataFrame()
+    processes = used.select("pid").unique().join(process_names(export), on="pid", how="inner")
+    threads = _names(strings, thread_names(export), "nameId", "label").select(
+        _process("globalTid").cast(pl.String).alias("pid"), _thread("globalTid").cast(pl.String).alias("tid"), "label"
+    )
+    threads = used.join(threads.unique(["pid", "tid"]), on=["pid", "tid"], how="inner")
+    meta = [pl.lit("M").alias("ph"), pl.lit("metadata").alias("kind"), pl.lit(0.0).alias("ts")]
+    return pl.concat(
+        [
+            processes.select(*meta, pl.lit("process_name").alias("name"), "pid", pl.lit("0").alias("tid"), "label"),
+            threads.select(*meta, pl.lit("thread_name").alias("name"), "pid", "tid", "label"),
+        ],
+        how="diagonal_relaxed",
+    )
+
+
+def _as_schema(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """The frames as one events frame with exactly :data:`EVENT_SCHEMA`'s columns and types."""
+    if not frames:
+        return pl.DataFrame(schema=EVENT_SCHEMA)
+    whole = pl.concat(frames, how="diagonal_relaxed")
+    return whole.select(
+        (pl.col(column) if column in whole.columns else pl.lit(None)).cast(dtype).alias(column)
+        for column, dtype in EVENT_SCHEMA.items()
+    )

@@ -1,0 +1,93 @@
+"""Figures of an Nsight Systems export computed with plain ``sqlite3`` and the standard library, never
+with profview: the second witness of the nsys reader's tests."""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from support import SAMPLES, SHARED
+
+#: The exports every test runs on: the samples in the checkout, and the shared corpus where present.
+SAMPLE_EXPORTS = ("nsys_mock_rtx3080.sqlite", "nsys_saxpy_mpi_a100_2022.sqlite")
+SHARED_EXPORTS = (
+    "nsysai__h100_2gpu_1s.sqlite",
+    "nsysai__mfu_2gpu_before.sqlite",
+    "nsysai__mfu_2gpu_after.sqlite",
+    "nsysai__mock.sqlite",
+    "nsysai__healthy_1pct.SYNTHETIC.sqlite",
+    "flameox__nsight-2025.5.2.sqlite",
+    "pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+)
+#: The two exports recorded with PyTorch's emit_nvtx ranges.
+PYTORCH_EXPORTS = ("nsysai__h100_2gpu_1s.sqlite", "nsysai__mfu_2gpu_before.sqlite")
+
+
+def export_path(name: str) -> Path:
+    """Where an export named in the lists above lives."""
+    return SAMPLES / name if name in SAMPLE_EXPORTS else SHARED / "formats" / "nsys" / name
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """The export, read-only."""
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+
+
+def cuda_gpu_kern_sum(path: Path) -> dict[str, tuple[int, int, float, float, int, int]]:
+    """nsys's ``cuda_gpu_kern_sum`` report: per demangled name (count, total, mean, median, min,
+    max), in ns."""
+    with connect(path) as db:
+        rows = db.execute(
+            "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+            "JOIN StringIds AS s ON s.id = k.demangledName"
+        ).fetchall()
+    durations: dict[str, list[int]] = defaultdict(list)
+    for name, duration in rows:
+        durations[name].append(duration)
+    return {
+        name: (len(d), sum(d), sum(d) / len(d), float(statistics.median(d)), min(d), max(d))
+        for name, d in durations.items()
+    }
+
+
+def emit_nvtx_name(text: str) -> str:
+    """An emit_nvtx range's operator name: the text before its first ``, seq = `` / ``, op_id = ``."""
+    for field in (", seq = ", ", op_id = ", ", sizes = "):
+        text = text.split(field)[0]
+    return text
+
+
+def device_self_by_containment(path: Path) -> dict[str, float]:
+    """Per range name, the GPU time (kernels, memcpy, memset; ns) whose launching call's innermost
+    enclosing push/pop range on the launching thread has that name (the launching call: the runtime
+    row of the same process and correlation id)."""
+    with connect(path) as db:
+        calls = {}
+        for tid, correlation, start, end in db.execute(
+            "SELECT globalTid, correlationId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+        ):
+            calls.setdefault(((tid >> 24) & 0xFFFFFF, correlation), (tid, start, end))
+        ranges: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+        for tid, start, end, text, registered in db.execute(
+            "SELECT n.globalTid, n.start, n.end, n.text, s.value FROM NVTX_EVENTS AS n "
+            "LEFT JOIN StringIds AS s ON s.id = n.textId WHERE n.eventType = 59 AND n.end IS NOT NULL"
+        ):
+            ranges[tid].append((start, end, emit_nvtx_name(text if text is not None else registered)))
+        work = []
+        for table in ("KERNEL", "MEMCPY", "MEMSET"):
+            work += db.execute(
+                f"SELECT globalPid, correlationId, end - start FROM CUPTI_ACTIVITY_KIND_{table}"
+            ).fetchall()
+    totals: dict[str, float] = defaultdict(float)
+    for pid, correlation, duration in work:
+        call = calls.get(((pid >> 24) & 0xFFFFFF, correlation))
+        if call is None:
+            continue
+        tid, start, end = call
+        enclosing = [r for r in ranges.get(tid, []) if r[0] <= start and end <= r[1]]
+        if enclosing:
+            innermost = max(enclosing, key=lambda r: (r[0], -r[1]))
+            totals[innermost[2]] += duration
+    return dict(totals)
