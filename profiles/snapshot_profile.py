@@ -63,13 +63,21 @@ class SnapshotProfile:
 
     @cached_property
     def totals(self) -> dict[str, Any]:
-        """The end-state totals (:func:`~profview.analysis.memory_snapshot.totals.totals`)."""
-        return totals(self.frames.segments, self.frames.blocks)
+        """The end-state totals (:func:`~profview.analysis.memory_snapshot.totals.totals`); reserved
+        memory in no block is said as a warning."""
+        figures = totals(self.frames.segments, self.frames.blocks)
+        if figures["untracked_bytes"]:
+            self.warnings.append(
+                f"{figures['untracked_bytes']:,} bytes of the segments are in no block (reserved = allocated + "
+                "free + these): an expandable segment's unmapped part, or a snapshot not written by torch"
+            )
+        return figures
 
     def view(self, name: str) -> pl.DataFrame:
         """The view ``name`` of :data:`SNAPSHOT_VIEWS`, computed once."""
         if name not in SNAPSHOT_VIEWS:
-            raise ProfviewError(None, f"a memory snapshot has no {name!r} view: choose one of {', '.join(SNAPSHOT_VIEWS)}")
+            choose = ", ".join(SNAPSHOT_VIEWS)
+            raise ProfviewError(None, f"a memory snapshot has no {name!r} view: choose one of {choose}")
         cache = self.__dict__.setdefault("_views", {})
         if name not in cache:
             cache[name] = self._make(name)
@@ -137,7 +145,7 @@ class SnapshotProfile:
             **{k: base[k] for k in (
                 "segments", "blocks", "live_blocks", "reserved_bytes", "allocated_bytes", "active_allocated_bytes",
                 "active_awaiting_free_bytes", "requested_bytes", "free_internal_bytes", "free_external_bytes",
-                "largest_free_block_bytes", "fragmentation_pct",
+                "largest_free_block_bytes", "untracked_bytes", "fragmentation_pct",
             )},
             "events": events.height,
             "event_actions": dict(sorted(events.group_by("action").len().iter_rows())) if events.height else {},

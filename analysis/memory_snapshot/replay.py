@@ -1,18 +1,19 @@
 """Active memory over time, walked backwards from the snapshot's end state.
 
 The ring buffer of events (``device_traces``) may have lost its first entries, so a forward sum
-from zero would be a delta, not memory.  The end state is complete: every block not yet freed.
+from zero would be a delta, not memory. The end state is complete: every block not yet freed.
 Active memory after the last event is the requested size of those blocks; before each event it
-is found by undoing the event: an ``alloc`` added its size, a ``free_completed`` took it away
-(a ``free_requested`` block is still held until its stream's work completes).  Reserved memory
-the same way from the segments: ``segment_alloc``/``segment_map`` added, ``segment_free``/
+is found by undoing the event: an ``alloc`` added its size, a ``free_completed`` took it away (a
+``free_requested`` block is still held until its stream's work completes). Reserved memory the
+same way from the segments: ``segment_alloc``/``segment_map`` added, ``segment_free``/
 ``segment_unmap`` took away; a device whose trace recorded no segment event has no reserved
-timeline (null: torch versions that do not record them say nothing of when segments came).  Every figure is in the events' own unit, the requested size (what
-torch records for an alloc or a free; a live block's ``requested_size``).
+timeline (null: torch versions that do not record them say nothing of when segments came). Every
+figure is in the events' own unit, the requested size (what torch records for an alloc or a
+free; a live block's ``requested_size``).
 
 Which allocations were live after an event is found the same way, by address: starting from the
 live blocks, an ``alloc`` met going back was not yet made before it (it leaves the set), a
-``free_completed`` was still live (it joins with that event's size and stack).  So the live set
+``free_completed`` was still live (it joins with that event's size and stack). So the live set
 at the peak sums to the peak exactly, unless the events and the end state disagree, which
 :func:`replay` counts and :attr:`Replay.problems` says.
 """
@@ -141,12 +142,42 @@ def replay(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -
 
 @dataclass
 class LiveSet:
-    """The allocations live after one event: address -> (requested bytes, stack), and the events
-    met on the way back that the set could not match (an alloc of an address not live, a free of
-    one already live)."""
+    """The allocations live after one event: address -> (requested bytes, stack, whether that
+    stack is the free's: the allocation happened before the recorded events), and the events met
+    on the way back that the set could not match (an alloc of an address not live, a free of one
+    already live)."""
 
-    allocations: dict[int, tuple[int, int | None]]
+    allocations: dict[int, tuple[int, int | None, bool]]
     unmatched: int = 0
+
+
+def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
+    """The alloc and free_completed events with ``alloc_stack``: for a free, the stack of the
+    alloc of its address before it (torch records a free with the stack that freed it), null where
+    that alloc is before the recorded events; for an alloc, its own."""
+    own = events.filter(pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])).select(
+        "device", "index", "action", "addr", "size", "stack"
+    )
+    allocs = (
+        own.filter(pl.col("action") == ADD_ACTIVE)
+        .select("device", "addr", "index", alloc_stack="stack", _alloc_index="index")
+        .sort("index")
+    )
+    paired = own.sort("index").join_asof(
+        allocs, on="index", by=["device", "addr"], strategy="backward", check_sortedness=False
+    )
+    # An earlier alloc of the address whose own free came first is not this free's alloc.
+    frees = own.filter(pl.col("action") == TAKE_ACTIVE).select("device", "addr", "index").sort("index")
+    paired = paired.join_asof(
+        frees.rename({"index": "_free_index"}).with_columns(_probe=pl.col("_free_index")),
+        left_on="index", right_on="_probe", by=["device", "addr"], strategy="backward", check_sortedness=False,
+        allow_exact_matches=False,
+    )
+    stale = pl.col("_free_index").is_not_null() & (pl.col("_free_index") > pl.col("_alloc_index"))
+    return paired.with_columns(
+        alloc_stack=pl.when(stale).then(None).otherwise(pl.col("alloc_stack")),
+        alloc_recorded=pl.col("_alloc_index").is_not_null() & ~stale.fill_null(False),
+    ).select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
 
 
 def live_after(
@@ -156,20 +187,20 @@ def live_after(
     after it, walking back from the end state (the module docstring says how)."""
     wanted = sorted(set(indices), reverse=True)
     live = live_blocks(blocks).filter(pl.col("device") == device)
-    current: dict[int, tuple[int, int | None]] = {
-        int(addr): (int(requested), stack)
+    current: dict[int, tuple[int, int | None, bool]] = {
+        int(addr): (int(requested), stack, False)
         for addr, requested, stack in live.select("address", "requested", "stack").iter_rows()
     }
     unmatched = 0
     out: dict[int, LiveSet] = {}
     own = (
-        events.filter((pl.col("device") == device) & pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE]))
+        with_alloc_stacks(events.filter(pl.col("device") == device))
         .sort("index", descending=True)
-        .select("index", "action", "addr", "size", "stack")
+        .select("index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
     )
     pending = iter(wanted)
     target = next(pending, None)
-    for index, action, addr, size, stack in own.iter_rows():
+    for index, action, addr, size, stack, alloc_stack, recorded in own.iter_rows():
         while target is not None and index <= target:
             out[target] = LiveSet(dict(current), unmatched)
             target = next(pending, None)
@@ -180,8 +211,10 @@ def live_after(
                 unmatched += 1
         elif addr in current:
             unmatched += 1
+        elif recorded:
+            current[addr] = (int(size or 0), alloc_stack, False)
         else:
-            current[addr] = (int(size or 0), stack)
+            current[addr] = (int(size or 0), stack, True)
     while target is not None:
         out[target] = LiveSet(dict(current), unmatched)
         target = next(pending, None)
@@ -189,13 +222,15 @@ def live_after(
 
 
 def live_frame(live: LiveSet) -> pl.DataFrame:
-    """A live set as a frame: ``addr``, ``bytes`` (requested), ``stack``."""
+    """A live set as a frame: ``addr``, ``bytes`` (requested), ``stack``, ``free_stack`` (the stack
+    is the free's: the alloc was not recorded)."""
     rows = live.allocations
     return pl.DataFrame(
         {
             "addr": list(rows),
-            "bytes": [size for size, _ in rows.values()],
-            "stack": [stack for _, stack in rows.values()],
+            "bytes": [size for size, _, _ in rows.values()],
+            "stack": [stack for _, stack, _ in rows.values()],
+            "free_stack": [freed for _, _, freed in rows.values()],
         },
-        schema={"addr": pl.Int64(), "bytes": pl.Int64(), "stack": pl.Int64()},
+        schema={"addr": pl.Int64(), "bytes": pl.Int64(), "stack": pl.Int64(), "free_stack": pl.Boolean()},
     )

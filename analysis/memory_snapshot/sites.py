@@ -2,12 +2,13 @@
 
 A snapshot's stacks run innermost first, through the allocator's C++ frames (``torch::unwind``,
 ``c10::cuda::CUDACachingAllocator``), torch's own Python (``torch/nn/modules/module.py``,
-``torch/_tensor.py``) and launchers (``runpy``, ``contextlib``) to the user's line that asked for
-the memory.  The site skips the first three kinds (:data:`SKIPPED_FILES`, and every frame that is
-not Python); where every frame is skipped it is the innermost Python frame; a stack of C++ frames
-only (autograd's backward thread) names the autograd node that allocated
+``torch/_tensor.py``) and launchers (``runpy``, ``contextlib``) to the user's line that asked
+for the memory. The site skips the first three kinds (:data:`SKIPPED_FILES`, and every frame
+that is not Python); where every frame is skipped it is the innermost Python frame; a stack of
+C++ frames only (autograd's backward thread) names the autograd node that allocated
 (``torch::autograd::generated::BmmBackward0::apply``), else its innermost frame outside the
-allocator and the dispatcher (:data:`ALLOCATOR_FRAMES`), else its innermost frame; a block or event without frames has the site :data:`NO_STACK`.
+allocator and the dispatcher (:data:`ALLOCATOR_FRAMES`), else its innermost frame; a block or
+event without frames has the site :data:`NO_STACK`.
 """
 
 from __future__ import annotations

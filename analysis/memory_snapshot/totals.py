@@ -8,7 +8,11 @@
 - ``free_external_bytes``: Σ ``size`` of the inactive blocks: gaps between live blocks, which a
   larger request cannot use unless one gap is large enough (fragmentation).
 
-``reserved = allocated + free_external`` holds for every segment whose blocks tile it.  torch's
+- ``untracked_bytes``: ``reserved_bytes`` less every block's size: reserved memory in no block
+  (0 where the blocks tile their segments, as torch writes them; an expandable segment's
+  unmapped tail, or a hand-made snapshot, leaves some).
+
+So ``reserved = allocated + free_external + untracked``.  torch's
 ``segsum`` counts only ``active_allocated`` as allocated, and its allocated is the requested size:
 the difference is said in docs/memory_snapshots.md.
 """
@@ -18,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-
 
 LIVE = ("active_allocated", "active_pending_free")
 
@@ -68,6 +71,7 @@ def _totals_of(segments: pl.DataFrame, blocks: pl.DataFrame) -> dict[str, Any]:
         "free_internal_bytes": allocated - requested,
         "free_external_bytes": _sum(inactive, "size"),
         "largest_free_block_bytes": largest_free,
+        "untracked_bytes": reserved - _sum(blocks, "size"),
         "fragmentation_pct": None if reserved == 0 else 100.0 * _sum(inactive, "size") / reserved,
     }
 

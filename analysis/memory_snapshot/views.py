@@ -28,6 +28,8 @@ OOM_SCHEMA: dict[str, pl.DataType] = {
     "reserved_bytes": pl.Int64(), "site": pl.String(), "bytes": pl.Int64(), "count": pl.Int64(),
     "stack": pl.Int64(),
 }
+#: How a live allocation whose alloc was not recorded is named: by where it was freed, said so.
+FREED_AT = "(allocated before the recorded events; freed at "
 ANNOTATION_VIEW_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.Int64(), "time_us": pl.Int64(), "stage": pl.String(), "name": pl.String(),
     "active_bytes": pl.Int64(), "reserved_bytes": pl.Int64(), "index": pl.Int64(),
@@ -58,8 +60,13 @@ def sites_view(blocks: pl.DataFrame, sites: pl.DataFrame) -> pl.DataFrame:
 
 def live_by_site(live: LiveSet, sites: pl.DataFrame) -> pl.DataFrame:
     """A live set summed by site: ``site``, ``bytes``, ``count``, ``largest_bytes``, ``stack`` (the
-    largest's), largest first."""
-    frame = with_sites(live_frame(live), sites)
+    largest's), largest first.  An allocation made before the recorded events and freed after the
+    moment asked about has only its free's stack: its site says so (:data:`FREED_AT`)."""
+    frame = with_sites(live_frame(live), sites).with_columns(
+        site=pl.when(pl.col("free_stack"))
+        .then(pl.concat_str(pl.lit(FREED_AT), pl.col("site"), pl.lit(")")))
+        .otherwise(pl.col("site"))
+    )
     return (
         frame.sort("bytes", "addr", descending=[True, False])
         .group_by("site", maintain_order=True)

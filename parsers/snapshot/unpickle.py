@@ -56,10 +56,10 @@ class Refused(Exception):
 class SnapshotUnpickler(pickle.Unpickler):
     """The C unpickler with every global and persistent id refused."""
 
-    def find_class(self, module: str, name: str) -> Any:  # noqa: ARG002 - refused whatever it names
+    def find_class(self, module: str, name: str) -> Any:
         raise Refused("global")
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: ARG002
+    def persistent_load(self, pid: Any) -> Any:
         raise Refused("persistent id")
 
 
