@@ -142,7 +142,8 @@ def export(
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
-            raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: a trace's option, not a memory snapshot's")
+            named = ", ".join(single or ["--by-shape"])
+            raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")
         snapshot = target.load_snapshot()
         frame = refine(snapshot.view(view if view != "kernels" else "sites"), pattern=filter_, sort=sort,
                        ascending=asc, top=top)

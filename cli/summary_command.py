@@ -66,7 +66,8 @@ def summary(
         if capture or run:
             from ..errors import ProfviewError
 
-            raise ProfviewError(None, f"{'--capture' if capture else '--run'}: a trace's option, not a memory snapshot's")
+            named = "--capture" if capture else "--run"
+            raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")
         snapshot = target.load_snapshot()
         try:
             if format_ == "json":

@@ -128,6 +128,8 @@ def _verdict(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
-def print_snapshot_summary(profile: SnapshotProfile, top: int, wide: bool = False, stream: TextIO | None = None) -> None:
+def print_snapshot_summary(
+    profile: SnapshotProfile, top: int, wide: bool = False, stream: TextIO | None = None
+) -> None:
     """The text summary on stdout."""
     (stream or sys.stdout).write("\n".join(summary_lines(profile, top, wide)) + "\n")

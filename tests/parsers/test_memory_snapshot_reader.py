@@ -41,7 +41,7 @@ class _SetState:
     """Creates the file named by its state when BUILD calls ``__setstate__``."""
 
     def __setstate__(self, state: str) -> None:
-        open(state, "w").close()  # noqa: SIM115
+        open(state, "w").close()
 
 
 class _Build:
@@ -60,7 +60,7 @@ class _New:
 
     def __new__(cls, path: str | None = None) -> _New:
         if path is not None:
-            open(path, "w").close()  # noqa: SIM115
+            open(path, "w").close()
         return super().__new__(cls)
 
     def __reduce_ex__(self, protocol: object) -> tuple[Any, ...]:
@@ -139,7 +139,7 @@ def plain_load(data: bytes, opcode: str) -> None:
 
     class Careless(pickle.Unpickler):
         def persistent_load(self, pid: Any) -> Any:
-            return open(pid, "w")  # noqa: SIM115
+            return open(pid, "w")
 
     if opcode in EXT_CODES:
         copyreg.add_extension(open.__module__, "open", EXT_CODES[opcode])
@@ -253,7 +253,7 @@ def test_a_malformed_entry_is_named(tmp_path: Path) -> None:
 def test_memory_limit_refuses_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a memory limit too small for the snapshot's objects: one line, before unpickling."""
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(100 * 2**20))
-    with pytest.raises(ProfviewError, match="needs about .* of memory") as caught:
+    with pytest.raises(ProfviewError, match=r"needs about .* of memory") as caught:
         read_snapshot(SAMPLE)
     assert caught.value.out_of_memory
 
