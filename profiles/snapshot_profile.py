@@ -138,6 +138,16 @@ class SnapshotProfile:
         sites = self.view("sites")
         live = self.view("blocks").filter(pl.col("state").is_in(["active_allocated", "active_pending_free"]))
         largest = live.sort("size", "address", descending=[True, False]).head(top)
+        oom_events = []
+        for (number,), rows in ooms.group_by("oom", maintain_order=True):
+            first = rows.row(0, named=True)
+            oom_events.append({
+                "oom": number, "device": first["device"], "index": first["index"], "time_us": first["time_us"],
+                "requested_bytes": first["requested_bytes"], "device_free_bytes": first["device_free_bytes"],
+                "active_bytes": first["active_bytes"], "reserved_bytes": first["reserved_bytes"],
+                "top_sites": rows.filter(pl.col("site").is_not_null()).head(top)
+                .select("site", "bytes", "count").to_dicts(),
+            })
         return {
             "schema": SUMMARY_SCHEMA,
             "path": self.path,
@@ -145,11 +155,12 @@ class SnapshotProfile:
             **{k: base[k] for k in (
                 "segments", "blocks", "live_blocks", "reserved_bytes", "allocated_bytes", "active_allocated_bytes",
                 "active_awaiting_free_bytes", "requested_bytes", "free_internal_bytes", "free_external_bytes",
-                "largest_free_block_bytes", "untracked_bytes", "fragmentation_pct",
+                "largest_free_block_bytes", "untracked_bytes", "free_external_pct",
             )},
             "events": events.height,
             "event_actions": dict(sorted(events.group_by("action").len().iter_rows())) if events.height else {},
-            "ooms": int(ooms["oom"].n_unique()) if ooms.height else 0,
+            "ooms": len(oom_events),
+            "oom_events": oom_events,
             "annotations": frames.annotations.height,
             "devices": devices,
             "torch_segsum": segsum_totals(frames.segments, frames.blocks),

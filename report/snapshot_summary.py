@@ -106,17 +106,27 @@ def _verdict(figures: dict[str, Any]) -> list[str]:
     what was reserved."""
     lines = []
     reserved = figures["reserved_bytes"]
-    if figures["ooms"]:
-        lines.append(f"OOM: {figures['ooms']} out-of-memory event(s) recorded (profview export --view ooms lists "
-                     "what was live at each, by site)")
-    else:
+    external, largest = figures["free_external_bytes"], figures["largest_free_block_bytes"]
+    for oom in figures["oom_events"]:
+        asked = oom["requested_bytes"]
+        lines.append(
+            f"OOM {oom['oom']}: device {oom['device']} asked for {fmt_bytes(asked)} with "
+            f"{fmt_bytes(oom['device_free_bytes'])} free on the device (CUDA's figure), "
+            f"{fmt_bytes(oom['active_bytes'])} active (event {oom['index']:,}, time_us {oom['time_us']})"
+        )
+        if asked is not None and asked <= external and asked > largest:
+            lines.append(
+                f"  fragmentation: the cache held {fmt_bytes(external)} free, but no free block as large as the "
+                f"request (largest {fmt_bytes(largest)} at the snapshot)"
+            )
+        for site in oom["top_sites"][:3]:
+            lines.append(f"  live then: {fmt_bytes(site['bytes']):>10}  x{site['count']:<5} {clean(site['site'])}")
+    if not figures["oom_events"]:
         lines.append("OOM: no out-of-memory event in the recorded events")
-    external = figures["free_external_bytes"]
     if reserved and external:
         lines.append(
-            f"fragmentation: {fmt_bytes(external)} ({_pct(external, reserved)} of reserved) is free inside segments; "
-            f"a request above the largest free block ({fmt_bytes(figures['largest_free_block_bytes'])}) needs a new "
-            "segment"
+            f"free in the cache: {fmt_bytes(external)} ({_pct(external, reserved)} of reserved) in free blocks inside "
+            f"segments; a request above the largest free block ({fmt_bytes(largest)}) needs a new segment"
         )
     for device in figures["devices"]:
         if reserved and device["peak_active_bytes"]:

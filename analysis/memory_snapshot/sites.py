@@ -18,10 +18,10 @@ import re
 import polars as pl
 
 #: Python files that are not the user's code: torch and Triton themselves, the interpreter's
-#: launchers and wrappers, the launchers of accelerate and DeepSpeed.
+#: launchers and wrappers, the launchers of accelerate and DeepSpeed, and einops (a thin wrapper of torch ops).
 SKIPPED_FILES = re.compile(
     r"(^|/)(torch|triton)/|^<frozen |^<string>$|^<eval_with_key>|(^|/)(runpy|contextlib|functools|threading)\.py$"
-    r"|(^|/)(accelerate/commands|deepspeed/launcher)/"
+    r"|(^|/)(accelerate/commands|deepspeed/launcher|einops|opt_einsum)/"
 )
 #: C++ frames of the allocator and of the dispatch to it (never the site of a C++-only stack).
 ALLOCATOR_FRAMES = re.compile(

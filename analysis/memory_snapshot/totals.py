@@ -72,7 +72,7 @@ def _totals_of(segments: pl.DataFrame, blocks: pl.DataFrame) -> dict[str, Any]:
         "free_external_bytes": _sum(inactive, "size"),
         "largest_free_block_bytes": largest_free,
         "untracked_bytes": reserved - _sum(blocks, "size"),
-        "fragmentation_pct": None if reserved == 0 else 100.0 * _sum(inactive, "size") / reserved,
+        "free_external_pct": None if reserved == 0 else 100.0 * _sum(inactive, "size") / reserved,
     }
 
 
