@@ -125,6 +125,16 @@ def diff(
     if any(x for x in (accept, reason, until, inconclusive, fdr, min_share, seed, strict)) or gate_format != "text":
         raise ProfviewError(None, "--format, --accept, --inconclusive, --fdr, --min-share, --seed and --strict "
                             "are gate options: add --fail-if RULE or --gate FILE.toml")
+    from ..parsers.snapshot.reader import looks_like_snapshot
+
+    snapshots = [looks_like_snapshot(side) for side in (before, after)]
+    if any(snapshots):
+        if not all(snapshots):
+            raise ProfviewError(None, "a memory snapshot compares with another memory snapshot, not with a trace")
+        from .snapshot_diff import diff_snapshots
+
+        diff_snapshots(before, after, out, view, summary_, filter_, sort, asc, top, force, raw_formulas)
+        return
     from ..diff.comparison import check_inputs, load_comparison, remember
 
     # two jobs (cli/job_diff.py); a job and a single profile is a one-line error

@@ -13,7 +13,6 @@ from typing import Any
 
 import polars as pl
 
-from ..analysis.memory_snapshot.compare import segments_diff, sites_diff
 from ..analysis.memory_snapshot.replay import Replay, replay
 from ..analysis.memory_snapshot.sites import stack_sites, with_sites
 from ..analysis.memory_snapshot.totals import device_totals, segsum_totals, totals
@@ -178,12 +177,3 @@ def load_snapshot(path: str | os.PathLike[str]) -> SnapshotProfile:
     """Open a memory snapshot (a one-line :class:`ProfviewError` for anything else)."""
     name = os.fspath(path)
     return SnapshotProfile(name, read_snapshot(name))
-
-
-def compare_snapshots(a: SnapshotProfile, b: SnapshotProfile, view: str) -> pl.DataFrame:
-    """Two snapshots' ``sites`` or ``segments`` side by side (:mod:`~profview.analysis.memory_snapshot.compare`)."""
-    if view == "sites":
-        return sites_diff(a.view("sites"), b.view("sites"))
-    if view == "segments":
-        return segments_diff(a.frames.segments, a.frames.blocks, b.frames.segments, b.frames.blocks)
-    raise ProfviewError(None, f"two memory snapshots compare by sites or segments, not {view!r}")
