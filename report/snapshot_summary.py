@@ -42,18 +42,17 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
     reserved, allocated = figures["reserved_bytes"], figures["allocated_bytes"]
     lines = [
         f"{clean(profile.path)}: {figures['format']}",
-        f"reserved   {fmt_bytes(reserved):>12}  in {figures['segments']:,} segments (what the caching allocator "
-        "holds from CUDA)",
-        f"allocated  {fmt_bytes(allocated):>12}  in {figures['live_blocks']:,} live blocks "
-        f"({_pct(allocated, reserved)} of reserved; awaiting free {fmt_bytes(figures['active_awaiting_free_bytes'])})",
-        f"requested  {fmt_bytes(figures['requested_bytes']):>12}  (internal free, the rounding: "
-        f"{fmt_bytes(figures['free_internal_bytes'])})",
-        f"free       {fmt_bytes(figures['free_external_bytes']):>12}  between live blocks "
-        f"({_pct(figures['free_external_bytes'], reserved)} of reserved; largest free block "
+        f"reserved   {fmt_bytes(reserved):>11}  {figures['segments']:,} segments held from CUDA",
+        f"allocated  {fmt_bytes(allocated):>11}  {figures['live_blocks']:,} live blocks, {_pct(allocated, reserved)} "
+        f"of reserved (awaiting free {fmt_bytes(figures['active_awaiting_free_bytes'])})",
+        f"requested  {fmt_bytes(figures['requested_bytes']):>11}  rounding (free internal) "
+        f"{fmt_bytes(figures['free_internal_bytes'])}",
+        f"free       {fmt_bytes(figures['free_external_bytes']):>11}  in free blocks, "
+        f"{_pct(figures['free_external_bytes'], reserved)} of reserved (largest "
         f"{fmt_bytes(figures['largest_free_block_bytes'])})",
     ]
     actions = ", ".join(f"{clean(k)} {v:,}" for k, v in figures["event_actions"].items())
-    lines.append(f"events     {figures['events']:,} recorded" + (f" ({actions})" if actions else ""))
+    lines.append(f"events     {figures['events']:>11,}  " + (actions or "none recorded"))
     lines.append("")
     lines.extend(_verdict(figures))
     for device in figures["devices"]:
@@ -61,10 +60,10 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
         when = "before the first recorded event" if device["peak_event_index"] < 0 else (
             f"after event {device['peak_event_index']:,} of {device['events']:,}"
         )
+        lines.append(f"device {device['device']}: peak active {fmt_bytes(device['peak_active_bytes'])} {when}")
         lines.append(
-            f"device {device['device']}: peak active {fmt_bytes(device['peak_active_bytes'])} {when} "
-            f"(time_us {device['peak_time_us'] if device['peak_time_us'] is not None else 'unknown'}); "
-            f"active at the first event {fmt_bytes(device['start_active_bytes'])}, at the snapshot "
+            f"  time_us {device['peak_time_us'] if device['peak_time_us'] is not None else 'unknown'}; active "
+            f"before the first event {fmt_bytes(device['start_active_bytes'])}, at the snapshot "
             f"{fmt_bytes(device['end_active_bytes'])} (requested bytes)"
         )
         at_peak = [row for row in figures["top_sites_at_peak"] if row["device"] == device["device"]]
@@ -125,15 +124,15 @@ def _verdict(figures: dict[str, Any]) -> list[str]:
         lines.append("OOM: no out-of-memory event in the recorded events")
     if reserved and external:
         lines.append(
-            f"free in the cache: {fmt_bytes(external)} ({_pct(external, reserved)} of reserved) in free blocks inside "
-            f"segments; a request above the largest free block ({fmt_bytes(largest)}) needs a new segment"
+            f"cached free: {fmt_bytes(external)} ({_pct(external, reserved)} of reserved); a request above the "
+            f"largest free block ({fmt_bytes(largest)}) needs a new segment"
         )
     for device in figures["devices"]:
         if reserved and device["peak_active_bytes"]:
             lines.append(
-                f"device {device['device']}: the peak ({fmt_bytes(device['peak_active_bytes'])} active) is "
-                f"{_pct(device['peak_active_bytes'], device['reserved_bytes'])} of what is reserved at the snapshot "
-                f"({fmt_bytes(device['reserved_bytes'])})"
+                f"device {device['device']}: peak {fmt_bytes(device['peak_active_bytes'])} active = "
+                f"{_pct(device['peak_active_bytes'], device['reserved_bytes'])} of the "
+                f"{fmt_bytes(device['reserved_bytes'])} reserved at the snapshot"
             )
     return lines
 
