@@ -134,13 +134,13 @@ def export(
         say_written(written, frame.height, frame.width)
         return
     if target.is_snapshot:
-        given_options = (
+        snapshot_options = (
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
             ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
             ("--graph", graph), ("--iteration", iteration), ("--run", run),
         )
-        single = [name for name, given in given_options if given is not None]
+        single = [name for name, given in snapshot_options if given is not None]
         if single or by_shape:
             named = ", ".join(single or ["--by-shape"])
             raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")

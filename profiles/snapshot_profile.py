@@ -133,7 +133,7 @@ class SnapshotProfile:
             })
         events = frames.events
         ooms = self.view("ooms")
-        peak = self.view("peak")
+        at_peak = self.view("peak")
         sites = self.view("sites")
         live = self.view("blocks").filter(pl.col("state").is_in(["active_allocated", "active_pending_free"]))
         largest = live.sort("size", "address", descending=[True, False]).head(top)
@@ -165,7 +165,7 @@ class SnapshotProfile:
             "torch_segsum": segsum_totals(frames.segments, frames.blocks),
             "top_sites": sites.head(top).to_dicts(),
             "top_sites_at_peak": [row for d in devices for row in
-                                  peak.filter(pl.col("device") == d["device"]).head(top).to_dicts()],
+                                  at_peak.filter(pl.col("device") == d["device"]).head(top).to_dicts()],
             "largest_allocations": largest.select("device", "address", "size", "requested_size", "state", "site")
             .to_dicts(),
             "allocator_settings": {k: v for k, v in frames.settings.items() if isinstance(v, str | int | float | bool)},

@@ -1,10 +1,11 @@
 """The viewer's one entry point: the CLI (and anyone else) opens the viewer through here.
 
 ``run`` (one trace), ``run_compare`` (two traces), ``run_job`` (a distributed job),
-``run_job_compare`` (two jobs) and ``run_snapshot`` (a memory snapshot) build the app, run it and turn its outcome into an exit code
-(:func:`finish_run`).  Textual is imported only when one of them runs, so ``profview summary``
-never loads it.  It only launches: what every load does after parsing (the apps' side) is in
-:mod:`profview.tui.lifecycle`, which the apps import, so no import runs back up to this module.
+``run_job_compare`` (two jobs) and ``run_snapshot`` (a memory snapshot) build the app, run it and
+turn its outcome into an exit code (:func:`finish_run`).  Textual is imported only when one of them
+runs, so ``profview summary`` never loads it.  It only launches: what every load does after
+parsing (the apps' side) is in :mod:`profview.tui.lifecycle`, which the apps import, so no import
+runs back up to this module.
 """
 
 from __future__ import annotations
