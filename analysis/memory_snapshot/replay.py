@@ -189,7 +189,9 @@ def live_after(
     live = live_blocks(blocks).filter(pl.col("device") == device)
     current: dict[int, tuple[int, int | None, bool]] = {
         int(addr): (int(requested), stack, False)
-        for addr, requested, stack in live.select("address", "requested", "stack").iter_rows()
+        for addr, requested, stack in zip(
+            live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True
+        )
     }
     unmatched = 0
     out: dict[int, LiveSet] = {}
@@ -200,7 +202,8 @@ def live_after(
     )
     pending = iter(wanted)
     target = next(pending, None)
-    for index, action, addr, size, stack, alloc_stack, recorded in own.iter_rows():
+    rows = zip(*(own[name].to_list() for name in own.columns), strict=True)
+    for index, action, addr, size, stack, alloc_stack, recorded in rows:
         while target is not None and index <= target:
             out[target] = LiveSet(dict(current), unmatched)
             target = next(pending, None)

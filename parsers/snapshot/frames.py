@@ -129,11 +129,13 @@ def describe(obj: Any) -> str:
 
 
 class _Stacks:
-    """Distinct stacks, numbered as first seen; frames lists shared by the pickle's memo are
-    looked up by identity, others by content."""
+    """Distinct stacks, numbered as first seen; frames lists (or their frame dicts) shared by the
+    pickle's memo are looked up by identity, others by content.  Every list looked up is kept
+    alive while the stacks are numbered, so no identity is reused."""
 
     def __init__(self) -> None:
         self.by_id: dict[int, int] = {}
+        self.by_frame_ids: dict[tuple[int, ...], int] = {}
         self.by_content: dict[tuple[tuple[Any, Any, Any], ...], int] = {}
         self.keep: list[Any] = []  # the lists whose id() is a key stay alive while numbered
         self.columns: dict[str, list[Any]] = {name: [] for name in STACK_SCHEMA}
@@ -146,6 +148,12 @@ class _Stacks:
             return known
         if not isinstance(frames, list):
             raise ProfviewError(None, f"{where}: 'frames' is a {type(frames).__name__}, not a list")
+        same = tuple(map(id, frames))  # the frame dicts a pickle shares through its memo: one tuple of ids
+        known = self.by_frame_ids.get(same)
+        if known is not None:
+            self.by_id[id(frames)] = known
+            self.keep.append(frames)
+            return known
         try:
             key = tuple((f.get("name"), f.get("filename"), f.get("line")) for f in frames)
         except AttributeError:
@@ -162,6 +170,7 @@ class _Stacks:
                 columns["filename"].append(_text(filename))
                 columns["line"].append(line if isinstance(line, int) else None)
         self.by_id[id(frames)] = number
+        self.by_frame_ids[same] = number
         self.keep.append(frames)
         return number
 
@@ -273,26 +282,42 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     )
 
 
+def _column(trace: list[dict[str, Any]], key: str, device: int) -> list[Any]:
+    """One whole-number field of every entry, checked in one pass by Polars (a bad entry is
+    then found and named by the slow path)."""
+    values = [e.get(key) for e in trace]
+    try:
+        pl.Series(values, dtype=pl.Int64(), strict=True)
+    except (TypeError, OverflowError, pl.exceptions.PolarsError):
+        for index, value in enumerate(values):
+            _int(value, f"device_traces[{device}][{index}]", key)
+        raise ProfviewError(None, f"device_traces[{device}]: {key!r} is not a whole number everywhere") from None
+    return values
+
+
 def _read_trace(device: int, trace: list[Any], events: dict[str, list[Any]], stacks: _Stacks) -> None:
-    """One device's trace entries appended to the event columns."""
-    device_col, index_col, action_col = events["device"], events["index"], events["action"]
-    addr_col, size_col, stream_col = events["addr"], events["size"], events["stream"]
-    time_col, free_col, stack_col = events["time_us"], events["device_free"], events["stack"]
-    compile_col, meta_col = events["compile_context"], events["user_metadata"]
+    """One device's trace entries appended to the event columns (column by column: a snapshot
+    of millions of events is read at list-comprehension speed)."""
     for index, raw in enumerate(trace):
-        if not isinstance(raw, dict):
+        if type(raw) is not dict:
             raise ProfviewError(None, f"device_traces[{device}][{index}] is a {type(raw).__name__}, not a dict")
-        where = f"device_traces[{device}][{index}]"
-        device_col.append(device)
-        index_col.append(index)
-        action_col.append(_text(raw.get("action")))
-        addr_col.append(_int(raw.get("addr"), where, "addr"))
-        size_col.append(_int(raw.get("size"), where, "size"))
-        stream_col.append(_int(raw.get("stream"), where, "stream"))
-        time_col.append(_int(raw.get("time_us"), where, "time_us"))
-        free_col.append(_int(raw.get("device_free"), where, "device_free"))
-        stack_col.append(stacks.number(raw.get("frames"), where))
-        context = raw.get("compile_context")
-        compile_col.append(None if context in (None, "N/A", "") else _text(context))
-        metadata = raw.get("user_metadata")
-        meta_col.append(None if metadata in (None, "") else _text(metadata))
+    count = len(trace)
+    events["device"].extend([device] * count)
+    events["index"].extend(range(count))
+    actions = [e.get("action") for e in trace]
+    events["action"].extend(a if a is None or type(a) is str else str(a) for a in actions)
+    for key, column in (("addr", "addr"), ("size", "size"), ("stream", "stream"), ("time_us", "time_us"),
+                        ("device_free", "device_free")):
+        events[column].extend(_column(trace, key, device))
+    known = stacks.by_id
+    number = stacks.number
+    events["stack"].extend(
+        None if not frames else known[id(frames)] if id(frames) in known else number(frames, f"device_traces[{device}]")
+        for frames in (e.get("frames") for e in trace)
+    )
+    events["compile_context"].extend(
+        None if c in (None, "N/A", "") else _text(c) for c in (e.get("compile_context") for e in trace)
+    )
+    events["user_metadata"].extend(
+        None if m in (None, "") else _text(m) for m in (e.get("user_metadata") for e in trace)
+    )
