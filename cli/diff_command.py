@@ -24,6 +24,12 @@ from .options import (
 from .output import say_written, stdout_closed
 
 
+def _is_snapshot(path: str) -> bool:
+    from ..parsers.snapshot.reader import looks_like_snapshot
+
+    return looks_like_snapshot(path)
+
+
 def diff(
     before: Annotated[
         str, typer.Argument(help="The profile before the change (trace or table; or a job: directory, glob, archive).")
@@ -109,6 +115,13 @@ def diff(
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
     --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 inconclusive)."""
+    if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
+        from .snapshot_diff import gate_snapshots
+
+        if view is not None or summary_ or gate_format != "text":
+            raise ProfviewError(None, "the gate on two memory snapshots: --fail-if rules only (text output)")
+        gate_snapshots(before, after, fail_if)
+        return
     if fail_if or gate_file is not None:
         from .gate_command import GateArgs, gate
 

@@ -42,3 +42,29 @@ def diff_snapshots(
             say_written(written, frame.height, frame.width)
     except BrokenPipeError:
         raise stdout_closed() from None
+
+
+def gate_snapshots(before: str, after: str, rules: list[str]) -> None:
+    """The gate's rules on two snapshots (:mod:`profview.gate.snapshot_gate`): a line per finding
+    past its threshold, the verdict, and exit 1 on a regression."""
+    import typer
+
+    from ..frames import fmt_bytes
+    from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule
+    from ..profiles.snapshot_profile import load_snapshot
+    from ..sanitize import clean
+
+    parsed = [parse_snapshot_rule(rule) for rule in rules]  # a bad rule is said before a file is read
+    findings = evaluate_snapshot_rules(load_snapshot(before), load_snapshot(after), parsed)
+    past = [f for f in findings if f.past]
+    for finding in past:
+        size = (lambda v: fmt_bytes(v)) if finding.rule.metric != "count" else (lambda v: f"{v:,.0f}")
+        change = f" ({finding.change_pct:+.1f}%)" if finding.change_pct is not None else " (new)"
+        typer.echo(f"regression: {clean(finding.rule.text)}: {clean(finding.name)}: {size(finding.before)} -> "
+                   f"{size(finding.after)}{change}")
+    verdict = "regression" if past else "pass"
+    typer.echo(f"gate: {verdict} ({len(findings)} tested, {len(past)} past their threshold; a snapshot is one "
+               "measurement: no noise model)")
+    sys.stdout.flush()
+    if past:
+        raise typer.Exit(1)
