@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from ...errors import ProfviewError
@@ -28,13 +29,17 @@ def read_snapshot(path: str | os.PathLike[str]) -> SnapshotFrames:
     head = read_head(name)
     if pickle_protocol(head) is None:
         raise ProfviewError(name, "is not a pickle of protocol 2-5 (a memory snapshot starts with the PROTO opcode)")
-    snapshot = load_snapshot_pickle(name)
-    if not is_snapshot(snapshot):
-        raise ProfviewError(name, f"is a pickle of {describe(snapshot)}: not a memory snapshot")
+    collecting = gc.isenabled()
+    gc.disable()  # millions of new dicts and lists, none in a cycle: the collector would only rescan them
     try:
-        frames = snapshot_frames(snapshot)
-    except ProfviewError as exc:
-        raise ProfviewError(name, exc.problem) from None
+        snapshot = load_snapshot_pickle(name)
+        if not is_snapshot(snapshot):
+            raise ProfviewError(name, f"is a pickle of {describe(snapshot)}: not a memory snapshot")
+        try:
+            return snapshot_frames(snapshot)
+        except ProfviewError as exc:
+            raise ProfviewError(name, exc.problem) from None
     finally:
-        del snapshot
-    return frames
+        snapshot = None
+        if collecting:
+            gc.enable()
