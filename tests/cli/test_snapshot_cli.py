@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,22 @@ def test_query_sites(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert run_cli(["query", str(SAMPLE), "-q", sql, "-o", str(out), "--force"]) == 0
     assert pl.read_csv(out)["total"][0] == document["devices"][0]["peak_active_bytes"]
     capsys.readouterr()
+
+
+def test_a_snapshot_is_told_by_its_content(tmp_path: Path) -> None:
+    """Any name: a pickle is routed to the snapshot reader, a trace is not."""
+    from profview.cli.target import Target
+
+    renamed = tmp_path / "trace.json"
+    renamed.write_bytes(SAMPLE.read_bytes())
+    assert Target.of([str(renamed)]).is_snapshot
+    assert not Target.of([str(SAMPLES / "hta_backward_thread.json")]).is_snapshot
+
+
+def test_query_lists_the_snapshot_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    """``query SNAP --tables``: every snapshot view, with its columns and units."""
+    assert run_cli(["query", str(SAMPLE), "--tables"]) == 0
+    listed = capsys.readouterr().out
+    for view in SNAPSHOT_VIEWS:
+        assert f"{view}: {SNAPSHOT_VIEWS[view]}" in listed
+    assert re.search(r"^  active_bytes +Int64  \[bytes\]$", listed, re.MULTILINE)
