@@ -60,6 +60,15 @@ def summary(
             except BrokenPipeError:
                 raise stdout_closed() from None
         return
+    if target.snapshots:
+        from ..report.snapshot_job_summary import print_snapshot_job
+
+        try:
+            print_snapshot_job(target.trace, list(target.snapshots), format_ == "json")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise stdout_closed() from None
+        return
     if target.is_snapshot:
         from ..report.snapshot_summary import print_snapshot_summary, print_snapshot_summary_json
 

@@ -24,6 +24,8 @@ class Target:
     paths: tuple[str, ...]
     is_job: bool
     is_snapshot: bool = False
+    #: A directory of per-rank memory snapshots (``summary`` compares its ranks).
+    snapshots: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, paths: list[str]) -> Target:
@@ -34,6 +36,11 @@ class Target:
 
             if looks_like_snapshot(paths[0]):
                 return cls(tuple(paths), is_job=False, is_snapshot=True)
+            from ..jobs.snapshot_job import snapshot_directory
+
+            found = snapshot_directory(paths[0])
+            if found:
+                return cls(tuple(paths), is_job=False, snapshots=tuple(found))
         from ..jobs.inputs import is_job
 
         return cls(tuple(paths), is_job(paths))
@@ -60,10 +67,21 @@ class Target:
         """The one trace, loaded; its warnings go to stderr."""
         from ..profiles.loading import load
 
+        self.refuse_snapshot_directory()
         profile = load(self.trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
         for warning in profile.warnings:
             typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
         return profile
+
+    def refuse_snapshot_directory(self) -> None:
+        """A directory of memory snapshots is a job only to ``summary``: elsewhere, one line."""
+        if self.snapshots:
+            from ..errors import ProfviewError
+
+            raise ProfviewError(
+                self.trace, f"a directory of {len(self.snapshots)} memory snapshots: profview summary DIR compares "
+                "its ranks; name one snapshot for its other views"
+            )
 
     def load_snapshot(self) -> SnapshotProfile:
         """The one memory snapshot, opened; its warnings go to stderr."""
