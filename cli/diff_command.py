@@ -24,6 +24,12 @@ from .options import (
 from .output import say_written, stdout_closed
 
 
+def _is_snapshot(path: str) -> bool:
+    from ..parsers.snapshot.reader import looks_like_snapshot
+
+    return looks_like_snapshot(path)
+
+
 def diff(
     before: Annotated[
         str, typer.Argument(help="The profile before the change (trace or table; or a job: directory, glob, archive).")
@@ -109,6 +115,13 @@ def diff(
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
     --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 inconclusive)."""
+    if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
+        from .snapshot_diff import gate_snapshots
+
+        if view is not None or summary_ or gate_format != "text":
+            raise ProfviewError(None, "the gate on two memory snapshots: --fail-if rules only (text output)")
+        gate_snapshots(before, after, fail_if)
+        return
     if fail_if or gate_file is not None:
         from .gate_command import GateArgs, gate
 
@@ -125,6 +138,16 @@ def diff(
     if any(x for x in (accept, reason, until, inconclusive, fdr, min_share, seed, strict)) or gate_format != "text":
         raise ProfviewError(None, "--format, --accept, --inconclusive, --fdr, --min-share, --seed and --strict "
                             "are gate options: add --fail-if RULE or --gate FILE.toml")
+    from ..parsers.snapshot.reader import looks_like_snapshot
+
+    snapshots = [looks_like_snapshot(side) for side in (before, after)]
+    if any(snapshots):
+        if not all(snapshots):
+            raise ProfviewError(None, "a memory snapshot compares with another memory snapshot, not with a trace")
+        from .snapshot_diff import diff_snapshots
+
+        diff_snapshots(before, after, out, view, summary_, filter_, sort, asc, top, force, raw_formulas)
+        return
     from ..diff.comparison import check_inputs, load_comparison, remember
 
     # two jobs (cli/job_diff.py); a job and a single profile is a one-line error

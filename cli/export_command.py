@@ -45,7 +45,8 @@ def export(
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
             "phases; a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
-            "graph_nodes, graph_ops.",
+            "graph_nodes, graph_ops; a memory snapshot: segments, blocks, events, sites (the default), peak, "
+            "timeline, ooms, annotations, stacks.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -130,6 +131,27 @@ def export(
                 sys.stdout.flush()
             except BrokenPipeError:
                 raise stdout_closed() from None
+        say_written(written, frame.height, frame.width)
+        return
+    if target.is_snapshot:
+        snapshot_options = (
+            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
+            ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
+            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
+            ("--graph", graph), ("--iteration", iteration), ("--run", run),
+        )
+        single = [name for name, given in snapshot_options if given is not None]
+        if single or by_shape:
+            named = ", ".join(single or ["--by-shape"])
+            raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")
+        snapshot = target.load_snapshot()
+        frame = refine(snapshot.view(view if view != "kernels" else "sites"), pattern=filter_, sort=sort,
+                       ascending=asc, top=top)
+        try:
+            written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise stdout_closed() from None
         say_written(written, frame.height, frame.width)
         return
     profile = target.load(no_cache, run, comm_pattern)

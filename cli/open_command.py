@@ -44,6 +44,14 @@ def open_viewer(
         from ..profiles.graph_views import check_capture_paths
 
         check_capture_paths(capture)
+    if target.is_snapshot:
+        if capture or iteration is not None or run:
+            from ..errors import ProfviewError
+
+            raise ProfviewError(None, "--capture, --iteration and --run: a trace's options, not a memory snapshot's")
+        from ..tui.launch import run_snapshot
+
+        raise typer.Exit(run_snapshot(target.trace))
     if target.is_job:
         from functools import partial
 

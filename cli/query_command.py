@@ -97,7 +97,7 @@ def _open(
 ) -> tuple[list[Tables], tuple[str, ...], list[Profile]]:
     """Each input's tables (a job's kept open by ``stack``), the files never to write over, and
     the trace profiles (whose views are cached once the query has run)."""
-    from ..query.tables import job_tables, trace_tables
+    from ..query.tables import job_tables, snapshot_tables, trace_tables
     from .target import Target
 
     sources: list[Tables] = []
@@ -109,6 +109,11 @@ def _open(
             job = stack.enter_context(target.open_job(no_cache, comm_pattern, workers, dask, strict))
             inputs += job.input_files()
             sources.append(job_tables(job, label=path, use_cache=not no_cache))
+            continue
+        if target.is_snapshot:
+            if capture:
+                raise ProfviewError(path, "--capture: a trace's option, not a memory snapshot's")
+            sources.append(snapshot_tables(target.load_snapshot(), label=path))
             continue
         if len(paths) == 1:
             target.start_reading(no_cache)

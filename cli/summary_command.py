@@ -60,6 +60,33 @@ def summary(
             except BrokenPipeError:
                 raise stdout_closed() from None
         return
+    if target.snapshots:
+        from ..report.snapshot_job_summary import print_snapshot_job
+
+        try:
+            print_snapshot_job(target.trace, list(target.snapshots), format_ == "json")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise stdout_closed() from None
+        return
+    if target.is_snapshot:
+        from ..report.snapshot_summary import print_snapshot_summary, print_snapshot_summary_json
+
+        if capture or run:
+            from ..errors import ProfviewError
+
+            named = "--capture" if capture else "--run"
+            raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")
+        snapshot = target.load_snapshot()
+        try:
+            if format_ == "json":
+                print_snapshot_summary_json(snapshot, top)
+            else:
+                print_snapshot_summary(snapshot, top, wide=wide)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise stdout_closed() from None
+        return
     profile = target.load(no_cache, run, comm_pattern)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)

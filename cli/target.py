@@ -11,20 +11,36 @@ from ..sanitize import clean
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
+    from ..profiles.snapshot_profile import SnapshotProfile
     from ..profiles.trace_profile import Profile
 
 
 @dataclass(frozen=True)
 class Target:
     """The inputs of a command: ``is_job`` when they name a job (a directory, a glob, several traces
-    or an archive of rank traces), else one trace or table (``trace``)."""
+    or an archive of rank traces), ``is_snapshot`` when one PyTorch memory snapshot (a pickle, by
+    its content), else one trace or table (``trace``)."""
 
     paths: tuple[str, ...]
     is_job: bool
+    is_snapshot: bool = False
+    #: A directory of per-rank memory snapshots (``summary`` compares its ranks).
+    snapshots: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, paths: list[str]) -> Target:
-        """Decide once whether ``paths`` name a job (:func:`profview.jobs.inputs.is_job`)."""
+        """Decide once whether ``paths`` name a job (:func:`profview.jobs.inputs.is_job`) or a
+        memory snapshot (:func:`profview.parsers.snapshot.reader.looks_like_snapshot`)."""
+        if len(paths) == 1:
+            from ..parsers.snapshot.reader import looks_like_snapshot
+
+            if looks_like_snapshot(paths[0]):
+                return cls(tuple(paths), is_job=False, is_snapshot=True)
+            from ..jobs.snapshot_job import snapshot_directory
+
+            found = snapshot_directory(paths[0])
+            if found:
+                return cls(tuple(paths), is_job=False, snapshots=tuple(found))
         from ..jobs.inputs import is_job
 
         return cls(tuple(paths), is_job(paths))
@@ -42,7 +58,7 @@ class Target:
 
     def start_reading(self, no_cache: bool) -> None:
         """One trace to parse: start reading it now, while Polars imports (:mod:`profview.profiles.prefetch`)."""
-        if len(self.paths) == 1 and not self.is_job:
+        if len(self.paths) == 1 and not self.is_job and not self.is_snapshot:
             from ..profiles.prefetch import start
 
             start(self.paths[0], use_cache=not no_cache)
@@ -51,7 +67,27 @@ class Target:
         """The one trace, loaded; its warnings go to stderr."""
         from ..profiles.loading import load
 
+        self.refuse_snapshot_directory()
         profile = load(self.trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
+        for warning in profile.warnings:
+            typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
+        return profile
+
+    def refuse_snapshot_directory(self) -> None:
+        """A directory of memory snapshots is a job only to ``summary``: elsewhere, one line."""
+        if self.snapshots:
+            from ..errors import ProfviewError
+
+            raise ProfviewError(
+                self.trace, f"a directory of {len(self.snapshots)} memory snapshots: profview summary DIR compares "
+                "its ranks; name one snapshot for its other views"
+            )
+
+    def load_snapshot(self) -> SnapshotProfile:
+        """The one memory snapshot, opened; its warnings go to stderr."""
+        from ..profiles.snapshot_profile import load_snapshot
+
+        profile = load_snapshot(self.trace)
         for warning in profile.warnings:
             typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
         return profile

@@ -20,6 +20,7 @@ from ..errors import ProfviewError
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
+    from ..profiles.snapshot_profile import SnapshotProfile
     from ..profiles.trace_profile import Profile
 
 #: A trace's tables, by export name, and what one row is.  ``launches`` is left out: it needs an
@@ -142,6 +143,20 @@ def trace_tables(profile: Profile, label: str | None = None) -> Tables:
         return lambda: _labelled(_trace_view(profile, name), trace)
 
     return Tables({name: build(name) for name in TRACE_TABLES}, TRACE_TABLES)
+
+
+def snapshot_tables(profile: SnapshotProfile, label: str | None = None) -> Tables:
+    """Every table of one memory snapshot (its views by export name, :data:`SNAPSHOT_VIEWS
+    <profview.profiles.snapshot_profile.SNAPSHOT_VIEWS>`), built when asked for, each with ``trace``
+    (``label``, else the snapshot's path) first."""
+    from ..profiles.snapshot_profile import SNAPSHOT_VIEWS
+
+    trace = label if label is not None else profile.path
+
+    def build(name: str) -> Callable[[], pl.DataFrame]:
+        return lambda: _labelled(profile.view(name), trace)
+
+    return Tables({name: build(name) for name in SNAPSHOT_VIEWS}, SNAPSHOT_VIEWS)
 
 
 def job_tables(job: Job, label: str | None = None, use_cache: bool = True) -> Tables:

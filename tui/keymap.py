@@ -140,6 +140,15 @@ KEYMAP: tuple[Key, ...] = (
         "a rank: its own views (q or Esc: back); a collective: its per-rank rows",
         show=True,
     ),
+    # -- a memory snapshot (tui/snapshot/) ----------------------------------------------------------
+    Key("snapshot", "snapshot.summary", "1", "tab('summary')", "summary", "snapshot: 1-6, Tab",
+        "Summary / Sites (live at the snapshot) / Peak (live at the peak) / Timeline / OOMs / Segments"),
+    Key("snapshot", "snapshot.sites", "2", "tab('sites')", "sites"),
+    Key("snapshot", "snapshot.peak", "3", "tab('peak')", "peak"),
+    Key("snapshot", "snapshot.timeline", "4", "tab('timeline')", "timeline"),
+    Key("snapshot", "snapshot.ooms", "5", "tab('ooms')", "ooms"),
+    Key("snapshot", "snapshot.segments", "6", "tab('segments')", "segments"),
+    Key("snapshot", "snapshot.tab", "tab", "next_tab", "tabs", show=True, priority=True),
     # -- compare mode (profview diff BEFORE AFTER) ----------------------------------------------
     Key("compare", "compare.kernels", "1", "show('kernels')", "kernels", "compare: 1 2 3 4 5, Tab",
         "compare mode: Kernels, Operators, Steps (before / after / delta); Moved (one step aligned by "

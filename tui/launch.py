@@ -1,10 +1,11 @@
 """The viewer's one entry point: the CLI (and anyone else) opens the viewer through here.
 
-``run`` (one trace), ``run_compare`` (two traces), ``run_job`` (a distributed job) and
-``run_job_compare`` (two jobs) build the app, run it and turn its outcome into an exit code
-(:func:`finish_run`).  Textual is imported only when one of them runs, so ``profview summary``
-never loads it.  It only launches: what every load does after parsing (the apps' side) is in
-:mod:`profview.tui.lifecycle`, which the apps import, so no import runs back up to this module.
+``run`` (one trace), ``run_compare`` (two traces), ``run_job`` (a distributed job),
+``run_job_compare`` (two jobs) and ``run_snapshot`` (a memory snapshot) build the app, run it and
+turn its outcome into an exit code (:func:`finish_run`).  Textual is imported only when one of them
+runs, so ``profview summary`` never loads it.  It only launches: what every load does after
+parsing (the apps' side) is in :mod:`profview.tui.lifecycle`, which the apps import, so no import
+runs back up to this module.
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern
     return finish_run(app, app.run())
 
 
+def run_snapshot(path: str) -> int:
+    """Open the memory snapshot ``path`` on its own screen; return the exit code."""
+    if (missing := _missing(path)) is not None:
+        print(missing, file=sys.stderr)
+        return 2
+    from .snapshot.app import SnapshotApp
+
+    app = SnapshotApp(path)
+    return finish_run(app, app.run())
+
+
 def _start_resource_tracker() -> None:
     """The worker pool's resource tracker is started now, while stderr is still the terminal:
     started from inside the viewer (whose stderr is a capture with no file descriptor) it fails."""
@@ -146,4 +158,4 @@ def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> 
     return app.return_code or code or 0
 
 
-__all__ = ["finish_run", "run", "run_compare", "run_job", "run_job_compare"]
+__all__ = ["finish_run", "run", "run_compare", "run_job", "run_job_compare", "run_snapshot"]

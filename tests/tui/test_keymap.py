@@ -29,6 +29,7 @@ from profview.tui.main.step_timeline import Timeline
 from profview.tui.main.steps import StepList
 from profview.tui.main.timeline import TraceTimeline
 from profview.tui.navigation import GotoPrompt
+from profview.tui.snapshot.screen import SnapshotScreen
 from profview.tui.widgets.filter_bar import FilterBar
 from profview.tui.widgets.table_view import FrameView
 
@@ -55,6 +56,7 @@ SCOPES = {
     "iterations": IterationsView,  # serving and decode loops
     "graphs": GraphsView,  # o opens the graph_ops table
     "main": MainScreen,  # a, wherever a step or iteration is chosen
+    "snapshot": SnapshotScreen,  # a memory snapshot's tabs
 }
 
 

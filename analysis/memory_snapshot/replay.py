@@ -1,0 +1,239 @@
+"""Active memory over time, walked backwards from the snapshot's end state.
+
+The ring buffer of events (``device_traces``) may have lost its first entries, so a forward sum
+from zero would be a delta, not memory. The end state is complete: every block not yet freed.
+Active memory after the last event is the requested size of those blocks; before each event it
+is found by undoing the event: an ``alloc`` added its size, a ``free_completed`` took it away (a
+``free_requested`` block is still held until its stream's work completes). Reserved memory the
+same way from the segments: ``segment_alloc``/``segment_map`` added, ``segment_free``/
+``segment_unmap`` took away; a device whose trace recorded no segment event has no reserved
+timeline (null: torch versions that do not record them say nothing of when segments came). Every
+figure is in the events' own unit, the requested size (what torch records for an alloc or a
+free; a live block's ``requested_size``).
+
+Which allocations were live after an event is found the same way, by address: starting from the
+live blocks, an ``alloc`` met going back was not yet made before it (it leaves the set), a
+``free_completed`` was still live (it joins with that event's size and stack). So the live set
+at the peak sums to the peak exactly, unless the events and the end state disagree, which
+:func:`replay` counts and :attr:`Replay.problems` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from .totals import live_blocks
+
+ADD_ACTIVE = "alloc"
+TAKE_ACTIVE = "free_completed"
+ADD_RESERVED = ("segment_alloc", "segment_map")
+TAKE_RESERVED = ("segment_free", "segment_unmap")
+TIMELINE_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64(), "index": pl.Int64(), "time_us": pl.Int64(), "action": pl.String(),
+    "addr": pl.Int64(), "size": pl.Int64(), "active_bytes": pl.Int64(), "reserved_bytes": pl.Int64(),
+    "stack": pl.Int64(), "is_peak": pl.Boolean(),
+}
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    """One device's peak of active memory: its bytes, the event after which it was reached
+    (``index`` -1: before the first recorded event) and that event's time; the active memory
+    before the first and after the last event; how many events the device recorded."""
+
+    device: int
+    peak_active_bytes: int
+    index: int
+    time_us: int | None
+    start_active_bytes: int
+    end_active_bytes: int
+    events: int
+    peak_reserved_bytes: int | None
+
+
+@dataclass
+class Replay:
+    """Every device's timeline (:data:`TIMELINE_SCHEMA`, one row per event, the state after it)
+    and peak, with the disagreements between the events and the end state (empty when none)."""
+
+    timeline: pl.DataFrame
+    peaks: list[DevicePeak]
+    problems: list[str] = field(default_factory=list)
+
+
+def timeline(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
+    """Each event with the device's active and reserved bytes after it (:data:`TIMELINE_SCHEMA`)."""
+    live = live_blocks(blocks)
+    end_active = dict(live.group_by("device").agg(pl.col("requested").sum()).iter_rows())
+    end_reserved = dict(segments.group_by("device").agg(pl.col("total_size").sum()).iter_rows())
+    size = pl.col("size").fill_null(0)
+    action = pl.col("action")
+    frame = events.sort("device", "index").with_columns(
+        _active=pl.when(action == ADD_ACTIVE).then(size).when(action == TAKE_ACTIVE).then(-size).otherwise(0),
+        _reserved=pl.when(action.is_in(ADD_RESERVED)).then(size).when(action.is_in(TAKE_RESERVED)).then(-size)
+        .otherwise(0),
+    )
+    frame = frame.with_columns(
+        _end_active=pl.col("device").replace_strict(end_active, default=0, return_dtype=pl.Int64()),
+        _end_reserved=pl.col("device").replace_strict(end_reserved, default=0, return_dtype=pl.Int64()),
+    )
+    recorded = frame.group_by("device").agg(
+        _segments=pl.col("action").is_in([*ADD_RESERVED, *TAKE_RESERVED]).any()
+    )
+    frame = frame.join(recorded, on="device", how="left")
+    after = frame.with_columns(
+        active_bytes=pl.col("_end_active") - pl.col("_active").sum().over("device") + pl.col("_active").cum_sum()
+        .over("device"),
+        reserved_bytes=pl.col("_end_reserved") - pl.col("_reserved").sum().over("device")
+        + pl.col("_reserved").cum_sum().over("device"),
+    )
+    after = after.with_columns(
+        reserved_bytes=pl.when(pl.col("_segments")).then(pl.col("reserved_bytes")).otherwise(None)
+    )
+    first_peak = (pl.col("active_bytes") == pl.col("active_bytes").max().over("device")) & (
+        pl.int_range(pl.len()).over("device")
+        == pl.when(pl.col("active_bytes") == pl.col("active_bytes").max().over("device"))
+        .then(pl.int_range(pl.len()).over("device"))
+        .min()
+        .over("device")
+    )
+    return after.with_columns(is_peak=first_peak).select(list(TIMELINE_SCHEMA))
+
+
+def replay(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> Replay:
+    """The timeline and each device's peak (a device with segments but no events: its end state)."""
+    line = timeline(events, segments, blocks)
+    live = live_blocks(blocks)
+    end_active = dict(live.group_by("device").agg(pl.col("requested").sum()).iter_rows())
+    end_reserved = dict(segments.group_by("device").agg(pl.col("total_size").sum()).iter_rows())
+    devices = sorted({*end_active, *end_reserved, *line["device"].unique().to_list()})
+    peaks: list[DevicePeak] = []
+    problems: list[str] = []
+    for device in devices:
+        own = line.filter(pl.col("device") == device)
+        end = int(end_active.get(device, 0))
+        reserved_end = int(end_reserved.get(device, 0))
+        if own.is_empty():
+            peaks.append(DevicePeak(device, end, -1, None, end, end, 0, reserved_end))
+            continue
+        first = own.row(0, named=True)
+        delta = first["size"] or 0
+        start = first["active_bytes"] - (
+            delta if first["action"] == ADD_ACTIVE else -delta if first["action"] == TAKE_ACTIVE else 0
+        )
+        peak_row = own.filter(pl.col("is_peak")).row(0, named=True)
+        peak_bytes, index, time_us = int(peak_row["active_bytes"]), int(peak_row["index"]), peak_row["time_us"]
+        if start > peak_bytes:
+            peak_bytes, index, time_us = int(start), -1, first["time_us"]
+        lowest = min(int(own["active_bytes"].min() or 0), int(start))  # type: ignore[arg-type]
+        if lowest < 0:
+            problems.append(
+                f"device {device}: walking the events back from the end state gives {lowest:,} active bytes: "
+                "the events and the snapshot's blocks disagree"
+            )
+        recorded = own["reserved_bytes"].drop_nulls()
+        peak_reserved = max(int(recorded.max()), reserved_end) if recorded.len() else None  # type: ignore[arg-type]
+        peaks.append(DevicePeak(device, peak_bytes, index, time_us, int(start), end, own.height, peak_reserved))
+    return Replay(line, peaks, problems)
+
+
+@dataclass
+class LiveSet:
+    """The allocations live after one event: address -> (requested bytes, stack, whether that
+    stack is the free's: the allocation happened before the recorded events), and the events met
+    on the way back that the set could not match (an alloc of an address not live, a free of one
+    already live)."""
+
+    allocations: dict[int, tuple[int, int | None, bool]]
+    unmatched: int = 0
+
+
+def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
+    """The alloc and free_completed events with ``alloc_stack``: for a free, the stack of the
+    alloc of its address before it (torch records a free with the stack that freed it), null where
+    that alloc is before the recorded events; for an alloc, its own."""
+    own = events.filter(pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])).select(
+        "device", "index", "action", "addr", "size", "stack"
+    )
+    allocs = (
+        own.filter(pl.col("action") == ADD_ACTIVE)
+        .select("device", "addr", "index", alloc_stack="stack", _alloc_index="index")
+        .sort("index")
+    )
+    paired = own.sort("index").join_asof(
+        allocs, on="index", by=["device", "addr"], strategy="backward", check_sortedness=False
+    )
+    # An earlier alloc of the address whose own free came first is not this free's alloc.
+    frees = own.filter(pl.col("action") == TAKE_ACTIVE).select("device", "addr", "index").sort("index")
+    paired = paired.join_asof(
+        frees.rename({"index": "_free_index"}).with_columns(_probe=pl.col("_free_index")),
+        left_on="index", right_on="_probe", by=["device", "addr"], strategy="backward", check_sortedness=False,
+        allow_exact_matches=False,
+    )
+    stale = pl.col("_free_index").is_not_null() & (pl.col("_free_index") > pl.col("_alloc_index"))
+    return paired.with_columns(
+        alloc_stack=pl.when(stale).then(None).otherwise(pl.col("alloc_stack")),
+        alloc_recorded=pl.col("_alloc_index").is_not_null() & ~stale.fill_null(False),
+    ).select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+
+
+def live_after(
+    events: pl.DataFrame, blocks: pl.DataFrame, device: int, indices: Iterable[int]
+) -> dict[int, LiveSet]:
+    """For each event ``index`` of ``device`` (-1: before the first event), the allocations live
+    after it, walking back from the end state (the module docstring says how)."""
+    wanted = sorted(set(indices), reverse=True)
+    live = live_blocks(blocks).filter(pl.col("device") == device)
+    current: dict[int, tuple[int, int | None, bool]] = {
+        int(addr): (int(requested), stack, False)
+        for addr, requested, stack in zip(
+            live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True
+        )
+    }
+    unmatched = 0
+    out: dict[int, LiveSet] = {}
+    own = (
+        with_alloc_stacks(events.filter(pl.col("device") == device))
+        .sort("index", descending=True)
+        .select("index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+    )
+    pending = iter(wanted)
+    target = next(pending, None)
+    rows = zip(*(own[name].to_list() for name in own.columns), strict=True)
+    for index, action, addr, size, stack, alloc_stack, recorded in rows:
+        while target is not None and index <= target:
+            out[target] = LiveSet(dict(current), unmatched)
+            target = next(pending, None)
+        if target is None:
+            break
+        if action == ADD_ACTIVE:
+            if current.pop(addr, None) is None:
+                unmatched += 1
+        elif addr in current:
+            unmatched += 1
+        elif recorded:
+            current[addr] = (int(size or 0), alloc_stack, False)
+        else:
+            current[addr] = (int(size or 0), stack, True)
+    while target is not None:
+        out[target] = LiveSet(dict(current), unmatched)
+        target = next(pending, None)
+    return out
+
+
+def live_frame(live: LiveSet) -> pl.DataFrame:
+    """A live set as a frame: ``addr``, ``bytes`` (requested), ``stack``, ``free_stack`` (the stack
+    is the free's: the alloc was not recorded)."""
+    rows = live.allocations
+    return pl.DataFrame(
+        {
+            "addr": list(rows),
+            "bytes": [size for size, _, _ in rows.values()],
+            "stack": [stack for _, stack, _ in rows.values()],
+            "free_stack": [freed for _, _, freed in rows.values()],
+        },
+        schema={"addr": pl.Int64(), "bytes": pl.Int64(), "stack": pl.Int64(), "free_stack": pl.Boolean()},
+    )

@@ -1,0 +1,70 @@
+"""``profview diff A B`` for two memory snapshots: ``--summary``, or ``--view sites|segments -o OUT``."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import ProfviewError
+from .output import say_written, stdout_closed
+
+
+def diff_snapshots(
+    before: str, after: str, out: str | None, view: str | None, summary: bool, filter_: str | None,
+    sort: str | None, asc: bool, top: int | None, force: bool, raw_formulas: bool,
+) -> None:
+    """Print the summary and/or write the view; the viewer does not compare snapshots (said)."""
+    from ..diff.snapshot_comparison import SNAPSHOT_DIFF_VIEWS, load_snapshot_comparison
+
+    if out is None and not summary:
+        raise ProfviewError(None, "two memory snapshots: use --summary, or --view sites|peak|segments -o OUT")
+    if view is not None and view not in SNAPSHOT_DIFF_VIEWS:
+        raise ProfviewError(None, f"two memory snapshots compare by {', '.join(SNAPSHOT_DIFF_VIEWS)}, not {view!r}")
+    if out is not None:
+        from ..report.export import check_target, export_format
+
+        export_format(out)
+        if out != "-":
+            check_target(out, inputs=(before, after), overwrite=force)
+    comparison = load_snapshot_comparison(before, after)
+    try:
+        if summary:
+            from ..report.snapshot_diff_summary import print_snapshot_diff_summary
+
+            print_snapshot_diff_summary(comparison, top if top is not None else 10)
+            sys.stdout.flush()
+        if out is not None:
+            from ..profiles.views import refine
+            from ..report.export import write_table
+
+            frame = refine(comparison.view(view or "sites"), pattern=filter_, sort=sort, ascending=asc, top=top)
+            written = write_table(frame, out, inputs=(before, after), overwrite=force, raw_formulas=raw_formulas)
+            sys.stdout.flush()
+            say_written(written, frame.height, frame.width)
+    except BrokenPipeError:
+        raise stdout_closed() from None
+
+
+def gate_snapshots(before: str, after: str, rules: list[str]) -> None:
+    """The gate's rules on two snapshots (:mod:`profview.gate.snapshot_gate`): a line per finding
+    past its threshold, the verdict, and exit 1 on a regression."""
+    import typer
+
+    from ..frames import fmt_bytes
+    from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule
+    from ..profiles.snapshot_profile import load_snapshot
+    from ..sanitize import clean
+
+    parsed = [parse_snapshot_rule(rule) for rule in rules]  # a bad rule is said before a file is read
+    findings = evaluate_snapshot_rules(load_snapshot(before), load_snapshot(after), parsed)
+    past = [f for f in findings if f.past]
+    for finding in past:
+        size = (lambda v: fmt_bytes(v)) if finding.rule.metric != "count" else (lambda v: f"{v:,.0f}")
+        change = f" ({finding.change_pct:+.1f}%)" if finding.change_pct is not None else " (new)"
+        typer.echo(f"regression: {clean(finding.rule.text)}: {clean(finding.name)}: {size(finding.before)} -> "
+                   f"{size(finding.after)}{change}")
+    verdict = "regression" if past else "pass"
+    typer.echo(f"gate: {verdict} ({len(findings)} tested, {len(past)} past their threshold; a snapshot is one "
+               "measurement: no noise model)")
+    sys.stdout.flush()
+    if past:
+        raise typer.Exit(1)

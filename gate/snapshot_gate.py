@@ -1,0 +1,137 @@
+"""The gate on two memory snapshots: rules over their figures, each change compared once.
+
+A snapshot is one measurement, with no repeats to model noise on, so each rule is a plain
+comparison of A and B: ``sites["REGEX"].bytes > +10%`` (the sites whose name matches, summed;
+without a selector each site alone), ``peak[...]`` the same over what was live at the peak,
+``totals.METRIC`` for the summary's figures (``reserved_bytes``, ``allocated_bytes``,
+``requested_bytes``, ``free_internal_bytes``, ``free_external_bytes``, ``peak_active_bytes``: the
+largest of the devices').  A threshold with a sign is a change (``+10%`` of A, ``+256MiB``), one
+without is a level B must not pass (``> 20GiB``).  The verdict: ``regression`` (exit 1) when a
+rule is past its threshold, else ``pass``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..errors import ProfviewError
+from ..profiles.snapshot_profile import SnapshotProfile
+
+SNAPSHOT_VIEWS = {"sites": ("bytes", "count"), "peak": ("bytes", "count"), "totals": (
+    "reserved_bytes", "allocated_bytes", "requested_bytes", "free_internal_bytes", "free_external_bytes",
+    "peak_active_bytes",
+)}
+_RULE = re.compile(
+    r"""^\s*(?P<view>[a-z_]+)\s*(?:\[\s*(?P<quote>["'])(?P<selector>.*)(?P=quote)\s*\])?\s*\.\s*(?P<metric>[a-z_]+)
+    \s*(?P<op>>=|<=|>|<)\s*(?P<sign>[+-])?(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>[A-Za-z%]*)\s*$""",
+    re.VERBOSE,
+)
+_BYTES = {"": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
+
+
+@dataclass(frozen=True)
+class SnapshotRule:
+    """One rule: ``kind`` ``pct`` (a change in % of A), ``abs`` (a change) or ``level`` (B's value)."""
+
+    text: str
+    view: str
+    selector: str | None
+    metric: str
+    op: str
+    threshold: float
+    kind: str
+
+
+@dataclass(frozen=True)
+class SnapshotFinding:
+    """One tested name of a rule: A's and B's values, the change, and whether it is past the threshold."""
+
+    rule: SnapshotRule
+    name: str
+    before: float
+    after: float
+    past: bool
+
+    @property
+    def change_pct(self) -> float | None:
+        return None if not self.before else 100.0 * (self.after - self.before) / self.before
+
+
+def parse_snapshot_rule(text: str) -> SnapshotRule:
+    """A rule from its text, or a one-line :class:`ProfviewError` saying what is wrong."""
+    found = _RULE.match(text)
+    if found is None:
+        raise ProfviewError(None, f"bad rule {text!r}: expected VIEW[\"REGEX\"].METRIC OP THRESHOLD, e.g. "
+                            "sites[\"attention\"].bytes > +10% (views: sites, peak, totals)")
+    view, metric, unit = found["view"], found["metric"], found["unit"].lower()
+    if view not in SNAPSHOT_VIEWS or metric not in SNAPSHOT_VIEWS[view]:
+        known = "; ".join(f"{v}: {', '.join(m)}" for v, m in SNAPSHOT_VIEWS.items())
+        raise ProfviewError(None, f"bad rule {text!r}: a memory snapshot's rules name {known}")
+    if view == "totals" and found["selector"] is not None:
+        raise ProfviewError(None, f"bad rule {text!r}: totals take no selector")
+    value = float(found["number"]) * (-1 if found["sign"] == "-" else 1)
+    if unit == "%":
+        kind = "pct" if found["sign"] else "level"
+    else:
+        if unit not in _BYTES or (unit and metric == "count"):
+            raise ProfviewError(None, f"bad rule {text!r}: unit {found['unit']!r} does not fit {metric}")
+        value *= _BYTES[unit]
+        kind = "abs" if found["sign"] else "level"
+    if kind == "level" and unit == "%":
+        raise ProfviewError(None, f"bad rule {text!r}: a percentage is a change: write +{found['number']}%")
+    if selector := found["selector"]:
+        try:
+            re.compile(selector)
+        except re.error as exc:
+            raise ProfviewError(None, f"bad rule {text!r}: {selector!r} is not a regular expression ({exc})") from None
+    return SnapshotRule(text.strip(), view, found["selector"], metric, found["op"], value, kind)
+
+
+def _past(rule: SnapshotRule, before: float, after: float) -> bool:
+    if rule.kind == "level":
+        value = after
+    elif rule.kind == "abs":
+        value = after - before
+    else:
+        value = float("inf") if not before and after > 0 else 0.0 if not before else 100.0 * (after - before) / before
+    return {">": value > rule.threshold, ">=": value >= rule.threshold, "<": value < rule.threshold,
+            "<=": value <= rule.threshold}[rule.op]
+
+
+def _by_name(profile: SnapshotProfile, view: str, metric: str) -> dict[str, float]:
+    frame = profile.view(view).group_by("site").agg(pl.col(metric).sum())
+    return {str(site): float(value) for site, value in frame.iter_rows()}
+
+
+def _totals(profile: SnapshotProfile) -> dict[str, float]:
+    figures = profile.summary(0)
+    out = {k: float(figures[k]) for k in SNAPSHOT_VIEWS["totals"] if k in figures}
+    out["peak_active_bytes"] = float(max((d["peak_active_bytes"] for d in figures["devices"]), default=0))
+    return out
+
+
+def evaluate_snapshot_rules(
+    before: SnapshotProfile, after: SnapshotProfile, rules: list[SnapshotRule]
+) -> list[SnapshotFinding]:
+    """Every rule's findings: one per site (or the matching sites summed), one per total."""
+    findings = []
+    for rule in rules:
+        if rule.view == "totals":
+            a, b = _totals(before)[rule.metric], _totals(after)[rule.metric]
+            findings.append(SnapshotFinding(rule, rule.metric, a, b, _past(rule, a, b)))
+            continue
+        sides = _by_name(before, rule.view, rule.metric), _by_name(after, rule.view, rule.metric)
+        names = sorted({*sides[0], *sides[1]})
+        if rule.selector is not None:
+            pattern = re.compile(rule.selector)
+            chosen = [n for n in names if pattern.search(n)]
+            a, b = (sum(side.get(n, 0.0) for n in chosen) for side in sides)
+            findings.append(SnapshotFinding(rule, f"{rule.selector} ({len(chosen)} sites)", a, b, _past(rule, a, b)))
+            continue
+        for name in names:
+            a, b = sides[0].get(name, 0.0), sides[1].get(name, 0.0)
+            findings.append(SnapshotFinding(rule, name, a, b, _past(rule, a, b)))
+    return findings

@@ -1,0 +1,323 @@
+"""The documented frames of a memory snapshot, built from its loaded pickle.
+
+**segments** (one row per segment the caching allocator holds, ``segments[i]``):
+
+==================  =======  ==============================================================
+column              dtype    meaning
+==================  =======  ==============================================================
+segment             Int64    the segment's place in the snapshot's ``segments`` list
+device              Int64    CUDA device index
+address             Int64    the segment's first byte
+total_size          Int64    bytes reserved from CUDA (``cudaMalloc``, or mapped when expandable)
+allocated_size      Int64    torch's own ``allocated_size`` of the segment (as written)
+active_size         Int64    torch's ``active_size`` (as written)
+requested_size      Int64    torch's ``requested_size`` (as written)
+stream              Int64    the stream the segment was allocated for
+segment_type        String   ``large`` or ``small`` pool
+pool                String   ``segment_pool_id`` as ``a,b`` (``0,0``: the default pool; others: graphs)
+is_expandable       Boolean  an expandable segment (``expandable_segments:True``); null if not said
+blocks              Int64    blocks in the segment
+==================  =======  ==============================================================
+
+**blocks** (one row per block of a segment, in address order):
+
+==================  =======  ==============================================================
+segment, device     Int64    the block's segment and its device
+address             Int64    the block's first byte
+offset              Int64    bytes from the segment's start
+size                Int64    the block's size (a live block: the rounded size it takes)
+requested_size      Int64    bytes asked for (``torch.empty(...)``'s size; 0 or ``size`` if not written)
+state               String   ``active_allocated``, ``active_pending_free`` (freed by Python, its
+                             stream's work not yet done), or ``inactive`` (free)
+stack               Int64    the allocation's stack (a row group of **stacks**), null without frames
+==================  =======  ==============================================================
+
+**events** (one row per entry of ``device_traces``: the allocator's last N actions per device):
+
+==================  =======  ==============================================================
+device              Int64    the trace's device (its place in ``device_traces``)
+index               Int64    the entry's place in its device's trace (time order)
+action              String   ``alloc``, ``free_requested``, ``free_completed``, ``segment_alloc``,
+                             ``segment_free``, ``segment_map``, ``segment_unmap``, ``oom``, ``snapshot``
+addr                Int64    the block's (or segment's) address; null where not written
+size                Int64    bytes: the requested size of an alloc or free, a segment's size
+stream              Int64    the stream
+time_us             Int64    microseconds since the epoch; null where not written
+device_free         Int64    an ``oom``'s free device memory as CUDA said; null otherwise
+stack               Int64    the entry's stack (an alloc's, or a free's: the allocation's), or null
+compile_context     String   torch.compile's context, as written (null if none)
+user_metadata       String   ``_set_memory_metadata``'s text, as written (null if none)
+==================  =======  ==============================================================
+
+**stacks** (one row per frame of each distinct stack, innermost first):
+
+==================  =======  ==============================================================
+stack               Int64    the stack's number (shared by every block and event with it)
+depth               Int64    0 for the innermost frame
+name                String   function (a C++ frame: its symbol)
+filename            String   file as written (``??`` for a C++ frame without one)
+line                Int64    line number (0 for a C++ frame)
+==================  =======  ==============================================================
+
+**annotations** (``external_annotations``: one row per START or END of a ``record_function``
+range or optimizer step that torch recorded): ``device`` Int64, ``time_us`` Int64, ``stage``
+String (``START``/``END``), ``name`` String.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ...errors import ProfviewError
+
+SEGMENT_SCHEMA: dict[str, pl.DataType] = {
+    "segment": pl.Int64(), "device": pl.Int64(), "address": pl.Int64(), "total_size": pl.Int64(),
+    "allocated_size": pl.Int64(), "active_size": pl.Int64(), "requested_size": pl.Int64(), "stream": pl.Int64(),
+    "segment_type": pl.String(), "pool": pl.String(), "is_expandable": pl.Boolean(), "blocks": pl.Int64(),
+}
+BLOCK_SCHEMA: dict[str, pl.DataType] = {
+    "segment": pl.Int64(), "device": pl.Int64(), "address": pl.Int64(), "offset": pl.Int64(), "size": pl.Int64(),
+    "requested_size": pl.Int64(), "state": pl.String(), "stack": pl.Int64(),
+}
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64(), "index": pl.Int64(), "action": pl.String(), "addr": pl.Int64(), "size": pl.Int64(),
+    "stream": pl.Int64(), "time_us": pl.Int64(), "device_free": pl.Int64(), "stack": pl.Int64(),
+    "compile_context": pl.String(), "user_metadata": pl.String(),
+}
+STACK_SCHEMA: dict[str, pl.DataType] = {
+    "stack": pl.Int64(), "depth": pl.Int64(), "name": pl.String(), "filename": pl.String(), "line": pl.Int64(),
+}
+ANNOTATION_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64(), "time_us": pl.Int64(), "stage": pl.String(), "name": pl.String(),
+}
+#: The block states that hold memory (a block not yet freed).
+LIVE_STATES = ("active_allocated", "active_pending_free")
+
+
+@dataclass
+class SnapshotFrames:
+    """A memory snapshot as frames (the module docstring documents each), with what it said of the
+    allocator's settings and what the file lacks."""
+
+    segments: pl.DataFrame
+    blocks: pl.DataFrame
+    events: pl.DataFrame
+    stacks: pl.DataFrame
+    annotations: pl.DataFrame
+    settings: dict[str, Any]
+    devices: list[int]
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_snapshot(obj: Any) -> bool:
+    """Whether a loaded pickle's top level is a memory snapshot: a dict with ``segments`` or
+    ``device_traces`` (a list each)."""
+    return isinstance(obj, dict) and (
+        isinstance(obj.get("segments"), list) or isinstance(obj.get("device_traces"), list)
+    ) and all(isinstance(obj.get(key, []), list) for key in ("segments", "device_traces"))
+
+
+def describe(obj: Any) -> str:
+    """What a top level that is not a snapshot is, in a few words."""
+    if isinstance(obj, dict):
+        keys = ", ".join(repr(k)[:40] for k in list(obj)[:5])
+        return f"a dict without 'segments' or 'device_traces' lists (keys: {keys or 'none'})"
+    return f"a {type(obj).__name__}, not a dict with 'segments' and 'device_traces'"
+
+
+class _Stacks:
+    """Distinct stacks, numbered as first seen; frames lists (or their frame dicts) shared by the
+    pickle's memo are looked up by identity, others by content.  Every list looked up is kept
+    alive while the stacks are numbered, so no identity is reused."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, int] = {}
+        self.by_frame_ids: dict[tuple[int, ...], int] = {}
+        self.by_content: dict[tuple[tuple[Any, Any, Any], ...], int] = {}
+        self.keep: list[Any] = []  # the lists whose id() is a key stay alive while numbered
+        self.columns: dict[str, list[Any]] = {name: [] for name in STACK_SCHEMA}
+
+    def number(self, frames: Any, where: str) -> int | None:
+        if not frames:
+            return None
+        known = self.by_id.get(id(frames))
+        if known is not None:
+            return known
+        if not isinstance(frames, list):
+            raise ProfviewError(None, f"{where}: 'frames' is a {type(frames).__name__}, not a list")
+        same = tuple(map(id, frames))  # the frame dicts a pickle shares through its memo: one tuple of ids
+        known = self.by_frame_ids.get(same)
+        if known is not None:
+            self.by_id[id(frames)] = known
+            self.keep.append(frames)
+            return known
+        try:
+            key = tuple((f.get("name"), f.get("filename"), f.get("line")) for f in frames)
+        except AttributeError:
+            raise ProfviewError(None, f"{where}: a frame is not a dict") from None
+        number = self.by_content.get(key)
+        if number is None:
+            number = len(self.by_content)
+            self.by_content[key] = number
+            columns = self.columns
+            for depth, (name, filename, line) in enumerate(key):
+                columns["stack"].append(number)
+                columns["depth"].append(depth)
+                columns["name"].append(_text(name))
+                columns["filename"].append(_text(filename))
+                columns["line"].append(line if isinstance(line, int) else None)
+        self.by_id[id(frames)] = number
+        self.by_frame_ids[same] = number
+        self.keep.append(frames)
+        return number
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else value if isinstance(value, str) else str(value)
+
+
+def _int(value: Any, where: str, key: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProfviewError(None, f"{where}: {key!r} is {type(value).__name__} {str(value)[:40]!r}, not a whole number")
+    if not -(2**63) <= value < 2**63:
+        raise ProfviewError(None, f"{where}: {key!r} = {value} is out of the 64-bit range")
+    return value
+
+
+def _dict(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ProfviewError(None, f"{where} is a {type(value).__name__}, not a dict")
+    return value
+
+
+def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
+    """The frames of a loaded snapshot (a dict :func:`is_snapshot` accepted); a malformed entry is
+    a :class:`ProfviewError` naming it (its path is set by the caller)."""
+    stacks = _Stacks()
+    segments: dict[str, list[Any]] = {name: [] for name in SEGMENT_SCHEMA}
+    blocks: dict[str, list[Any]] = {name: [] for name in BLOCK_SCHEMA}
+    for number, raw in enumerate(snapshot.get("segments") or []):
+        where = f"segments[{number}]"
+        seg = _dict(raw, where)
+        base = _int(seg.get("address"), where, "address")
+        pool = seg.get("segment_pool_id")
+        seg_blocks = seg.get("blocks") or []
+        if not isinstance(seg_blocks, list):
+            raise ProfviewError(None, f"{where}: 'blocks' is not a list")
+        for name, value in (
+            ("segment", number), ("device", _int(seg.get("device"), where, "device")), ("address", base),
+            ("total_size", _int(seg.get("total_size"), where, "total_size")),
+            ("allocated_size", _int(seg.get("allocated_size"), where, "allocated_size")),
+            ("active_size", _int(seg.get("active_size"), where, "active_size")),
+            ("requested_size", _int(seg.get("requested_size"), where, "requested_size")),
+            ("stream", _int(seg.get("stream"), where, "stream")),
+            ("segment_type", _text(seg.get("segment_type"))),
+            ("pool", ",".join(str(p) for p in pool) if isinstance(pool, list | tuple) else _text(pool)),
+            ("is_expandable", seg.get("is_expandable") if isinstance(seg.get("is_expandable"), bool) else None),
+            ("blocks", len(seg_blocks)),
+        ):
+            segments[name].append(value)
+        device = segments["device"][-1]
+        address = base
+        for index, raw_block in enumerate(seg_blocks):
+            bwhere = f"{where}.blocks[{index}]"
+            block = _dict(raw_block, bwhere)
+            size = _int(block.get("size"), bwhere, "size")
+            written = _int(block.get("address"), bwhere, "address")
+            at = written if written is not None else address
+            state = _text(block.get("state"))
+            requested = _int(block.get("requested_size"), bwhere, "requested_size")
+            blocks["segment"].append(number)
+            blocks["device"].append(device)
+            blocks["address"].append(at)
+            blocks["offset"].append(None if at is None or base is None else at - base)
+            blocks["size"].append(size)
+            blocks["requested_size"].append(requested)
+            blocks["state"].append(state)
+            blocks["stack"].append(stacks.number(block.get("frames"), bwhere))
+            if at is not None and size is not None:
+                address = at + size
+    events: dict[str, list[Any]] = {name: [] for name in EVENT_SCHEMA}
+    traces = snapshot.get("device_traces") or []
+    for device, trace in enumerate(traces):
+        if not isinstance(trace, list):
+            raise ProfviewError(None, f"device_traces[{device}] is not a list")
+        _read_trace(device, trace, events, stacks)
+    annotations: dict[str, list[Any]] = {name: [] for name in ANNOTATION_SCHEMA}
+    raw_annotations = snapshot.get("external_annotations") or []
+    if isinstance(raw_annotations, list):
+        for number, raw in enumerate(raw_annotations):
+            where = f"external_annotations[{number}]"
+            entry = _dict(raw, where)
+            annotations["device"].append(_int(entry.get("device"), where, "device"))
+            annotations["time_us"].append(_int(entry.get("time_us"), where, "time_us"))
+            annotations["stage"].append(_text(entry.get("stage")))
+            annotations["name"].append(_text(entry.get("name")))
+    settings = snapshot.get("allocator_settings")
+    segment_frame = pl.DataFrame(segments, schema=SEGMENT_SCHEMA)
+    devices = sorted(
+        {int(d) for d in segment_frame["device"].drop_nulls().to_list()}
+        | {d for d, trace in enumerate(traces) if trace}
+    )
+    warnings: list[str] = []
+    if not traces:
+        warnings.append(
+            "no device_traces: the snapshot was taken without _record_memory_history, so there is no timeline, "
+            "peak or OOM, only the end state"
+        )
+    return SnapshotFrames(
+        segments=segment_frame,
+        blocks=pl.DataFrame(blocks, schema=BLOCK_SCHEMA),
+        events=pl.DataFrame(events, schema=EVENT_SCHEMA),
+        stacks=pl.DataFrame(stacks.columns, schema=STACK_SCHEMA),
+        annotations=pl.DataFrame(annotations, schema=ANNOTATION_SCHEMA),
+        settings=settings if isinstance(settings, dict) else {},
+        devices=devices,
+        warnings=warnings,
+    )
+
+
+def _column(trace: list[dict[str, Any]], key: str, device: int) -> list[Any]:
+    """One whole-number field of every entry, checked in one pass by Polars (a bad entry is
+    then found and named by the slow path)."""
+    values = [e.get(key) for e in trace]
+    try:
+        pl.Series(values, dtype=pl.Int64(), strict=True)
+    except (TypeError, OverflowError, pl.exceptions.PolarsError):
+        for index, value in enumerate(values):
+            _int(value, f"device_traces[{device}][{index}]", key)
+        raise ProfviewError(None, f"device_traces[{device}]: {key!r} is not a whole number everywhere") from None
+    return values
+
+
+def _read_trace(device: int, trace: list[Any], events: dict[str, list[Any]], stacks: _Stacks) -> None:
+    """One device's trace entries appended to the event columns (column by column: a snapshot
+    of millions of events is read at list-comprehension speed)."""
+    for index, raw in enumerate(trace):
+        if type(raw) is not dict:
+            raise ProfviewError(None, f"device_traces[{device}][{index}] is a {type(raw).__name__}, not a dict")
+    count = len(trace)
+    events["device"].extend([device] * count)
+    events["index"].extend(range(count))
+    actions = [e.get("action") for e in trace]
+    events["action"].extend(a if a is None or type(a) is str else str(a) for a in actions)
+    for key, column in (("addr", "addr"), ("size", "size"), ("stream", "stream"), ("time_us", "time_us"),
+                        ("device_free", "device_free")):
+        events[column].extend(_column(trace, key, device))
+    known = stacks.by_id
+    number = stacks.number
+    events["stack"].extend(
+        None if not frames else known[id(frames)] if id(frames) in known else number(frames, f"device_traces[{device}]")
+        for frames in (e.get("frames") for e in trace)
+    )
+    events["compile_context"].extend(
+        None if c in (None, "N/A", "") else _text(c) for c in (e.get("compile_context") for e in trace)
+    )
+    events["user_metadata"].extend(
+        None if m in (None, "") else _text(m) for m in (e.get("user_metadata") for e in trace)
+    )

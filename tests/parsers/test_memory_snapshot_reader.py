@@ -1,0 +1,270 @@
+"""The memory snapshot reader never runs a pickle: every opcode that could reach code is refused
+in one line naming the file and the opcode, and a pickle whose loading would create a file (as
+a plain ``pickle.load`` proves here, by creating it) leaves no file behind."""
+
+from __future__ import annotations
+
+import copyreg
+import gzip
+import os
+import pickle
+import pickletools
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import SETTINGS
+from support import SAMPLES, run_cli
+
+from profview.errors import ProfviewError
+from profview.parsers.snapshot.reader import looks_like_snapshot, read_snapshot
+from profview.parsers.snapshot.unpickle import DANGEROUS_OPCODES
+
+SAMPLE = SAMPLES / "magma27_memory_snapshot.pickle"
+#: An extension code free in the registry (the EXT payloads register ``builtins.open`` under it).
+EXT_CODES = {"EXT1": 0xF0, "EXT2": 0xF0F0, "EXT4": 0x0F0F0F0}
+
+
+class _Reduce:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "w"))
+
+
+class _SetState:
+    """Creates the file named by its state when BUILD calls ``__setstate__``."""
+
+    def __setstate__(self, state: str) -> None:
+        open(state, "w").close()
+
+
+class _Build:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_SetState, (), self.path)
+
+
+class _New:
+    """Creates the file named by its argument in ``__new__`` (what NEWOBJ and NEWOBJ_EX call)."""
+
+    path = ""
+    ex = False
+
+    def __new__(cls, path: str | None = None) -> _New:
+        if path is not None:
+            open(path, "w").close()
+        return super().__new__(cls)
+
+    def __reduce_ex__(self, protocol: object) -> tuple[Any, ...]:
+        if self.ex:
+            return (copyreg.__newobj_ex__, (_New, (self.path,), {}))  # type: ignore[attr-defined]
+        return (copyreg.__newobj__, (_New, self.path))  # type: ignore[attr-defined]
+
+
+def _new_obj(path: str, ex: bool) -> _New:
+    made = _New()
+    made.path, made.ex = path, ex
+    return made
+
+
+class _Persistent:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+class _PersistentPickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> Any:
+        return obj.path if isinstance(obj, _Persistent) else None
+
+
+def _unicode(text: str) -> bytes:
+    data = text.encode()
+    return b"X" + struct.pack("<I", len(data)) + data
+
+
+def _wrapped(payload: Any) -> dict[str, Any]:
+    """A snapshot whose one event's frames are the payload (the danger is deep, not on top)."""
+    return {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 2, "frames": payload}]]}
+
+
+def payload(opcode: str, protocol: int, path: str, nested: bool = True) -> bytes:
+    """A pickle of ``protocol`` using ``opcode`` whose plain loading creates ``path``."""
+    def dump(obj: Any) -> bytes:
+        return pickle.dumps(_wrapped(obj) if nested else obj, protocol=protocol)
+
+    head = b"\x80" + bytes([protocol])
+    if opcode in ("GLOBAL", "STACK_GLOBAL", "REDUCE"):
+        if opcode == "REDUCE" or (opcode == "GLOBAL") == (protocol < 4):
+            return dump(_Reduce(path))
+        if opcode == "GLOBAL":  # written by hand at protocol 4-5
+            return head + b"cbuiltins\nopen\n" + _unicode(path) + _unicode("w") + b"\x86R."
+        return head + _unicode("builtins") + _unicode("open") + b"\x93" + _unicode(path) + _unicode("w") + b"\x86R."
+    if opcode == "BUILD":
+        return dump(_Build(path))
+    if opcode in ("NEWOBJ", "NEWOBJ_EX"):
+        return dump(_new_obj(path, ex=opcode == "NEWOBJ_EX"))
+    if opcode == "INST":
+        return head + b"(" + _unicode(path) + _unicode("w") + b"ibuiltins\nopen\n."
+    if opcode == "OBJ":
+        return head + b"(cbuiltins\nopen\n" + _unicode(path) + _unicode("w") + b"o."
+    if opcode in EXT_CODES:
+        copyreg.add_extension(open.__module__, "open", EXT_CODES[opcode])
+        try:
+            return dump(_Reduce(path))
+        finally:
+            copyreg.remove_extension(open.__module__, "open", EXT_CODES[opcode])
+    if opcode == "PERSID":
+        return head + b"P" + path.encode() + b"\n."
+    if opcode == "BINPERSID":
+        import io
+
+        out = io.BytesIO()
+        _PersistentPickler(out, protocol=protocol).dump(_wrapped(_Persistent(path)) if nested else _Persistent(path))
+        return out.getvalue()
+    raise AssertionError(opcode)
+
+
+def plain_load(data: bytes, opcode: str) -> None:
+    """Load ``data`` as a careless reader would (``pickle.loads``; for a persistent id, an
+    unpickler that opens what it names), with the extension registered for the EXT payloads."""
+    import io
+
+    class Careless(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            return open(pid, "w")
+
+    if opcode in EXT_CODES:
+        copyreg.add_extension(open.__module__, "open", EXT_CODES[opcode])
+    try:
+        Careless(io.BytesIO(data)).load()
+    finally:
+        if opcode in EXT_CODES:
+            copyreg.remove_extension(open.__module__, "open", EXT_CODES[opcode])
+
+
+def _opcodes(data: bytes) -> set[str]:
+    return {op.name for op, _arg, _at in pickletools.genops(data)}
+
+
+def _check_refused(opcode: str, protocol: int, gzipped: bool, nested: bool) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        target = os.path.join(folder, "created-by-the-pickle")
+        data = payload(opcode, protocol, target, nested)
+        assert opcode in _opcodes(data)
+        snap = os.path.join(folder, "snap.pickle" + (".gz" if gzipped else ""))
+        with open(snap, "wb") as fh:
+            fh.write(gzip.compress(data) if gzipped else data)
+        assert looks_like_snapshot(snap)
+        with pytest.raises(ProfviewError) as caught:
+            read_snapshot(snap)
+        assert not os.path.exists(target), "the pickle ran"
+        message = str(caught.value)
+        assert message.startswith(f"{snap}: refused: pickle opcode ")
+        named = message.split("pickle opcode ", 1)[1].split()[0]
+        assert named in DANGEROUS_OPCODES
+        assert DANGEROUS_OPCODES[named] in message
+        assert "\n" not in message
+        plain_load(data, opcode)  # the witness: the same bytes, loaded carelessly, create the file
+        assert os.path.exists(target)
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+@pytest.mark.parametrize("opcode", sorted(DANGEROUS_OPCODES))
+def test_every_dangerous_opcode_is_refused(opcode: str, protocol: int) -> None:
+    """Each opcode of the dangerous class, in each protocol: refused, and the file never made."""
+    if opcode == "NEWOBJ_EX" and protocol < 4:
+        pytest.skip("the pickler writes NEWOBJ_EX from protocol 4 on")
+    _check_refused(opcode, protocol, gzipped=False, nested=True)
+
+
+@SETTINGS
+@given(
+    opcode=st.sampled_from(sorted(DANGEROUS_OPCODES)),
+    protocol=st.sampled_from([2, 3, 4, 5]),
+    gzipped=st.booleans(),
+    nested=st.booleans(),
+)
+def test_no_pickle_runs_property(opcode: str, protocol: int, gzipped: bool, nested: bool) -> None:
+    """Property: whatever dangerous opcode, protocol, compression and depth, the reader refuses
+    the pickle in one line and the file its loading would create never exists."""
+    if opcode == "NEWOBJ_EX" and protocol < 4:
+        protocol = 4
+    _check_refused(opcode, protocol, gzipped, nested)
+
+
+@pytest.mark.parametrize(
+    ("data", "opcode"),
+    [
+        (b"\x80\x04])R.", "REDUCE"),  # a call of a list: no global at all
+        (b"\x80\x04}}b.", "BUILD"),  # BUILD on a dict
+        (b"\x80\x04]).", None),  # plain data: a list then a tuple, STOP: not a snapshot
+    ],
+)
+def test_code_opcodes_without_a_global(tmp_path: Path, data: bytes, opcode: str | None) -> None:
+    """An opcode of code that has no global to call is refused by its name too."""
+    snap = tmp_path / "snap.pickle"
+    snap.write_bytes(data)
+    with pytest.raises(ProfviewError) as caught:
+        read_snapshot(snap)
+    message = str(caught.value)
+    assert message.startswith(f"{snap}: ")
+    if opcode:
+        assert f"pickle opcode {opcode} " in message
+    else:
+        assert "not a memory snapshot" in message or "not a readable" in message
+
+
+def test_a_pickle_that_is_not_a_snapshot(tmp_path: Path) -> None:
+    """A pickle of plain data that is not a snapshot says what it is."""
+    snap = tmp_path / "model.pickle"
+    snap.write_bytes(pickle.dumps({"weights": [1, 2]}, protocol=4))
+    with pytest.raises(ProfviewError, match=r"model\.pickle: is a pickle of a dict without 'segments'"):
+        read_snapshot(snap)
+    snap.write_bytes(pickle.dumps([1, 2, 3], protocol=5))
+    with pytest.raises(ProfviewError, match="is a pickle of a list"):
+        read_snapshot(snap)
+
+
+def test_a_cut_snapshot(tmp_path: Path) -> None:
+    """A snapshot cut short (a copy that stopped) is one line, not a traceback."""
+    snap = tmp_path / "cut.pickle"
+    snap.write_bytes(SAMPLE.read_bytes()[:200_000])
+    with pytest.raises(ProfviewError, match=r"cut\.pickle: not a readable memory snapshot pickle"):
+        read_snapshot(snap)
+
+
+def test_a_malformed_entry_is_named(tmp_path: Path) -> None:
+    """A snapshot whose entry has the wrong type names the entry."""
+    snap = tmp_path / "odd.pickle"
+    bad = {"segments": [{"address": "x", "blocks": []}], "device_traces": []}
+    snap.write_bytes(pickle.dumps(bad, protocol=4))
+    with pytest.raises(ProfviewError, match=r"odd\.pickle: segments\[0\]: 'address' is str"):
+        read_snapshot(snap)
+
+
+def test_memory_limit_refuses_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a memory limit too small for the snapshot's objects: one line, before unpickling."""
+    monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(100 * 2**20))
+    with pytest.raises(ProfviewError, match=r"needs about .* of memory") as caught:
+        read_snapshot(SAMPLE)
+    assert caught.value.out_of_memory
+
+
+def test_cli_refuses_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``profview summary evil.pickle``: exit non-zero, one line naming the file, no file made."""
+    target = tmp_path / "made"
+    evil = tmp_path / "evil.pickle"
+    evil.write_bytes(payload("REDUCE", 4, str(target)))
+    code = run_cli(["summary", str(evil)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert len(err) == 1 and str(evil) in err[0] and "STACK_GLOBAL" in err[0]
+    assert not target.exists()
