@@ -24,7 +24,7 @@ KINDS = ("steps", "kernels", "calls")
 INDEX = "_index"
 #: Ranks whose frames wait before they are concatenated into groups: the parent holds at most this
 #: many ranks' frames one by one (about 75 KB each for the DLRM ranks).
-BATCH = 256
+BATCH = 64
 
 
 @dataclass
