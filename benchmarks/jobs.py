@@ -4,6 +4,17 @@
     .venv/bin/python benchmarks/jobs.py --big      # ... and 128, 256
     .venv/bin/python benchmarks/jobs.py --scale    # 8, 256, 1,024 tiny ranks: cold and re-open
     .venv/bin/python benchmarks/jobs.py --goals --base /work/base-729457a/.venv/bin/python   # issue 32
+    .venv/bin/python benchmarks/jobs.py --memory --base /work/base-db37547/.venv/bin/python  # flat memory
+
+``--memory``: the peak memory of a job's processes as its ranks grow.  DLRM ranks (the eight of
+samples/param_dlrm_8rank_v100.tar.gz fanned out to 8, 128 and 1,024 with their rank rewritten) and
+10,000 tiny ranks (the gloo rank, as ``--scale``): each opened cold and re-opened in a fresh process
+that builds the ranks and collectives views and writes the collectives view as CSV; the peak RSS
+of that process (the job's parent) and of its largest worker, polled; wall and CPU.  With
+``--base`` (another checkout's Python) the same runs on that checkout, beside each line, and the
+CSVs of both are compared byte for byte.  The goals: 1,024 DLRM ranks' parent at most 2x the
+8-rank one's and at most the base's; 10,000 ranks open, re-open within 2x the 8-rank re-open,
+peak within 3x the 8-rank peak.
 
 ``--goals`` (issues 32 and 42) prints two ratios in one run: a 128-rank job's cold open (each rank
 samples/gpt2_train_bf16, plain JSON) against the same with ``--base`` (another checkout's Python,
@@ -193,6 +204,101 @@ def scale(sizes: list[int]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+DLRM = ROOT / "samples" / "param_dlrm_8rank_v100.tar.gz"
+
+
+def make_dlrm_job(folder: Path, ranks: int) -> None:
+    """``ranks`` plain traces: the DLRM job's eight ranks in turn, each with its rank and the world
+    size rewritten."""
+    import tarfile
+
+    import orjson
+
+    with tarfile.open(DLRM) as archive:
+        members = sorted((m for m in archive.getmembers() if m.isfile()), key=lambda m: m.name)
+        docs = [orjson.loads(archive.extractfile(m).read()) for m in members]  # type: ignore[union-attr]
+    for rank in range(ranks):
+        doc = docs[rank % len(docs)]
+        doc["distributedInfo"] = {**doc["distributedInfo"], "rank": rank, "world_size": ranks}
+        (folder / f"rank{rank}.json").write_bytes(orjson.dumps(doc))
+
+
+def memory_child(folder: str, out: str) -> None:
+    """One ``--memory`` measurement (in a fresh process): the job opened, its ranks and collectives
+    views built and the collectives written to ``out``; print its JSON."""
+    import resource
+
+    watch = PeakWatch()
+    started, cpu0 = time.perf_counter(), time.process_time()
+    from profview.jobs.job import open_job
+
+    with open_job(folder) as job:
+        job.ranks_view()
+        job.collectives().write_csv(out)
+        ranks = len(job.ranks)
+    wall = time.perf_counter() - started
+    workers = watch.stop()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - cpu0 + usage.ru_utime + usage.ru_stime
+    parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "ranks": ranks, "parent_mb": round(parent / 1024),
+        "worker_mb": max((round(k / 1024) for k in workers.values()), default=0),
+    }))
+
+
+def memory(sizes: list[int], tiny: int, base: str | None) -> None:
+    """The ``--memory`` table and its goals (see the module's doc)."""
+    sides = [("this", sys.executable)] + ([("base", base)] if base else [])
+    print(f"{'job':>16} {'run':>7} " + "  ".join(
+        f"{label + ' wall s':>11} {'CPU s':>6} {'parent MB':>9} {'worker MB':>9}" for label, _ in sides))
+    found: dict[tuple[str, str, str], dict] = {}
+    scratch = Path(tempfile.mkdtemp(prefix="profview-bench-"))
+    try:
+        jobs = [(f"{n} DLRM ranks", n, "--make-dlrm") for n in sizes] + (
+            [(f"{tiny:,} tiny ranks", tiny, "--make-tiny")] if tiny else [])
+        for label, n, maker in jobs:
+            folder = scratch / f"job{n}{maker}"
+            folder.mkdir()
+            subprocess.run([sys.executable, __file__, maker, str(folder), str(n)], check=True)
+            for run in ("cold", "re-open"):
+                cells = []
+                for side, python in sides:
+                    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(scratch / f"cache-{side}-{n}{maker}")}
+                    out = scratch / f"{side}-{n}{maker}-{run}.csv"
+                    done = subprocess.run(
+                        [python, __file__, "--memory-child", str(folder), str(out)],
+                        check=True, capture_output=True, text=True, env=env,
+                    )
+                    got = json.loads(done.stdout.strip().splitlines()[-1])
+                    assert got["ranks"] == n, got
+                    found[(label, run, side)] = got
+                    cells.append(f"{got['wall_s']:>11} {got['cpu_s']:>6} {got['parent_mb']:>9} {got['worker_mb']:>9}")
+                same = ""
+                if base:
+                    same = "  CSV same" if (scratch / f"this-{n}{maker}-{run}.csv").read_bytes() == (
+                        scratch / f"base-{n}{maker}-{run}.csv").read_bytes() else "  CSV DIFFERS"
+                print(f"{label:>16} {run:>7} " + "  ".join(cells) + same, flush=True)
+            shutil.rmtree(folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    peak = {key: max(got["parent_mb"], got["worker_mb"]) for key, got in found.items()}
+    small, large = f"{sizes[0]} DLRM ranks", f"{sizes[-1]} DLRM ranks"
+    print("\nGoals (this run):")
+    ratio = found[(large, "cold", "this")]["parent_mb"] / found[(small, "cold", "this")]["parent_mb"]
+    print(f"  {large}: parent peak / {small}'s, cold (goal ≤ 2x)          {ratio:6.2f}x")
+    if base:
+        ratio = found[(large, "cold", "this")]["parent_mb"] / found[(large, "cold", "base")]["parent_mb"]
+        print(f"  {large}: parent peak / the base's, cold (goal ≤ 1x)      {ratio:6.2f}x")
+    if tiny:
+        many = f"{tiny:,} tiny ranks"
+        ratio = found[(many, "re-open", "this")]["wall_s"] / found[(small, "re-open", "this")]["wall_s"]
+        print(f"  {many}: re-open wall / {small}'s (goal ≤ 2x)           {ratio:6.2f}x")
+        ratio = max(peak[(many, run, "this")] for run in ("cold", "re-open")) / max(
+            peak[(small, run, "this")] for run in ("cold", "re-open"))
+        print(f"  {many}: largest process's peak / {small}'s (goal ≤ 3x) {ratio:6.2f}x")
+
+
 COLD_OPEN = (
     "import sys, profview; job = profview.load(sys.argv[1], use_cache=False); job.ranks_view(); job.collectives()"
 )
@@ -338,7 +444,21 @@ def main() -> None:
     parser.add_argument("--base", help="--goals: another checkout's Python to compare the cold open with")
     parser.add_argument("--ranks", type=int, default=128, help="--goals: ranks of the cold-open job")
     parser.add_argument("--runs", type=int, default=3, help="--goals: runs of each measurement")
+    parser.add_argument("--memory", action="store_true", help="peak memory as the ranks grow (see --dlrm, --tiny)")
+    parser.add_argument("--dlrm", type=int, nargs="+", default=[8, 128, 1024], help="--memory: DLRM job sizes")
+    parser.add_argument("--tiny", type=int, default=10_000, help="--memory: ranks of the tiny job (0: none)")
+    parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--make-dlrm", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory:
+        memory(args.dlrm, args.tiny, args.base)
+        return
+    if args.memory_child:
+        memory_child(*args.memory_child)
+        return
+    if args.make_dlrm:
+        make_dlrm_job(Path(args.make_dlrm[0]), int(args.make_dlrm[1]))
+        return
     if args.goals:
         goals(args.base, args.ranks, args.runs, (args.sizes[0], args.sizes[-1]))
         return

@@ -37,8 +37,13 @@ def map_ranks(
     dask: str | None = None,
     progress: Progress | None = None,
     notes: list[str] | None = None,
+    keep: Callable[[int, T], T] | None = None,
 ) -> list[T]:
     """``[function(path, *args) for path in paths]``, in the order of ``paths``.
+
+    ``keep(index, result)``, where given, is what is kept of each result, called as it arrives (a
+    job compacts each rank's frames then, so that the parent never holds every rank's as the
+    workers sent them).
 
     ``dask``: a scheduler address (else ``$DASK_SCHEDULER_ADDRESS``) runs the calls on that Dask
     cluster; else ``workers`` local processes (default: all cores; 1 runs in this process), no
@@ -50,7 +55,7 @@ def map_ranks(
     results: dict[int, T] = {}
 
     def finished(index: int, value: T) -> None:
-        results[index] = value
+        results[index] = value if keep is None else keep(index, value)
         if progress:
             progress(len(results), len(paths), time.monotonic() - started)
 
@@ -247,7 +252,8 @@ def _on_pool(count: int, function: Callable[..., T], paths: Sequence[str], args:
     with pool:
         try:
             for future in as_completed(futures):
-                finished(futures[future], future.result())
+                # Taken out of the map: a finished rank's result is held by ``finished`` alone.
+                finished(futures.pop(future), future.result())
         except BrokenProcessPool:
             raise ProfviewError(
                 None,

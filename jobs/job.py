@@ -9,7 +9,7 @@ summaries the workers returned.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import ProfviewError
+from ..store.rank_frames import INDEX, RankFrames
 from .executors import Progress, map_ranks
 from .inputs import JobInputs, check_ranks, find_inputs, list_inputs, rank_from_name
 from .rank_summary import (
@@ -73,6 +74,11 @@ class Job:
     workers: int | None = None
     dask: str | None = None
     use_cache: bool = True
+    #: Where the ranks' frames are held (the ranks concatenated: every summary is a
+    #: :class:`SavedRankSummary` reading from it), and each summary's position in it; None for a
+    #: job made of summaries that hold their own frames.
+    rank_frames: Callable[[], RankFrames] | None = None
+    frame_keys: list[int] | None = None
     _extracted: JobInputs | None = None
 
     format = "distributed job"
@@ -189,8 +195,23 @@ class Job:
 
     def steps(self) -> pl.DataFrame:
         """Every rank's steps view, with a ``rank`` column first."""
-        frames = [s.steps.select(pl.lit(r, dtype=pl.Int64).alias("rank"), pl.all()) for r, s in self._pairs()]
-        return pl.concat(frames, how="diagonal_relaxed")
+        if self.rank_frames is None or self.frame_keys is None:
+            frames = [s.steps.select(pl.lit(r, dtype=pl.Int64).alias("rank"), pl.all()) for r, s in self._pairs()]
+            return pl.concat(frames, how="diagonal_relaxed")
+        held = self.rank_frames()
+        columns = list(dict.fromkeys(c for group in held.groups("steps") for c in group.frame.columns if c != INDEX))
+        table = self._with_rank(held.stacked("steps", columns, decode=True))
+        return table.select("rank", *columns)
+
+    def _with_rank(self, table: pl.DataFrame) -> pl.DataFrame:
+        """``table`` (rows of held frames, with ``_index``) with each row's ``rank`` in place of its
+        ``_index``, in rank order (each rank's rows in their own order)."""
+        assert self.frame_keys is not None
+        ranks = pl.DataFrame(
+            {INDEX: self.frame_keys, "rank": self.ranks}, schema={INDEX: pl.Int32, "rank": pl.Int64}
+        )
+        joined = table.join(ranks, on=INDEX, how="inner", maintain_order="left")
+        return joined.sort("rank", maintain_order=True).drop(INDEX)
 
     def kernels(self) -> pl.DataFrame:
         """Per kernel name: calls and total across ranks, the min/median/max of its per-rank
@@ -200,8 +221,15 @@ class Job:
     @cached_property
     def _kernels_view(self) -> pl.DataFrame:
         """:meth:`kernels`, computed once (and saved with the job: a re-open reads it back)."""
-        frames = [s.kernels.select("name", "calls", "total_us").with_columns(rank=pl.lit(r)) for r, s in self._pairs()]
-        per_rank = pl.concat(frames).group_by("name", "rank").agg(pl.col("calls").sum(), pl.col("total_us").sum())
+        if self.rank_frames is None or self.frame_keys is None:
+            frames = [
+                s.kernels.select("name", "calls", "total_us").with_columns(rank=pl.lit(r, dtype=pl.Int64))
+                for r, s in self._pairs()
+            ]
+            stacked = pl.concat(frames)
+        else:  # the held groups, their names still encoded (each distinct name held once)
+            stacked = self._with_rank(self.rank_frames().stacked("kernels", ("name", "calls", "total_us")))
+        per_rank = stacked.group_by("name", "rank").agg(pl.col("calls").sum(), pl.col("total_us").sum())
         grid = per_rank.select("name").unique().join(pl.DataFrame({"rank": self.ranks}), how="cross")
         full = grid.join(per_rank, on=["name", "rank"], how="left").fill_null(0)
         table = (
@@ -216,6 +244,7 @@ class Job:
                 pl.col("total_us").max().alias("max_rank_us"),
                 pl.col("rank").sort_by("total_us", descending=True).first().alias("max_rank"),
             )
+            .with_columns(pl.col("name").cast(pl.String))
             .sort(["total_us", "name"], descending=[True, False])
         )
         total = float(table["total_us"].sum() or 0.0)
@@ -341,8 +370,10 @@ def open_job(
     if saved is not None:
         docs, frames, doc = saved
         summaries: list[RankSummary] = [
-            SavedRankSummary(info, partial(frames.rank, index)) for index, info in enumerate(docs)
+            SavedRankSummary(info, partial(frames.frame, index)) for index, info in enumerate(docs)
         ]
+        held: Callable[[], RankFrames] = frames.held
+        keys = list(range(len(summaries)))
         failures = [(str(name), str(problem)) for name, problem in doc["failures"]]
         inputs = JobInputs(listing.source, [s.path for s in summaries], notes=[str(n) for n in doc["notes"]])
         inputs.archives = [os.path.abspath(a) for a in listing.archives]
@@ -355,8 +386,11 @@ def open_job(
         if saved is None:
             # Traces extracted from an archive live in a temporary folder: only the whole job is saved.
             cache = use_cache and inputs.temp_dir is None
-            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress, run_notes)
+            opened = RankFrames()
+            results = _summaries(inputs.paths, comm_pattern, cache, workers, dask, progress, run_notes, opened)
             summaries = [r for r in results if isinstance(r, RankSummary)]
+            keys = [index for index, r in enumerate(results) if isinstance(r, RankSummary)]
+            held = partial(_itself, opened)
             failures = list(inputs.unreadable)
             failures += [(inputs.label(r.path), r.problem) for r in results if isinstance(r, RankFailure)]
             for summary in summaries:
@@ -384,15 +418,14 @@ def open_job(
         workers=workers,
         dask=dask,
         use_cache=use_cache,
+        rank_frames=held,
+        frame_keys=[keys[i] for i in order],
     )
     if saved is not None:
         _restore_views(job, saved[2])
     elif job_key and not any("memory" in problem for _name, problem in failures):
         views = _computed_views(job)
-        job_store.save(
-            job_key, [_saved_info(s) for s in summaries], [_frames(s) for s in summaries], failures, inputs.notes,
-            views,
-        )
+        job_store.save(job_key, [_saved_info(s) for s in summaries], held(), keys, failures, inputs.notes, views)
     return job
 
 
@@ -446,6 +479,19 @@ def _frames(summary: RankSummary) -> dict[str, pl.DataFrame]:
     return {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
 
 
+def _itself(held: RankFrames) -> RankFrames:
+    return held
+
+
+def _held(held: RankFrames, index: int, result: RankSummary | RankFailure) -> RankSummary | RankFailure:
+    """What a job keeps of a rank's summary: its frames handed to ``held`` (concatenated with the
+    other ranks'), the summary reading them from there."""
+    if not isinstance(result, RankSummary):
+        return result
+    held.add(index, _frames(result))
+    return SavedRankSummary(_saved_info(result), partial(held.frame, index))
+
+
 def _summaries(
     paths: list[str],
     comm_pattern: str | None,
@@ -453,16 +499,18 @@ def _summaries(
     workers: int | None,
     dask: str | None,
     progress: Progress | None,
-    notes: list[str] | None = None,
+    notes: list[str] | None,
+    held: RankFrames,
 ) -> list[RankSummary | RankFailure]:
     """Each path's summary (or why it has none): read from the cache here when saved, else
-    computed by the workers."""
+    computed by the workers; each summary's frames are handed to ``held`` as it arrives, under
+    the path's position."""
     found: dict[int, RankSummary | RankFailure] = {}
     if cache:
         for index, path in enumerate(paths):
             summary = cached_summary(path, comm_pattern)
             if summary is not None:
-                found[index] = summary
+                found[index] = _held(held, index, summary)
     todo = [i for i in range(len(paths)) if i not in found]
     done = len(found)
 
@@ -474,7 +522,7 @@ def _summaries(
         progress(done, len(paths), 0.0)
     computed = map_ranks(
         summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance,
-        notes=notes,
+        notes=notes, keep=lambda position, result: _held(held, todo[position], result),
     )
     found.update(zip(todo, computed, strict=True))
     if cache and todo:

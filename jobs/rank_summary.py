@@ -45,14 +45,16 @@ class RankSummary:
 
 
 class SavedRankSummary(RankSummary):
-    """A rank read back from a saved job (:mod:`profview.store.job_summaries`): its document's
-    fields at once, its ``steps``, ``kernels`` and ``calls`` frames from the job's files when first
-    asked for (``frames()``), so that a re-open showing only the job's saved views reads none."""
+    """A rank whose frames are held elsewhere (:class:`~profview.store.rank_frames.RankFrames`: a
+    job's ranks concatenated, as opened or as read back from a saved job): its document's fields
+    at once, its ``steps``, ``kernels`` and ``calls`` frames from ``frame(kind)`` each time one is
+    asked for, so that a job holds no frame of its own per rank and a re-open showing only the
+    job's saved views reads none."""
 
-    def __init__(self, info: dict[str, Any], frames: Callable[[], dict[str, pl.DataFrame]]) -> None:
-        # The dataclass's __init__ would set the three frames; these come from ``frames`` instead.
-        self._read_frames = frames
-        self._frames: dict[str, pl.DataFrame] = {}
+    def __init__(self, info: dict[str, Any], frame: Callable[[str], pl.DataFrame]) -> None:
+        # The dataclass's __init__ would set the three frames; these come from ``frame`` instead.
+        self._read_frame = frame
+        self._frames: dict[str, pl.DataFrame] = {}  # frames set on this summary itself
         self.path = info["path"]
         self.rank = info.get("rank")
         self.world_size = info.get("world_size")
@@ -62,9 +64,7 @@ class SavedRankSummary(RankSummary):
         self.critical_path = None
 
     def _frame(self, name: str) -> pl.DataFrame:
-        if name not in self._frames:
-            self._frames = self._read_frames() | self._frames  # one set here is kept
-        return self._frames[name]
+        return self._frames[name] if name in self._frames else self._read_frame(name)
 
     @property  # type: ignore[override]
     def steps(self) -> pl.DataFrame:

@@ -2,8 +2,9 @@
 
 A job of 1,024 ranks re-opened rank by rank reads 1,024 folders of :mod:`profview.store.rank_summaries`;
 this keeps every rank's frames in a few files instead: the ranks' steps, kernels and collective
-calls, concatenated per distinct schema with an ``_index`` column (so each rank's frame comes back
-exactly: its own columns and dtypes), and one JSON document of the ranks' facts, the traces that
+calls, concatenated per group of :class:`~profview.store.rank_frames.RankFrames` (ranks of one
+schema, :data:`~profview.store.rank_frames.BATCH` at a time) with an ``_index`` column (so each
+rank's frame comes back exactly: its own columns and dtypes), and one JSON document of the ranks' facts, the traces that
 could not be read and the job's notes.
 
 The key is made from names and ``stat`` only (:func:`job_key`): every file the job's arguments name
@@ -28,13 +29,13 @@ import polars as pl
 
 from ..errors import ProfviewError
 from .keys import cache_root, identity, key
+from .rank_frames import INDEX, RankFrames
 from .rank_summaries import FRAMES, REQUIRED_COLUMNS, SUMMARY_FORMAT, valid_info
 from .staging import prune_oldest, write_entry
 
 FOLDER = "jobs"
 MAX_JOBS = 200
 INFO_FILE = "job.json"
-INDEX = "_index"
 #: The job's own views saved beside its ranks (``summary`` shows them): a re-open that shows only
 #: these reads no rank's frames (:class:`SavedFrames`).
 VIEW_FRAMES = ("collectives", "ranks", "kernels")
@@ -105,7 +106,8 @@ def load(job: str) -> tuple[list[dict[str, Any]], SavedFrames, dict[str, Any]] |
 
 class SavedFrames:
     """The steps, kernels and collective-call frames of every rank of a saved job, read from the
-    entry's files the first time one rank's are asked for (all at once: one file per schema).
+    entry's files the first time one rank's is asked for (all at once, into one
+    :class:`~profview.store.rank_frames.RankFrames`: a rank's frame is a slice of its group).
 
     An entry damaged or removed after :func:`load` checked it is removed, and the read ends in a
     one-line :class:`~profview.errors.ProfviewError` that says to open the job again.
@@ -116,61 +118,63 @@ class SavedFrames:
         self._groups = groups
         self._members = members
         self._count = count
-        self._frames: list[dict[str, pl.DataFrame]] | None = None
+        self._held: RankFrames | None = None
 
-    def rank(self, index: int) -> dict[str, pl.DataFrame]:
-        """The frames of the ``index``-th rank saved (by name: ``steps``, ``kernels``, ``calls``)."""
-        if self._frames is None:
-            self._frames = self._read()
-        return self._frames[index]
+    def frame(self, index: int, kind: str) -> pl.DataFrame:
+        """The ``kind`` frame (``steps``, ``kernels``, ``calls``) of the ``index``-th rank saved."""
+        return self.held().frame(index, kind)
 
-    def _read(self) -> list[dict[str, pl.DataFrame]]:
-        frames: list[dict[str, pl.DataFrame]] = [{} for _ in range(self._count)]
+    def held(self) -> RankFrames:
+        """Every rank's frames, read now if they were not yet."""
+        if self._held is None:
+            self._held = self._read()
+        return self._held
+
+    def _read(self) -> RankFrames:
+        held = RankFrames()
         try:
             for name in FRAMES:
                 for file, members in zip(self._groups[name], self._members[name], strict=True):
-                    table = pl.read_ipc(self.entry / file)
-                    parts = table.partition_by(INDEX, as_dict=True, include_key=False, maintain_order=True)
-                    empty = table.drop(INDEX).clear()
-                    for index in members:
-                        frames[index][name] = parts.get((index,), empty)
-            if not all(_columns_ok(f) for f in frames):
+                    held.add_group(name, pl.read_ipc(self.entry / file), members)
+            if not all(index in held for index in range(self._count)):
+                raise ValueError("members")
+            if not all(set(cols) <= set(group.frame.columns) for name, cols in REQUIRED_COLUMNS.items()
+                       for group in held.groups(name)):
                 raise ValueError("frames")
         except (OSError, ValueError, TypeError, KeyError, IndexError, pl.exceptions.PolarsError):
             shutil.rmtree(self.entry, ignore_errors=True)
             raise ProfviewError(
                 str(self.entry), "this saved job summary was damaged after it was opened; open the job again"
             ) from None
-        return frames
-
-
-def _columns_ok(frames: dict[str, pl.DataFrame]) -> bool:
-    return all(set(cols) <= set(frames[name].columns) for name, cols in REQUIRED_COLUMNS.items())
+        return held
 
 
 def save(
     job: str,
     ranks: list[dict[str, Any]],
-    frames: list[dict[str, pl.DataFrame]],
+    frames: RankFrames,
+    keys: list[int],
     failures: list[tuple[str, str]],
     notes: list[str],
     views: dict[str, Any] | None = None,
 ) -> None:
-    """Save a job (silently nothing on a read-only or full disk); ``views``: its collectives and
-    ranks views and clock offsets, read back into the job's ``views`` document entry."""
+    """Save a job (silently nothing on a read-only or full disk): ``ranks[i]``'s frames are those
+    ``frames`` holds under ``keys[i]``; ``views``: its collectives and ranks views and clock
+    offsets, read back into the job's ``views`` document entry.  Each group of ``frames`` is one
+    file (its text decoded again), so neither the save nor a re-open holds every rank's text at once."""
 
     def fill(staging: Path) -> None:
         doc: dict[str, Any] = {"ranks": ranks, "failures": failures, "notes": notes, "groups": {}, "members": {}}
+        position = {held: index for index, held in enumerate(keys)}
         for name in FRAMES:
-            groups: dict[tuple[Any, ...], list[int]] = {}
-            for index, rank_frames in enumerate(frames):
-                groups.setdefault(tuple(rank_frames[name].schema.items()), []).append(index)
             doc["groups"][name], doc["members"][name] = [], []
-            for number, members in enumerate(groups.values()):
+            for number, group in enumerate(frames.groups(name)):
+                members = sorted(position[held] for held in group.rows if held in position)
+                if not members:
+                    continue
                 file = f"{name}-{number}.arrow"
-                table = pl.concat(
-                    [frames[i][name].with_columns(pl.lit(i, dtype=pl.Int32).alias(INDEX)) for i in members]
-                )
+                table = group.decoded().filter(pl.col(INDEX).is_in(list(position)))
+                table = table.with_columns(pl.col(INDEX).replace_strict(position, return_dtype=pl.Int32))
                 table.write_ipc(staging / file, compression="zstd")
                 doc["groups"][name].append(file)
                 doc["members"][name].append(members)
