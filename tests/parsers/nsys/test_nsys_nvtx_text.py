@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from profview.parsers.nsys.nvtx_text import parse_ranges
@@ -27,6 +27,7 @@ def get_nvtx_str(name: str, seq: int | None, op_id: int | None, sizes: list[list
     return text
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names, st.none() | st.integers(0, 2**62), st.none() | st.integers(1, 2**62), st.none() | shapes)
 def test_emit_nvtx_text_parses_back(
     name: str, seq: int | None, op_id: int | None, sizes: list[list[int]] | None
