@@ -28,6 +28,7 @@ from .chunked import (
 )
 from .fast_chrome import ChunkedScan, FastScan, available, scan_fast
 from .metadata_keys import METADATA_KEYS
+from .rocprof.sniff import looks_like_rocprof
 from .source import STREAM_CHUNK_BYTES, SourceBytes, SourceStream, read_source
 
 #: Decompressed bytes that decide the format (as the whole-file reader looked at).
@@ -78,8 +79,9 @@ def read_trace_file(
         head += chunk
         if len(head) >= HEAD_BYTES:
             break
-    # A JSON object whose events come after other keys: read on (up to HEAD_LIMIT) for the key.
-    if may_hold_events_later(bytes(head[:HEAD_BYTES])):
+    # A JSON object whose events come after other keys: read on (up to HEAD_LIMIT) for the key
+    # (not a rocprofv3 document: its one key says what it is, and it is read whole).
+    if may_hold_events_later(bytes(head[:HEAD_BYTES])) and not looks_like_rocprof(head):
         looked = 0
         for chunk in chunks:
             head += chunk
