@@ -17,8 +17,8 @@ from .trace_profile import Profile
 
 if TYPE_CHECKING:
     from ..analysis.trace.launch_index import LaunchIndex
-    from ..parsers.trace_file import TraceFile
     from ..analysis.trace.model import TraceModel
+    from ..parsers.trace_file import TraceFile
 
 TRACE_FORMAT = "Chrome trace"
 

@@ -92,8 +92,11 @@ def read_rocprof(data: bytes | bytearray | memoryview, path: str) -> RocprofTrac
         devices += [d for d in _device_properties(process.agents) if d["id"] not in known]
     events = columns.frame()
     if events.height == 0:
-        raise ProfviewError(path, "a rocprofv3 JSON document with no records profview reads (no kernel dispatches, "
-                            "API calls, markers or memory copies)")
+        raise ProfviewError(
+            path,
+            "a rocprofv3 JSON document with no records profview reads (no kernel dispatches, "
+            "API calls, markers or memory copies)",
+        )
     first = document.processes[0]
     metadata: dict[str, Any] = {
         "deviceProperties": devices,
@@ -114,29 +117,67 @@ def read_rocprof(data: bytes | bytearray | memoryview, path: str) -> RocprofTrac
 class _Columns:
     """The events frame's columns, filled a record at a time."""
 
-    NAMES = ("ph", "cat", "kind", "name", "pid", "tid", "ts", "dur", "correlation", "stream", "device",
-             "grid", "block", "shared_mem", "bytes", "collective")
+    NAMES = (
+        "ph",
+        "cat",
+        "kind",
+        "name",
+        "pid",
+        "tid",
+        "ts",
+        "dur",
+        "correlation",
+        "stream",
+        "device",
+        "grid",
+        "block",
+        "shared_mem",
+        "bytes",
+        "collective",
+    )
 
     def __init__(self) -> None:
         self.values: dict[str, list[Any]] = {name: [] for name in self.NAMES}
         self.negative = 0
 
-    def add(self, record: Timed, *, ph: str, cat: str, kind: str, name: str, pid: str, tid: str,
-            correlation: int | None, **extra: Any) -> None:
+    def add(
+        self,
+        record: Timed,
+        *,
+        ph: str,
+        cat: str,
+        kind: str,
+        name: str,
+        pid: str,
+        tid: str,
+        correlation: int | None,
+        **extra: Any,
+    ) -> None:
         """One event; the columns not given are null."""
         span = record.end_timestamp - record.start_timestamp
         if span < 0:
             self.negative += 1
             span = 0
-        row = {"ph": ph, "cat": cat, "kind": kind, "name": name, "pid": pid, "tid": tid,
-               "ts": record.start_timestamp / 1000.0, "dur": None if ph == "i" else span / 1000.0,
-               "correlation": correlation if correlation is None or correlation < 1 << 63 else None, **extra}
+        row = {
+            "ph": ph,
+            "cat": cat,
+            "kind": kind,
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "ts": record.start_timestamp / 1000.0,
+            "dur": None if ph == "i" else span / 1000.0,
+            "correlation": correlation if correlation is None or correlation < 1 << 63 else None,
+            **extra,
+        }
         for column, values in self.values.items():
             values.append(row.get(column))
 
     def frame(self) -> pl.DataFrame:
         """The events frame, every documented column in order (those no record fills null)."""
-        given = pl.DataFrame(self.values, schema={name: _STRING_OF.get(name, EVENT_SCHEMA[name]) for name in self.NAMES})
+        given = pl.DataFrame(
+            self.values, schema={name: _STRING_OF.get(name, EVENT_SCHEMA[name]) for name in self.NAMES}
+        )
         return given.select(
             (pl.col(name) if name in self.values else pl.lit(None)).cast(dtype).alias(name)
             for name, dtype in EVENT_SCHEMA.items()
@@ -144,7 +185,9 @@ class _Columns:
 
 
 #: Columns filled as text first (Categorical and Enum columns are cast once, at the end).
-_STRING_OF: dict[str, pl.DataType] = {name: pl.String() for name in ("ph", "cat", "kind", "pid", "tid", "grid", "block")}
+_STRING_OF: dict[str, pl.DataType] = {
+    name: pl.String() for name in ("ph", "cat", "kind", "pid", "tid", "grid", "block")
+}
 
 
 def _read_process(process: Process, offset: int, columns: _Columns, warnings: list[str], path: str) -> None:
@@ -160,38 +203,82 @@ def _read_process(process: Process, offset: int, columns: _Columns, warnings: li
     buffers = process.buffer_records
     for kind, records in (("runtime", buffers.hip_api), ("driver", buffers.hsa_api)):
         for record in records:
-            columns.add(record, ph="X", cat=names.kind(record.kind), kind=kind, name=names.operation(record),
-                        pid=pid, tid=str(record.thread_id), correlation=correlation(record))
+            columns.add(
+                record,
+                ph="X",
+                cat=names.kind(record.kind),
+                kind=kind,
+                name=names.operation(record),
+                pid=pid,
+                tid=str(record.thread_id),
+                correlation=correlation(record),
+            )
     for record in buffers.rccl_api:
         operation = names.operation(record)
-        columns.add(record, ph="X", cat=names.kind(record.kind), kind="cpu_op", name=operation, pid=pid,
-                    tid=str(record.thread_id), correlation=correlation(record), collective=operation)
+        columns.add(
+            record,
+            ph="X",
+            cat=names.kind(record.kind),
+            kind="cpu_op",
+            name=operation,
+            pid=pid,
+            tid=str(record.thread_id),
+            correlation=correlation(record),
+            collective=operation,
+        )
     messages = {item.key: item.value for item in process.strings.marker_api}
     unnamed_markers = 0
     for record in buffers.marker_api:
         domain, operation = names.kind(record.kind), names.operation(record)
         if domain not in _MESSAGE_MARKERS or operation == "roctxGetThreadId":
-            columns.add(record, ph="X", cat=domain, kind="other", name=operation, pid=pid,
-                        tid=str(record.thread_id), correlation=correlation(record))
+            columns.add(
+                record,
+                ph="X",
+                cat=domain,
+                kind="other",
+                name=operation,
+                pid=pid,
+                tid=str(record.thread_id),
+                correlation=correlation(record),
+            )
             continue
         message = messages.get(record.correlation_id.internal)
         if message is None:
             unnamed_markers += 1
         mark = operation == "roctxMarkA"
-        columns.add(record, ph="i" if mark else "X", cat=domain, kind="instant" if mark else "user_annotation",
-                    name=operation if message is None else message, pid=pid, tid=str(record.thread_id),
-                    correlation=correlation(record))
+        columns.add(
+            record,
+            ph="i" if mark else "X",
+            cat=domain,
+            kind="instant" if mark else "user_annotation",
+            name=operation if message is None else message,
+            pid=pid,
+            tid=str(record.thread_id),
+            correlation=correlation(record),
+        )
     if unnamed_markers:
-        warnings.append(f"{unnamed_markers:,} roctx records have no message in strings.marker_api: "
-                        "named by their call (roctxRangePushA)")
+        warnings.append(
+            f"{unnamed_markers:,} roctx records have no message in strings.marker_api: "
+            "named by their call (roctxRangePushA)"
+        )
     _read_dispatches(process, buffers.kernel_dispatch, gpus, names, columns, correlation, warnings, path)
     unknown_agent = 0
     for copy in buffers.memory_copy:
         device = gpus.get(copy.dst_agent_id.handle, gpus.get(copy.src_agent_id.handle))
         unknown_agent += device is None
-        columns.add(copy, ph="X", cat=names.kind(copy.kind), kind="memcpy", name=names.operation(copy),
-                    pid="unknown device" if device is None else str(device), tid=_lane(copy), device=device,
-                    stream=_stream(copy), correlation=correlation(copy), bytes=copy.bytes)
+        columns.add(
+            copy,
+            ph="X",
+            cat=names.kind(copy.kind),
+            kind="memcpy",
+            name=names.operation(copy),
+            pid="unknown device" if device is None else str(device),
+            tid=_lane(copy),
+            device=device,
+            stream=_stream(copy),
+            correlation=correlation(copy),
+            bytes=copy.bytes,
+        )
     if unknown_agent:
         warnings.append(f"{unknown_agent:,} memory copies name no GPU agent the file lists: their device is unknown")
     if columns.negative:
@@ -212,8 +299,11 @@ def _read_dispatches(
     if not dispatches:
         return
     if process.kernel_symbols is None:
-        raise ProfviewError(path, f"a rocprofv3 JSON document without kernel_symbols: its {len(dispatches):,} "
-                            "kernel dispatches cannot be named")
+        raise ProfviewError(
+            path,
+            f"a rocprofv3 JSON document without kernel_symbols: its {len(dispatches):,} "
+            "kernel dispatches cannot be named",
+        )
     symbols = {s.kernel_id: s for s in process.kernel_symbols}
     renames = (
         {item.key: item.value for item in process.strings.correlation_id.external}
@@ -234,21 +324,36 @@ def _read_dispatches(
             name = f"kernel id {info.kernel_id} (not in kernel_symbols)"
         device = gpus.get(info.agent_id.handle)
         unknown_agent += device is None
-        columns.add(record, ph="X", cat=names.kind(record.kind), kind="kernel", name=name,
-                    pid="unknown device" if device is None else str(device), tid=_lane(record), device=device,
-                    stream=_stream(record), correlation=correlation(record),
-                    grid=_shape(_groups(info.grid_size.x, info.workgroup_size.x),
-                                _groups(info.grid_size.y, info.workgroup_size.y),
-                                _groups(info.grid_size.z, info.workgroup_size.z)),
-                    block=_shape(info.workgroup_size.x, info.workgroup_size.y, info.workgroup_size.z),
-                    shared_mem=info.group_segment_size)
+        columns.add(
+            record,
+            ph="X",
+            cat=names.kind(record.kind),
+            kind="kernel",
+            name=name,
+            pid="unknown device" if device is None else str(device),
+            tid=_lane(record),
+            device=device,
+            stream=_stream(record),
+            correlation=correlation(record),
+            grid=_shape(
+                _groups(info.grid_size.x, info.workgroup_size.x),
+                _groups(info.grid_size.y, info.workgroup_size.y),
+                _groups(info.grid_size.z, info.workgroup_size.z),
+            ),
+            block=_shape(info.workgroup_size.x, info.workgroup_size.y, info.workgroup_size.z),
+            shared_mem=info.group_segment_size,
+        )
     if unnamed_count:
         ids = ", ".join(str(i) for i in sorted(unnamed)[:5]) + (" ..." if len(unnamed) > 5 else "")
-        warnings.append(f"{unnamed_count:,} kernel dispatches name {len(unnamed):,} kernel ids that kernel_symbols "
-                        f"does not hold ({ids}): named 'kernel id N (not in kernel_symbols)'")
+        warnings.append(
+            f"{unnamed_count:,} kernel dispatches name {len(unnamed):,} kernel ids that kernel_symbols "
+            f"does not hold ({ids}): named 'kernel id N (not in kernel_symbols)'"
+        )
     if unknown_agent:
-        warnings.append(f"{unknown_agent:,} kernel dispatches ran on an agent the file does not list as a GPU: "
-                        "their device is unknown")
+        warnings.append(
+            f"{unknown_agent:,} kernel dispatches ran on an agent the file does not list as a GPU: "
+            "their device is unknown"
+        )
 
 
 def _groups(items: int, group: int) -> int | None:
@@ -320,16 +425,21 @@ def _device_properties(agents: list[Agent]) -> list[dict[str, Any]]:
 
 def _missing(processes: list[Process]) -> dict[str, str]:
     """The views a run without HIP API records (or without kernel dispatches) cannot fill, and why."""
+
     def total(kind: str) -> int:
         return sum(len(getattr(p.buffer_records, kind)) for p in processes)
 
     missing: dict[str, str] = {}
     if not total("hip_api"):
-        missing["launches"] = ("this rocprofv3 run recorded no HIP API calls, so no kernel is linked to a launching "
-                               "call (record with rocprofv3 --hip-trace)")
+        missing["launches"] = (
+            "this rocprofv3 run recorded no HIP API calls, so no kernel is linked to a launching "
+            "call (record with rocprofv3 --hip-trace)"
+        )
         if not (total("marker_api") or total("rccl_api")):
-            missing["ops"] = ("this rocprofv3 run recorded no HIP API calls, roctx ranges or RCCL calls: no operators "
-                              "(record with rocprofv3 --hip-trace --marker-trace)")
+            missing["ops"] = (
+                "this rocprofv3 run recorded no HIP API calls, roctx ranges or RCCL calls: no operators "
+                "(record with rocprofv3 --hip-trace --marker-trace)"
+            )
     if not total("kernel_dispatch"):
         missing["kernels"] = "this rocprofv3 run recorded no kernel dispatches (record with rocprofv3 --kernel-trace)"
     return missing
