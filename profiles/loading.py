@@ -279,7 +279,11 @@ def _rocprof_profile(name: str, file: TraceFile, use_cache: bool) -> Profile:
 
     source = file.source
     assert source is not None
-    trace = read_rocprof(source.data, source.path)
+    try:
+        trace = read_rocprof(source.data, source.path)
+    except (ValueError, TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
+        # A document laid out in a way the reader did not foresee: one line, never a traceback.
+        raise ProfviewError(source.path, f"could not read this rocprofv3 JSON ({type(exc).__name__}: {exc})") from None
     events = trace.events
     needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
     check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)

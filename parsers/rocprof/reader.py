@@ -39,6 +39,7 @@ from .sniff import TOOL_KEY
 FORMAT = "rocprofv3 JSON"
 #: Agent types (rocprofiler_agent_type_t).
 GPU_AGENT = 2
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Correlation ids are unique within one process: a second process's are offset by this much.
 PROCESS_ID_STRIDE = 1 << 48
 #: The record kinds counted, not read (``buffer_records`` keys), as a warning says.
@@ -167,11 +168,13 @@ class _Columns:
             "tid": tid,
             "ts": record.start_timestamp / 1000.0,
             "dur": None if ph == "i" else span / 1000.0,
-            "correlation": correlation if correlation is None or correlation < 1 << 63 else None,
+            "correlation": correlation,
             **extra,
         }
         for column, values in self.values.items():
-            values.append(row.get(column))
+            value = row.get(column)
+            # An id or size outside Int64 (a damaged file) is unknown, not an overflow.
+            values.append(None if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX else value)
 
     def frame(self) -> pl.DataFrame:
         """The events frame, every documented column in order (those no record fills null)."""
