@@ -25,6 +25,7 @@ warning.  Any problem with the document is a :class:`~profview.errors.ProfviewEr
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class RocprofTrace:
     format: str = FORMAT
 
 
-def decode(data: bytes | bytearray | memoryview, path: str) -> Document:
+def decode(data: bytes | bytearray | memoryview | mmap.mmap, path: str) -> Document:
     """The document, or one line saying why it cannot be read (cut, not JSON, another layout)."""
     try:
         return msgspec.json.decode(data, type=Document)
@@ -79,7 +80,7 @@ def decode(data: bytes | bytearray | memoryview, path: str) -> Document:
         raise ProfviewError(path, f"a rocprofv3 JSON document that cannot be read: {problem}") from None
 
 
-def read_rocprof(data: bytes | bytearray | memoryview, path: str) -> RocprofTrace:
+def read_rocprof(data: bytes | bytearray | memoryview | mmap.mmap, path: str) -> RocprofTrace:
     """Read a rocprofv3 JSON document's bytes (decompressed) into a :class:`RocprofTrace`."""
     document = decode(data, path)
     if not document.processes:
