@@ -55,4 +55,8 @@ async def test_the_viewer_opens_a_rocprof_run_at_80x24() -> None:
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "ncclDevKernel_Generic" in text  # the top kernel, by time
+        await pilot.press("7")
+        await pilot.pause(0.5)
+        # the Timeline's inspector says why no kernel has a launching call, not a guess at it
+        assert "no launching call: this rocprofv3 run recorded no HIP" in screen_text(app)
         await pilot.press("q")
