@@ -4,6 +4,7 @@ query give the kernel table the raw records give (rocprof_witness), and the view
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
@@ -60,3 +61,24 @@ async def test_the_viewer_opens_a_rocprof_run_at_80x24() -> None:
         # the Timeline's inspector says why no kernel has a launching call, not a guess at it
         assert "no launching call: this rocprofv3 run recorded no HIP" in screen_text(app)
         await pilot.press("q")
+
+
+def test_diff_and_the_gate_read_two_rocprof_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same run against itself passes the gate; with the top kernel's dispatches made 50%
+    longer in the raw records, the gate names that kernel as the regression (exit 1)."""
+    doc = json.loads(gzip.decompress(sample(SAMPLE).read_bytes()))
+    process = doc["rocprofiler-sdk-tool"][0]
+    names = {s["kernel_id"]: s["formatted_kernel_name"] for s in process["kernel_symbols"]}
+    top = max(kernel_witness(sample(SAMPLE)).items(), key=lambda item: item[1][1])[0]
+    for record in process["buffer_records"]["kernel_dispatch"]:
+        if names[record["dispatch_info"]["kernel_id"]] == top:
+            span = record["end_timestamp"] - record["start_timestamp"]
+            record["end_timestamp"] = record["start_timestamp"] + span * 3 // 2
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    rule = ["--fail-if", "kernels.total_us > +5%", "--no-cache"]
+    assert run_cli(["diff", str(sample(SAMPLE)), str(sample(SAMPLE)), *rule]) == 0
+    capsys.readouterr()
+    assert run_cli(["diff", str(sample(SAMPLE)), str(slower), *rule]) == 1
+    regressions = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("regression ")]
+    assert len(regressions) == 1 and top[:40] in regressions[0]
