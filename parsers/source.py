@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..errors import ProfviewError
+from .foreign import refuse_foreign
 from .resources import scan_threads, thread_count, usable_cpus
 
 if TYPE_CHECKING:
@@ -421,6 +422,7 @@ def _sniff(head: bytes | bytearray, path: str) -> None:
     few kilobytes instead of being read to the memory limit.
     """
     if b"\x00" in head[:SNIFF_BYTES]:
+        refuse_foreign(path, head[:SNIFF_BYTES], compressed=True)  # a profile of another tool: name it
         raise ProfviewError(path, "starts with binary data (NUL bytes), not a trace or profiler table")
 
 

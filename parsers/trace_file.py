@@ -27,7 +27,9 @@ from .chunked import (
     read_chunked,
 )
 from .fast_chrome import ChunkedScan, FastScan, available, scan_fast
+from .foreign import refuse_foreign
 from .metadata_keys import METADATA_KEYS
+from .rocprof.sniff import looks_like_rocprof
 from .source import STREAM_CHUNK_BYTES, SourceBytes, SourceStream, read_source
 
 #: Decompressed bytes that decide the format (as the whole-file reader looked at).
@@ -66,6 +68,7 @@ def read_trace_file(
     if stream.whole is not None:  # a pipe or a device: already in memory
         source = stream.whole
         sniffed = bytes(source.data[:HEAD_BYTES])
+        refuse_foreign(name, sniffed, compressed=source.compressed)
         if may_hold_events_later(sniffed):
             at = source.data.find(b'"traceEvents"', 0, HEAD_LIMIT)
             sniffed = bytes(source.data[: at + 64]) if at >= 0 else sniffed
@@ -78,8 +81,10 @@ def read_trace_file(
         head += chunk
         if len(head) >= HEAD_BYTES:
             break
-    # A JSON object whose events come after other keys: read on (up to HEAD_LIMIT) for the key.
-    if may_hold_events_later(bytes(head[:HEAD_BYTES])):
+    refuse_foreign(name, head[:HEAD_BYTES], compressed=stream.compressed)
+    # A JSON object whose events come after other keys: read on (up to HEAD_LIMIT) for the key
+    # (not a rocprofv3 document: its one key says what it is, and it is read whole).
+    if may_hold_events_later(bytes(head[:HEAD_BYTES])) and not looks_like_rocprof(head):
         looked = 0
         for chunk in chunks:
             head += chunk
@@ -119,6 +124,7 @@ def _read_small(stream: SourceStream) -> TraceFile:
     name = stream.path
     stream.chunk_bytes = max(stream.chunk_bytes, stream.size)  # one piece (unless it grew meanwhile)
     data = b"".join(stream.chunks())
+    refuse_foreign(name, data[:HEAD_BYTES], compressed=stream.compressed)
     at = data.find(b'"traceEvents"', 0, HEAD_LIMIT)
     if not looks_like_chrome_trace(data[: max(HEAD_BYTES, at + 64)]):
         return TraceFile(name, False, source=read_source(name))

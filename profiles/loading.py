@@ -18,6 +18,7 @@ from .trace_profile import Profile
 if TYPE_CHECKING:
     from ..analysis.trace.launch_index import LaunchIndex
     from ..analysis.trace.model import TraceModel
+    from ..parsers.trace_file import TraceFile
 
 TRACE_FORMAT = "Chrome trace"
 
@@ -211,6 +212,10 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     from .prefetch import take
 
     if is_sqlite(name):
+        from ..parsers.foreign import refuse_foreign
+
+        with open(name, "rb") as head:
+            refuse_foreign(name, head.read(100))  # a rocpd or RPD database is named, not read as nsys
         return _parse_nsys(name, use_cache)
     if is_nsys_report(name):
         raise report_refusal(name)
@@ -242,19 +247,14 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
             "truncated": trace.truncated or bool(file.warnings),
             "event_count": events.height,
         }
-        if use_cache and file.identity is not None:
-            cache.store(name, events, fields, version=file.identity)
-        return Profile(
-            path=file.path,
-            events_source=events,
-            cacheable=use_cache,
-            reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
-            **fields,
-        )
+        return _events_profile(name, file, events, fields, use_cache)
     from ..parsers.detect import read_text_views
+    from ..parsers.rocprof.sniff import looks_like_rocprof
 
     source = file.source
     assert source is not None  # read whole: not a Chrome trace
+    if looks_like_rocprof(source.data[:4096]):
+        return _rocprof_profile(name, file, use_cache)
 
     try:
         views = read_text_views(source.path, source.data, source.warnings, run)
@@ -293,6 +293,47 @@ def _parse_nsys(name: str, use_cache: bool) -> Profile:
         reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
         **fields,
     )
+
+
+def _events_profile(
+    name: str, file: TraceFile, events: pl.DataFrame, fields: TraceFields, use_cache: bool
+) -> Profile:
+    """The profile of a parsed events frame, stored in the cache first (when the file's identity is known)."""
+    if use_cache and file.identity is not None:
+        cache.store(name, events, fields, version=file.identity)
+    return Profile(
+        path=file.path,
+        events_source=events,
+        cacheable=use_cache,
+        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
+        **fields,
+    )
+
+
+def _rocprof_profile(name: str, file: TraceFile, use_cache: bool) -> Profile:
+    """A rocprofv3 JSON document as a trace (:mod:`profview.parsers.rocprof`): its events, kept in the
+    cache like a Chrome trace's, so every view and a re-open work as for one."""
+    from ..parsers.rocprof.reader import read_rocprof
+
+    source = file.source
+    assert source is not None
+    try:
+        trace = read_rocprof(source.data, source.path)
+    except (ValueError, TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
+        # A document laid out in a way the reader did not foresee: one line, never a traceback.
+        raise ProfviewError(source.path, f"could not read this rocprofv3 JSON ({type(exc).__name__}: {exc})") from None
+    events = trace.events
+    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
+    fields: TraceFields = {
+        "format": trace.format,
+        "missing": trace.missing,
+        "metadata": trace.metadata,
+        "warnings": source.warnings + trace.warnings,
+        "truncated": bool(source.warnings),
+        "event_count": events.height,
+    }
+    return _events_profile(name, file, events, fields, use_cache)
 
 
 def _version(name: str) -> dict[str, Any] | None:

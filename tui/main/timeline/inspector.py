@@ -29,10 +29,13 @@ def _inputs(call: OpCall) -> str:
     return " · ".join(parts)
 
 
-def kernel_lines(event: KernelInstance, origin: float, width: int, replay: str | None = None) -> list[Text]:
+def kernel_lines(
+    event: KernelInstance, origin: float, width: int, replay: str | None = None, unlinked: str | None = None
+) -> list[Text]:
     """A GPU event: figures, name, launch arguments, launching call and operator, Python stack;
     ``replay``: where a graph replay holds it, said where no launching call is recorded (a replay
-    cut by the window) in place of a guess at why."""
+    cut by the window) in place of a guess at why; ``unlinked``: why the profile links no GPU
+    work to a launching call at all (its ``launches`` view is missing), said instead of the guess."""
     where = f"GPU{event.device if event.device is not None else '?'} stream {event.stream}"
     head = Text(f"{event.kind} {fmt_us(event.dur)} at {fmt_us(event.ts - origin)}", style="bold")
     head.append(f" · {where} · correlation {event.correlation if event.correlation is not None else '–'}")
@@ -59,6 +62,8 @@ def kernel_lines(event: KernelInstance, origin: float, width: int, replay: str |
     if not origin_text.plain and replay is not None:  # a graph replay's node: named, not guessed at
         origin_text.append("replayed: ", style="dim")
         origin_text.append(clean(replay), style="bold")
+    elif not origin_text.plain and unlinked is not None:
+        origin_text.append(f"no launching call: {clean(unlinked)}", style="dim")
     elif not origin_text.plain:
         origin_text.append("no launching call recorded (launched before the trace window?)", style="dim")
     lines += cap_lines(origin_text, width, 1)

@@ -87,7 +87,8 @@ class TimelineLines:
             self._inspected[key] = found
         if isinstance(found, KernelInstance):
             unlaunched = found.launch is None and found.op is None  # a cut replay's node: say which
-            return kernel_lines(found, self.start, width, self.profile.replay_place(row) if unlaunched else None)
+            replay = self.profile.replay_place(row) if unlaunched else None
+            return kernel_lines(found, self.start, width, replay, self.profile.missing.get("launches"))
         assert isinstance(found, OpInstance)
         lines = op_lines(found, self.start, width)
         note = self.step_note(found.call.name, found.call.dur)
