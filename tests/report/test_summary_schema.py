@@ -29,7 +29,7 @@ NOT_PROFILES = (".md", ".csv")
 SAMPLE_INPUTS = sorted(
     p.name for p in SAMPLES.iterdir() if not p.name.endswith(NOT_PROFILES) and p.name != "tracelens_live"
 )
-JOBS = ("gloo_2rank", "param_dlrm_8rank_v100.tar.gz")
+JOBS = ("gloo_2rank", "param_dlrm_8rank_v100.tar.gz", "sglang_decode_capture_traces")
 
 
 @cache
