@@ -42,7 +42,7 @@ def bounded(frame: pl.DataFrame, limit: int, max_bytes: int = MAX_BYTES) -> dict
     size = len(json.dumps(columns)) + 2
     kept = 0
     for row in rows:
-        size += len(json.dumps(row, default=str)) + 1
+        size += len(json.dumps(row, default=str)) + 2  # and its separator, ", "
         if size > max_bytes:
             break
         kept += 1
