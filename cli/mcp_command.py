@@ -20,7 +20,8 @@ def mcp(
                      "Paths are resolved, symbolic links followed, and must lie inside one."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds a tool call may run before it is answered with an error.")
+        float,
+        typer.Option("--timeout", min=1.0, help="Seconds a tool call may run before it is answered with an error."),
     ] = 300.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the trace cache.")] = False,
 ) -> None:

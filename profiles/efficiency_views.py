@@ -531,7 +531,8 @@ def efficiency_text(figures: dict[str, Any]) -> list[str]:
     else:
         mfu = model["mfu_pct"]
         shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
-        line += f", MFU {shown}% of the {model['peak_name']} {model['precision']} peak {model['peak_tflops_per_s']:g} TFLOP/s"
+        peak = f"{model['peak_name']} {model['precision']} peak {model['peak_tflops_per_s']:g} TFLOP/s"
+        line += f", MFU {shown}% of the {peak}"
         mix = model["precision_mix_text"]
         if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
             line += f" (sized FLOPs: {mix})"

@@ -61,7 +61,8 @@ JOB_TABLES: dict[str, str] = {
 
 #: Units by column name: the exact names first, then the endings (what ``--tables`` prints).
 UNIT_NAMES: dict[str, str] = {
-    "ts": "µs", "dur": "µs", "trace_origin_us": "µs", "trace_end_us": "µs", "bytes": "bytes", "shared_mem": "bytes", "occupancy": "%", "pct": "%",
+    "ts": "µs", "dur": "µs", "trace_origin_us": "µs", "trace_end_us": "µs",
+    "bytes": "bytes", "shared_mem": "bytes", "occupancy": "%", "pct": "%",
     "flops": "FLOP", "kernel_flop": "FLOP", "kernel_num_gb": "GB", "mem_bytes": "bytes", "mem_allocated": "bytes",
     "mem_reserved": "bytes", "gflops": "GFLOP per call", "kineto_gflops": "GFLOP per call",
     "data_mb": "MiB per call", "model_tflop": "TFLOP", "tb_s": "TB/s", "pct_of_roofline": "%",

@@ -181,7 +181,9 @@ def summary_figures(profile: Profile, top: int, numbers: bool = False) -> Summar
     return figures
 
 
-def summary_numbers(profile: Profile, figures: SummaryFigures, efficiency: dict[str, object] | None) -> dict[str, object]:
+def summary_numbers(
+    profile: Profile, figures: SummaryFigures, efficiency: dict[str, object] | None
+) -> dict[str, object]:
     """The typed blocks of the JSON document (each null where the trace has no such figures)."""
     from . import summary_numbers as blocks
 

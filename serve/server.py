@@ -22,7 +22,7 @@ from .limits import DEFAULT_TIMEOUT_S
 from .roots import Roots
 from .tools import Tools
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 INSTRUCTIONS = (
     "profview reads GPU profiles (PyTorch/Kineto Chrome traces, profiler tables, jobs of rank traces) "

@@ -62,7 +62,9 @@ def test_steps_are_on_the_events_clock(tmp_path: Path) -> None:
         "FROM steps s JOIN events e ON e.name = s.name CROSS JOIN meta m WHERE e.ph = 'X' ORDER BY s.step"
     )
     rows = query(tmp_path, sql, GPT2).to_dicts()
-    raw_starts = {e["name"]: float(e["ts"]) for e in raw(sample(GPT2)) if str(e.get("name", "")).startswith("ProfilerStep#")}
+    raw_starts = {
+        e["name"]: float(e["ts"]) for e in raw(sample(GPT2)) if str(e.get("name", "")).startswith("ProfilerStep#")
+    }
     origin = query(tmp_path, "SELECT trace_origin_us FROM meta", GPT2)["trace_origin_us"][0]
     assert [r["step"] for r in rows] == [2, 3, 4]
     steps = export(tmp_path, GPT2, "--view", "steps")
@@ -143,7 +145,9 @@ def test_events_step_counts_the_views_rule(tmp_path: Path) -> None:
     got = {r["step"]: r["n"] for r in counted.to_dicts() if r["step"] is not None}
     assert got == expected and sum(expected.values()) > 3000
     ops = query(tmp_path, "SELECT step, COUNT(*) AS n FROM events WHERE kind = 'cpu_op' GROUP BY step", GPT2)
-    host = {s: sum(1 for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] <= hi) for s, (lo, hi) in ranges.items()}
+    host = {
+        s: sum(1 for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] <= hi) for s, (lo, hi) in ranges.items()
+    }
     assert {r["step"]: r["n"] for r in ops.to_dicts() if r["step"] is not None} == host
 
 
@@ -152,8 +156,9 @@ def test_iterations_follow_the_iteration_view(tmp_path: Path) -> None:
     iterations view (GPU work by its launching call)."""
     name = "h100_decode_eager_kv.json.gz"
     sql = (
-        "SELECT i.iteration, i.gpu_us, SUM(e.dur) AS summed FROM iterations i JOIN events e ON e.iteration = i.iteration "
-        "WHERE e.kind IN ('kernel', 'memcpy', 'memset') GROUP BY i.iteration, i.gpu_us ORDER BY i.iteration"
+        "SELECT i.iteration, i.gpu_us, SUM(e.dur) AS summed FROM iterations i "
+        "JOIN events e ON e.iteration = i.iteration WHERE e.kind IN ('kernel', 'memcpy', 'memset') "
+        "GROUP BY i.iteration, i.gpu_us ORDER BY i.iteration"
     )
     rows = query(tmp_path, sql, name).to_dicts()
     assert len(rows) == 13
@@ -164,7 +169,8 @@ def test_iterations_follow_the_iteration_view(tmp_path: Path) -> None:
 def test_kernels_under_an_operator_is_the_drill_down(tmp_path: Path) -> None:
     """docs/query.md's example: the GPU work launched from inside aten::linear (nested addmm
     included) is ``export --view launches --op aten::linear``, and the raw JSON's containment."""
-    answer = query(tmp_path, doc_sql("Kernels under an operator"), VIT).sort("total_us", "name", descending=[True, False])
+    answer = query(tmp_path, doc_sql("Kernels under an operator"), VIT)
+    answer = answer.sort("total_us", "name", descending=[True, False])
     exported = export(tmp_path, VIT, "--view", "launches", "--op", "aten::linear").sort("total_us", "name",
                                                                                       descending=[True, False])
     assert answer["name"].to_list() == exported["name"].to_list() and answer.height == 4

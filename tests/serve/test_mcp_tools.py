@@ -24,10 +24,10 @@ from witness import raw_kernels
 
 pytest.importorskip("mcp", reason="profview mcp's tests need the MCP SDK: pip install -e '.[dev]'")
 
-from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp import Client, StdioServerParameters
 
-from profview.serve.roots import Roots  # noqa: E402
-from profview.serve.server import build_server  # noqa: E402
+from profview.serve.roots import Roots
+from profview.serve.server import build_server
 
 GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
 DDP = "ddp_nccl_streams.pt.trace.json.gz"
@@ -127,8 +127,9 @@ def test_view_is_the_cli_export(server: Any, tmp_path: Path) -> None:
     path = str(sample(GPT2))
     error, answer = call(server, "view", {"path": path, "view": "kernels", "filter": "elementwise", "sort": "calls",
                                           "top": 4, "step": 3})
-    expected = cli_json_rows(tmp_path, ["export", path, "--view", "kernels", "--filter", "elementwise", "--sort", "calls",
-                                        "--step", "3"])
+    expected = cli_json_rows(
+        tmp_path, ["export", path, "--view", "kernels", "--filter", "elementwise", "--sort", "calls", "--step", "3"]
+    )
     assert not error and as_dicts(answer) == expected[:4] and answer["total_matched"] == len(expected) > 4
     error, steps = call(server, "view", {"path": path, "view": "steps"})
     assert not error and as_dicts(steps) == cli_json_rows(tmp_path, ["export", path, "--view", "steps"])
