@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 #: A trace's tables, by export name, and what one row is.  ``launches`` is left out: it needs an
 #: operator or kernel to drill into (``profview export --view launches --op NAME``).
 TRACE_TABLES: dict[str, str] = {
-    "meta": "one per trace: the origin of every table's times (trace_origin_us, absolute as written)",
     "events": "one per trace event as parsed (every phase: X, i, s/f, M), none dropped; with its step and iteration",
     "kernels": "one per GPU kernel name (kernels only: memcpy and memset are in events)",
     "ops": "one per operator name and kind (host and device time, self and total)",
@@ -47,6 +46,7 @@ TRACE_TABLES: dict[str, str] = {
     "critical_path": "one per step: its critical path and what bounds it",
     "critical_path_events": "one per event on a step's critical path",
     "critical_path_names": "one per name: its time on the critical path",
+    "meta": "one per trace: the origin of every table's times (trace_origin_us, absolute as written)",
 }
 #: A job's own tables (``profview export JOB --view NAME``), by export name.
 JOB_TABLES: dict[str, str] = {
