@@ -25,6 +25,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export_command", "export"),
     "diff": ("diff_command", "diff"),
     "query": ("query_command", "query"),
+    "mcp": ("mcp_command", "mcp"),
 }
 COMMANDS = tuple(_COMMANDS)
 

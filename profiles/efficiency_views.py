@@ -408,31 +408,36 @@ class EfficiencyViews(ProfileHost):
         sized, unsized, _left = self.efficiency_share(frame, step)
         return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")
 
-    def efficiency_lines(self, step: int | None = None) -> list[str]:
-        """The Overview's efficiency lines: GPU time by kernel category, and the average step's
-        model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
+    def efficiency_figures(self, step: int | None = None) -> dict[str, Any] | None:
+        """The Overview's efficiency figures as numbers (None where the trace has no GPU work):
+        GPU time by kernel category, and the average step's model FLOPs, achieved TFLOP/s and MFU
+        against the device's peak.  A figure that cannot be known is None, with the reason in
+        ``mfu_unknown`` or ``model_unknown``; :meth:`efficiency_lines` renders these words."""
         if not self.is_trace:
-            return []
-        from ..frames import fmt_us
-
-        lines = []
+            return None
         try:  # every figure below is a kept view: a re-opened trace reads them from the cache
             categories = self.categories(step).filter(pl.col("total_us") > 0)
         except ProfviewError:  # no GPU work
-            return []
-        shares = ", ".join(f"{c} {p:.1f}%" for c, p in categories.select("category", "pct").head(6).iter_rows())
-        more = f", … {categories.height - 6} more" if categories.height > 6 else ""
-        # issue 34: shares of the GPU events' summed time (the communication line's is of GPU busy time)
-        scope = "" if step is None else f" in step {step}"
-        lines.append(f"GPU time by category{scope} (of all GPU events' time): {shares}{more}")
+            return None
+        figures: dict[str, Any] = {
+            "step": step,
+            "categories": [
+                {"category": str(c), "total_us": float(t), "pct": float(p)}
+                for c, t, p in categories.select("category", "total_us", "pct").iter_rows()
+            ],
+            "model": None,
+            "model_unknown": None,
+        }
         try:
             modelled = self.efficiency()
             per_step = self.step_efficiency()
         except ProfviewError as exc:  # no shapes, or nothing modelled: say what is missing, in one line
-            return [*lines, f"model FLOPs: none — {exc.problem}"]
+            figures["model_unknown"] = exc.problem
+            return figures
         rows = per_step if step is None else per_step.filter(pl.col("step") == step)
         if rows.height == 0:
-            return lines
+            figures["model_unknown"] = "no step of the perf model's table" + ("" if step is None else f" is {step}")
+            return figures
         name, peak = self.device_peak()
         by_precision = (
             modelled.group_by("precision")
@@ -441,45 +446,112 @@ class EfficiencyViews(ProfileHost):
             .sort(["gflop", "precision"], descending=[True, False])
         )
         precision = str(by_precision["precision"][0]) if by_precision.height else None
-        tflop = _mean(rows["model_tflop"])
-        rate = step_rate(rows, self.steps())
-        # issue 34: each line says its scope (``per step 17 6.623 TFLOP`` read as one number)
         whole = step is None and rows.height == 1 and "step" in rows.columns and (rows["step"][0] or 0) < 0
-        what = (
-            f"in step {step}" if step is not None
-            else "in the whole trace (no steps)" if whole
-            else "per average step" if rows.height > 1 else "per step"
+        scope = (
+            "step" if step is not None else "whole_trace" if whole else "average_step" if rows.height > 1 else "step"
         )
-        line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
-        sized, unsized, _left = self.efficiency_share(modelled)
-        inferred = self.device_inference()
-        if peak is None or not peak.peak_tflops(precision):
-            line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
+        rate = step_rate(rows, self.steps())
+        known = rows["model_tflop"].drop_nulls().len() > 0  # no FLOPs known: unknown, not 0
+        sized, unsized, left = self.efficiency_share(modelled)
+        peak_tflops = float(peak.peak_tflops(precision)) if peak is not None and peak.peak_tflops(precision) else None
+        mfu: float | None = None
+        mfu_unknown: str | None = None
+        if peak_tflops is None:
+            mfu_unknown = f"no peak known for {name or 'this device'}: --peak-tflops sets one"
         elif unsized > sized:  # most work of unknown precision: no peak (the steps view: _mostly_unsized)
-            line += (
-                f" (no MFU: the sized rows, {_precision_mix(by_precision)}, hold {sized:.1f}% of GPU time; "
-                f"{unsized:.1f}% is unsized, of unknown precision)"
+            mfu_unknown = (
+                f"the sized rows, {_precision_mix(by_precision)}, hold {sized:.1f}% of GPU time; "
+                f"{unsized:.1f}% is unsized, of unknown precision"
             )
         else:
-            mfu = rate / float(peak.peak_tflops(precision) or 1.0) * 100
-            shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
-            line += f", MFU {shown}% of the {peak.name} {precision} peak {peak.peak_tflops(precision):g} TFLOP/s"
-            mix = _precision_mix(by_precision)
-            if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
-                line += f" (sized FLOPs: {mix})"
-            if inferred:
-                line += " (device inferred)"
-        lines.append(line)
-        if inferred and peak is not None:
-            lines.append(inferred)
-        # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
-        lines.append(f"efficiency {self.efficiency_share_text(modelled)}")
-        busy = _mean(rows["gpu_busy_us"])
-        lines.append(
-            f"GPU busy {what}: {fmt_us(busy)} (all GPU work in the {'trace' if whole else 'step'}, "
-            "launched before the window included)"
-        )
+            mfu = rate / peak_tflops * 100 if known else None
+            mfu_unknown = None if known else "no step's FLOPs are known"
+        total_gflop = float(by_precision["gflop"].sum() or 0.0)
+        figures["model"] = {
+            "scope": scope,
+            "steps": rows.height,
+            "model_tflops_per_step": _mean(rows["model_tflop"]) if known else None,
+            "model_tflops_per_s": rate if known else None,
+            "mfu_pct": mfu,
+            "mfu_unknown": mfu_unknown,
+            "device": name,
+            "peak_name": None if peak is None else peak.name,
+            "precision": precision,
+            "peak_tflops_per_s": peak_tflops,
+            "device_inferred": self.device_inference(),
+            "precision_mix": [
+                {"precision": str(p), "flop_pct": (g / total_gflop * 100) if total_gflop > 0 else None}
+                for p, g in by_precision.select("precision", "gflop").iter_rows()
+            ],
+            "precision_mix_text": _precision_mix(by_precision),
+            "sized_pct": sized,
+            "unsized_pct": unsized,
+            "unmodelled_pct": left,
+            "gpu_busy_us_per_step": _mean(rows["gpu_busy_us"]) if rows["gpu_busy_us"].drop_nulls().len() else None,
+        }
+        return figures
+
+    def efficiency_lines(self, step: int | None = None) -> list[str]:
+        """The Overview's efficiency lines: :meth:`efficiency_figures` in words."""
+        figures = self.efficiency_figures(step)
+        return [] if figures is None else efficiency_text(figures)
+
+
+def efficiency_text(figures: dict[str, Any]) -> list[str]:
+    """:meth:`EfficiencyViews.efficiency_figures` in words: GPU time by kernel category, and the
+    average step's model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why not)."""
+    from ..frames import fmt_us
+
+    step = figures["step"]
+    categories = figures["categories"]
+    shares = ", ".join(f"{c['category']} {c['pct']:.1f}%" for c in categories[:6])
+    more = f", … {len(categories) - 6} more" if len(categories) > 6 else ""
+    # issue 34: shares of the GPU events' summed time (the communication line's is of GPU busy time)
+    scope = "" if step is None else f" in step {step}"
+    lines = [f"GPU time by category{scope} (of all GPU events' time): {shares}{more}"]
+    model = figures["model"]
+    if model is None:
+        unknown = figures["model_unknown"]
+        if unknown and not unknown.startswith("no step of the perf model"):
+            lines.append(f"model FLOPs: none — {unknown}")
         return lines
+    # issue 34: each line says its scope (``per step 17 6.623 TFLOP`` read as one number)
+    whole = model["scope"] == "whole_trace"
+    what = (
+        f"in step {step}" if step is not None
+        else "in the whole trace (no steps)" if whole
+        else "per average step" if model["scope"] == "average_step" else "per step"
+    )
+    tflop, rate = model["model_tflops_per_step"] or 0.0, model["model_tflops_per_s"] or 0.0
+    line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
+    if model["peak_tflops_per_s"] is None:
+        line += f" ({model['mfu_unknown']})"
+    elif model["mfu_pct"] is None:
+        line += f" (no MFU: {model['mfu_unknown']})"
+    else:
+        mfu = model["mfu_pct"]
+        shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
+        peak = f"{model['peak_name']} {model['precision']} peak {model['peak_tflops_per_s']:g} TFLOP/s"
+        line += f", MFU {shown}% of the {peak}"
+        mix = model["precision_mix_text"]
+        if "%" in mix:  # several precisions carry sized FLOPs: the peak is the first one's
+            line += f" (sized FLOPs: {mix})"
+        if model["device_inferred"]:
+            line += " (device inferred)"
+    lines.append(line)
+    if model["device_inferred"] and model["peak_name"] is not None:
+        lines.append(model["device_inferred"])
+    # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
+    lines.append(
+        f"efficiency rows size {model['sized_pct']:.1f}% of GPU time, {model['unsized_pct']:.1f}% in rows without "
+        f"figures, {model['unmodelled_pct']:.1f}% in none"
+    )
+    lines.append(
+        f"GPU busy {what}: {fmt_us(model['gpu_busy_us_per_step'] or 0.0)} "
+        f"(all GPU work in the {'trace' if whole else 'step'}, "
+        "launched before the window included)"
+    )
+    return lines
 
 
 def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:

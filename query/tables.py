@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: A trace's tables, by export name, and what one row is.  ``launches`` is left out: it needs an
 #: operator or kernel to drill into (``profview export --view launches --op NAME``).
 TRACE_TABLES: dict[str, str] = {
-    "events": "one per trace event as parsed (every phase: X, i, s/f, M), none dropped",
+    "events": "one per trace event as parsed (every phase: X, i, s/f, M), none dropped; with its step and iteration",
     "kernels": "one per GPU kernel name (kernels only: memcpy and memset are in events)",
     "ops": "one per operator name and kind (host and device time, self and total)",
     "steps": "one per ProfilerStep (a trace without steps: one row, step -1, the whole trace)",
@@ -47,6 +47,7 @@ TRACE_TABLES: dict[str, str] = {
     "critical_path": "one per step: its critical path and what bounds it",
     "critical_path_events": "one per event on a step's critical path",
     "critical_path_names": "one per name: its time on the critical path",
+    "meta": "one per trace: the origin of every table's times (trace_origin_us, absolute as written)",
 }
 #: A job's own tables (``profview export JOB --view NAME``), by export name.
 JOB_TABLES: dict[str, str] = {
@@ -61,7 +62,8 @@ JOB_TABLES: dict[str, str] = {
 
 #: Units by column name: the exact names first, then the endings (what ``--tables`` prints).
 UNIT_NAMES: dict[str, str] = {
-    "ts": "µs", "dur": "µs", "bytes": "bytes", "shared_mem": "bytes", "occupancy": "%", "pct": "%",
+    "ts": "µs", "dur": "µs", "trace_origin_us": "µs", "trace_end_us": "µs",
+    "bytes": "bytes", "shared_mem": "bytes", "occupancy": "%", "pct": "%",
     "flops": "FLOP", "kernel_flop": "FLOP", "kernel_num_gb": "GB", "mem_bytes": "bytes", "mem_allocated": "bytes",
     "mem_reserved": "bytes", "gflops": "GFLOP per call", "kineto_gflops": "GFLOP per call",
     "data_mb": "MiB per call", "model_tflop": "TFLOP", "tb_s": "TB/s", "pct_of_roofline": "%",
@@ -122,12 +124,58 @@ def _labelled(frame: pl.DataFrame, trace: str, rank: int | None = None) -> pl.Da
     return frame.select(*front, pl.all().exclude("trace"))
 
 
+#: What the ``meta`` table says of the clock (docs/query.md, "One clock").
+CLOCK = (
+    "every *_us time of a table (start_us, end_us, ts_us) is µs from trace_origin_us; events.ts is "
+    "absolute as written, events.start_us = ts - trace_origin_us"
+)
+
+
+def _meta(profile: Profile) -> pl.DataFrame:
+    """One row: the trace's origin and end (absolute µs, as its events are written), its span,
+    and what the clock of each table is."""
+    if not profile.is_trace:
+        raise ProfviewError(profile.path, f"a {profile.format} has no timeline (only its tables)")
+    origin = float(profile.span_start)
+    end = float(profile.model.span_end)
+    return pl.DataFrame(
+        {"trace_origin_us": [origin], "trace_end_us": [end], "span_us": [end - origin], "clock": [CLOCK]},
+        schema={"trace_origin_us": pl.Float64, "trace_end_us": pl.Float64, "span_us": pl.Float64, "clock": pl.String},
+    )
+
+
+def _events(profile: Profile) -> pl.DataFrame:
+    """The events frame with ``start_us`` (µs from the trace's origin, the clock of every other
+    table), ``step`` and ``iteration`` (:mod:`profview.analysis.tables.event_scope`) after ``dur``."""
+    if profile.events is None:
+        raise ProfviewError(profile.path, f"a {profile.format} has no trace events (only its tables)")
+    from ..analysis.tables.event_scope import event_iterations, event_steps
+    from ..profiles.iteration_views import ROUNDING_US
+
+    events, model = profile.events, profile.model
+    try:
+        iterations = profile.iterations()
+    except ProfviewError:  # no iterations: every event's is null
+        iterations = pl.DataFrame()
+    added = [
+        (pl.col("ts").cast(pl.Float64) - float(profile.span_start)).alias("start_us"),
+        event_steps(events, model),
+        event_iterations(events, model, iterations, ROUNDING_US),
+    ]
+    framed = events.with_columns(added)
+    at = framed.columns.index("dur") + 1 if "dur" in framed.columns else len(events.columns)
+    rest = [c for c in events.columns]
+    order = [*rest[:at], "start_us", "step", "iteration", *rest[at:]]
+    return framed.select(order)
+
+
 def _trace_view(profile: Profile, name: str) -> pl.DataFrame:
-    """The frame ``profview export --view NAME`` writes (``events``: the events frame)."""
+    """The frame ``profview export --view NAME`` writes (``events``: the events frame, with its
+    step, iteration and time from the origin; ``meta``: the origin)."""
     if name == "events":
-        if profile.events is None:
-            raise ProfviewError(profile.path, f"a {profile.format} has no trace events (only its tables)")
-        return profile.events
+        return _events(profile)
+    if name == "meta":
+        return _meta(profile)
     from ..profiles.views import view_frame
 
     return view_frame(profile, name)

@@ -63,20 +63,40 @@ def _ordinal(n: int) -> str:
     return "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
 
 
-def straggler_line(job: Job) -> str:
-    """Which rank the others wait for, and why, in words (the line ``summary`` prints and the job
-    screen's header shows)."""
+def straggler_figures(job: Job) -> dict[str, object] | None:
+    """Which rank the others wait for, as numbers: the straggler ranks, the collectives it arrives
+    last at of those matched across ranks, its wait and the other ranks' mean wait (µs; None where
+    no rank is not a straggler); None where no collective matched across ranks."""
     stragglers = job.stragglers()
     if not stragglers:
-        return "straggler: none found (no collective matched across ranks)"
+        return None
     view = job.ranks_view()
     row = view.filter(pl.col("rank") == stragglers[0]).row(0, named=True)
     matched = job.collectives().filter(pl.col("ranks") > 1)["collective"].n_unique()
     others = as_float(view.filter(~pl.col("straggler"))["wait_us"].mean())
-    waits = f"; the other ranks wait {fmt_us(others)} on average" if others is not None else ""
+    return {
+        "ranks": [int(r) for r in stragglers],
+        "last_arrivals": int(row["last_arrivals"]),
+        "collectives_matched": int(matched),
+        "wait_us": as_float(row["wait_us"]),
+        "others_mean_wait_us": others,
+    }
+
+
+def straggler_line(job: Job, figures: dict[str, object] | None = None) -> str:
+    """Which rank the others wait for, and why, in words (the line ``summary`` prints and the job
+    screen's header shows): :func:`straggler_figures` (given, or read from ``job``) in words."""
+    found = figures if figures is not None else straggler_figures(job)
+    if found is None:
+        return "straggler: none found (no collective matched across ranks)"
+    others = found["others_mean_wait_us"]
+    waits = f"; the other ranks wait {fmt_us(others)} on average" if isinstance(others, float) else ""
+    ranks: list[int] = found["ranks"]  # type: ignore[assignment]
+    wait = found["wait_us"]
     return (
-        f"straggler: {ranks_phrase(stragglers)} (arrives last at {row['last_arrivals']} of {matched} "
-        f"collectives, waits least: {fmt_us(row['wait_us'] or 0.0)}{waits})"
+        f"straggler: {ranks_phrase(ranks)} (arrives last at {found['last_arrivals']} of "
+        f"{found['collectives_matched']} collectives, waits least: {fmt_us(wait if isinstance(wait, float) else 0.0)}"
+        f"{waits})"
     )
 
 
@@ -109,6 +129,9 @@ class JobSummaryFigures:
     lines: list[str]
     backends: list[str]
     straggler: str
+    straggler_figures: dict[str, object] | None
+    rank_count: int
+    world_size: int | None
     ranks: pl.DataFrame
     ranks_title: str
     collectives: pl.DataFrame
@@ -124,8 +147,10 @@ def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
     if not (lines and lines[0].startswith(count)):
         lines.insert(0, count)
     ranks, title = shown_ranks(job.ranks_view(), top)
+    straggler = straggler_figures(job)
     return JobSummaryFigures(
-        source=job.source, top=top, lines=lines, backends=backends, straggler=straggler_line(job), ranks=ranks,
+        source=job.source, top=top, lines=lines, backends=backends, straggler=straggler_line(job, straggler),
+        straggler_figures=straggler, rank_count=len(job.ranks), world_size=job.world_size, ranks=ranks,
         ranks_title=title, collectives=job.collective_instances().head(top), kernels=job.kernels().head(top),
     )
 
@@ -206,6 +231,9 @@ def job_summary_document(figures: JobSummaryFigures) -> dict[str, object]:
         "lines": figures.lines,
         "backends": figures.backends,
         "straggler": figures.straggler,
+        "rank_count": figures.rank_count,
+        "world_size": figures.world_size,
+        "straggler_figures": figures.straggler_figures,
         "top": figures.top,
         "ranks_title": figures.ranks_title,
         "ranks": json_rows(figures.ranks, [*RANK_COLUMNS, "straggler"]),

@@ -86,9 +86,10 @@ def _memory_lines(profile: Profile) -> list[str]:
         return []
 
 
-#: The version of ``summary --format json``'s document (docs/query.md): raised when a key changes
-#: meaning or goes; a new key does not raise it.
-SUMMARY_SCHEMA = "profview.summary/1"
+#: The version of ``summary --format json``'s document (docs/summary_json.md, its JSON Schema in
+#: docs/schemas/summary.schema.json): raised when a key changes meaning or goes; a new key does not
+#: raise it.
+SUMMARY_SCHEMA = "profview.summary/2"
 #: The columns of each table the summary shows (text and JSON alike), by its frame's column name.
 KERNEL_COLUMNS = {"name": "kernel", "calls": "calls", "total_us": "total", "mean_us": "mean", "pct": "share"}
 OP_COLUMNS = {
@@ -137,17 +138,24 @@ class SummaryFigures:
     kernels: pl.DataFrame | None = None
     ops: pl.DataFrame | None = None
     missing: dict[str, str] = field(default_factory=dict)
+    #: the figures of the lines as numbers (``summary --format json``): report/summary_numbers.py
+    numbers: dict[str, object] = field(default_factory=dict)
 
 
-def summary_figures(profile: Profile, top: int) -> SummaryFigures:
-    """The summary's figures: the overview and its lines, the steps, the top kernels and operators."""
+def summary_figures(profile: Profile, top: int, numbers: bool = False) -> SummaryFigures:
+    """The summary's figures: the overview and its lines, the steps, the top kernels and operators
+    (``numbers``: the lines' figures as typed numbers too, and each step's critical path, for the
+    JSON document; the text does not pay for them)."""
+    from ..profiles.efficiency_views import efficiency_text
+
     figures = SummaryFigures(path=profile.path, format=profile.format, top=top)
     if profile.is_trace:
         view = figures.overview = profile.overview()
         figures.rank = rank_line(view)
         figures.device_note = device_note(view)
         figures.communication = communication_lines(view)
-        figures.efficiency = profile.efficiency_lines()  # kernel categories, model FLOPs, MFU
+        efficiency = profile.efficiency_figures()  # kernel categories, model FLOPs, MFU
+        figures.efficiency = [] if efficiency is None else efficiency_text(efficiency)
         figures.graphs = profile.graph_lines()  # graph replays, attributed or why not
         figures.phases = profile.phase_lines()  # issue 31: serving and decode loops, per phase
         figures.memory = _memory_lines(profile)
@@ -168,7 +176,27 @@ def summary_figures(profile: Profile, top: int) -> SummaryFigures:
         # too (the ops view's order), so a replayed operator is not left out of the top
         figures.ops = with_graph_time(profile, profile.ops()).head(top)
     figures.missing = dict(profile.missing)
+    if numbers:
+        figures.numbers = summary_numbers(profile, figures, efficiency if profile.is_trace else None)
     return figures
+
+
+def summary_numbers(
+    profile: Profile, figures: SummaryFigures, efficiency: dict[str, object] | None
+) -> dict[str, object]:
+    """The typed blocks of the JSON document (each null where the trace has no such figures)."""
+    from . import summary_numbers as blocks
+
+    trace = profile.is_trace
+    return {
+        "communication": blocks.communication_block(figures.overview) if figures.overview is not None else None,
+        "categories": blocks.categories_block(efficiency),  # type: ignore[arg-type]
+        "efficiency": blocks.efficiency_block(efficiency),  # type: ignore[arg-type]
+        "graphs": blocks.graphs_block(profile.graph_summary()) if trace else None,
+        "phases": blocks.phases_block(profile),
+        "memory": blocks.memory_block(profile),
+        "critical_path": blocks.critical_path_block(profile),
+    }
 
 
 def print_summary(profile: Profile, top: int, console: Console | None = None, wide: bool = False) -> None:
@@ -250,11 +278,13 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
     if figures.outliers is not None:
         outliers = {"threshold_us": figures.outliers.threshold_us,
                     "steps": [{"step": s, "duration_us": d} for s, d in figures.outliers.steps]}
+    numbers = figures.numbers or dict.fromkeys(NUMBER_BLOCKS)
     return {
         "schema": SUMMARY_SCHEMA,
         "path": figures.path,
         "format": figures.format,
         "overview": overview,
+        **{name: numbers.get(name) for name in NUMBER_BLOCKS},
         "lines": {
             "rank": figures.rank,
             "device_note": figures.device_note,
@@ -276,6 +306,10 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
     }
 
 
+#: The typed blocks of the document, in its order (report/summary_numbers.py).
+NUMBER_BLOCKS = ("communication", "categories", "efficiency", "graphs", "phases", "memory", "critical_path")
+
+
 def dump_json(document: dict[str, object]) -> str:
     """A summary document as JSON text: ASCII (no byte of a trace's text can act on a terminal;
     control characters are ``\\u`` escapes), no NaN, indented, with a final newline."""
@@ -286,7 +320,7 @@ def dump_json(document: dict[str, object]) -> str:
 
 def print_summary_json(profile: Profile, top: int, stream: TextIO | None = None) -> None:
     """The summary as one JSON document on stdout."""
-    (stream or sys.stdout).write(dump_json(summary_document(summary_figures(profile, top))))
+    (stream or sys.stdout).write(dump_json(summary_document(summary_figures(profile, top, numbers=True))))
 
 
 @dataclass
