@@ -55,11 +55,21 @@ def make_folder(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
 
 
+def exact_path(path: str) -> str:
+    """A file name as text that names exactly its bytes: itself when it is valid UTF-8, else its
+    bytes in hex after a NUL (which no file name holds, so no two names meet)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes, held as surrogate escapes
+        return "\0bytes:" + os.fsencode(path).hex()
+    return path
+
+
 def identity(path: str) -> dict[str, Any]:
     """What makes a trace version unique (raises OSError if it cannot be looked at)."""
     stat = os.stat(path)
     return {
-        "path": os.path.abspath(path),
+        "path": exact_path(os.path.abspath(path)),
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
         # What no copy tool or `touch -r` restores: a trace rewritten in place with its size and

@@ -115,3 +115,171 @@ def test_55_medium_a_rule_is_parsed_in_linear_time() -> None:
             parse_rule('kernels["' + '"] "]' * size + '.total_us > +5% ]')
 
     assert_linear(parse, 2_000)
+
+
+def write_trace(path: Path, kernels: list[dict], *, steps: int = 1) -> Path:
+    """A trace of ``steps`` steps, each running ``kernels`` (KERNEL with the given fields) inside it."""
+    events = []
+    for step in range(steps):
+        start = step * 1_000
+        events.append({"name": f"ProfilerStep#{step}", "ph": "X", "cat": "user_annotation", "ts": start,
+                       "dur": 900, "pid": 1, "tid": 1})
+        events += [{**KERNEL, "ts": start + 1 + 10 * i, **fields} for i, fields in enumerate(kernels)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize("dur", [0, -5])
+@pytest.mark.parametrize(
+    "command", [["summary"], ["summary", "--format", "json"], ["diff", "{t}", "--summary"]],
+)
+def test_55_3_a_kernels_of_no_time_are_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dur: int, command: list[str]
+) -> None:
+    """A kernel with ``dur`` 0 or negative: the hint's share was 0/0 (None) compared with 40."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": dur}]))
+    args = [trace if a == "{t}" else a for a in command]
+    assert run_cli([args[0], trace, *args[1:], "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err
+    if "json" in command:
+        assert json.loads(captured.out)["kernels"][0]["pct"] is None  # 0 of 0: unknown, not 0
+
+
+def test_55_3_b_a_file_name_that_is_not_utf8_is_shown_escaped_and_keyed_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``r\\xff\\xfe.json``: the cache key's orjson refused the name (an internal error in 4 of 5
+    commands) and the gate's JSON was not valid UTF-8."""
+    import os
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    name = os.fsdecode(bytes(tmp_path) + b"/r\xff\xfe.json")
+    write_trace(Path(name), [{"dur": 4}])
+    other = write_trace(tmp_path / "r\xff.json".encode().decode(), [{"dur": 4}])  # the same text, other bytes
+    for args in (["summary", name], ["summary", name, "--format", "json"], ["query", name, "-q", "SELECT trace FROM kernels"],
+                 ["diff", name, str(other), "--fail-if", "kernels.total_us > +5%", "--format", "json"],
+                 ["diff", name, str(other), "--summary"]):
+        code = run_cli(args)
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "internal error" not in captured.err
+        captured.out.encode("utf-8")  # valid UTF-8: no lone surrogate
+        assert "r\\xff\\xfe.json" in captured.out.replace("\\\\", "\\")  # JSON doubles the backslash
+    from profview.store.keys import entry_path
+
+    assert entry_path(name) != entry_path(str(other))  # keyed by the bytes, not by the text shown
+
+
+def test_55_3_c_huge_finite_times_are_null_in_json_at_any_depth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Steps and timestamps near 1.7e308: their sums overflow to inf, and only the top level of
+    ``overview`` was nulled ("Out of range float values are not JSON compliant")."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"name": "ProfilerStep#1", "ph": "X", "cat": "user_annotation", "ts": 1.7e308, "dur": 1e308, "pid": 1, "tid": 1},
+        {**KERNEL, "ts": 1.7e308, "dur": 5},
+    ]}))
+    assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    document = json.loads(capsys.readouterr().out)  # strict: no NaN or Infinity
+    assert document["overview"]["average_step"]["duration"] is None
+
+
+def test_55_json_writer_property() -> None:
+    """The class: any nesting of any numbers and texts is written as JSON a strict reader takes,
+    ASCII only, every non-finite or out-of-int64 number null, every finite one kept, any depth."""
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.sanitize import json_text
+
+    leaves = st.one_of(
+        st.none(), st.booleans(), st.floats(), st.integers(min_value=-(2**80), max_value=2**80), st.text(),
+    )
+    documents = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4))
+
+    def expected(value: object) -> object:
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value if -(2**63) <= value < 2**63 else None
+        if isinstance(value, list):
+            return [expected(v) for v in value]
+        if isinstance(value, dict):
+            return {k: expected(v) for k, v in value.items()}
+        return value
+
+    @settings(max_examples=300, deadline=None)
+    @given(documents)
+    def check(document: object) -> None:
+        text = json_text(document)
+        assert text.isascii()
+        back = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+        if not any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(document, ensure_ascii=False, default=str)):
+            assert back == expected(document)
+
+    check()
+    deep: object = float("inf")
+    for _ in range(500):  # the walk is a loop: any depth the encoder writes
+        deep = [deep]
+    assert json_text(deep, indent=None) == "[" * 500 + "null" + "]" * 500 + "\n"
+
+
+HOSTILE = "gemm\x9b31m\x9d0;title\x07\u202eevil\u2066\ufffe\uffff\x1b[2J"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "github", "junit"])
+def test_55_5_gate_reports_carry_no_control_bidi_or_xml_forbidden_code_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """The gate's JSON wrote C1 controls (CSI, OSC) and bidi overrides from names raw; its JUnit
+    was not well-formed with U+FFFE/U+FFFF in a name (XML 1.0 forbids them)."""
+    from xml.etree import ElementTree as ET
+
+    from profview.sanitize import _UNSAFE
+
+    before = write_trace(tmp_path / f"b{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 10}], steps=4)
+    after = write_trace(tmp_path / f"a{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 30}], steps=4)
+    code = run_cli(["diff", str(before), str(after), "--fail-if", "kernels.total_us > +5%", "--format", fmt, "--no-cache"])
+    out = capsys.readouterr().out
+    assert code in (1, 3)
+    assert not _UNSAFE.search(out.replace("\n", "")), repr(out[:300])
+    if fmt == "json":
+        document = json.loads(out)
+        assert document["rules"][0]["results"][0]["name"] == HOSTILE  # exact, as an escape
+        assert out.isascii()
+    if fmt == "junit":
+        ET.fromstring(out.encode())  # well-formed
+
+
+def test_55_sanitiser_property() -> None:
+    """The class: any text through :func:`clean` is one line a terminal, XML 1.0 and UTF-8 take:
+    no C0/C1 control, bidi control, separator, noncharacter or lone surrogate is left."""
+    from xml.etree import ElementTree as ET
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.sanitize import clean
+
+    risky = st.sampled_from(["\x1b[31m", "\x9b", "\x9d", "\u202e", "\u2066", "\u2028", "\ufffe", "\uffff", "\udcff",
+                             "\ud800", "\U0010ffff", "\ufdd0", "\x00", "\x7f", "\t", "\r\n"])
+    texts = st.lists(st.one_of(st.text(), risky), max_size=8).map("".join)
+
+    @settings(max_examples=400, deadline=None)
+    @given(texts)
+    def check(text: str) -> None:
+        shown = clean(text)
+        shown.encode("utf-8")
+        assert "\n" not in shown and "\x1b" not in shown
+        for c in shown:
+            point = ord(c)
+            assert point >= 0x20 and not 0x7F <= point <= 0x9F, repr(shown)
+            assert point not in (0x2028, 0x2029, 0x061C, 0x200E, 0x200F) and not 0x202A <= point <= 0x202E
+            assert not 0x2066 <= point <= 0x2069 and not 0xFDD0 <= point <= 0xFDEF and (point & 0xFFFE) != 0xFFFE
+        element = ET.Element("t")
+        element.text = shown
+        assert ET.fromstring(ET.tostring(element)).text in (shown, None if not shown else shown)
+
+    check()
