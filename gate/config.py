@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ProfviewError
+from ..reads import note
 from .run import Accepted, parse_date
 
 KEYS = frozenset({"rules", "fdr", "min_share", "seed", "strict", "accept", "inconclusive"})
@@ -30,6 +31,7 @@ def read_gate_file(path: str) -> dict[str, Any]:
             import tomli as tomllib  # type: ignore[no-redef]
         except ImportError:
             raise ProfviewError(path, "reading a gate file needs Python 3.11 or the tomli package") from None
+    note(path)  # version-controlled: never a write's target (profview.reads)
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

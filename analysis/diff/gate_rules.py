@@ -24,8 +24,8 @@ import numpy as np
 import polars as pl
 
 from ...errors import ProfviewError
-from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, PHASE_METRICS
 from ..trace.name_rules import pattern_problem
+from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, PHASE_METRICS
 from .gate_stats import DRAWS, Tested, assess_change, benjamini_hochberg
 
 STEP_METRICS = (

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from scaling import assert_linear
-from support import KERNEL, run_cli
+from support import KERNEL, SAMPLES, run_cli
 
 from profview.analysis.diff.gate_rules import evaluate, parse_rule
 from profview.errors import ProfviewError
@@ -61,7 +61,9 @@ def test_55_1_c_the_matrix_is_the_pivot() -> None:
 
     from profview.analysis.diff.gate_rules import _matrices
 
-    frame = pl.DataFrame({"name": ["a", "a", "b", "a", "c"], "step": [3, 3, 3, 9, 1], "total_us": [1.0, 2.0, 5.0, 4.0, 7.0]})
+    frame = pl.DataFrame(
+        {"name": ["a", "a", "b", "a", "c"], "step": [3, 3, 3, 9, 1], "total_us": [1.0, 2.0, 5.0, 4.0, 7.0]}
+    )
     (matrix,) = _matrices([frame], ["b", "a", "z"], "total_us", 0.0)
     assert matrix.tolist() == [[0.0, 5.0, 0.0], [0.0, 3.0, 4.0], [0.0, 0.0, 0.0]]
     (medians,) = _matrices([frame], ["a"], "total_us", None)
@@ -84,7 +86,9 @@ def test_55_2_b_a_selector_over_long_names_is_linear() -> None:
     rule = parse_rule('kernels[".*gemm.*xmma"].total_us > +5%')
 
     def gate(size: int) -> None:
-        frame = pl.DataFrame({"name": ["gemm" * size + f"{i}" for i in range(20)], "step": [0] * 20, "total_us": [1.0] * 20})
+        frame = pl.DataFrame(
+            {"name": ["gemm" * size + f"{i}" for i in range(20)], "step": [0] * 20, "total_us": [1.0] * 20}
+        )
         assert evaluate(rule, [frame], [frame], draws=10).tests == []
 
     assert_linear(gate, 300)
@@ -112,7 +116,7 @@ def test_55_medium_a_rule_is_parsed_in_linear_time() -> None:
 
     def parse(size: int) -> None:
         with pytest.raises(ProfviewError):
-            parse_rule('kernels["' + '"] "]' * size + '.total_us > +5% ]')
+            parse_rule('kernels["' + '"] "]' * size + ".total_us > +5% ]")
 
     assert_linear(parse, 2_000)
 
@@ -122,8 +126,17 @@ def write_trace(path: Path, kernels: list[dict], *, steps: int = 1) -> Path:
     events = []
     for step in range(steps):
         start = step * 1_000
-        events.append({"name": f"ProfilerStep#{step}", "ph": "X", "cat": "user_annotation", "ts": start,
-                       "dur": 900, "pid": 1, "tid": 1})
+        events.append(
+            {
+                "name": f"ProfilerStep#{step}",
+                "ph": "X",
+                "cat": "user_annotation",
+                "ts": start,
+                "dur": 900,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
         events += [{**KERNEL, "ts": start + 1 + 10 * i, **fields} for i, fields in enumerate(kernels)]
     path.write_text(json.dumps({"traceEvents": events}))
     return path
@@ -131,7 +144,8 @@ def write_trace(path: Path, kernels: list[dict], *, steps: int = 1) -> Path:
 
 @pytest.mark.parametrize("dur", [0, -5])
 @pytest.mark.parametrize(
-    "command", [["summary"], ["summary", "--format", "json"], ["diff", "{t}", "--summary"]],
+    "command",
+    [["summary"], ["summary", "--format", "json"], ["diff", "{t}", "--summary"]],
 )
 def test_55_3_a_kernels_of_no_time_are_no_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], dur: int, command: list[str]
@@ -157,9 +171,13 @@ def test_55_3_b_a_file_name_that_is_not_utf8_is_shown_escaped_and_keyed_exactly(
     name = os.fsdecode(bytes(tmp_path) + b"/r\xff\xfe.json")
     write_trace(Path(name), [{"dur": 4}])
     other = write_trace(tmp_path / "r\xff.json".encode().decode(), [{"dur": 4}])  # the same text, other bytes
-    for args in (["summary", name], ["summary", name, "--format", "json"], ["query", name, "-q", "SELECT trace FROM kernels"],
-                 ["diff", name, str(other), "--fail-if", "kernels.total_us > +5%", "--format", "json"],
-                 ["diff", name, str(other), "--summary"]):
+    for args in (
+        ["summary", name],
+        ["summary", name, "--format", "json"],
+        ["query", name, "-q", "SELECT trace FROM kernels"],
+        ["diff", name, str(other), "--fail-if", "kernels.total_us > +5%", "--format", "json"],
+        ["diff", name, str(other), "--summary"],
+    ):
         code = run_cli(args)
         captured = capsys.readouterr()
         assert code == 0, captured.err
@@ -171,14 +189,30 @@ def test_55_3_b_a_file_name_that_is_not_utf8_is_shown_escaped_and_keyed_exactly(
     assert entry_path(name) != entry_path(str(other))  # keyed by the bytes, not by the text shown
 
 
-def test_55_3_c_huge_finite_times_are_null_in_json_at_any_depth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_55_3_c_huge_finite_times_are_null_in_json_at_any_depth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Steps and timestamps near 1.7e308: their sums overflow to inf, and only the top level of
     ``overview`` was nulled ("Out of range float values are not JSON compliant")."""
     path = tmp_path / "t.json"
-    path.write_text(json.dumps({"traceEvents": [
-        {"name": "ProfilerStep#1", "ph": "X", "cat": "user_annotation", "ts": 1.7e308, "dur": 1e308, "pid": 1, "tid": 1},
-        {**KERNEL, "ts": 1.7e308, "dur": 5},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "name": "ProfilerStep#1",
+                        "ph": "X",
+                        "cat": "user_annotation",
+                        "ts": 1.7e308,
+                        "dur": 1e308,
+                        "pid": 1,
+                        "tid": 1,
+                    },
+                    {**KERNEL, "ts": 1.7e308, "dur": 5},
+                ]
+            }
+        )
+    )
     assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
     document = json.loads(capsys.readouterr().out)  # strict: no NaN or Infinity
     assert document["overview"]["average_step"]["duration"] is None
@@ -195,9 +229,15 @@ def test_55_json_writer_property() -> None:
     from profview.sanitize import json_text
 
     leaves = st.one_of(
-        st.none(), st.booleans(), st.floats(), st.integers(min_value=-(2**80), max_value=2**80), st.text(),
+        st.none(),
+        st.booleans(),
+        st.floats(),
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.text(),
     )
-    documents = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4))
+    documents = st.recursive(
+        leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+    )
 
     def expected(value: object) -> object:
         if isinstance(value, float):
@@ -241,7 +281,9 @@ def test_55_5_gate_reports_carry_no_control_bidi_or_xml_forbidden_code_point(
 
     before = write_trace(tmp_path / f"b{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 10}], steps=4)
     after = write_trace(tmp_path / f"a{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 30}], steps=4)
-    code = run_cli(["diff", str(before), str(after), "--fail-if", "kernels.total_us > +5%", "--format", fmt, "--no-cache"])
+    code = run_cli(
+        ["diff", str(before), str(after), "--fail-if", "kernels.total_us > +5%", "--format", fmt, "--no-cache"]
+    )
     out = capsys.readouterr().out
     assert code in (1, 3)
     assert not _UNSAFE.search(out.replace("\n", "")), repr(out[:300])
@@ -263,8 +305,26 @@ def test_55_sanitiser_property() -> None:
 
     from profview.sanitize import clean
 
-    risky = st.sampled_from(["\x1b[31m", "\x9b", "\x9d", "\u202e", "\u2066", "\u2028", "\ufffe", "\uffff", "\udcff",
-                             "\ud800", "\U0010ffff", "\ufdd0", "\x00", "\x7f", "\t", "\r\n"])
+    risky = st.sampled_from(
+        [
+            "\x1b[31m",
+            "\x9b",
+            "\x9d",
+            "\u202e",
+            "\u2066",
+            "\u2028",
+            "\ufffe",
+            "\uffff",
+            "\udcff",
+            "\ud800",
+            "\U0010ffff",
+            "\ufdd0",
+            "\x00",
+            "\x7f",
+            "\t",
+            "\r\n",
+        ]
+    )
     texts = st.lists(st.one_of(st.text(), risky), max_size=8).map("".join)
 
     @settings(max_examples=400, deadline=None)
@@ -280,6 +340,146 @@ def test_55_sanitiser_property() -> None:
             assert not 0x2066 <= point <= 0x2069 and not 0xFDD0 <= point <= 0xFDEF and (point & 0xFFFE) != 0xFFFE
         element = ET.Element("t")
         element.text = shown
-        assert ET.fromstring(ET.tostring(element)).text in (shown, None if not shown else shown)
+        assert ET.fromstring(ET.tostring(element)).text in (shown, None)
 
     check()
+
+
+def capture_folder(tmp_path: Path) -> Path:
+    """A capture folder: one capture trace and the ``execution_details.json`` listing it."""
+    from graph_witness import read, write
+
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    write(folder / "bs_32.json", read(SAMPLES / "sglang_decode_capture_traces" / "bs_32_rank0.json.gz"))
+    (folder / "execution_details.json").write_text(json.dumps([{"file": "bs_32.json", "batch_size": 32}]))
+    return folder
+
+
+REPLAY = SAMPLES / "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz"
+
+
+@pytest.mark.parametrize("target", ["execution_details.json", "bs_32.json"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["query", str(REPLAY), "-q", "SELECT count(*) AS n FROM kernels"],
+        ["diff", str(REPLAY), str(REPLAY), "--view", "kernels"],
+    ],
+)
+def test_55_4_a_no_write_goes_over_a_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, command: list[str]
+) -> None:
+    """``query … -o caps/execution_details.json --force`` and ``diff … -o cap.json --force``
+    overwrote the ``--capture`` input (only traces were checked)."""
+    folder = capture_folder(tmp_path)
+    before = (folder / target).read_bytes()
+    code = run_cli([*command, "--capture", str(folder), "-o", str(folder / target), "--force", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refusing to overwrite" in err, err
+    assert (folder / target).read_bytes() == before
+
+
+def test_55_4_b_no_write_goes_over_the_gate_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``diff --gate gate.toml … -o gate.toml --force`` replaced the gate file with the report."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}], steps=2))
+    gate = tmp_path / "gate.toml"
+    gate.write_text('rules = ["kernels.total_us > +5%"]\n')
+    for fmt in ("json", "junit"):
+        code = run_cli(["diff", trace, trace, "--gate", str(gate), "--format", fmt, "-o", str(gate), "--force"])
+        err = capsys.readouterr().err
+        assert code == 2 and "refusing to overwrite" in err and str(gate) in err
+        assert gate.read_text() == 'rules = ["kernels.total_us > +5%"]\n'
+
+
+def test_55_no_input_is_an_output_property(tmp_path: Path) -> None:
+    """The class: any file a command noted as read (a trace, a capture folder's every file, a gate
+    file), reached by any name (itself, a hard link, a symlink, a relative path), is refused by the
+    one check every writer calls; any other file is not."""
+    import os
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview import reads
+    from profview.report.export import check_target
+
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    files = [folder / n for n in ("t.json", "gate.toml", "execution_details.json")]
+    for f in files:
+        f.write_text("x")
+    (tmp_path / "other.csv").write_text("y")
+    os.link(files[0], tmp_path / "hard.json")
+    (tmp_path / "soft.json").symlink_to(files[1])
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.sampled_from(["file", "folder"]),
+        st.integers(0, 2),
+        st.sampled_from(["self", "hard", "soft", "relative", "other"]),
+    )
+    def check(how: str, which: int, name: str) -> None:
+        reads.forget()
+        reads.note(files[which] if how == "file" else folder)
+        target = {
+            "self": str(files[which]),
+            "hard": str(tmp_path / "hard.json"),
+            "soft": str(tmp_path / "soft.json"),
+            "relative": os.path.relpath(files[which]),
+            "other": str(tmp_path / "other.csv"),
+        }[name]
+        refused = name in ("self", "relative") or (how == "folder" and name != "other")
+        refused = refused or (name == "hard" and which == 0) or (name == "soft" and which == 1)
+        try:
+            check_target(target, overwrite=True)
+        except ProfviewError as exc:
+            assert refused and "refusing to overwrite" in str(exc)
+        else:
+            assert not refused
+
+    try:
+        check()
+    finally:
+        reads.forget()
+
+
+def test_55_8_an_entry_written_by_other_code_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The key held ``__version__`` ("0.1.0" forever) and a format number a fix did not bump: a
+    trace first opened by an older build kept the older reader's events after the fix.  Now the
+    key holds a digest of the readers' and views' code: other code, another entry."""
+    from profview.store import keys
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["summary", trace]) == 0
+    first = keys.entry_path(trace)
+    assert (first / keys.META_FILE).is_file()
+    monkeypatch.setattr(keys, "code_digest", lambda root=keys.PACKAGE_ROOT: "0" * 32)  # a fixed reader
+    assert keys.entry_path(trace) != first
+    assert run_cli(["summary", trace]) == 0
+    assert (keys.entry_path(trace) / keys.META_FILE).is_file()
+
+
+def test_55_8_the_digest_covers_every_reader_and_view_and_follows_their_bytes(tmp_path: Path) -> None:
+    """Every module of the readers, frames, analysis, views, jobs and store is in the digest, and
+    changing one byte of any of them changes it (a copy of the package is edited, not this one)."""
+    import shutil
+
+    from profview.store import keys
+
+    package = keys.PACKAGE_ROOT
+    covered = {p.relative_to(package) for p in keys.code_files()}
+    for folder in ("parsers", "analysis", "profiles", "jobs", "store"):
+        assert {p.relative_to(package) for p in (package / folder).rglob("*.py")} <= covered
+    assert Path("frames.py") in covered
+    copy = tmp_path / "pkg"
+    for relative in covered:
+        (copy / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package / relative, copy / relative)
+    before = keys.code_digest.__wrapped__(copy)
+    reader = copy / "parsers" / "chrome_trace.py"
+    reader.write_text(reader.read_text() + "\n# a fix\n")
+    assert keys.code_digest.__wrapped__(copy) != before
