@@ -483,3 +483,29 @@ def test_55_8_the_digest_covers_every_reader_and_view_and_follows_their_bytes(tm
     reader = copy / "parsers" / "chrome_trace.py"
     reader.write_text(reader.read_text() + "\n# a fix\n")
     assert keys.code_digest.__wrapped__(copy) != before
+
+
+@pytest.mark.parametrize("kind", ["zero", "fifo", "folder", "big", "deep", "negative_seed"])
+def test_55_6_a_gate_file_is_read_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """``--gate /dev/zero`` read 2.1 GB and then blamed the trace; ``--gate FIFO`` with no writer
+    blocked until killed; a 100,000-deep gate file was a RecursionError; a negative seed an
+    internal error.  Each is one line naming the gate file, at once."""
+    import os
+
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    gate = tmp_path / "gate.toml"
+    if kind == "zero":
+        gate = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(gate)
+    elif kind == "folder":
+        gate = tmp_path
+    elif kind == "big":
+        gate.write_text('rules = ["kernels.total_us > +5%"]\n' + "#" * (2 << 20))
+    elif kind == "deep":
+        gate.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    else:
+        gate.write_text('seed = -1\nrules = ["kernels.total_us > +5%"]\n')
+    code = run_cli(["diff", trace, trace, "--gate", str(gate)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith(f"profview: error: {gate}: ") and "\n" not in err, err
