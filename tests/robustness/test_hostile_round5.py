@@ -509,3 +509,97 @@ def test_55_6_a_gate_file_is_read_bounded(tmp_path: Path, capsys: pytest.Capture
     code = run_cli(["diff", trace, trace, "--gate", str(gate)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith(f"profview: error: {gate}: ") and "\n" not in err, err
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM READ_PARQUET ('http://127.0.0.1:9/x.parquet')",
+        "WITH t AS (SELECT * FROM read_json('/etc/hostname')) SELECT * FROM t",
+        'SELECT * FROM "read_ipc"(\'/etc/passwd\')',
+    ],
+)
+def test_55_medium_sql_sees_profviews_tables_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str) -> None:
+    """Polars SQL's table functions read any local file or URL (``read_csv('/etc/passwd')`` passed
+    as a gate rule, exit 0)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["query", trace, "-q", sql, "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "profview's tables only" in err and "root:" not in err
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--no-cache"]) == 2
+    assert "profview's tables only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        (" UNION ALL ".join(["SELECT name FROM kernels"] * 1_000), "set operations"),
+        (" UNION ALL ".join(["SELECT name FROM kernels"] * 2_000), "set operations"),
+        ("SELECT " + "+".join(["1"] * 3_000) + " AS v FROM kernels", "operators"),
+        ("SELECT * FROM kernels WHERE " + " OR ".join(f"name = 'k{i}'" for i in range(5_000)), "operators"),
+        ("SELECT " + "(" * 500 + "1" + ")" * 500 + " AS v FROM kernels", "parentheses"),
+    ],
+)
+def test_55_9_a_query_past_the_plans_bounds_is_one_line(tmp_path: Path, sql: str, what: str) -> None:
+    """A 19 KB ``UNION ALL`` of 1,000 branches died by SIGSEGV after 5.8 GB (2,000: at once);
+    ``1+1+…`` of 3,000 terms took 28.5 s, an OR chain of 5,000 names past 60 s.  Run in a fresh
+    interpreter: a SIGSEGV would take the test run with it."""
+    import subprocess
+    import sys
+
+    trace = write_trace(tmp_path / "t.json", [{"dur": 4}])
+    done = subprocess.run(
+        [sys.executable, "-m", "profview", "query", str(trace), "-q", sql, "--no-cache"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr.startswith("profview: error: query too large to plan") and what in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_55_9_b_the_plans_bounds_are_checked_in_linear_time() -> None:
+    """The class: the check is one pass over the query, whatever its length or shape."""
+    from profview.query.engine import check_plan
+
+    def check(size: int) -> None:
+        with pytest.raises(ProfviewError):
+            check_plan("SELECT " + "+".join(["(1)"] * size) + " FROM kernels UNION ALL SELECT 1" * size)
+
+    assert_linear(check, 300)
+
+
+def test_55_9_c_within_the_bounds_a_query_answers() -> None:
+    """The bounds leave room for real queries: 64 branches, 256 operators."""
+    from profview.query.engine import run_sql
+
+    kernels = pl.DataFrame({"name": ["a", "b"], "x": [1, 2]})
+    union = " UNION ALL ".join(["SELECT x FROM kernels"] * 64)
+    assert run_sql({"kernels": kernels}, union).height == 128
+    chain = "SELECT " + "+".join(["x"] * 200) + " AS v FROM kernels"
+    assert run_sql({"kernels": kernels}, chain)["v"].to_list() == [200, 400]
+
+
+def test_55_medium_sigterm_ends_a_long_query_within_seconds(tmp_path: Path) -> None:
+    """``query`` ignored SIGTERM for 30 s in a cross join (Polars held the main thread): the query
+    runs on a worker thread now, and the main thread answers the signal."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    trace = write_trace(tmp_path / "t.json", [{"dur": 4}] * 300, steps=10)
+    sql = "SELECT count(*) AS n FROM events a CROSS JOIN events b CROSS JOIN events c CROSS JOIN events d"
+    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "profview", "query", str(trace), "-q", sql], stderr=subprocess.PIPE, text=True, env=env
+    )
+    time.sleep(8)  # started, tables built, the join running
+    assert process.poll() is None, process.stderr.read() if process.stderr else ""
+    process.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    try:
+        process.wait(timeout=20)
+    finally:
+        process.kill()
+    assert time.monotonic() - start < 10 and process.returncode == 143
