@@ -517,7 +517,7 @@ def test_55_6_a_gate_file_is_read_bounded(tmp_path: Path, capsys: pytest.Capture
         "SELECT * FROM read_csv('/etc/passwd')",
         "SELECT * FROM READ_PARQUET ('http://127.0.0.1:9/x.parquet')",
         "WITH t AS (SELECT * FROM read_json('/etc/hostname')) SELECT * FROM t",
-        'SELECT * FROM "read_ipc"(\'/etc/passwd\')',
+        "SELECT * FROM \"read_ipc\"('/etc/passwd')",
     ],
 )
 def test_55_medium_sql_sees_profviews_tables_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str) -> None:
@@ -551,7 +551,9 @@ def test_55_9_a_query_past_the_plans_bounds_is_one_line(tmp_path: Path, sql: str
     trace = write_trace(tmp_path / "t.json", [{"dur": 4}])
     done = subprocess.run(
         [sys.executable, "-m", "profview", "query", str(trace), "-q", sql, "--no-cache"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2, done.stderr[-500:]
     assert done.stderr.startswith("profview: error: query too large to plan") and what in done.stderr
@@ -603,3 +605,88 @@ def test_55_medium_sigterm_ends_a_long_query_within_seconds(tmp_path: Path) -> N
     finally:
         process.kill()
     assert time.monotonic() - start < 10 and process.returncode == 143
+
+
+@pytest.mark.parametrize(
+    ("op", "dims"),
+    [
+        ("aten::bmm", [["8", 1_000_000_000, 64, 64], ["8", 64, 64]]),
+        ("aten::_scaled_mm", [["4000000000", "64"], ["64", "4000000000"]]),
+        ("aten::_grouped_mm", [[2**62, "64"], ["64", 2**62]]),
+    ],
+)
+def test_55_10_text_dimensions_allocate_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], op: str, dims: list
+) -> None:
+    """A text dimension (``"8"``) passed as a count and stayed a text: a model multiplied it
+    (Python repeats a text: 1 GB for ``aten::bmm``, 3 GB, "out of memory" printed twice).  A
+    shape's dimensions are ints only now; the whole summary stays within 64 MiB of Python memory."""
+    import tracemalloc
+
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "name": op,
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "ts": 1,
+                        "dur": 10,
+                        "pid": 1,
+                        "tid": 1,
+                        "args": {"Input Dims": dims, "Input type": ["float", "float"]},
+                    },
+                    {**KERNEL, "ts": 2, "dur": 5, "args": {"stream": 7, "correlation": 1}},
+                    {
+                        "name": "cudaLaunchKernel",
+                        "ph": "X",
+                        "cat": "cuda_runtime",
+                        "ts": 2,
+                        "dur": 1,
+                        "pid": 1,
+                        "tid": 1,
+                        "args": {"correlation": 1},
+                    },
+                ]
+            }
+        )
+    )
+    tracemalloc.start()
+    try:
+        code = run_cli(["summary", str(path), "--no-cache"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0 and "error" not in capsys.readouterr().err
+    assert peak < 64 * 2**20, f"peaked at {peak / 2**20:.0f} MiB"
+
+
+def test_55_10_a_shape_holds_ints_only_property() -> None:
+    """The class: any ``Input Dims`` entry of texts, ints, floats and bools is no shape or a shape
+    of ints from 0 to 2^63 - 1 (a text, even of digits, is no dimension), of at most MAX_RANK dims."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.analysis.efficiency.op_args import checked_shape
+    from profview.frames import MAX_RANK
+
+    dims = st.one_of(
+        st.integers(-(2**70), 2**70),
+        st.text(max_size=25),
+        st.floats(),
+        st.booleans(),
+        st.from_regex(r"\A[0-9]{1,20}\Z"),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(dims, max_size=MAX_RANK + 2))
+    def check(entry: list) -> None:
+        shape = checked_shape(entry)
+        if shape is not None:
+            assert len(shape) <= MAX_RANK
+            assert all(type(d) is int and 0 <= d < 2**63 for d in shape)
+            assert shape == entry
+
+    check()
