@@ -64,9 +64,8 @@ def check_plan(sql: str) -> None:
             depth += 1
             deepest = max(deepest, depth)
             if _TABLE_FUNCTION.match(previous):
-                raise ProfviewError(
-                    None, f"bad query: {previous}() reads files; a query sees profview's tables only (--tables lists them)"
-                )
+                why = "reads files; a query sees profview's tables only (--tables lists them)"
+                raise ProfviewError(None, f"bad query: {previous}() {why}")
         elif kind == "close":
             depth -= 1
         elif kind == "op":
