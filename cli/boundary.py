@@ -56,6 +56,9 @@ def _end_children() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line; worker
     processes are joined before it returns or exits, whatever the outcome."""
+    from ..reads import forget
+
+    forget()  # each command's inputs are its own (a process may run several: the tests do)
     try:
         _main(argv)
     finally:

@@ -193,6 +193,9 @@ def diff(
 
         export_format(out)
         if out != "-":  # said before the work, not after it
+            from ..reads import note as note_input
+
+            note_input(before, after, *(capture or []))
             check_target(out, inputs=(before, after), overwrite=force)
     comparison = load_comparison(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,

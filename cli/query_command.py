@@ -61,6 +61,9 @@ def query(
     if out is not None:
         export_format(out)
     if out not in (None, "-"):  # an output that cannot be written is said before the work, not after it
+        from ..reads import note
+
+        note(*paths, *(capture or []))
         check_target(out, inputs=tuple(paths), overwrite=force)
     jobs = [p for p in paths if is_job([p])]
     if capture and (jobs or len(paths) > 1):

@@ -13,12 +13,56 @@ Unknown keys are refused (a misspelt ``min_shares`` would silently gate nothing)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import ProfviewError
+from ..reads import note
 from .run import Accepted, parse_date
 
 KEYS = frozenset({"rules", "fdr", "min_share", "seed", "strict", "accept", "inconclusive"})
+
+
+#: The largest gate file read (a gate file is a few rules; a device or a runaway file is not one).
+MAX_GATE_BYTES = 1 << 20
+
+
+def _gate_text(path: str) -> str:
+    """The text of a gate file: a regular file of at most :data:`MAX_GATE_BYTES`, opened without
+    waiting (a FIFO with no writer, ``/dev/zero`` and a folder are refused at once, by what they are)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ProfviewError(path, f"cannot read ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a named pipe" if stat.S_ISFIFO(mode) else ("a folder" if stat.S_ISDIR(mode) else "a device")
+        raise ProfviewError(path, f"is {what}, not a gate file (a TOML file)")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read(MAX_GATE_BYTES + 1)
+        except OSError as exc:
+            raise ProfviewError(path, f"cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_GATE_BYTES:
+        raise ProfviewError(path, f"larger than {MAX_GATE_BYTES // 2**20} MiB: not a gate file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfviewError(path, f"not a valid TOML gate file (not UTF-8: {exc.reason} at byte {exc.start})") from None
+
+
+def _parse(path: str, tomllib: Any) -> dict[str, Any]:
+    text = _gate_text(path)
+    try:
+        return dict(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfviewError(path, f"not a valid TOML gate file ({exc})") from None
+    except RecursionError:
+        raise ProfviewError(path, "not a gate file: TOML nested deeper than profview reads") from None
 
 
 def read_gate_file(path: str) -> dict[str, Any]:
@@ -30,13 +74,8 @@ def read_gate_file(path: str) -> dict[str, Any]:
             import tomli as tomllib  # type: ignore[no-redef]
         except ImportError:
             raise ProfviewError(path, "reading a gate file needs Python 3.11 or the tomli package") from None
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise ProfviewError(path, f"cannot read ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ProfviewError(path, f"not a valid TOML gate file ({exc})") from None
+    note(path)  # version-controlled: never a write's target (profview.reads)
+    data = _parse(path, tomllib)
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise ProfviewError(path, f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
@@ -48,6 +87,8 @@ def read_gate_file(path: str) -> dict[str, Any]:
         if key in data:
             if not isinstance(data[key], kind) or isinstance(data[key], bool) is not (kind is bool):
                 raise ProfviewError(path, f"{key} has the wrong type ({type(data[key]).__name__})")
+            if key != "strict" and (data[key] < 0 or not math.isfinite(data[key])):
+                raise ProfviewError(path, f"{key} must be a finite number of 0 or more, not {data[key]}")
             settings[key] = data[key]
     if "inconclusive" in data:
         if data["inconclusive"] not in ("pass", "fail"):

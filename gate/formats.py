@@ -2,17 +2,17 @@
 with a ``schema`` version), ``markdown`` (a job summary or a PR comment), ``github`` (workflow
 commands: an ``::error`` per regression), ``junit`` (a ``<testcase>`` per rule, a ``<failure>``
 for each failed one).  Every name from a trace passes :func:`profview.sanitize.clean` (JSON keeps
-the names as they are, escaped by the encoder)."""
+the names exact, written by the one JSON writer, :func:`profview.sanitize.json_text`: ASCII, every
+other code point an escape, no NaN or huge number)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 from xml.etree import ElementTree as ET
 
 from ..analysis.diff.gate_rules import Finding, RuleResult
-from ..sanitize import clean
+from ..sanitize import clean, json_text
 from .run import GateResult
 
 FORMATS = ("text", "json", "markdown", "github", "junit")
@@ -206,5 +206,5 @@ def to_junit(gate: GateResult) -> str:
 def render(gate: GateResult, fmt: str) -> str:
     """``gate`` in ``fmt`` (one of :data:`FORMATS`)."""
     if fmt == "json":
-        return json.dumps(to_json(gate), indent=2, ensure_ascii=False) + "\n"
+        return json_text(to_json(gate))
     return {"text": to_text, "markdown": to_markdown, "github": to_github, "junit": to_junit}[fmt](gate)

@@ -22,6 +22,7 @@ import polars as pl
 
 from ..errors import ProfviewError
 from ..frames import count_of
+from ..reads import note
 
 if TYPE_CHECKING:
     from ..analysis.graphs.attribution import GraphFrames
@@ -552,6 +553,7 @@ def capture_error(path: str | None, problem: str) -> ProfviewError:
 def _capture_files(path: str) -> list[tuple[str, int | None]]:
     """The capture traces ``path`` names: itself, or a folder's (those its ``execution_details.json``
     lists, with their batch sizes; else every trace file in it)."""
+    note(path)  # the capture, and a folder's every file, are inputs: never a write's target
     if not os.path.isdir(path):
         return [(path, None)]
     details = os.path.join(path, EXECUTION_DETAILS)

@@ -12,6 +12,7 @@ from ..collector import resume_after_read
 from ..errors import ProfviewError
 from ..parsers.schema import EVENT_SCHEMA
 from ..parsers.source import BASE_MEMORY, LONG_NAME_COPIES, check_memory, long_name_bytes
+from ..reads import note
 from ..store import trace_cache as cache
 from .trace_profile import Profile
 
@@ -63,6 +64,7 @@ def _load(
 ) -> Profile:
     """:func:`load`'s work."""
     name = os.fspath(path)
+    note(name)  # an input: never a write's target (profview.reads)
     if comm_pattern is not None:
         check_pattern(name, comm_pattern)
     if use_cache and os.path.isfile(name):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import ProfviewError
+from ..sanitize import utf8_text
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
@@ -118,7 +119,7 @@ class Tables(Mapping[str, pl.DataFrame]):
 
 def _labelled(frame: pl.DataFrame, trace: str, rank: int | None = None) -> pl.DataFrame:
     """``frame`` with ``trace`` first (and ``rank`` after it, where given and not there already)."""
-    front = [pl.lit(trace, dtype=pl.String).alias("trace")]
+    front = [pl.lit(utf8_text(trace), dtype=pl.String).alias("trace")]  # a file name's odd bytes as \xNN
     if rank is not None and "rank" not in frame.columns:
         front.append(pl.lit(rank, dtype=pl.Int64).alias("rank"))
     return frame.select(*front, pl.all().exclude("trace"))

@@ -150,9 +150,15 @@ def _write_atomically(path: Path, target: str, write: Callable[[BinaryIO], objec
 def check_target(target: str, *, inputs: tuple[str, ...] = (), overwrite: bool = True) -> Path:
     """The path ``target`` will be written to, or a one-line error (before any work is done).
 
-    Refuses every input (a job's traces and archives too; hard links and symlinks to one
-    included), a directory, a missing folder, and an existing file without ``overwrite``.
+    Refuses every input (``inputs``, and every file this process read or will read, as noted in
+    :mod:`profview.reads`: traces, a job's traces and archives, captures, gate files; hard links
+    and symlinks to one included), a directory, a missing folder, and an existing file without
+    ``overwrite``.
     """
+    from ..reads import noted
+
+    given = len(inputs)
+    inputs = (*inputs, *noted())
     path = Path(target).expanduser()
     if path.is_symlink():
         # A link is followed, never replaced by a file: with --force the file it points to is
@@ -161,13 +167,14 @@ def check_target(target: str, *, inputs: tuple[str, ...] = (), overwrite: bool =
             raise ProfviewError(target, "is a symbolic link (use --force to write the file it points to)")
         path = Path(os.path.realpath(path))
     if path.exists():
-        for source in inputs:
+        for index, source in enumerate(inputs):
             try:
                 same = os.path.samefile(path, source)
             except OSError:
                 same = False
             if same:
-                raise ProfviewError(target, "refusing to overwrite the input profile")
+                what = "the input profile" if index < given else f"an input of this command ({clean(source)})"
+                raise ProfviewError(target, f"refusing to overwrite {what}")
     if path.is_dir():
         raise ProfviewError(target, "is a directory")
     if path.exists() and path.is_file() and not overwrite:

@@ -311,11 +311,11 @@ NUMBER_BLOCKS = ("communication", "categories", "efficiency", "graphs", "phases"
 
 
 def dump_json(document: dict[str, object]) -> str:
-    """A summary document as JSON text: ASCII (no byte of a trace's text can act on a terminal;
-    control characters are ``\\u`` escapes), no NaN, indented, with a final newline."""
-    import json
+    """A summary document as JSON text, by the one JSON writer (:func:`profview.sanitize.json_text`):
+    ASCII, no NaN or huge number at any depth (``null``), indented, with a final newline."""
+    from ..sanitize import json_text
 
-    return json.dumps(document, ensure_ascii=True, allow_nan=False, default=str, indent=2) + "\n"
+    return json_text(document)
 
 
 def print_summary_json(profile: Profile, top: int, stream: TextIO | None = None) -> None:

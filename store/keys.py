@@ -7,6 +7,7 @@ imports Polars (see :mod:`profview.profiles.prefetch`).
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -32,6 +33,57 @@ from .. import __version__
 #: efficiency without an MFU where unsized rows hold more time, critical_path_names' (between events).
 CACHE_FORMAT = 17
 META_FILE = "meta.json"
+#: The code whose output the cache holds: the readers, the frames, the analysis, the views and
+#: jobs built from them, and the store's own formats (every ``.py`` below these, and the compiled
+#: modules).  An entry's key holds a digest of it, so an entry written by other code (a fix that
+#: forgot to bump :data:`CACHE_FORMAT`, an edited checkout) is never read.
+CODE_FOLDERS = ("parsers", "analysis", "profiles", "jobs", "store")
+CODE_FILES = ("frames.py", "sanitize.py")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_files(root: Path = PACKAGE_ROOT) -> list[Path]:
+    """The files :func:`code_digest` covers, in a stable order."""
+    found = [root / name for name in CODE_FILES]
+    for folder in CODE_FOLDERS:
+        found += sorted((root / folder).rglob("*.py"))
+    found += sorted(root.glob("_*.so")) + sorted(root.glob("_*.pyd"))
+    return [path for path in found if path.is_file()]
+
+
+@functools.cache
+def code_digest(root: Path = PACKAGE_ROOT) -> str:
+    """A digest of the source (and compiled modules) that compute what the cache holds: each
+    file's name relative to the package and its bytes.  Hashing them (about 1.3 MB) is done once
+    per version of the files: the digest is kept beside the cache entries under a name made of
+    the files' names, sizes, modification times and inodes (a stat each), and read from there
+    (16 bytes per version of the code)."""
+    files = code_files(root)
+    signature = hashlib.sha256()
+    for path in files:
+        info = path.stat()
+        signature.update(f"{path.relative_to(root)}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\0".encode())
+    memo = cache_root() / f"code-{signature.hexdigest()[:32]}.digest"  # a file: no entry's name
+    try:
+        known = memo.read_text()
+        if len(known) == 32:
+            return known
+    except OSError:
+        pass
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    value = digest.hexdigest()[:32]
+    try:
+        make_folder(memo.parent)
+        staged = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+        staged.write_text(value)
+        os.replace(staged, memo)
+    except OSError:
+        pass  # not kept: computed again next time
+    return value
 
 
 def cache_root() -> Path:
@@ -55,11 +107,21 @@ def make_folder(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
 
 
+def exact_path(path: str) -> str:
+    """A file name as text that names exactly its bytes: itself when it is valid UTF-8, else its
+    bytes in hex after a NUL (which no file name holds, so no two names meet)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes, held as surrogate escapes
+        return "\0bytes:" + os.fsencode(path).hex()
+    return path
+
+
 def identity(path: str) -> dict[str, Any]:
     """What makes a trace version unique (raises OSError if it cannot be looked at)."""
     stat = os.stat(path)
     return {
-        "path": os.path.abspath(path),
+        "path": exact_path(os.path.abspath(path)),
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
         # What no copy tool or `touch -r` restores: a trace rewritten in place with its size and
@@ -68,6 +130,7 @@ def identity(path: str) -> dict[str, Any]:
         "inode": stat.st_ino,
         "version": __version__,
         "format": CACHE_FORMAT,
+        "code": code_digest(),
     }
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from ...errors import ProfviewError
+from ..trace.name_rules import pattern_problem
 from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, PHASE_METRICS
 from .gate_stats import DRAWS, Tested, assess_change, benjamini_hochberg
 
@@ -53,13 +54,10 @@ _UNITS: dict[str, tuple[str, float]] = {
     "b": ("bytes", 1.0), "kb": ("bytes", 1e3), "mb": ("bytes", 1e6), "gb": ("bytes", 1e9),
     "kib": ("bytes", 2.0**10), "mib": ("bytes", 2.0**20), "gib": ("bytes", 2.0**30),
 }
-_RULE = re.compile(
-    r"""^\s*(?P<view>[A-Za-z_][A-Za-z0-9_]*)\s*
-    (?:\[\s*(?P<quote>["'])(?P<selector>.*)(?P=quote)\s*\])?\s*
-    \.\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*
-    (?P<op>>=|<=|>|<)\s*(?P<threshold>\S+)\s*$""",
-    re.VERBOSE,
-)
+_VIEW = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+#: What follows a rule's view (and selector): linear to match, as it has no nested repetition.
+_TAIL = re.compile(r"\s*\.\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>>=|<=|>|<)\s*(?P<threshold>\S+)\s*")
+_EXPECTED = 'expected VIEW[SELECTOR].METRIC OP THRESHOLD, e.g. kernels["gemm"].total_us > +5%'
 _SQL_TAIL = re.compile(r"(?P<op>>=|<=|>|<)\s*(?P<threshold>[+-]?[0-9.]+[A-Za-z%]*)\s*$")
 _THRESHOLD = re.compile(r"^(?P<sign>[+-])?(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>[A-Za-z%]*)$")
 
@@ -80,7 +78,7 @@ class Rule:
 
 
 def _bad(text: str, token: str, why: str) -> ProfviewError:
-    return ProfviewError(None, f"bad rule {text!r}: {why} ({token!r})")
+    return ProfviewError(None, f"bad rule {_short(text, 120)!r}: {why} ({_short(token)!r})")
 
 
 def parse_threshold(text: str, token: str, metric: str) -> tuple[float, str]:
@@ -122,25 +120,47 @@ def parse_rule(text: str) -> Rule:
             raise _bad(text, "sql:", "an empty query")
         value, kind = parse_threshold(text, tail["threshold"], "value")
         return Rule(stripped, "sql", None, "value", tail["op"], value, kind, sql=query)
-    found = _RULE.match(stripped)
-    if found is None:
-        token = stripped.split()[0] if stripped.split() else text
-        if not re.search(r"(>=|<=|>|<)", stripped):
-            token = stripped.split()[-1] if stripped.split() else text
-        raise _bad(text, token, 'expected VIEW[SELECTOR].METRIC OP THRESHOLD, e.g. kernels["gemm"].total_us > +5%')
-    view, metric = found["view"], found["metric"]
+    view, selector, found = _split_rule(text, stripped)
+    metric = found["metric"]
     if view not in VIEWS:
         raise _bad(text, view, f"unknown view (views: {', '.join(VIEWS)}, sql:)")
     if metric not in VIEWS[view]:
         raise _bad(text, metric, f"{view} has no metric of that name (metrics: {', '.join(VIEWS[view])})")
-    selector = found["selector"]
     if selector is not None:
-        try:
-            re.compile(selector)
-        except re.error as exc:
-            raise _bad(text, selector, f"not a regular expression: {exc}") from None
+        problem = pattern_problem(selector)  # Polars' engine runs it, so Polars' engine checks it
+        if problem is not None:
+            raise _bad(text, _short(selector), f"not a regular expression the engine can run: {problem}")
     value, kind = parse_threshold(text, found["threshold"], metric)
     return Rule(stripped, view, selector, metric, found["op"], value, kind)
+
+
+def _short(token: str, most: int = 60) -> str:
+    return token if len(token) <= most else token[: most - 1] + "…"
+
+
+def _split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str]]:
+    """A rule's view, selector and the match of the rest (metric, operator, threshold), read left
+    to right in time linear in the rule: the selector runs from its opening quote to the same
+    quote before the rule's last ``]`` (a threshold or metric never holds one)."""
+    head = _VIEW.match(stripped)
+    if head is None:
+        raise _bad(text, _short(stripped.split()[0] if stripped.split() else text), _EXPECTED)
+    view, position, selector = head.group(1), head.end(), None
+    if stripped.startswith("[", position):
+        close = stripped.rfind("]")
+        inner = stripped[position + 1 : close].strip() if close > position else ""
+        if len(inner) < 2 or inner[0] not in "\"'" or inner[-1] != inner[0]:
+            raise _bad(text, _short(stripped[position:close + 1] or stripped[position:]),
+                       'a selector is a quoted regex in brackets, e.g. kernels["gemm"]')
+        selector, position = inner[1:-1], close + 1
+    found = _TAIL.fullmatch(stripped, position)
+    if found is None:
+        rest = stripped[position:].split()
+        token = rest[0] if rest else stripped.split()[-1]
+        if not re.search(r"(>=|<=|>|<)", stripped[position:]):
+            token = rest[-1] if rest else stripped.split()[-1]
+        raise _bad(text, _short(token), _EXPECTED)
+    return view, selector, found
 
 
 @dataclass
@@ -175,20 +195,25 @@ def _matrices(
     captures: list[pl.DataFrame], names: list[str], metric: str, fill: float | None
 ) -> list[np.ndarray]:
     """Per capture: ``names × steps`` of ``metric`` (a missing name/step: ``fill``; None: the
-    name's own median in that capture, so it neither adds nor moves the median)."""
+    name's own median in that capture, so it neither adds nor moves the median).  Built by one
+    group-by and one scatter per capture: linear in names × steps, never a column at a time."""
+    index = pl.DataFrame({"name": names}, schema={"name": pl.String}).with_row_index("_row")
     out = []
     for frame in captures:
-        steps = sorted(frame["step"].unique().to_list())
-        if not steps:
-            steps = [0]
-        wide = (
-            pl.DataFrame({"name": names})
-            .join(frame.select("name", "step", metric).filter(pl.col(metric).is_not_null()), on="name", how="left")
-            .pivot(on="step", index="name", values=metric, aggregate_function="sum")
+        steps = frame["step"].drop_nulls().unique().sort().to_numpy()
+        if not len(steps):
+            steps = np.zeros(1, dtype=np.int64)
+        cells = (
+            frame.select(pl.col("name").cast(pl.String), "step", metric)
+            .filter(pl.col(metric).is_not_null() & pl.col("step").is_not_null())
+            .join(index, on="name", how="inner")
+            .group_by("_row", "step")
+            .agg(pl.col(metric).cast(pl.Float64).sum())
         )
-        columns = [str(s) for s in steps]
-        wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in columns if c not in wide.columns)
-        matrix = wide.select(columns).to_numpy().astype(np.float64)
+        matrix = np.full((len(names), len(steps)), np.nan, dtype=np.float64)
+        if cells.height:
+            columns = np.searchsorted(steps, cells["step"].to_numpy())
+            matrix[cells["_row"].to_numpy(), columns] = cells[metric].to_numpy()
         if fill is not None:
             matrix = np.nan_to_num(matrix, nan=fill)
         else:
@@ -213,10 +238,8 @@ def evaluate(
         totals: dict[str, float] = {}
         for frame in frames:
             rows = frame.filter(pl.col(metric).is_not_null())
-            if rule.selector is not None:
-                pattern = re.compile(rule.selector)
-                chosen = [n for n in rows["name"].unique().to_list() if pattern.search(n)]
-                rows = rows.filter(pl.col("name").is_in(chosen))
+            if rule.selector is not None:  # Polars' engine: linear in the names, whatever the pattern
+                rows = rows.filter(pl.col("name").cast(pl.String).str.contains(rule.selector))
             weight = VIEWS[rule.view][0] if rule.view in ADDITIVE else metric
             for name, total in rows.group_by("name").agg(pl.col(weight).sum()).iter_rows():
                 totals[name] = totals.get(name, 0.0) + float(total or 0.0)
@@ -231,8 +254,10 @@ def evaluate(
         names = sorted(set(names_before) | set(names_after)) if additive_abs else sorted(both)
         result.one_side = [] if additive_abs else sorted(set(names_before) ^ set(names_after))
     if rule.view in ADDITIVE and min_share > 0:
+        wholes = {id(names_before): sum(names_before.values()), id(names_after): sum(names_after.values())}
+
         def share(totals: dict[str, float], name: str) -> float:
-            whole = sum(totals.values())
+            whole = wholes[id(totals)]  # each side's whole summed once, not once per name
             return totals.get(name, 0.0) / whole * 100 if whole > 0 else 0.0
 
         kept = [n for n in names if max(share(names_before, n), share(names_after, n)) >= min_share]

@@ -87,7 +87,7 @@ class Call:
 
 def checked_shape(entry: Any) -> Any:
     """One ``Input Dims`` entry as the models may read it: a shape whose every dimension is a count
-    (:func:`~profview.frames.count_of`: an int from 0 to 2^63 - 1; never a text, a bool or a float)
+    (an int from 0 to 2^63 - 1, :func:`~profview.frames.count_of`; never a text, a bool or a float)
     and of at most :data:`~profview.frames.MAX_RANK` dimensions, or a list of such shapes (a tensor
     list); anything else that is a list is no shape (None).  Checked once, here, so no model
     multiplies a text (Python would repeat it) or works through 80,000 huge dimensions."""
@@ -98,7 +98,10 @@ def checked_shape(entry: Any) -> Any:
     if all(isinstance(d, list) for d in entry) and entry:
         shapes = [checked_shape(d) for d in entry]
         return shapes if all(s is not None for s in shapes) else None
-    if len(entry) > MAX_RANK or any(count_of(d) is None for d in entry):
+    if len(entry) > MAX_RANK:
+        return None
+    # A dimension is an int (a text such as "8" is no dimension: a model would repeat the text).
+    if any(not isinstance(d, int) or isinstance(d, bool) or count_of(d) is None for d in entry):
         return None
     return entry
 

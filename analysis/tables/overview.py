@@ -152,7 +152,7 @@ def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = 
         out.append("No GPU work was recorded in this trace (CPU-only profile, or activities off).")
     if kernels.height:
         top = kernels.row(0, named=True)
-        if top["pct"] > 40:
+        if top["pct"] is not None and top["pct"] > 40:  # unknown (no kernel time at all): no hint
             out.append(f"One kernel takes {top['pct']:.0f}% of kernel time: {top['name'][:80]}")
     return out
 

@@ -1,0 +1,692 @@
+"""Hostile input, fifth round (issue 55): the gate, SQL and JSON surfaces, and the cache across
+versions.  Each test re-makes its input, names the item it checks (``test_55_<item>_``;
+``medium``/``low`` for the others) and fails on the code before its fix.
+
+Linearity is shown by ratios (the work at two sizes, :mod:`scaling`), never by a time limit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from scaling import assert_linear
+from support import KERNEL, SAMPLES, run_cli
+
+from profview.analysis.diff.gate_rules import evaluate, parse_rule
+from profview.errors import ProfviewError
+
+
+def kernel_samples(names: int, steps: int) -> pl.DataFrame:
+    """The gate's kernel samples of ``names`` kernels over ``steps`` steps (each name in each step)."""
+    return pl.DataFrame(
+        {
+            "name": [f"k{i}" for _ in range(steps) for i in range(names)],
+            "step": [s for s in range(steps) for _ in range(names)],
+            "total_us": [float(1 + i % 7) for _ in range(steps) for i in range(names)],
+        }
+    )
+
+
+def test_55_1_a_min_share_over_many_names_is_linear() -> None:
+    """``min_share`` summed every name's total once per name: 64k names took 44 s."""
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def gate(names: int) -> None:
+        frame = kernel_samples(names, 1)
+        result = evaluate(rule, [frame], [frame], min_share=0.5, draws=10)
+        assert result.below_share == names  # each name holds under 0.5% of the whole
+
+    assert_linear(gate, 1_000)
+
+
+def test_55_1_b_many_steps_are_linear() -> None:
+    """Missing step columns were added one rebuild at a time (10k steps: 20 s)."""
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def gate(steps: int) -> None:
+        before = kernel_samples(2, steps)
+        after = before.filter(pl.col("step") % 3 != 0)  # steps where a name is missing count 0
+        result = evaluate(rule, [before], [after], draws=10)
+        assert len(result.tests) == 2
+
+    assert_linear(gate, 500)
+
+
+def test_55_1_c_the_matrix_is_the_pivot() -> None:
+    """The names × steps matrix built by a scatter is the one a pivot gives (the witness), with a
+    name missing from steps (0 in an additive view) and a name counted twice in one step (summed)."""
+    import numpy as np
+
+    from profview.analysis.diff.gate_rules import _matrices
+
+    frame = pl.DataFrame(
+        {"name": ["a", "a", "b", "a", "c"], "step": [3, 3, 3, 9, 1], "total_us": [1.0, 2.0, 5.0, 4.0, 7.0]}
+    )
+    (matrix,) = _matrices([frame], ["b", "a", "z"], "total_us", 0.0)
+    assert matrix.tolist() == [[0.0, 5.0, 0.0], [0.0, 3.0, 4.0], [0.0, 0.0, 0.0]]
+    (medians,) = _matrices([frame], ["a"], "total_us", None)
+    assert np.allclose(medians, [[3.5, 3.0, 4.0]])  # a missing step takes the name's own median
+
+
+def test_55_2_a_selector_runs_in_linear_time(tmp_path: Path) -> None:
+    """``kernels["(a+)+$"]`` over one 33-character name ran past 60 s in Python's re."""
+    rule = parse_rule('kernels["(a+)+$"].total_us > +5%')
+
+    def gate(size: int) -> None:
+        frame = pl.DataFrame({"name": ["a" * size + "!"], "step": [0], "total_us": [1.0]})
+        assert evaluate(rule, [frame], [frame], draws=10).tests == []
+
+    assert_linear(gate, 3)
+
+
+def test_55_2_b_a_selector_over_long_names_is_linear() -> None:
+    """``.*gemm.*xmma`` over 10 KB names took 51 s."""
+    rule = parse_rule('kernels[".*gemm.*xmma"].total_us > +5%')
+
+    def gate(size: int) -> None:
+        frame = pl.DataFrame(
+            {"name": ["gemm" * size + f"{i}" for i in range(20)], "step": [0] * 20, "total_us": [1.0] * 20}
+        )
+        assert evaluate(rule, [frame], [frame], draws=10).tests == []
+
+    assert_linear(gate, 300)
+
+
+@pytest.mark.parametrize(
+    ("selector", "reason"),
+    [
+        ("(" * 100_000, "unclosed group"),
+        ("(" * 300 + "a" + ")" * 300, "nested"),
+        ("(?=a)", "look-around"),
+    ],
+)
+def test_55_medium_a_selector_the_engine_cannot_run_is_one_line(selector: str, reason: str) -> None:
+    """100,000 nested groups were a RecursionError in Python's re; a look-ahead passed the check
+    and then failed in the engine."""
+    with pytest.raises(ProfviewError) as caught:
+        parse_rule(f'kernels["{selector}"].total_us > +5%')
+    message = str(caught.value)
+    assert reason in message and "\n" not in message and len(message) < 600
+
+
+def test_55_medium_a_rule_is_parsed_in_linear_time() -> None:
+    """A rule of many quotes and brackets is read left to right, once."""
+
+    def parse(size: int) -> None:
+        with pytest.raises(ProfviewError):
+            parse_rule('kernels["' + '"] "]' * size + ".total_us > +5% ]")
+
+    assert_linear(parse, 2_000)
+
+
+def write_trace(path: Path, kernels: list[dict], *, steps: int = 1) -> Path:
+    """A trace of ``steps`` steps, each running ``kernels`` (KERNEL with the given fields) inside it."""
+    events = []
+    for step in range(steps):
+        start = step * 1_000
+        events.append(
+            {
+                "name": f"ProfilerStep#{step}",
+                "ph": "X",
+                "cat": "user_annotation",
+                "ts": start,
+                "dur": 900,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
+        events += [{**KERNEL, "ts": start + 1 + 10 * i, **fields} for i, fields in enumerate(kernels)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize("dur", [0, -5])
+@pytest.mark.parametrize(
+    "command",
+    [["summary"], ["summary", "--format", "json"], ["diff", "{t}", "--summary"]],
+)
+def test_55_3_a_kernels_of_no_time_are_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dur: int, command: list[str]
+) -> None:
+    """A kernel with ``dur`` 0 or negative: the hint's share was 0/0 (None) compared with 40."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": dur}]))
+    args = [trace if a == "{t}" else a for a in command]
+    assert run_cli([args[0], trace, *args[1:], "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err
+    if "json" in command:
+        assert json.loads(captured.out)["kernels"][0]["pct"] is None  # 0 of 0: unknown, not 0
+
+
+def test_55_3_b_a_file_name_that_is_not_utf8_is_shown_escaped_and_keyed_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``r\\xff\\xfe.json``: the cache key's orjson refused the name (an internal error in 4 of 5
+    commands) and the gate's JSON was not valid UTF-8."""
+    import os
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    name = os.fsdecode(bytes(tmp_path) + b"/r\xff\xfe.json")
+    write_trace(Path(name), [{"dur": 4}])
+    other = write_trace(tmp_path / "r\xff.json".encode().decode(), [{"dur": 4}])  # the same text, other bytes
+    for args in (
+        ["summary", name],
+        ["summary", name, "--format", "json"],
+        ["query", name, "-q", "SELECT trace FROM kernels"],
+        ["diff", name, str(other), "--fail-if", "kernels.total_us > +5%", "--format", "json"],
+        ["diff", name, str(other), "--summary"],
+    ):
+        code = run_cli(args)
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "internal error" not in captured.err
+        captured.out.encode("utf-8")  # valid UTF-8: no lone surrogate
+        assert "r\\xff\\xfe.json" in captured.out.replace("\\\\", "\\")  # JSON doubles the backslash
+    from profview.store.keys import entry_path
+
+    assert entry_path(name) != entry_path(str(other))  # keyed by the bytes, not by the text shown
+
+
+def test_55_3_c_huge_finite_times_are_null_in_json_at_any_depth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Steps and timestamps near 1.7e308: their sums overflow to inf, and only the top level of
+    ``overview`` was nulled ("Out of range float values are not JSON compliant")."""
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "name": "ProfilerStep#1",
+                        "ph": "X",
+                        "cat": "user_annotation",
+                        "ts": 1.7e308,
+                        "dur": 1e308,
+                        "pid": 1,
+                        "tid": 1,
+                    },
+                    {**KERNEL, "ts": 1.7e308, "dur": 5},
+                ]
+            }
+        )
+    )
+    assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    document = json.loads(capsys.readouterr().out)  # strict: no NaN or Infinity
+    assert document["overview"]["average_step"]["duration"] is None
+
+
+def test_55_json_writer_property() -> None:
+    """The class: any nesting of any numbers and texts is written as JSON a strict reader takes,
+    ASCII only, every non-finite or out-of-int64 number null, every finite one kept, any depth."""
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.sanitize import json_text
+
+    leaves = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.floats(),
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.text(),
+    )
+    documents = st.recursive(
+        leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+    )
+
+    def expected(value: object) -> object:
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value if -(2**63) <= value < 2**63 else None
+        if isinstance(value, list):
+            return [expected(v) for v in value]
+        if isinstance(value, dict):
+            return {k: expected(v) for k, v in value.items()}
+        return value
+
+    @settings(max_examples=300, deadline=None)
+    @given(documents)
+    def check(document: object) -> None:
+        text = json_text(document)
+        assert text.isascii()
+        back = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+        if not any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(document, ensure_ascii=False, default=str)):
+            assert back == expected(document)
+
+    check()
+    deep: object = float("inf")
+    for _ in range(500):  # the walk is a loop: any depth the encoder writes
+        deep = [deep]
+    assert json_text(deep, indent=None) == "[" * 500 + "null" + "]" * 500 + "\n"
+
+
+HOSTILE = "gemm\x9b31m\x9d0;title\x07\u202eevil\u2066\ufffe\uffff\x1b[2J"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "github", "junit"])
+def test_55_5_gate_reports_carry_no_control_bidi_or_xml_forbidden_code_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """The gate's JSON wrote C1 controls (CSI, OSC) and bidi overrides from names raw; its JUnit
+    was not well-formed with U+FFFE/U+FFFF in a name (XML 1.0 forbids them)."""
+    from xml.etree import ElementTree as ET
+
+    from profview.sanitize import _UNSAFE
+
+    before = write_trace(tmp_path / f"b{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 10}], steps=4)
+    after = write_trace(tmp_path / f"a{HOSTILE[:6]}\u202e.json", [{"name": HOSTILE, "dur": 30}], steps=4)
+    code = run_cli(
+        ["diff", str(before), str(after), "--fail-if", "kernels.total_us > +5%", "--format", fmt, "--no-cache"]
+    )
+    out = capsys.readouterr().out
+    assert code in (1, 3)
+    assert not _UNSAFE.search(out.replace("\n", "")), repr(out[:300])
+    if fmt == "json":
+        document = json.loads(out)
+        assert document["rules"][0]["results"][0]["name"] == HOSTILE  # exact, as an escape
+        assert out.isascii()
+    if fmt == "junit":
+        ET.fromstring(out.encode())  # well-formed
+
+
+def test_55_sanitiser_property() -> None:
+    """The class: any text through :func:`clean` is one line a terminal, XML 1.0 and UTF-8 take:
+    no C0/C1 control, bidi control, separator, noncharacter or lone surrogate is left."""
+    from xml.etree import ElementTree as ET
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.sanitize import clean
+
+    risky = st.sampled_from(
+        [
+            "\x1b[31m",
+            "\x9b",
+            "\x9d",
+            "\u202e",
+            "\u2066",
+            "\u2028",
+            "\ufffe",
+            "\uffff",
+            "\udcff",
+            "\ud800",
+            "\U0010ffff",
+            "\ufdd0",
+            "\x00",
+            "\x7f",
+            "\t",
+            "\r\n",
+        ]
+    )
+    texts = st.lists(st.one_of(st.text(), risky), max_size=8).map("".join)
+
+    @settings(max_examples=400, deadline=None)
+    @given(texts)
+    def check(text: str) -> None:
+        shown = clean(text)
+        shown.encode("utf-8")
+        assert "\n" not in shown and "\x1b" not in shown
+        for c in shown:
+            point = ord(c)
+            assert point >= 0x20 and not 0x7F <= point <= 0x9F, repr(shown)
+            assert point not in (0x2028, 0x2029, 0x061C, 0x200E, 0x200F) and not 0x202A <= point <= 0x202E
+            assert not 0x2066 <= point <= 0x2069 and not 0xFDD0 <= point <= 0xFDEF and (point & 0xFFFE) != 0xFFFE
+        element = ET.Element("t")
+        element.text = shown
+        assert ET.fromstring(ET.tostring(element)).text in (shown, None)
+
+    check()
+
+
+def capture_folder(tmp_path: Path) -> Path:
+    """A capture folder: one capture trace and the ``execution_details.json`` listing it."""
+    from graph_witness import read, write
+
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    write(folder / "bs_32.json", read(SAMPLES / "sglang_decode_capture_traces" / "bs_32_rank0.json.gz"))
+    (folder / "execution_details.json").write_text(json.dumps([{"file": "bs_32.json", "batch_size": 32}]))
+    return folder
+
+
+REPLAY = SAMPLES / "tracelens_mi300_sglang_qwen3_decode_graph_replay.json.gz"
+
+
+@pytest.mark.parametrize("target", ["execution_details.json", "bs_32.json"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["query", str(REPLAY), "-q", "SELECT count(*) AS n FROM kernels"],
+        ["diff", str(REPLAY), str(REPLAY), "--view", "kernels"],
+    ],
+)
+def test_55_4_a_no_write_goes_over_a_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, command: list[str]
+) -> None:
+    """``query … -o caps/execution_details.json --force`` and ``diff … -o cap.json --force``
+    overwrote the ``--capture`` input (only traces were checked)."""
+    folder = capture_folder(tmp_path)
+    before = (folder / target).read_bytes()
+    code = run_cli([*command, "--capture", str(folder), "-o", str(folder / target), "--force", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refusing to overwrite" in err, err
+    assert (folder / target).read_bytes() == before
+
+
+def test_55_4_b_no_write_goes_over_the_gate_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``diff --gate gate.toml … -o gate.toml --force`` replaced the gate file with the report."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}], steps=2))
+    gate = tmp_path / "gate.toml"
+    gate.write_text('rules = ["kernels.total_us > +5%"]\n')
+    for fmt in ("json", "junit"):
+        code = run_cli(["diff", trace, trace, "--gate", str(gate), "--format", fmt, "-o", str(gate), "--force"])
+        err = capsys.readouterr().err
+        assert code == 2 and "refusing to overwrite" in err and str(gate) in err
+        assert gate.read_text() == 'rules = ["kernels.total_us > +5%"]\n'
+
+
+def test_55_no_input_is_an_output_property(tmp_path: Path) -> None:
+    """The class: any file a command noted as read (a trace, a capture folder's every file, a gate
+    file), reached by any name (itself, a hard link, a symlink, a relative path), is refused by the
+    one check every writer calls; any other file is not."""
+    import os
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview import reads
+    from profview.report.export import check_target
+
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    files = [folder / n for n in ("t.json", "gate.toml", "execution_details.json")]
+    for f in files:
+        f.write_text("x")
+    (tmp_path / "other.csv").write_text("y")
+    os.link(files[0], tmp_path / "hard.json")
+    (tmp_path / "soft.json").symlink_to(files[1])
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.sampled_from(["file", "folder"]),
+        st.integers(0, 2),
+        st.sampled_from(["self", "hard", "soft", "relative", "other"]),
+    )
+    def check(how: str, which: int, name: str) -> None:
+        reads.forget()
+        reads.note(files[which] if how == "file" else folder)
+        target = {
+            "self": str(files[which]),
+            "hard": str(tmp_path / "hard.json"),
+            "soft": str(tmp_path / "soft.json"),
+            "relative": os.path.relpath(files[which]),
+            "other": str(tmp_path / "other.csv"),
+        }[name]
+        refused = name in ("self", "relative") or (how == "folder" and name != "other")
+        refused = refused or (name == "hard" and which == 0) or (name == "soft" and which == 1)
+        try:
+            check_target(target, overwrite=True)
+        except ProfviewError as exc:
+            assert refused and "refusing to overwrite" in str(exc)
+        else:
+            assert not refused
+
+    try:
+        check()
+    finally:
+        reads.forget()
+
+
+def test_55_8_an_entry_written_by_other_code_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The key held ``__version__`` ("0.1.0" forever) and a format number a fix did not bump: a
+    trace first opened by an older build kept the older reader's events after the fix.  Now the
+    key holds a digest of the readers' and views' code: other code, another entry."""
+    from profview.store import keys
+
+    monkeypatch.setenv("PROFVIEW_CACHE_DIR", str(tmp_path / "cache"))
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["summary", trace]) == 0
+    first = keys.entry_path(trace)
+    assert (first / keys.META_FILE).is_file()
+    monkeypatch.setattr(keys, "code_digest", lambda root=keys.PACKAGE_ROOT: "0" * 32)  # a fixed reader
+    assert keys.entry_path(trace) != first
+    assert run_cli(["summary", trace]) == 0
+    assert (keys.entry_path(trace) / keys.META_FILE).is_file()
+
+
+def test_55_8_the_digest_covers_every_reader_and_view_and_follows_their_bytes(tmp_path: Path) -> None:
+    """Every module of the readers, frames, analysis, views, jobs and store is in the digest, and
+    changing one byte of any of them changes it (a copy of the package is edited, not this one)."""
+    import shutil
+
+    from profview.store import keys
+
+    package = keys.PACKAGE_ROOT
+    covered = {p.relative_to(package) for p in keys.code_files()}
+    for folder in ("parsers", "analysis", "profiles", "jobs", "store"):
+        assert {p.relative_to(package) for p in (package / folder).rglob("*.py")} <= covered
+    assert Path("frames.py") in covered
+    copy = tmp_path / "pkg"
+    for relative in covered:
+        (copy / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package / relative, copy / relative)
+    before = keys.code_digest.__wrapped__(copy)
+    reader = copy / "parsers" / "chrome_trace.py"
+    reader.write_text(reader.read_text() + "\n# a fix\n")
+    assert keys.code_digest.__wrapped__(copy) != before
+
+
+@pytest.mark.parametrize("kind", ["zero", "fifo", "folder", "big", "deep", "negative_seed"])
+def test_55_6_a_gate_file_is_read_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """``--gate /dev/zero`` read 2.1 GB and then blamed the trace; ``--gate FIFO`` with no writer
+    blocked until killed; a 100,000-deep gate file was a RecursionError; a negative seed an
+    internal error.  Each is one line naming the gate file, at once."""
+    import os
+
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    gate = tmp_path / "gate.toml"
+    if kind == "zero":
+        gate = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(gate)
+    elif kind == "folder":
+        gate = tmp_path
+    elif kind == "big":
+        gate.write_text('rules = ["kernels.total_us > +5%"]\n' + "#" * (2 << 20))
+    elif kind == "deep":
+        gate.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    else:
+        gate.write_text('seed = -1\nrules = ["kernels.total_us > +5%"]\n')
+    code = run_cli(["diff", trace, trace, "--gate", str(gate)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith(f"profview: error: {gate}: ") and "\n" not in err, err
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM READ_PARQUET ('http://127.0.0.1:9/x.parquet')",
+        "WITH t AS (SELECT * FROM read_json('/etc/hostname')) SELECT * FROM t",
+        "SELECT * FROM \"read_ipc\"('/etc/passwd')",
+    ],
+)
+def test_55_medium_sql_sees_profviews_tables_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str) -> None:
+    """Polars SQL's table functions read any local file or URL (``read_csv('/etc/passwd')`` passed
+    as a gate rule, exit 0)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["query", trace, "-q", sql, "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "profview's tables only" in err and "root:" not in err
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--no-cache"]) == 2
+    assert "profview's tables only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        (" UNION ALL ".join(["SELECT name FROM kernels"] * 1_000), "set operations"),
+        (" UNION ALL ".join(["SELECT name FROM kernels"] * 2_000), "set operations"),
+        ("SELECT " + "+".join(["1"] * 3_000) + " AS v FROM kernels", "operators"),
+        ("SELECT * FROM kernels WHERE " + " OR ".join(f"name = 'k{i}'" for i in range(5_000)), "operators"),
+        ("SELECT " + "(" * 500 + "1" + ")" * 500 + " AS v FROM kernels", "parentheses"),
+    ],
+)
+def test_55_9_a_query_past_the_plans_bounds_is_one_line(tmp_path: Path, sql: str, what: str) -> None:
+    """A 19 KB ``UNION ALL`` of 1,000 branches died by SIGSEGV after 5.8 GB (2,000: at once);
+    ``1+1+…`` of 3,000 terms took 28.5 s, an OR chain of 5,000 names past 60 s.  Run in a fresh
+    interpreter: a SIGSEGV would take the test run with it."""
+    import subprocess
+    import sys
+
+    trace = write_trace(tmp_path / "t.json", [{"dur": 4}])
+    done = subprocess.run(
+        [sys.executable, "-m", "profview", "query", str(trace), "-q", sql, "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr.startswith("profview: error: query too large to plan") and what in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_55_9_b_the_plans_bounds_are_checked_in_linear_time() -> None:
+    """The class: the check is one pass over the query, whatever its length or shape."""
+    from profview.query.engine import check_plan
+
+    def check(size: int) -> None:
+        with pytest.raises(ProfviewError):
+            check_plan("SELECT " + "+".join(["(1)"] * size) + " FROM kernels UNION ALL SELECT 1" * size)
+
+    assert_linear(check, 300)
+
+
+def test_55_9_c_within_the_bounds_a_query_answers() -> None:
+    """The bounds leave room for real queries: 64 branches, 256 operators."""
+    from profview.query.engine import run_sql
+
+    kernels = pl.DataFrame({"name": ["a", "b"], "x": [1, 2]})
+    union = " UNION ALL ".join(["SELECT x FROM kernels"] * 64)
+    assert run_sql({"kernels": kernels}, union).height == 128
+    chain = "SELECT " + "+".join(["x"] * 200) + " AS v FROM kernels"
+    assert run_sql({"kernels": kernels}, chain)["v"].to_list() == [200, 400]
+
+
+def test_55_medium_sigterm_ends_a_long_query_within_seconds(tmp_path: Path) -> None:
+    """``query`` ignored SIGTERM for 30 s in a cross join (Polars held the main thread): the query
+    runs on a worker thread now, and the main thread answers the signal."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    trace = write_trace(tmp_path / "t.json", [{"dur": 4}] * 300, steps=10)
+    sql = "SELECT count(*) AS n FROM events a CROSS JOIN events b CROSS JOIN events c CROSS JOIN events d"
+    env = {"PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "profview", "query", str(trace), "-q", sql], stderr=subprocess.PIPE, text=True, env=env
+    )
+    time.sleep(8)  # started, tables built, the join running
+    assert process.poll() is None, process.stderr.read() if process.stderr else ""
+    process.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    try:
+        process.wait(timeout=20)
+    finally:
+        process.kill()
+    assert time.monotonic() - start < 10 and process.returncode == 143
+
+
+@pytest.mark.parametrize(
+    ("op", "dims"),
+    [
+        ("aten::bmm", [["8", 1_000_000_000, 64, 64], ["8", 64, 64]]),
+        ("aten::_scaled_mm", [["4000000000", "64"], ["64", "4000000000"]]),
+        ("aten::_grouped_mm", [[2**62, "64"], ["64", 2**62]]),
+    ],
+)
+def test_55_10_text_dimensions_allocate_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], op: str, dims: list
+) -> None:
+    """A text dimension (``"8"``) passed as a count and stayed a text: a model multiplied it
+    (Python repeats a text: 1 GB for ``aten::bmm``, 3 GB, "out of memory" printed twice).  A
+    shape's dimensions are ints only now; the whole summary stays within 64 MiB of Python memory."""
+    import tracemalloc
+
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "name": op,
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "ts": 1,
+                        "dur": 10,
+                        "pid": 1,
+                        "tid": 1,
+                        "args": {"Input Dims": dims, "Input type": ["float", "float"]},
+                    },
+                    {**KERNEL, "ts": 2, "dur": 5, "args": {"stream": 7, "correlation": 1}},
+                    {
+                        "name": "cudaLaunchKernel",
+                        "ph": "X",
+                        "cat": "cuda_runtime",
+                        "ts": 2,
+                        "dur": 1,
+                        "pid": 1,
+                        "tid": 1,
+                        "args": {"correlation": 1},
+                    },
+                ]
+            }
+        )
+    )
+    tracemalloc.start()
+    try:
+        code = run_cli(["summary", str(path), "--no-cache"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0 and "error" not in capsys.readouterr().err
+    assert peak < 64 * 2**20, f"peaked at {peak / 2**20:.0f} MiB"
+
+
+def test_55_10_a_shape_holds_ints_only_property() -> None:
+    """The class: any ``Input Dims`` entry of texts, ints, floats and bools is no shape or a shape
+    of ints from 0 to 2^63 - 1 (a text, even of digits, is no dimension), of at most MAX_RANK dims."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from profview.analysis.efficiency.op_args import checked_shape
+    from profview.frames import MAX_RANK
+
+    dims = st.one_of(
+        st.integers(-(2**70), 2**70),
+        st.text(max_size=25),
+        st.floats(),
+        st.booleans(),
+        st.from_regex(r"\A[0-9]{1,20}\Z"),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(dims, max_size=MAX_RANK + 2))
+    def check(entry: list) -> None:
+        shape = checked_shape(entry)
+        if shape is not None:
+            assert len(shape) <= MAX_RANK
+            assert all(type(d) is int and 0 <= d < 2**63 for d in shape)
+            assert shape == entry
+
+    check()
