@@ -44,7 +44,7 @@ from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
 from .main.timeline import TraceTimeline
-from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded, StepChosen
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
@@ -77,6 +77,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         pending: BackgroundLoad | None = None,
         capture: list[str] | None = None,
         iteration: int | None = None,
+        step: int | None = None,
     ) -> None:
         """``iteration`` (issue 40: ``--iteration N``): open narrowed to that iteration (its number in
         the Iterations tab); ``profile``: one already loaded from ``path`` (a notebook, the tests),
@@ -97,6 +98,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.comm_pattern = comm_pattern
         self.capture = capture  # issue 36: --capture, attributing graph replays
         self.iteration = iteration
+        self.start_step = step  # --step N: the step the views open narrowed to
         self.start_scope: IterationScope | None = None  # the iteration the views open narrowed to
         self.profile: Profile | None = None
         self.error: str | None = None
@@ -168,17 +170,23 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         return ProfileLoaded(profile)
 
     def find_start_scope(self, profile: Profile) -> None:
-        """``--iteration N``: the iteration the views open narrowed to (an unknown one fails the load
-        with its one line, naming the iterations there are)."""
+        """``--iteration N`` / ``--step N``: the iteration or step the views open narrowed to (an unknown
+        one fails the load with its one line, naming those there are)."""
         if self.iteration is not None:
             self.start_scope = profile.iteration_scope(self.iteration)
+        if self.start_step is not None and self.start_step not in profile.step_numbers():
+            raise ProfviewError(profile.path, f"no step {self.start_step} (steps: {profile.step_numbers()})")
 
     def narrow_to_start(self) -> None:
-        """Once the views are linked: narrow them to ``--iteration N``'s iteration, as Enter on it does."""
+        """Once the views are linked: narrow them to ``--iteration N``'s iteration or ``--step N``'s
+        step, as Enter on it does."""
         main = self.main_screen()
         if self.start_scope is not None and main is not None:
             scope, self.start_scope = self.start_scope, None
             main.post_message(IterationChosen(scope))
+        if self.start_step is not None and main is not None:
+            step, self.start_step = self.start_step, None
+            main.post_message(StepChosen(step))
 
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
