@@ -42,7 +42,7 @@ def ddp_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 QUICK = (
     "test_docstrings_say_what.py", "test_packaging.py", "test_front_page.py", "cli/test_import_hygiene.py",
     "cli/test_front_door.py", "parsers/test_reader_contract.py", "profiles/test_trace_engine.py",
-    "parsers/test_layouts_and_cli.py", "robustness/test_bad_input.py", "report/test_summary_json.py",
+    "parsers/test_layouts_and_cli.py", "robustness/test_bad_input.py",
     "query/test_query.py", "tui/test_docs_agree.py",
 )
 
