@@ -466,12 +466,29 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         timeout: float | None = None,
         markup: bool = True,
     ) -> None:
-        """An *information* notice goes to the screen's message line (tui/message_line.py) when it
-        has one, so no toast covers the rows; warnings and errors stay toasts, to be seen."""
+        """Every notice goes to the screen's message line in the header row (tui/message_line.py),
+        so no toast covers the rows, the details or the tab bar; a warning or error is marked as
+        one and shows longer.  A notice made while no screen with a message line is up (the trace's
+        warnings, posted as the loading screen gives way) waits for the next screen; only a screen
+        without one (a job's) gets a toast."""
         self.notices = [*self.notices[-99:], f"{title}: {message}" if title else message]
-        lines = list(self.screen.query(MessageLine)) if severity == "information" and self.screen_stack else []
+        self.show_notice(message, title, severity, timeout, markup, wait=50)
+
+    def show_notice(
+        self, message: str, title: str, severity: Any, timeout: float | None, markup: bool, wait: int
+    ) -> None:
+        """The notice on the current screen's message line; else once the next screen is up (looked
+        for ``wait`` more times, a tenth of a second apart)."""
+        lines = list(self.screen.query(MessageLine)) if self.screen_stack else []
         if lines:
-            lines[0].show(message, title, timeout if timeout is not None else 5.0)
+            if severity != "information" and not title:
+                title = str(severity)
+            seconds = timeout if timeout is not None else 5.0 if severity == "information" else 8.0
+            lines[0].show(message, title, seconds)
+            return
+        if wait and self.screen_stack and isinstance(self.screen, LoadingScreen | MainScreen | DrillScreen):
+            later = functools.partial(self.show_notice, message, title, severity, timeout, markup, wait - 1)
+            self.set_timer(0.1, later)
             return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
