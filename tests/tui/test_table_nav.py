@@ -15,7 +15,6 @@ from rich.cells import cell_len
 from support import loaded, raw_events, viewer
 from textual.widgets._toast import Toast
 
-from profview.report.wording import middle_cut
 from profview.tui.dialogs.export import ExportDialog
 from profview.tui.drill.screen import DrillScreen
 from profview.tui.main.screen import MainScreen
@@ -86,7 +85,7 @@ async def test_the_name_column_stays_when_scrolling_right() -> None:
         assert table.fixed_columns == 1 and table.scroll_x > 0
         lines = screen_text(app).splitlines()
         assert lines[3].split()[0] == "name"
-        assert lines[4].strip().startswith(middle_cut(top, 30))  # the first row's name, though scrolled right
+        assert lines[4].strip().startswith(top[:20])  # the first row's name, though scrolled right
         assert "shapes" in lines[3]  # and the last column is shown beside it
 
 
@@ -108,7 +107,7 @@ async def test_the_name_column_width_follows_a_resize() -> None:
         assert narrow == 30 and wide >= 60
         assert view.table.cursor_row == 1  # the rebuild kept the cursor's row
         line = screen_text(app).splitlines()[4]
-        assert middle_cut(top, wide) in line  # the top kernel's name, shown to the new width (both ends)
+        assert top[: wide - 2] in line  # the top kernel's name, shown to the new width
 
 
 @pytest.mark.asyncio
@@ -245,10 +244,11 @@ async def test_information_notices_do_not_cover_the_table_but_warnings_stay_toas
         table = app.screen.query_one("#kernels").table
         assert not line.region.overlaps(table.region)
         assert line.region.y < table.region.y  # in the header row, above the table
-        await pilot.press("colon", *"no-such-kernel-xyz", "enter")  # a warning: the header line too, marked
+        await pilot.press("colon", *"no-such-kernel-xyz", "enter")  # a warning: a toast, to be seen
         await pilot.pause()
-        assert line.text.startswith("warning: no row matches")
-        assert not list(app.screen.query(Toast)) and not app._notifications
+        assert any("no row matches" in str(t.render()) for t in app.screen.query(Toast)) or any(
+            "no row matches" in n.message for n in app._notifications
+        )
 
 
 @pytest.mark.asyncio
