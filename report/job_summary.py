@@ -192,8 +192,8 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
     table.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=name_width)
     for header, width in zip(headers, widths, strict=True):
         table.add_column(header, justify="right", no_wrap=True, min_width=width)
-    for row, cells in zip(kernels.iter_rows(named=True), rows, strict=True):
-        table.add_row(Text(middle_cut(clean(row["name"]), name_width)), *(Text(c) for c in cells))
+    for row, shown in zip(kernels.iter_rows(named=True), rows, strict=True):
+        table.add_row(Text(middle_cut(clean(row["name"]), name_width)), *(Text(c) for c in shown))
     console.print(table)
 
 

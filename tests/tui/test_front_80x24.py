@@ -196,3 +196,20 @@ async def test_overview_lists_operators_whose_work_is_replayed() -> None:
     assert "replayed" in section.splitlines()[1]
     mm = next(line for line in section.splitlines() if line.strip().startswith("aten::mm "))
     assert fmt_us(tracelens) in mm
+
+
+async def test_a_trace_without_steps_says_whole_trace() -> None:
+    """No ProfilerStep in the trace (an XLA-style trace): the context line says ``whole trace``, not
+    ``all steps``; a trace with steps keeps ``all steps``."""
+    from support import sample
+
+    from profview.tui.app import ProfviewApp
+
+    assert loaded("xla_style_trace.json").step_numbers() == []
+    for name, phrase in (("xla_style_trace.json", "whole trace"), (GPT2, "all steps")):
+        app = ProfviewApp(str(sample(name)), no_cache=True, profile=loaded(name))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(pilot, app, path=False)
+            await pilot.pause(0.3)
+            context = screen_text(app).splitlines()[1]
+        assert context.strip().startswith(phrase), (name, context)

@@ -45,7 +45,7 @@ def compute_path(profile: Profile) -> None:
         profile.step_paths()
 
 
-def _top_table(title: str, rows: list[tuple[str, ...]], headers: tuple[str, ...]) -> Table:
+def _top_table(title: str, rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> Table:
     """A top-N table: the name gives way (cut in the middle, both ends kept), the figures stay whole."""
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, expand=True)
     table.add_column(headers[0], ratio=1, no_wrap=True, overflow="ellipsis")
@@ -170,6 +170,7 @@ def top_operators(profile: Profile, narrow: int | IterationScope | None, top: in
     from ...profiles.views import with_graph_time
 
     ops = with_graph_time(profile, profile.ops(step=narrow), narrow).head(top)
+    rows: list[tuple[Any, ...]]
     if "graph_device_us" in ops.columns:
         headers: tuple[str, ...] = ("operator", "device total", "replayed", "host total")
         rows = [(r["name"], fmt_us(r["device_total_us"]), fmt_us(r["graph_device_us"]), fmt_us(r["host_total_us"]))

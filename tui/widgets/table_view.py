@@ -137,15 +137,20 @@ def middle_cut_names(cells: pl.DataFrame, width: int, column: str | None = None)
     """``cells`` with the name column's longer values cut in the middle to ``width`` (both ends kept:
     ``autograd::engine::evaluate_fu…MmBackward0``), as :func:`profview.report.wording.middle_cut`
     does, so that rows sharing a long prefix stay apart; the table would cut their ends.  The
-    displayed frame keeps the whole names (details line, copy, export)."""
+    displayed frame keeps the whole names (details line, copy, export); a C++ signature is left to
+    the table's own cut at its end."""
     name = column or filter_column(cells)
     if name is None or width < 3 or cells.schema[name] != pl.String:
         return cells
     tail = (width - 1) // 2
     head = width - 1 - tail
-    column = pl.col(name)
-    cut = column.str.head(head) + "…" + column.str.tail(tail)
-    return cells.with_columns(pl.when(column.str.len_chars() > width).then(cut).otherwise(column).alias(name))
+    values = pl.col(name)
+    cut = values.str.head(head) + "…" + values.str.tail(tail)
+    # A C++ signature (``void cudnn::batchnorm_bwtr…<__half, float>)``) keeps its head: its tail is
+    # template arguments that many kernels share, its head the name that tells them apart.
+    signature = values.str.contains("<", literal=True) | values.str.contains("(", literal=True)
+    long = (values.str.len_chars() > width) & ~signature
+    return cells.with_columns(pl.when(long).then(cut).otherwise(values).alias(name))
 
 
 def telling_width(name_width: int, width: int) -> int:
