@@ -70,5 +70,12 @@ def app_for(args: list[str] | None = None) -> typer.Typer:
     names = [args[0]] if args and args[0] in _COMMANDS else list(_COMMANDS)
     for name in names:
         function = command(name)
-        app.command(name)(function)
+        app.command(name, short_help=short_help(function))(function)
     return app
+
+
+def short_help(function: Callable[..., Any]) -> str | None:
+    """The first paragraph of a command's docstring, whole: ``--help`` lists it wrapped to the
+    terminal, where click would cut it at the line's end with ``...``."""
+    doc = (function.__doc__ or "").strip()
+    return " ".join(doc.split("\n\n", 1)[0].split()) or None

@@ -53,6 +53,24 @@ def _end_children() -> None:
         executors.end_children()
 
 
+#: Options that stand alone: ``profview --help`` and ``--version`` list the commands, they open nothing.
+_ALONE = {"--help", "-h", "--version"}
+
+
+def with_command(args: list[str]) -> list[str]:
+    """``args`` with ``open`` first where they name no command: ``profview PATH`` and ``profview
+    --no-cache PATH`` (options before the path) both mean ``profview open ...``.  A line of options
+    only (``profview --help``, ``--version``) is left to the app, which lists the commands."""
+    if not args or args[0] in COMMANDS:
+        return args
+    words = [a for a in args if not a.startswith("-")]
+    if not words or (args[0].startswith("-") and words[0] in COMMANDS):
+        return args
+    if args[0].startswith("-") and _ALONE & set(args):
+        return args
+    return ["open", *args]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``profview PATH`` means ``profview open PATH``; errors are one line; worker
     processes are joined before it returns or exits, whatever the outcome."""
@@ -66,9 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] not in COMMANDS and not args[0].startswith("-"):
-        args.insert(0, "open")
+    args = with_command(list(sys.argv[1:] if argv is None else argv))
     try:
         # Inside the try: a SIGTERM just after the handler is set is caught too (it was a traceback).
         signal.signal(signal.SIGTERM, _terminated)

@@ -24,6 +24,10 @@ def open_viewer(
         Optional[str],  # noqa: UP045
         typer.Option("--iteration", help="Open narrowed to iteration N (its number in the Iterations tab)."),
     ] = None,
+    step: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--step", help="Open narrowed to step N (ProfilerStep#N), as Enter on it in Steps."),
+    ] = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
     target = Target.of(path)
@@ -40,6 +44,16 @@ def open_viewer(
             given = iteration[:40]
             raise ProfviewError(None, f"--iteration in the viewer: one trace's iteration number, not {given!r}")
         number = int(iteration)
+    step_number = None
+    if step is not None:  # said before the viewer takes the terminal, as --iteration
+        from ..errors import ProfviewError
+
+        if target.is_job or iteration is not None or not step.strip().lstrip("-").isdigit() or len(step) > 12:
+            given = step[:40]
+            raise ProfviewError(
+                None, f"--step in the viewer: one trace's step number (not with --iteration), not {given!r}"
+            )
+        step_number = int(step)
     if capture:  # a missing capture is said before the viewer takes the terminal
         from ..profiles.graph_views import check_capture_paths
 
@@ -78,6 +92,7 @@ def open_viewer(
     from ..tui.launch import run as run_viewer
 
     code = run_viewer(
-        trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture, iteration=number
+        trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture,
+        iteration=number, step=step_number,
     )
     raise typer.Exit(code)

@@ -214,6 +214,19 @@ class Comparison:
         ordered = steps.sort(["duration_us", "step"])
         return int(ordered["step"][(ordered.height - 1) // 2])
 
+    def step_phrase(self, which: str) -> str:
+        """The compared step of a side as a label says it: ``step 3``, or ``whole trace`` where the
+        trace has no ProfilerStep (its one row, step -1, is the whole trace)."""
+        step = self.representative_step(which)
+        return "whole trace" if step < 0 else f"step {step}"
+
+    def steps_phrase(self) -> str:
+        """``step 3 vs 5``, ``step 3 vs whole trace``, ``whole trace vs whole trace``."""
+        before, after = self.step_phrase("before"), self.step_phrase("after")
+        if before.startswith("step ") and after.startswith("step "):
+            return f"{before} vs {after.removeprefix('step ')}"
+        return f"{before} vs {after}"
+
     def launch_sequence(self, which: str) -> pl.DataFrame:
         """The launching operator calls of the side's representative step, in order."""
         from ..analysis.diff.align import launch_sequence
@@ -297,8 +310,10 @@ class Comparison:
         profile = self.side(which)
         parts = [os.path.basename(profile.path) if file_name else profile.path]
         count = self.step_count(which)
-        if count is not None:
+        if count is not None and not (profile.is_trace and profile.available("steps") and not profile.step_numbers()):
             parts.append(f"{count} step{'s' if count != 1 else ''}")
+        elif count is not None:  # one row, the whole trace: no ProfilerStep to count
+            parts.append("no steps (whole trace)")
         span = self.span_us(which)
         if span is not None:
             parts.append(f"span {fmt_us(span)}")

@@ -90,7 +90,7 @@ def _moved(frame: pl.DataFrame, top: int, worse: bool) -> pl.DataFrame:
 
 def _moved_table(comparison: Comparison, top: int, width: int) -> Table | Text:
     """Kernels that changed under the same operator in one step of each side (renamed, fused, split)."""
-    steps = f"step {comparison.representative_step('before')} vs {comparison.representative_step('after')}"
+    steps = comparison.steps_phrase()
     moved = comparison.moved()
     title = f"Kernels that changed under the same operator ({steps}, aligned by operator)"
     if not moved.height:

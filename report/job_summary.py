@@ -17,6 +17,7 @@ from ..frames import fmt_fixed, fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
 from .console import ReportConsole
+from .wording import middle_cut
 
 
 class ProgressLine:
@@ -203,19 +204,21 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
     kernels = figures.kernels
     if kernels.height == 0:
         return
+    headers = ("calls", "total", "median/rank", "max/rank", "max rank")
+    rows = [
+        [f"{row['calls']:,}", fmt_us(row["total_us"]), fmt_us(row["median_rank_us"]), fmt_us(row["max_rank_us"]),
+         str(row["max_rank"])]
+        for row in kernels.iter_rows(named=True)
+    ]
+    # the figures and their headers whole (each column as wide as its widest), the name cut in the middle
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    name_width = max(16, console.width - sum(widths) - 2 * (len(headers) + 1))
     table = Table(title=f"Top {top} kernels (all ranks)", title_justify="left", show_edge=False, box=None)
-    table.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=max(16, console.width - 52))
-    for header in ("calls", "total", "median/rank", "max/rank", "max rank"):
-        table.add_column(header, justify="right", no_wrap=True)
-    for row in kernels.iter_rows(named=True):
-        table.add_row(
-            Text(clean(row["name"])),
-            Text(f"{row['calls']:,}"),
-            Text(fmt_us(row["total_us"])),
-            Text(fmt_us(row["median_rank_us"])),
-            Text(fmt_us(row["max_rank_us"])),
-            Text(str(row["max_rank"])),
-        )
+    table.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=name_width)
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(header, justify="right", no_wrap=True, min_width=width)
+    for row, shown in zip(kernels.iter_rows(named=True), rows, strict=True):
+        table.add_row(Text(middle_cut(clean(row["name"]), name_width)), *(Text(c) for c in shown))
     console.print(table)
 
 

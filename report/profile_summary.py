@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
 import polars as pl
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -47,15 +47,23 @@ def _cell(column: str, value: object, unit_ms: bool) -> Text:
     return Text(clean(value))
 
 
+#: The narrowest a name column is cut to; where the figures leave less, each name gets a line of its own.
+NAME_MIN = 16
+
+
 def _table(
     title: str, frame: pl.DataFrame, columns: dict[str, str], width: int, unit_ms: bool = False, wide: bool = False
-) -> Table:
+) -> Table | Group:
     """A borderless table: numbers keep their full width, names give way, cut in the middle
-    (``wide``: names whole, folded over lines where the terminal is narrower)."""
+    (``wide``: names whole, folded over lines where the terminal is narrower).  Where the figures
+    leave a name less than :data:`NAME_MIN` columns (a ``replayed`` column at 80), each row's name
+    is a line of its own above its figures: figures are never cut to fit a name."""
     rows = [[_cell(c, row[c], unit_ms) for c in columns] for row in frame.iter_rows(named=True)]
     widths = [max([len(header), *(len(r[i]) for r in rows)]) for i, header in enumerate(columns.values())]
     names = [i for i, column in enumerate(columns) if column == "name"]
     spare = width - sum(w for i, w in enumerate(widths) if i not in names) - 2 * len(widths)
+    if names and not wide and spare < NAME_MIN:
+        return _stacked(title, rows, columns, widths, names[0], width)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None)
     for index, (column, header) in enumerate(columns.items()):
         if column == "name" and wide:
@@ -71,6 +79,24 @@ def _table(
     for cells in rows:
         table.add_row(*cells)
     return table
+
+
+def _stacked(
+    title: str, rows: list[list[Text]], columns: dict[str, str], widths: list[int], name: int, width: int
+) -> Group:
+    """The table with each name on its own line (cut in the middle to the width), its figures on the
+    line below, right-aligned under their headers."""
+    headers = list(columns.values())
+    figures = [i for i in range(len(headers)) if i != name]
+
+    def line(cells: list[str]) -> Text:
+        return Text("  " + "  ".join(cells[i].rjust(widths[i]) for i in figures))
+
+    lines = [Text(title), Text(headers[name]), line(headers)]
+    for cells in rows:
+        lines.append(Text(middle_cut(cells[name].plain, max(8, width - 1))))
+        lines.append(line([c.plain for c in cells]))
+    return Group(*lines)
 
 
 def _memory_lines(profile: Profile) -> list[str]:
@@ -240,8 +266,12 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
         columns = {"step": "step", "duration_us": "total"} | {f"{c}_us": SHORT_LABELS[c] for c in CATEGORIES}
         # issue 13: a trace without steps has one row for the whole trace (step -1): say so
         step = pl.when(pl.col("step") < 0).then(pl.lit("whole")).otherwise(pl.col("step").cast(pl.String))
-        steps = figures.steps.with_columns(step.alias("step"))
+        shown = shown_steps(figures.steps, top, figures.outliers)
+        steps = shown.with_columns(step.alias("step"))
         console.print(_table("Steps (ms)", steps, columns, console.width, unit_ms=True))
+        if shown.height < figures.steps.height:
+            left = figures.steps.height - shown.height
+            console.print(Text(f"  … {plural(left, 'more step')} (all: export --view steps, or --format json)"))
         if figures.outliers is not None:
             console.print(Text(f"  {outlier_text(figures.outliers)}"))
     if figures.kernels is not None:
@@ -250,6 +280,16 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
         console.print(_table(f"Top {top} operators", figures.ops, op_columns(figures.ops), console.width, wide=wide))
     for missing, reason in figures.missing.items():
         console.print(Text(f"  no {missing} view: {clean(reason)}"))
+
+
+def shown_steps(steps: pl.DataFrame, top: int, outliers: Outliers | None) -> pl.DataFrame:
+    """The step rows ``summary -n N`` prints: the first ``top`` steps, and every outlier step after
+    them (in step order), so a long trace's slow steps are never among those left out."""
+    if steps.height <= top or "step" not in steps.columns:
+        return steps
+    slow = {s for s, _ in outliers.steps} if outliers is not None else set()
+    keep = pl.int_range(pl.len()).lt(top) | pl.col("step").is_in(list(slow))
+    return steps.filter(keep)
 
 
 def json_rows(frame: pl.DataFrame | None, columns: list[str]) -> list[dict[str, object]] | None:

@@ -34,3 +34,23 @@ def ddp_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     target = tmp_path / "t.json.gz"
     shutil.copy(sample("ddp_nccl_streams.pt.trace.json.gz"), target)
     return target
+
+
+#: The quick subset (``pytest -m quick``, the README's second command): the guards, each reader's
+#: contract, the trace engine, bad input, the summary, SQL, the command line and the front page, and
+#: the viewer's 80x24 snapshots; each file runs in seconds on the samples alone.
+QUICK = (
+    "test_docstrings_say_what.py", "test_packaging.py", "test_front_page.py", "cli/test_import_hygiene.py",
+    "cli/test_front_door.py", "parsers/test_reader_contract.py", "profiles/test_trace_engine.py",
+    "parsers/test_layouts_and_cli.py", "robustness/test_bad_input.py",
+    "query/test_query.py", "tui/test_docs_agree.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of the quick subset (``-m quick``)."""
+    here = Path(__file__).resolve().parent
+    quick = {here / name for name in QUICK}
+    for item in items:
+        if Path(item.path).resolve() in quick:
+            item.add_marker(pytest.mark.quick)

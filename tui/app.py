@@ -44,7 +44,7 @@ from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
 from .main.timeline import TraceTimeline
-from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded
+from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded, StepChosen
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
 from .widgets.message_line import MessageLine
@@ -77,6 +77,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         pending: BackgroundLoad | None = None,
         capture: list[str] | None = None,
         iteration: int | None = None,
+        step: int | None = None,
     ) -> None:
         """``iteration`` (issue 40: ``--iteration N``): open narrowed to that iteration (its number in
         the Iterations tab); ``profile``: one already loaded from ``path`` (a notebook, the tests),
@@ -97,6 +98,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.comm_pattern = comm_pattern
         self.capture = capture  # issue 36: --capture, attributing graph replays
         self.iteration = iteration
+        self.start_step = step  # --step N: the step the views open narrowed to
         self.start_scope: IterationScope | None = None  # the iteration the views open narrowed to
         self.profile: Profile | None = None
         self.error: str | None = None
@@ -168,17 +170,23 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         return ProfileLoaded(profile)
 
     def find_start_scope(self, profile: Profile) -> None:
-        """``--iteration N``: the iteration the views open narrowed to (an unknown one fails the load
-        with its one line, naming the iterations there are)."""
+        """``--iteration N`` / ``--step N``: the iteration or step the views open narrowed to (an unknown
+        one fails the load with its one line, naming those there are)."""
         if self.iteration is not None:
             self.start_scope = profile.iteration_scope(self.iteration)
+        if self.start_step is not None and self.start_step not in profile.step_numbers():
+            raise ProfviewError(profile.path, f"no step {self.start_step} (steps: {profile.step_numbers()})")
 
     def narrow_to_start(self) -> None:
-        """Once the views are linked: narrow them to ``--iteration N``'s iteration, as Enter on it does."""
+        """Once the views are linked: narrow them to ``--iteration N``'s iteration or ``--step N``'s
+        step, as Enter on it does."""
         main = self.main_screen()
         if self.start_scope is not None and main is not None:
             scope, self.start_scope = self.start_scope, None
             main.post_message(IterationChosen(scope))
+        if self.start_step is not None and main is not None:
+            step, self.start_step = self.start_step, None
+            main.post_message(StepChosen(step))
 
     def on_load_phase(self, message: LoadPhase) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -458,12 +466,29 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         timeout: float | None = None,
         markup: bool = True,
     ) -> None:
-        """An *information* notice goes to the screen's message line (tui/message_line.py) when it
-        has one, so no toast covers the rows; warnings and errors stay toasts, to be seen."""
+        """Every notice goes to the screen's message line in the header row (tui/message_line.py),
+        so no toast covers the rows, the details or the tab bar; a warning or error is marked as
+        one and shows longer.  A notice made while no screen with a message line is up (the trace's
+        warnings, posted as the loading screen gives way) waits for the next screen; only a screen
+        without one (a job's) gets a toast."""
         self.notices = [*self.notices[-99:], f"{title}: {message}" if title else message]
-        lines = list(self.screen.query(MessageLine)) if severity == "information" and self.screen_stack else []
+        self.show_notice(message, title, severity, timeout, markup, wait=50)
+
+    def show_notice(
+        self, message: str, title: str, severity: Any, timeout: float | None, markup: bool, wait: int
+    ) -> None:
+        """The notice on the current screen's message line; else once the next screen is up (looked
+        for ``wait`` more times, a tenth of a second apart)."""
+        lines = list(self.screen.query(MessageLine)) if self.screen_stack else []
         if lines:
-            lines[0].show(message, title, timeout if timeout is not None else 5.0)
+            if severity != "information" and not title:
+                title = str(severity)
+            seconds = timeout if timeout is not None else 5.0 if severity == "information" else 8.0
+            lines[0].show(message, title, seconds)
+            return
+        if wait and self.screen_stack and isinstance(self.screen, LoadingScreen | MainScreen | DrillScreen):
+            later = functools.partial(self.show_notice, message, title, severity, timeout, markup, wait - 1)
+            self.set_timer(0.1, later)
             return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 

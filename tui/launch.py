@@ -43,9 +43,11 @@ def run(
     pending: BackgroundLoad | None = None,
     capture: list[str] | None = None,
     iteration: int | None = None,
+    step: int | None = None,
 ) -> int:
     """Open ``path`` in the viewer; return the exit code (2 with a one-line error on bad input);
-    ``iteration``: open narrowed to that iteration (``--iteration N``, issue 40).
+    ``iteration``: open narrowed to that iteration (``--iteration N``); ``step``: to that step
+    (``--step N``).
 
     ``pending``: the load of ``path`` with these options, already started (see
     :mod:`profview.profiles.background`); ``capture``: ``--capture`` paths (issue 36)."""
@@ -62,6 +64,7 @@ def run(
         pending=pending,
         capture=capture,
         iteration=iteration,
+        step=step,
     )
     return finish_run(app, app.run())
 

@@ -135,7 +135,7 @@ class CompareMode:
         op, before, after = str(row.get("op")), str(row.get("kernels_before")), str(row.get("kernels_after"))
         steps = tuple(comparison.representative_step(w) for w in ("before", "after"))
         if side == "both":
-            path = [f"Moved · step {steps[0]} vs {steps[1]}", f"op {op}: {before} → {after}"]
+            path = [f"Moved · {comparison.steps_phrase()}", f"op {op}: {before} → {after}"]
 
             def build() -> DrillScreen:
                 from ..drill.screen import DrillScreen

@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.diff.compare import GLYPHS
-from ...diff.comparison import SIDES, Comparison
+from ...diff.comparison import Comparison
 from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.table_view import FrameView
@@ -105,8 +105,7 @@ class CompareScreen(CompareTabs):
         into = "both sides" if self.drill_side == "both" else f"{self.drill_side.upper()} only"
         tabs.append(f"  Enter: {into} (w: switch)", style="dim")
         if self.pane == "moved" and isinstance(self.frames.get("moved"), pl.DataFrame):
-            steps = (self.comparison.representative_step(w) for w in SIDES)
-            tabs.append("  · step {} vs {}, aligned by operator".format(*steps), style="dim")
+            tabs.append(f"  · {self.comparison.steps_phrase()}, aligned by operator", style="dim")
         return tabs
 
     def notes(self, pane: str) -> list[str]:

@@ -33,6 +33,10 @@ def screen_frame(frame):  # type: ignore[no-untyped-def]
     return frame.select(columns)
 
 
+#: The screen height below which the chart folds (the table's rows first; ``c`` shows it again).
+CHART_MIN_HEIGHT = 36
+
+
 class RooflineChart(Widget):
     """The roofline of the efficiency frame; it redraws to its own size."""
 
@@ -65,6 +69,8 @@ class EfficiencyView(Vertical):
         self.profile = profile
         self.step = step
         self.frame = profile.efficiency(step=step)
+        self.problem: Text | None = None  # why a chosen step has no row, in place of the caption
+        self.chart_chosen: bool | None = None  # c: the user's choice; None: the chart folds on a short screen
 
     def caption(self) -> Text:
         device, peak = self.profile.device_peak()
@@ -82,17 +88,37 @@ class EfficiencyView(Vertical):
         yield RooflineChart(self.frame, id="roofline")
         yield FrameView("efficiency", screen_frame(self.frame), id="efficiency-table", deferred=self.deferred)
 
+    def on_mount(self) -> None:
+        self.on_resize()
+
+    def on_resize(self, _event: object = None) -> None:
+        """The chart folds where the screen is shorter than :data:`CHART_MIN_HEIGHT` (at 80x24 it
+        would leave the table one row), unless ``c`` asked for it; the caption says so first."""
+        if self.chart_chosen is not None:
+            return
+        chart = self.query_one(RooflineChart)
+        fold = self.app.size.height < CHART_MIN_HEIGHT
+        if chart.display == fold:
+            chart.display = not fold
+            self.update_caption()
+
+    def update_caption(self) -> None:
+        caption = self.problem or self.caption()
+        if not self.query_one(RooflineChart).display:
+            caption = Text.assemble(Text("chart folded (c shows it) · ", style="dim"), caption.copy())
+        self.query_one("#efficiency-caption", Static).update(caption)
+
     def set_step(self, step: int | IterationScope | None) -> None:
         """A step chosen ("step N only") narrows the table, the chart and an export to the step's
         calls; an iteration chosen ("iteration N only") to the calls that started in its host range."""
         self.step = step
+        self.problem = None
         try:
             self.frame = self.profile.efficiency(step=step)
         except ProfviewError as exc:  # no modelled call in that step
             self.frame = self.frame.clear()
-            self.query_one("#efficiency-caption", Static).update(Text(clean(exc.problem), style="italic"))
-        else:
-            self.query_one("#efficiency-caption", Static).update(self.caption())
+            self.problem = Text(clean(exc.problem), style="italic")
+        self.update_caption()
         chart = self.query_one(RooflineChart)
         chart.frame = self.frame
         chart.refresh()
@@ -100,7 +126,8 @@ class EfficiencyView(Vertical):
 
     def action_toggle_chart(self) -> None:
         chart = self.query_one(RooflineChart)
-        chart.display = not chart.display
+        chart.display = self.chart_chosen = not chart.display
+        self.update_caption()
 
     def focus_table(self) -> None:
         self.query_one(FrameView).focus_table()

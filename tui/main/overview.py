@@ -45,13 +45,14 @@ def compute_path(profile: Profile) -> None:
         profile.step_paths()
 
 
-def _top_table(title: str, rows: list[tuple[str, str, str]], headers: tuple[str, str, str]) -> Table:
+def _top_table(title: str, rows: list[tuple[Any, ...]], headers: tuple[str, ...]) -> Table:
+    """A top-N table: the name gives way (cut in the middle, both ends kept), the figures stay whole."""
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, expand=True)
     table.add_column(headers[0], ratio=1, no_wrap=True, overflow="ellipsis")
-    table.add_column(headers[1], justify="right", no_wrap=True)
-    table.add_column(headers[2], justify="right", no_wrap=True)
-    for name, a, b in rows:
-        table.add_row(Text(clean(name)), Text(a), Text(b))
+    for header in headers[1:]:
+        table.add_column(header, justify="right", no_wrap=True)
+    for name, *figures in rows:
+        table.add_row(Text(clean(name)), *(Text(f) for f in figures))
     return table
 
 
@@ -157,13 +158,28 @@ def overview_renderable(
     if profile.available("kernels"):
         parts += top_kernels(profile.kernels(step=narrow), f"Top kernels{only(narrow)}", top)
     if profile.available("ops"):
-        ops = profile.ops(step=narrow).head(top)
-        rows = [
-            (r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"])) for r in ops.iter_rows(named=True)
-        ]
         parts.append(Text(""))
-        parts.append(_top_table(f"Top operators{only(narrow)}", rows, ("operator", "device total", "host total")))
+        parts.append(top_operators(profile, narrow, top))
     return Group(*parts)
+
+
+def top_operators(profile: Profile, narrow: int | IterationScope | None, top: int) -> RenderableType:
+    """The top operators, as the Operators tab and ``summary`` rank them: where graphs replay, by the
+    GPU time attributed through their capture too (``replayed``), so an operator whose work runs
+    in replays (``vllm::moe_forward``) is listed."""
+    from ...profiles.views import with_graph_time
+
+    ops = with_graph_time(profile, profile.ops(step=narrow), narrow).head(top)
+    rows: list[tuple[Any, ...]]
+    if "graph_device_us" in ops.columns:
+        headers: tuple[str, ...] = ("operator", "device total", "replayed", "host total")
+        rows = [(r["name"], fmt_us(r["device_total_us"]), fmt_us(r["graph_device_us"]), fmt_us(r["host_total_us"]))
+                for r in ops.iter_rows(named=True)]
+    else:
+        headers = ("operator", "device total", "host total")
+        rows = [(r["name"], fmt_us(r["device_total_us"]), fmt_us(r["host_total_us"]))
+                for r in ops.iter_rows(named=True)]
+    return _top_table(f"Top operators{only(narrow)}", rows, headers)
 
 
 def early_overview_renderable(profile: Profile, width: int, title: str | None = None, top: int = TOP) -> RenderableType:

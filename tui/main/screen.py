@@ -327,10 +327,17 @@ class MainScreen(Screen[None]):
             short = f"iteration {self.iteration.iteration}{named} only (a: all)"
             fits = len(" · ".join([full, *context])) <= self.app.size.width - NOTICE_ROOM
             context.insert(0, full if fits else short)
-        line = Text(" · ".join(context) or "all steps", style="dim")
+        line = Text(" · ".join(context) or self.whole_phrase(), style="dim")
         if self.scope:  # issue 34: an opened rank says which, on every pane
             line = Text(f"{clean(self.scope)} › ", style="bold") + line
         self.query_one("#context", Static).update(line)
+
+    def whole_phrase(self) -> str:
+        """What the views show with nothing chosen: ``all steps``, or ``whole trace`` where the trace
+        has no steps to choose among (known once linked: a large trace's steps come with its model)."""
+        if not self.linked or not self.profile.available("steps"):
+            return "all steps" if self.linked else "whole trace"
+        return "all steps" if self.profile.step_numbers() else "whole trace"
 
     def crumb(self, title: str) -> str:
         """The first crumb of a drill-down from this screen: ``rank 7 › Kernels`` inside a job."""

@@ -41,6 +41,11 @@ def figure(column: str, value: object) -> str:
     return text if len(text) <= OTHER_TEXT_WIDTH else text[: OTHER_TEXT_WIDTH - 1] + "…"
 
 
+def long_text(column: str, value: object) -> bool:
+    """Whether ``column value`` is longer than a figure's item may be (:data:`OTHER_TEXT_WIDTH`)."""
+    return isinstance(value, str) and len(column) + 1 + len(clean(value)) > OTHER_TEXT_WIDTH
+
+
 def text_lines(items: list[tuple[str, str]], width: int, lines: int) -> list[Text]:
     """``column value`` items in at most ``lines`` lines of ``width``: the short ones packed (as the
     figures), then each long one whole on lines of its own (a path is not cut); those that do not fit
@@ -100,7 +105,8 @@ def details_text(
         return value is None or not str(value).strip() or (bool(name) and name.endswith(str(value).strip()))
 
     shown = [c for c in columns if c != name_column and c not in DRILL_TEXT and not empty_text(c)]
-    words = [c for c in shown if c in text_columns and c not in SHORT_TEXT]
+    # a short-text column (an operator) too long for the figures' lines gets a line of its own, whole
+    words = [c for c in shown if c in text_columns and (c not in SHORT_TEXT or long_text(c, row.get(c)))]
     parts = [f"{c} {figure(c, row.get(c))}" for c in shown if c not in words]
     lines = pack_items(parts, width, FIGURE_LINES)
     lines += [Text("")] * (FIGURE_LINES - len(lines))

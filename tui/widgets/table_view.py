@@ -49,7 +49,15 @@ LEADING: dict[str, tuple[tuple[str, ...], int, tuple[str, ...]]] = {
     "graph_nodes": (("node", "name", "device_us", "replays", "how"), 2, ("graph",)),
     # an operator through the capture: its module tells two rows of one name apart, its time next
     "graph_ops": (("name", "module", "device_us", "pct", "calls"), 1, ()),
+    # the figures a user reads first beside the name at 80 columns: a kernel's share, an operator's
+    # GPU time and calls (the kind, a word of up to 15 letters, after the figures)
+    "kernels": (("name", "calls", "total_us", "pct"), 1, ()),
+    "ops": (("name", "device_total_us", "calls", "device_self_us", "host_total_us", "host_self_us"), 1, ()),
+    # figures first, shapes last (docs/efficiency.md): calls, time, TFLOP/s and % of roof at 80 columns
+    "efficiency": (("name", "calls", "kernel_us", "tflops_s", "pct_of_roofline", "tb_s", "bound"), 1, ()),
 }
+#: Views whose figures come before the columns telling a repeated name apart (the details line has them).
+FIGURES_FIRST = frozenset({"efficiency"})
 #: What the filtered rows' time is a share of, per view (else the column's name).
 SHARE_OF = {"kernels": "kernel time", "ops": "device self time"}
 WIDE_NAME_WIDTH = 160  # the most a name column gets when the other columns leave room for it
@@ -123,6 +131,47 @@ def text_width(cells: pl.DataFrame, width: int) -> int:
     lengths = sample.row(0, named=True)
     others = sum(min(max(len(c), lengths[c] or 1), narrow) + 2 for c in cells.columns if c != name)
     return max(narrow, min(WIDE_NAME_WIDTH, width - others - 4))
+
+
+def middle_cut_names(cells: pl.DataFrame, width: int, column: str | None = None) -> pl.DataFrame:
+    """``cells`` with the name column's longer values cut in the middle to ``width`` (both ends kept:
+    ``autograd::engine::evaluate_fu…MmBackward0``), as :func:`profview.report.wording.middle_cut`
+    does, so that rows sharing a long prefix stay apart; the table would cut their ends.  The
+    displayed frame keeps the whole names (details line, copy, export); a C++ signature is left to
+    the table's own cut at its end."""
+    name = column or filter_column(cells)
+    if name is None or width < 3 or cells.schema[name] != pl.String:
+        return cells
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    values = pl.col(name)
+    cut = values.str.head(head) + "…" + values.str.tail(tail)
+    # A C++ signature (``void cudnn::batchnorm_bwtr…<__half, float>)``) keeps its head: its tail is
+    # template arguments that many kernels share, its head the name that tells them apart.
+    signature = values.str.contains("<", literal=True) | values.str.contains("(", literal=True)
+    long = (values.str.len_chars() > width) & ~signature
+    return cells.with_columns(pl.when(long).then(cut).otherwise(values).alias(name))
+
+
+def telling_width(name_width: int, width: int) -> int:
+    """The widest a column telling rows of one name apart (input shapes, a launch's frame) is drawn:
+    what the name and two figures leave of the screen, at least 16 (its whole text is in the details)."""
+    return max(16, min(name_width, width - name_width - 36))
+
+
+def cut_telling(cells: pl.DataFrame, width: int) -> pl.DataFrame:
+    """``cells`` with the text columns of :data:`DISTINGUISHING` cut in the middle to ``width``."""
+    for column in DISTINGUISHING:
+        if column in cells.columns and cells.schema[column] == pl.String:
+            cells = middle_cut_names(cells, width, column)
+    return cells
+
+
+def repeats(frame: pl.DataFrame) -> bool:
+    """Whether a name repeats among ``frame``'s rows (a kernel by launch shape, an operator by input
+    shapes): then the columns of :data:`DISTINGUISHING` follow the name."""
+    name = filter_column(frame)
+    return name is not None and frame.height > 1 and frame.get_column(name).n_unique() < frame.height
 
 
 def distinguishing_first(frame: pl.DataFrame, columns: list[str]) -> list[str]:
@@ -292,11 +341,14 @@ class FrameView(Vertical):
         else:
             columns = [c for c in base if c not in TRAILING_TEXT] + [c for c in base if c in TRAILING_TEXT]
         columns = [c for c in columns if c not in self.hidden] or columns[:1]
-        if self.order is None:
+        if self.order is None and self.view not in FIGURES_FIRST:
             columns = distinguishing_first(self.base, columns)
         leading, frozen, last = LEADING.get(self.view, ((), 1, ()))
         if self.order is None and leading:
             first = [c for c in leading if c in columns]
+            if first and first[0] == columns[0] and self.view not in FIGURES_FIRST:  # telling columns stay beside it
+                first[1:1] = [c for c in columns[1:] if c in DISTINGUISHING and columns.index(c) <= len(DISTINGUISHING)
+                              and c not in first and repeats(self.base)]
             rest = [c for c in columns if c not in first and c not in last]
             columns = first + rest + [c for c in last if c in columns]
         sort = self.sort_column()
@@ -384,6 +436,11 @@ class FrameView(Vertical):
         self._generation += 1
         width = self.app.size.width if self.is_attached else 200
         self._name_width = text_width(cells, width)
+        if self.view in FIGURES_FIRST:  # four figures beside the name at 80 columns
+            self._name_width = min(self._name_width, max(20, width - 58))
+        cells = middle_cut_names(cells, self._name_width)
+        if self.view not in FIGURES_FIRST:
+            cells = cut_telling(cells, telling_width(self._name_width, width))
         from textual_fastdatatable import ArrowBackend
 
         from .whole_columns import WholeColumnsTable
@@ -422,12 +479,19 @@ class FrameView(Vertical):
             # scrolls the cursor's cell into view (right of the frozen name)
             table.move_cursor(row=place["row"], column=place["column"])
 
+    def _keep_cursor_on_screen(self, table: DataTable) -> None:
+        """The row under the cursor stays on screen when the table gets shorter (a pane above it
+        grew, the terminal shrank): the job's straggler, chosen before the layout settled."""
+        if table is self._table and table.is_attached and table.row_count:
+            table.move_cursor(row=table.cursor_row, column=table.cursor_column)
+
     def on_resize(self) -> None:
         """The name column's width follows the terminal's (rebuilt when its limit changes)."""
         table = self.table
         if table is None or not self.is_attached:
             return
         self.call_after_refresh(self.update_details)  # its lines follow the width
+        self.call_after_refresh(self._keep_cursor_on_screen, table)
         if text_width(self.cells(), self.app.size.width) != self._name_width:
             self.rebuild(row=table.cursor_row)
 
