@@ -10,7 +10,7 @@ import polars as pl
 
 from ...frames import CATEGORIES, Overview
 from ..trace.communication import host_collective_intervals
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, external_overrides
 from ..trace.runtime_calls import RuntimeFacts, runtime_facts
 from ..trace.scalars import mean_or_zero
 
@@ -116,7 +116,21 @@ def build_overview(
         average_step=average,
     )
     view.hints = hints(view, kernels, runtime_facts(model.host))
+    view.notes = attribution_notes(model)
     return view
+
+
+def attribution_notes(model: TraceModel) -> list[str]:
+    """One line where GPU events' ``External id`` names an operator that does not enclose their
+    launch call (they were attributed to the launch call's operator instead)."""
+    overridden = external_overrides(model)
+    if not overridden:
+        return []
+    events = "GPU event's" if overridden == 1 else "GPU events'"
+    return [
+        f"{overridden:,} {events} External id names an operator that does not enclose the launch call: "
+        "attributed to the operator around the launch call instead"
+    ]
 
 
 def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = None) -> list[str]:
