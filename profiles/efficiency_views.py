@@ -408,6 +408,13 @@ class EfficiencyViews(ProfileHost):
         sized, unsized, _left = self.efficiency_share(frame, step)
         return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")
 
+    def _step_efficiency_rows(self, step: int, modelled: pl.DataFrame) -> pl.DataFrame:
+        """The efficiency rows of one step's calls (none where the step has no modelled call)."""
+        try:
+            return self.efficiency(step=step)
+        except ProfviewError:
+            return _no_rows(modelled)
+
     def efficiency_lines(self, step: int | None = None) -> list[str]:
         """The Overview's efficiency lines: GPU time by kernel category, and the average step's
         model FLOPs, achieved TFLOP/s and MFU against the device's peak (or why there are none)."""
@@ -434,8 +441,11 @@ class EfficiencyViews(ProfileHost):
         if rows.height == 0:
             return lines
         name, peak = self.device_peak()
+        # issue 51: under a chosen step every figure is the step's own: its calls' precisions and
+        # the share of its GPU time they size
+        scoped = modelled if step is None else self._step_efficiency_rows(step, modelled)
         by_precision = (
-            modelled.group_by("precision")
+            scoped.group_by("precision")
             .agg((pl.col("calls") * pl.col("gflops")).sum().alias("gflop"))
             .drop_nulls("precision")
             .sort(["gflop", "precision"], descending=[True, False])
@@ -450,10 +460,14 @@ class EfficiencyViews(ProfileHost):
             else "in the whole trace (no steps)" if whole
             else "per average step" if rows.height > 1 else "per step"
         )
+        sized, unsized, _left = self.efficiency_share(scoped, step)
         line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
-        sized, unsized, _left = self.efficiency_share(modelled)
+        if sized <= 0 and not tflop:  # nothing sized: the FLOPs are unknown, not zero
+            line = f"model FLOPs {what}: unknown (none of its calls is sized by the perf model)"
         inferred = self.device_inference()
-        if peak is None or not peak.peak_tflops(precision):
+        if sized <= 0 and not tflop:
+            pass
+        elif peak is None or not peak.peak_tflops(precision):
             line += f" (no peak known for {name or 'this device'}: --peak-tflops sets one)"
         elif unsized > sized:  # most work of unknown precision: no peak (the steps view: _mostly_unsized)
             line += (
@@ -473,13 +487,18 @@ class EfficiencyViews(ProfileHost):
         if inferred and peak is not None:
             lines.append(inferred)
         # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
-        lines.append(f"efficiency {self.efficiency_share_text(modelled)}")
+        share = self.efficiency_share_text(scoped, step)
+        lines.append(f"efficiency {share}" if step is None else f"efficiency in step {step}: {share}")
         busy = _mean(rows["gpu_busy_us"])
         lines.append(
             f"GPU busy {what}: {fmt_us(busy)} (all GPU work in the {'trace' if whole else 'step'}, "
             "launched before the window included)"
         )
         return lines
+
+
+def _no_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.clear()
 
 
 def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:
