@@ -158,7 +158,7 @@ def _by_content(events: pl.DataFrame, missing: dict[str, str]) -> tuple[pl.DataF
     gpu = labelled.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"])).height
     if gpu == 0:
         missing["kernels"] = (
-            "no GPU event in this trace: no process is named as a GPU (/device:GPU:N), and no event "
+            "no GPU event in this trace: no process of this trace is named as a GPU (/device:GPU:N), and no event "
             "has a device, a stream, or a correlation id with a kernel's name"
         )
     else:

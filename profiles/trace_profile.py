@@ -23,9 +23,9 @@ import polars as pl
 
 from ..analysis.tables.kernels import kernel_table
 from ..analysis.trace.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
-from ..parsers.schema import EVENT_SCHEMA
 from ..errors import ProfviewError
 from ..frames import UNATTRIBUTED, Overview, cut_replay_graph, with_share
+from ..parsers.schema import EVENT_SCHEMA
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
 from .gate_views import GateViews
 from .graph_views import GraphViews

@@ -386,7 +386,9 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     """
     ranks = sorted(per_rank)
     frames = [match_keys(f, r).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
-    empty = {**RANK_CALL_SCHEMA, "match": pl.String, "key": pl.String, "_space": pl.String, "rank": pl.Int64}
+    empty = pl.Schema(
+        {**RANK_CALL_SCHEMA, "match": pl.String(), "key": pl.String(), "_space": pl.String(), "rank": pl.Int64()}
+    )
     calls = pl.concat(frames) if frames else pl.DataFrame(schema=empty)
     if calls.height == 0:
         return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)

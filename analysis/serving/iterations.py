@@ -24,8 +24,9 @@ shape (batch × sequence; ``embedding``); else, for an iteration that replays on
 and calls no embedding itself, from the embedding call the trace recorded while capturing the
 graph (between ``…StreamBeginCapture`` and ``…StreamEndCapture``: ``capture``), where every
 capture in the trace that embeds gives the same count (a replay runs what was captured, at the
-captured shape; captures of several batch sizes could not say which one a replay ran).  An iteration of unknown phase (a training step) has no
-tokens: a step's sequence length is not a number of generated tokens.
+captured shape; captures of several batch sizes could not say which one a replay ran).  An
+iteration of unknown phase (a training step) has no tokens: a step's sequence length is not a
+number of generated tokens.
 
 The figures (docs/iterations.md has a worked example of each; tests/analysis/serving/test_iterations.py
 recomputes each from the raw JSON with tests/serving_witness.py):

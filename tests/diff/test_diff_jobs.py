@@ -156,7 +156,8 @@ def test_the_straggler_tables_are_both_ranks_views(same: JobComparison) -> None:
     own = same.before.ranks_view()
     assert table["rank"].to_list() == own["rank"].to_list() == list(range(8))
     assert table["wait_us_before"].to_list() == own["wait_us"].to_list()
-    assert table.filter(pl.col("straggler_before"))["rank"].to_list() == same.before.stragglers() == [5]  # the 3 AllReduces alone are matched (tests/jobs/test_jobs.py)
+    # the 3 AllReduces alone are matched (tests/jobs/test_jobs.py)
+    assert table.filter(pl.col("straggler_before"))["rank"].to_list() == same.before.stragglers() == [5]
     assert table.filter(pl.col("straggler_after"))["rank"].to_list() == [5]
 
 

@@ -61,7 +61,7 @@ def _raw_links(name: str) -> tuple[dict[str, float], int]:
 
 def test_external_ids_that_do_not_enclose_the_launch_are_overridden_and_counted() -> None:
     profile = loaded(ALEXNET)
-    expected, wrong = _raw_links(ALEXNET)
+    _, wrong = _raw_links(ALEXNET)
     assert wrong == 17  # the file's own defect, counted from the raw JSON above
     assert external_overrides(profile.model) == wrong
     assert any(f"{wrong:,} GPU events' External id" in note for note in profile.overview().notes)
