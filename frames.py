@@ -420,7 +420,8 @@ class Overview:
     ``communication_us``: the union of communication kernels (see
     :mod:`profview.analysis.trace.communication`), ``communication_pct`` its share of ``gpu_busy_us``,
     ``collectives`` one ``[backend, collective type or "?", calls, total µs]`` per kind, longest
-    first; ``host_collective_us``: the union of host time inside CPU collectives (gloo).
+    first; ``host_collective_us``: the union of host time inside CPU collectives (gloo);
+    ``notes``: what the trace lacks or says wrongly and how it was read instead, one line each.
     """
 
     devices: list[str]
@@ -440,6 +441,7 @@ class Overview:
     communication_pct: float = 0.0
     collectives: list[tuple[str, str, int, float]] = field(default_factory=list)
     host_collective_us: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
 
 def rank_line(view: Overview) -> str | None:

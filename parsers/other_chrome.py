@@ -18,6 +18,17 @@ import polars as pl
 from ..frames import KIND
 
 GPU_PROCESS = r"(?i)/device:GPU|\bGPU\b|/gpu:\d"
+#: Names of copies and sets as CUPTI-based tools write them (``[MEMCPY] HtoD``, ``Memcpy DtoH``).
+COPY_NAME = r"(?i)^\s*\[?\s*memcpy\b|\[memcpy\]|^\s*memcpy[a-z0-9]*\s+[hdp]to[hdp]"
+SET_NAME = r"(?i)^\s*\[?\s*memset\b|\[memset\]"
+#: A kernel's name as compilers and libraries write it (``void f<...>(...)``, ``sm80_xmma_…``,
+#: ``ampere_sgemm_…``, ``ncclKernel_…``, ``triton_…``, ``cutlass::Kernel<…>``).
+KERNEL_NAME = (
+    r"^void |(?i:kernel)|^(?:sm\d{2,3}|ampere|volta|turing|hopper|maxwell|pascal)_|^triton_|cutlass|(?i:gemm)|^nccl"
+)
+#: Runtime and driver calls by their API names (``cudaLaunchKernel``, ``hipMemcpyAsync``, ``cuLaunchKernel``).
+RUNTIME_NAME = r"^(?:cuda|hip)[A-Z]"
+DRIVER_NAME = r"^cu[A-Z]"
 STREAM_LANE = r"(?i)stream"
 STREAM_NUMBER = r"(\d+)"
 
@@ -72,7 +83,7 @@ def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, st
     with_streams = threads.filter(pl.col("thread").str.contains(STREAM_LANE))["pid"].unique().implode()
     missing = {"launches": "this trace does not link host operations to the GPU kernels they launched"}
     if gpu_pids.height == 0:
-        missing["kernels"] = "no process of this trace is named as a GPU (/device:GPU:N)"
+        return _by_content(events, missing)
     on_gpu = pl.col("pid").is_in(gpu_pids["pid"].implode())
     lane = ~pl.col("pid").is_in(with_streams) | pl.col("thread").str.contains(STREAM_LANE).fill_null(False)
     name = pl.col("name").str.to_lowercase()
@@ -114,6 +125,44 @@ def label_device_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, st
             *_launch_shape_columns(),
         )
     )
+    return labelled.select(pl.col(column).cast(dtype) for column, dtype in events.schema.items()), missing
+
+
+def _by_content(events: pl.DataFrame, missing: dict[str, str]) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Kinds of a trace that names no GPU process, from each event's own content: a copy or set
+    by its name (``[MEMCPY] HtoD``), a kernel by a device or stream argument, or a correlation id
+    with a kernel-shaped name; runtime and driver calls by their API names; any other complete
+    event is a host operation.  A trace with no GPU event at all says so in ``missing``."""
+    name = pl.col("name")
+    complete = pl.col("ph") == "X"
+    placed = pl.col("stream").is_not_null() | pl.col("device").is_not_null()
+    shaped = pl.col("correlation").is_not_null() & name.str.contains(KERNEL_NAME)
+    api = name.str.contains(RUNTIME_NAME) | name.str.contains(DRIVER_NAME)
+    kind = (
+        pl.when(complete & name.str.contains(COPY_NAME))
+        .then(pl.lit("memcpy"))
+        .when(complete & name.str.contains(SET_NAME))
+        .then(pl.lit("memset"))
+        .when(complete & name.str.contains(RUNTIME_NAME))
+        .then(pl.lit("runtime"))
+        .when(complete & name.str.contains(DRIVER_NAME))
+        .then(pl.lit("driver"))
+        .when(complete & ~api & (placed | shaped))
+        .then(pl.lit("kernel"))
+        .when(complete)
+        .then(pl.lit("cpu_op"))
+        .otherwise(pl.col("kind").cast(pl.String))
+        .cast(KIND)
+    )
+    labelled = events.with_columns(kind.alias("kind"), *_launch_shape_columns())
+    gpu = labelled.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"])).height
+    if gpu == 0:
+        missing["kernels"] = (
+            "no GPU event in this trace: no process of this trace is named as a GPU (/device:GPU:N), and no event "
+            "has a device, a stream, or a correlation id with a kernel's name"
+        )
+    else:
+        missing["launches"] = "this trace does not link host operations to the GPU work they launched"
     return labelled.select(pl.col(column).cast(dtype) for column, dtype in events.schema.items()), missing
 
 

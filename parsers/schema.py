@@ -106,6 +106,24 @@ CATEGORY_KINDS: dict[str, str] = {
     "overhead": "overhead",
 }
 
+#: Lower-cased ``cat`` values of events profview knows and does not read as work (the profiler's
+#: own range, flow links, synchronisation records, instant markers): never "unknown categories".
+KNOWN_UNREAD_CATEGORIES = frozenset({
+    "trace", "cuda_sync", "cuda_profiler_range", "ac2g", "async_cpu_to_gpu", "cpu_instant_event",
+    "gpu_instant_event", "fwdbwd", "memory", "python_function_call",
+})  # fmt: skip
+
+
+def unknown_categories(events: pl.DataFrame) -> tuple[int, list[str]]:
+    """Events whose ``cat`` profview does not know (so they are not read as work): how many, and
+    their categories, most events first."""
+    known = {*CATEGORY_KINDS, *KNOWN_UNREAD_CATEGORIES}
+    cats = events.filter(pl.col("cat").is_not_null() & pl.col("ph").is_in(["X", "B", "E", "i", "I"]))
+    per_cat = cats.group_by(pl.col("cat").cast(pl.String)).len().sort(["len", "cat"], descending=[True, False])
+    unknown = per_cat.filter(~pl.col("cat").str.to_lowercase().is_in(list(known)))
+    return int(unknown["len"].sum()), unknown["cat"].to_list()
+
+
 #: (column, trace arg key(s), dtype) for every typed column taken from ``args``.
 #: Argument columns that some tracers write as numbers and others as text (ROCm's ``stream``):
 #: read as either, kept as the number.

@@ -199,16 +199,29 @@ def label_gpu_rows(ops: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _print_step(us: pl.Expr) -> pl.Expr:
+    """The last printed digit of a key_averages time of ``us`` µs, in µs (3 decimals of its unit)."""
+    size = us.abs()
+    return pl.when(size < 1e3).then(1e-3).when(size < 1e6).then(1.0).otherwise(1e3)
+
+
 def kernel_rows(ops: pl.DataFrame) -> pl.DataFrame:
     """GPU activities among the rows (kernels, memcpy, memset: device time, no CPU time) as a
     kernel table; ``pct`` is the share of all of them.  GPU-side annotations are left out."""
     gpu = label_gpu_rows(ops).filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
     calls = pl.col("calls").cast(pl.Float64)
+    # torch prints each time with 3 decimals in the unit it picks for it (us below 1 ms, ms below
+    # 1 s, s above), so the total is rounded to 1 ns, 1 µs or 1 ms, and total ÷ calls is only
+    # that fine divided by the calls: where the printed average is finer (21.976 us against
+    # 21.972 from a total printed in ms), it is the mean; otherwise the division is.
+    printed = pl.col("device_avg_us") if "device_avg_us" in gpu.columns else pl.lit(None, dtype=pl.Float64)
+    divided = pl.col("device_self_us") / calls
+    finer = _print_step(printed) < _print_step(pl.col("device_self_us")) / calls
     frame = gpu.select(
         "name",
         "calls",
         pl.col("device_self_us").alias("total_us"),
-        (pl.col("device_self_us") / calls).alias("mean_us"),
+        pl.when(printed.is_not_null() & finer).then(printed).otherwise(divided).alias("mean_us"),
     )
     return conform_kernels(with_share(frame)).sort("total_us", descending=True, nulls_last=True)
 

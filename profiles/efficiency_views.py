@@ -408,6 +408,13 @@ class EfficiencyViews(ProfileHost):
         sized, unsized, _left = self.efficiency_share(frame, step)
         return f"rows size {sized:.1f}% of GPU time" + (f" ({unsized:.1f}% unsized)" if unsized >= 0.05 else "")
 
+    def _step_efficiency_rows(self, step: int, modelled: pl.DataFrame) -> pl.DataFrame:
+        """The efficiency rows of one step's calls (none where the step has no modelled call)."""
+        try:
+            return self.efficiency(step=step)
+        except ProfviewError:
+            return _no_rows(modelled)
+
     def efficiency_figures(self, step: int | None = None) -> dict[str, Any] | None:
         """The Overview's efficiency figures as numbers (None where the trace has no GPU work):
         GPU time by kernel category, and the average step's model FLOPs, achieved TFLOP/s and MFU
@@ -439,8 +446,11 @@ class EfficiencyViews(ProfileHost):
             figures["model_unknown"] = "no step of the perf model's table" + ("" if step is None else f" is {step}")
             return figures
         name, peak = self.device_peak()
+        # issue 51: under a chosen step every figure is the step's own: its calls' precisions and
+        # the share of its GPU time they size
+        scoped = modelled if step is None else self._step_efficiency_rows(step, modelled)
         by_precision = (
-            modelled.group_by("precision")
+            scoped.group_by("precision")
             .agg((pl.col("calls") * pl.col("gflops")).sum().alias("gflop"))
             .drop_nulls("precision")
             .sort(["gflop", "precision"], descending=[True, False])
@@ -451,8 +461,10 @@ class EfficiencyViews(ProfileHost):
             "step" if step is not None else "whole_trace" if whole else "average_step" if rows.height > 1 else "step"
         )
         rate = step_rate(rows, self.steps())
-        known = rows["model_tflop"].drop_nulls().len() > 0  # no FLOPs known: unknown, not 0
-        sized, unsized, left = self.efficiency_share(modelled)
+        # no FLOPs known, or none of the calls sized: unknown, not 0
+        known = rows["model_tflop"].drop_nulls().len() > 0
+        sized, unsized, left = self.efficiency_share(scoped, step)
+        known = known and not (sized <= 0 and not _mean(rows["model_tflop"]))
         peak_tflops = float(peak.peak_tflops(precision)) if peak is not None and peak.peak_tflops(precision) else None
         mfu: float | None = None
         mfu_unknown: str | None = None
@@ -524,7 +536,9 @@ def efficiency_text(figures: dict[str, Any]) -> list[str]:
     )
     tflop, rate = model["model_tflops_per_step"] or 0.0, model["model_tflops_per_s"] or 0.0
     line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"
-    if model["peak_tflops_per_s"] is None:
+    if model["model_tflops_per_step"] is None:  # nothing sized: the FLOPs are unknown, not zero
+        line = f"model FLOPs {what}: unknown (none of its calls is sized by the perf model)"
+    elif model["peak_tflops_per_s"] is None:
         line += f" ({model['mfu_unknown']})"
     elif model["mfu_pct"] is None:
         line += f" (no MFU: {model['mfu_unknown']})"
@@ -542,16 +556,21 @@ def efficiency_text(figures: dict[str, Any]) -> list[str]:
     if model["device_inferred"] and model["peak_name"] is not None:
         lines.append(model["device_inferred"])
     # issue 40: how much of the GPU time the rows size (a replayed call is sized through its capture)
-    lines.append(
-        f"efficiency rows size {model['sized_pct']:.1f}% of GPU time, {model['unsized_pct']:.1f}% in rows without "
+    share = (
+        f"rows size {model['sized_pct']:.1f}% of GPU time, {model['unsized_pct']:.1f}% in rows without "
         f"figures, {model['unmodelled_pct']:.1f}% in none"
     )
+    lines.append(f"efficiency {share}" if step is None else f"efficiency in step {step}: {share}")
     lines.append(
         f"GPU busy {what}: {fmt_us(model['gpu_busy_us_per_step'] or 0.0)} "
         f"(all GPU work in the {'trace' if whole else 'step'}, "
         "launched before the window included)"
     )
     return lines
+
+
+def _no_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.clear()
 
 
 def step_rate(rows: pl.DataFrame, steps: pl.DataFrame) -> float:

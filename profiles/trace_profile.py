@@ -25,6 +25,7 @@ from ..analysis.tables.kernels import kernel_table
 from ..analysis.trace.events import GPU_COLUMNS, GPU_LINK_COLUMNS, gpu_work
 from ..errors import ProfviewError
 from ..frames import UNATTRIBUTED, Overview, cut_replay_graph, with_share
+from ..parsers.schema import EVENT_SCHEMA
 from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
 from .gate_views import GateViews
 from .graph_views import GraphViews
@@ -397,7 +398,10 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             else:
                 from ..analysis.tables.overview import build_overview
 
-                view = build_overview(self.model, self.steps(), self.kernels(), self.metadata, self.communication())
+                # a trace without GPU work (no kernels view) still has its span, steps and hints
+                kernels = self.kernels() if self.available("kernels") else _no_kernels()
+                view = build_overview(self.model, self.steps(), kernels, self.metadata, self.communication())
+                view.notes = [*_unread_notes(self._trace_events()), *view.notes]
                 self._facts["overview"] = view
                 self.fresh_facts["overview"] = asdict(view)
         return self._facts["overview"]
@@ -412,3 +416,22 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
         if frame.height == 0:
             raise ProfviewError(self.path, why)
         return frame
+
+
+def _no_kernels() -> pl.DataFrame:
+    """An empty kernel table, for the overview of a trace that has no kernels view."""
+    from ..analysis.tables.kernels import kernel_table
+
+    return kernel_table(gpu_work(pl.DataFrame(schema=EVENT_SCHEMA)))
+
+
+def _unread_notes(events: pl.DataFrame) -> list[str]:
+    """A line naming the categories of events that were not read (profview does not know them)."""
+    from ..parsers.schema import unknown_categories
+
+    count, categories = unknown_categories(events)
+    if not count:
+        return []
+    named = ", ".join(categories[:3]) + (f", … {len(categories) - 3} more" if len(categories) > 3 else "")
+    kinds = "category" if len(categories) == 1 else "categories"
+    return [f"{count:,} events of {len(categories)} unknown {kinds} were not read: {named}"]

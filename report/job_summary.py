@@ -60,6 +60,37 @@ def ranks_phrase(ranks: list[int]) -> str:
     return phrase
 
 
+def matching_line(job: Job) -> str | None:
+    """How the collective calls were matched across ranks, how many were not and why, and how many
+    instances the clock offsets rest on (None for a job without collective calls)."""
+    from ..analysis.distributed.collectives import UNMATCHED, anchor_count, match_counts
+
+    view = job.collectives()
+    counts = match_counts(view)
+    if not counts:
+        return None
+    ways = {"seq": "process group and Seq", "comms_id": "Comms Id", "group_order": "order in the process group",
+            "stream_order": "order on the stream"}  # fmt: skip
+    matched = view.filter(pl.col("ranks") > 1)
+    on = ", ".join(f"{counts[k]:,} by {label}" for k, label in ways.items() if counts.get(k))
+    line = f"collectives: {matched['collective'].n_unique():,} matched across ranks"
+    line += f" ({matched.height:,} calls: {on})" if matched.height else ""
+    left = [f"{counts[k]:,} {label}" for k, label in UNMATCHED.items() if counts.get(k)]
+    single = view.filter(pl.col("ranks") == 1).height - sum(counts.get(k, 0) for k in UNMATCHED)
+    if single > 0:
+        left.append(f"{single:,} on one rank only")
+    if left:
+        line += "; calls left unmatched: " + ", ".join(left)
+    anchors = anchor_count(view)
+    line += f"; clock offsets from {plural_instances(anchors)}" if anchors else "; clock offsets: none estimated"
+    return line
+
+
+def plural_instances(count: int) -> str:
+    """``1 instance`` / ``3 instances``."""
+    return f"{count:,} instance" + ("" if count == 1 else "s")
+
+
 def _ordinal(n: int) -> str:
     return "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
 
@@ -89,7 +120,7 @@ def straggler_line(job: Job, figures: dict[str, object] | None = None) -> str:
     screen's header shows): :func:`straggler_figures` (given, or read from ``job``) in words."""
     found = figures if figures is not None else straggler_figures(job)
     if found is None:
-        return "straggler: none found (no collective matched across ranks)"
+        return "straggler: none found (no collective matched across ranks on evidence the traces hold)"
     others = found["others_mean_wait_us"]
     waits = f"; the other ranks wait {fmt_us(others)} on average" if isinstance(others, float) else ""
     ranks: list[int] = found["ranks"]  # type: ignore[assignment]
@@ -147,6 +178,9 @@ def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
     lines = list(job.notes)
     if not (lines and lines[0].startswith(count)):
         lines.insert(0, count)
+    matching = matching_line(job)
+    if matching:
+        lines.append(matching)
     ranks, title = shown_ranks(job.ranks_view(), top)
     straggler = straggler_figures(job)
     return JobSummaryFigures(

@@ -255,6 +255,8 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
             console.print(Text(f"  {clean(line)}"))
         for hint in figures.hints:
             console.print(Text(f"  hint: {clean(hint)}"))
+        for note in view.notes:
+            console.print(Text(f"  note: {clean(note)}"))
     elif figures.hints or figures.environments:
         for key, value in figures.environments.items():
             console.print(Text(f"  {clean(key)}: {clean(value)}"))

@@ -25,6 +25,7 @@ from .compare import DEFAULT_TOLERANCE_PCT, _pct, diff_kernels, status_expr
 RANK_FIGURES: tuple[tuple[str, str], ...] = (
     ("step_us", "Step"),
     *((f"{c}_us", CATEGORY_LABELS[c]) for c in CATEGORIES),
+    ("step_communication_us", "Communication (Steps category)"),
     ("exposed_communication_us", "Exposed communication"),
     ("wait_us", "Wait at collectives (total)"),
 )

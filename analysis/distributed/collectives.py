@@ -6,20 +6,28 @@ collective arguments filled from the ``record_param_comms`` operator of the same
 the kernel lacks them), or, for a rank without any, from its CPU collectives (``gloo:*`` ranges).
 
 Across ranks (:func:`match_collectives`), a call is one instance of a collective with the calls
-of the other ranks that share its key, in this order of preference:
+of the other ranks that share its key, and only on what the trace holds (``match`` says which):
 
-1. ``(process group, Seq)`` when the trace has ``Seq``, else ``Comms Id``;
-2. ``(process group, n-th call of that group on this rank)`` when the process group is known;
-3. ``(n-th communication stream of the rank, n-th call on that stream)``; host collectives:
-   ``n-th call``.
+1. ``seq``: ``(process group, Seq)``; ``comms_id``: ``Comms Id`` (a hash of the two);
+2. ``group_order`` / ``stream_order``: the n-th blocking collective of a process group (or of the
+   n-th communication stream; host collectives: the n-th call), only where every rank that has
+   calls there issued the same collectives in the same order (a profiling window that opens one
+   collective later on one rank shows as a disagreement, and then nothing there is matched).
 
-Clocks: each rank's offset is the median, over GPU instances that all ranks of the job join and
-that block (every type but Send/Recv), of (its end − the instance's median end), taken relative
-to the lowest rank; it is subtracted before waits are measured (CPU collectives anchor nothing:
-their ranges do not end together).  ``wait_us`` of a call is the latest
-(corrected) start of its instance minus its own: the time it waited for the last rank to arrive.
-A rank whose name, dtype or size disagrees with the instance's most common value (a tie: the
-lowest rank's) is flagged (``mismatch``), and still kept.
+Left unmatched (``ranks`` 1, ``wait_us`` null) and counted by :func:`match_counts`:
+point-to-point calls (Send, Recv, SendRecv) whose peer is not known (it is known only in a
+two-rank process group, with its ``Seq``: the kernel names no peer), calls of a rank that is not a
+member of the process group it names, calls whose order disagrees across ranks (``order differs``),
+and instances that would make a rank wait longer than its own call lasted (``implausible``: a
+blocking call cannot end before the last rank arrives, so the pairing is wrong).
+
+Clocks: each rank's offset is the median, over matched blocking GPU instances that all ranks of
+the job join, of (its end − the instance's median end), taken relative to the lowest rank; it is
+subtracted before waits are measured (CPU collectives anchor nothing: their ranges do not end
+together); it is estimated again once implausible instances are left out.  ``wait_us`` of a call
+is the latest (corrected) start of its instance minus its own: the time it waited for the last
+rank to arrive.  A rank whose name, dtype or size disagrees with the instance's most common value
+(a tie: the lowest rank's) is flagged (``mismatch``), and still kept.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ RANK_CALL_SCHEMA: pl.Schema = pl.Schema(
         "dtype": pl.String(),
         "bytes": pl.Int64(),
         "group_size": pl.Int64(),
+        "group_ranks": pl.String(),
     }
 )
 #: The collectives view: one row per (instance, rank).
@@ -64,6 +73,7 @@ COLLECTIVE_COLUMNS: tuple[str, ...] = (
     "last",
     "mismatch",
     "match",
+    "anchor",
 )
 COLLECTIVE_SCHEMA: pl.Schema = pl.Schema(
     {
@@ -82,11 +92,14 @@ COLLECTIVE_SCHEMA: pl.Schema = pl.Schema(
         "last": pl.Boolean(),
         "mismatch": pl.Boolean(),
         "match": pl.String(),
+        "anchor": pl.Boolean(),
     }
 )
 assert tuple(COLLECTIVE_SCHEMA) == COLLECTIVE_COLUMNS
 #: Collective arguments copied from ``record_param_comms`` onto its kernels where missing.
-ARG_FIELDS = ("dtype", "in_nelems", "out_nelems", "group_size", "process_group", "seq", "comms_id")
+ARG_FIELDS = (
+    "dtype", "in_nelems", "out_nelems", "group_size", "process_group", "process_group_ranks", "seq", "comms_id",
+)  # fmt: skip
 #: Bytes per element of Kineto's ``dtype`` names (and gloo's ``Input type``).
 DTYPE_BYTES: dict[str, int] = {
     "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
@@ -95,6 +108,17 @@ DTYPE_BYTES: dict[str, int] = {
 }  # fmt: skip
 #: Types that do not block every member (their ends are not a clock anchor).
 NON_BLOCKING = ("Send", "Recv")
+#: Point-to-point types: matched only where the peer is known (see the module doc).
+POINT_TO_POINT = ("Send", "Recv", "SendRecv")
+#: What ``match`` says of a call left unmatched, by reason.
+UNMATCHED = {
+    "no_peer": "point-to-point without a known peer",
+    "not_member": "rank not a member of its process group",
+    "order_differs": "order differs across ranks (no sequence number)",
+    "implausible": "a wait longer than the waiting rank's call",
+}
+#: How much longer than its own call a rank's wait may be (µs: timestamps are rounded to 1 µs).
+WAIT_TOLERANCE_US = 1.0
 #: CPU collectives: each rank's range ends when its own part is done, not with the others' (on
 #: samples/gloo_2rank, two ranks of one host, they would say 0.94 ms of skew), so no clock anchor.
 HOST_BACKENDS = ("gloo", "mpi")
@@ -133,6 +157,7 @@ def rank_collectives(events: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
             "dtype",
             (elems * _elem_bytes(pl.col("dtype"))).alias("bytes"),
             "group_size",
+            pl.col("process_group_ranks").alias("group_ranks"),
         )
     else:
         calls = _host_calls(events)
@@ -161,6 +186,7 @@ def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
             "dtype": [_first_type(t) for t in work["input_type"].to_list()],
             "bytes": sizes,
             "group_size": None,
+            "group_ranks": None,
         },
         schema=RANK_CALL_SCHEMA,
     )
@@ -186,29 +212,98 @@ def _input_bytes(dims: str | None, types: str | None) -> int | None:
     return int(np.prod(shape)) * size
 
 
-def match_keys(calls: pl.DataFrame) -> pl.DataFrame:
-    """``calls`` of one rank with ``match`` (how it was matched) and ``key`` (shared across ranks)."""
-    calls = calls.sort("start", maintain_order=True)
-    stream_no = pl.col("stream").rank("dense").over(pl.lit(1)).cast(pl.Int64)
-    by_pg = pl.int_range(pl.len()).over("process_group")
-    by_stream = pl.int_range(pl.len()).over("stream")
-    return calls.with_columns(
-        pl.when(pl.col("seq").is_not_null())
+def _members(group_ranks: str | None) -> list[int] | None:
+    """The ranks ``Process Group Ranks`` lists (``[0, 1]``), or None where it is absent or unreadable."""
+    try:
+        parsed = json.loads(group_ranks) if group_ranks else None
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in parsed):
+        return None
+    return parsed
+
+
+def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
+    """``calls`` of one rank (``rank``: its global rank) with ``match`` (what it was matched on,
+    or why not: a key of :data:`UNMATCHED`) and ``key`` (shared across ranks; null: unmatched)."""
+    calls = _with_call_columns(calls).sort("start", maintain_order=True)
+    members = [_members(g) for g in calls["group_ranks"].to_list()]
+    outside = [rank is not None and m is not None and rank not in m for m in members]
+    pair = [m is not None and len(m) == 2 for m in members]
+    calls = calls.with_columns(
+        pl.Series("_outside", outside, dtype=pl.Boolean),
+        ((pl.col("group_size") == 2).fill_null(False) | pl.Series(pair, dtype=pl.Boolean)).alias("_pair"),
+        pl.col("name").is_in(POINT_TO_POINT).alias("_p2p"),
+    )
+    has_id = pl.col("seq").is_not_null() | pl.col("comms_id").is_not_null()
+    # ordinals count the blocking collectives only: a point-to-point call between other ranks
+    # would shift them
+    ordinal = ~pl.col("_outside") & ~pl.col("_p2p") & ~has_id
+    calls = calls.with_columns(ordinal.alias("_ordinal"))
+    stream_no = pl.col("stream").rank("dense").over("_ordinal").cast(pl.Int64)
+    by_pg = pl.int_range(pl.len()).over("_ordinal", "process_group")
+    by_stream = pl.int_range(pl.len()).over("_ordinal", "stream")
+    match = (
+        pl.when(pl.col("_outside"))
+        .then(pl.lit("not_member"))
+        .when(pl.col("_p2p") & ~(pl.col("_pair") & has_id))
+        .then(pl.lit("no_peer"))
+        .when(pl.col("seq").is_not_null())
         .then(pl.lit("seq"))
         .when(pl.col("comms_id").is_not_null())
         .then(pl.lit("comms_id"))
         .when(pl.col("process_group").is_not_null())
         .then(pl.lit("group_order"))
         .otherwise(pl.lit("stream_order"))
-        .alias("match"),
-        pl.when(pl.col("seq").is_not_null())
+    )
+    key = (
+        pl.when(pl.col("match") == "seq")
         .then(pl.format("pg {}/seq {}", pl.col("process_group").fill_null("?"), pl.col("seq")))
-        .when(pl.col("comms_id").is_not_null())
+        .when(pl.col("match") == "comms_id")
         .then(pl.format("id {}", pl.col("comms_id")))
-        .when(pl.col("process_group").is_not_null())
+        .when(pl.col("match") == "group_order")
         .then(pl.format("pg {}/#{}", pl.col("process_group"), by_pg))
-        .otherwise(pl.format("stream {}/#{}", stream_no.fill_null(0), by_stream))
-        .alias("key"),
+        .when(pl.col("match") == "stream_order")
+        .then(pl.format("stream {}/#{}", stream_no.fill_null(0), by_stream))
+    )
+    space = (
+        pl.when(pl.col("match") == "group_order")
+        .then(pl.format("pg {}", pl.col("process_group")))
+        .when(pl.col("match") == "stream_order")
+        .then(pl.format("stream {}", stream_no.fill_null(0)))
+    )
+    return (
+        calls.with_columns(match.alias("match"))
+        .with_columns(key.alias("key"), space.alias("_space"))
+        .drop("_outside", "_pair", "_p2p", "_ordinal")
+    )
+
+
+def _with_call_columns(calls: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` with every column of :data:`RANK_CALL_SCHEMA` (a summary saved before one was
+    added lacks it: null)."""
+    missing = [pl.lit(None, dtype=dtype).alias(c) for c, dtype in RANK_CALL_SCHEMA.items() if c not in calls.columns]
+    return calls.with_columns(missing) if missing else calls
+
+
+def _agreeing_order(calls: pl.DataFrame) -> pl.DataFrame:
+    """Ordinal matches kept only where every rank that has calls in a process group (or stream)
+    issued the same names in the same order there; the others become ``order_differs``."""
+    ordinal = calls.filter(pl.col("_space").is_not_null())
+    if ordinal.height == 0:
+        return calls
+    sequences = (
+        ordinal.sort("start", maintain_order=True)
+        .group_by("_space", "rank")
+        .agg(pl.col("name").str.join("|").alias("_names"))
+        .group_by("_space")
+        .agg(pl.col("_names").n_unique().alias("_orders"))
+    )
+    differs = sequences.filter(pl.col("_orders") > 1)["_space"].implode()
+    unmatched = pl.col("_space").is_in(differs).fill_null(False)
+    return calls.with_columns(
+        pl.when(unmatched).then(pl.lit("order_differs")).otherwise(pl.col("match")).alias("match"),
+        pl.when(unmatched).then(None).otherwise(pl.col("key")).alias("key"),
     )
 
 
@@ -217,12 +312,7 @@ def clock_offsets(calls: pl.DataFrame, ranks: list[int]) -> dict[int, float]:
     offsets = {r: 0.0 for r in ranks}
     if len(ranks) < 2 or calls.height == 0:
         return offsets
-    full = calls.filter(
-        (pl.len().over("key") == len(ranks))
-        & (pl.col("rank").n_unique().over("key") == len(ranks))
-        & ~pl.col("name").is_in(NON_BLOCKING)
-        & ~pl.col("backend").is_in(HOST_BACKENDS)
-    )
+    full = _anchors(calls, len(ranks))
     if full.height == 0:
         return offsets
     per_rank = (
@@ -233,6 +323,47 @@ def clock_offsets(calls: pl.DataFrame, ranks: list[int]) -> dict[int, float]:
     found = dict(zip(per_rank["rank"].to_list(), per_rank["d"].to_list(), strict=False))
     base = found.get(min(ranks), 0.0)
     return {r: round(float(found.get(r, base) - base), 3) for r in ranks}
+
+
+def _anchors(calls: pl.DataFrame, n_ranks: int) -> pl.DataFrame:
+    """The calls of matched blocking GPU instances that all ``n_ranks`` ranks join (clock anchors)."""
+    return calls.filter(
+        pl.col("key").is_not_null()
+        & (pl.len().over("key") == n_ranks)
+        & (pl.col("rank").n_unique().over("key") == n_ranks)
+        & ~pl.col("name").is_in(NON_BLOCKING)
+        & ~pl.col("backend").is_in(HOST_BACKENDS).fill_null(False)
+    )
+
+
+def _implausible(calls: pl.DataFrame, offsets: dict[int, float]) -> pl.DataFrame:
+    """Matched instances where, on clocks corrected by ``offsets``, a rank would wait longer than
+    its own call lasted: those calls become ``implausible`` (unmatched)."""
+    shift = pl.col("rank").replace_strict(offsets, return_dtype=pl.Float64)
+    start = pl.col("start") - shift
+    wait = start.max().over("key") - start
+    too_long = (wait > (pl.col("end") - pl.col("start")) + WAIT_TOLERANCE_US).any().over("key")
+    bad = pl.col("key").is_not_null() & too_long.fill_null(False)
+    return calls.with_columns(
+        pl.when(bad).then(pl.lit("implausible")).otherwise(pl.col("match")).alias("match"),
+        pl.when(bad).then(None).otherwise(pl.col("key")).alias("key"),
+    )
+
+
+def match_counts(view: pl.DataFrame) -> dict[str, int]:
+    """Calls of the collectives view by ``match``: how many were matched on what, and how many
+    were left unmatched and why (the keys of :data:`UNMATCHED`)."""
+    if view.height == 0 or "match" not in view.columns:
+        return {}
+    counts = view.group_by("match").agg(pl.len()).sort("match")
+    return {str(m): int(n) for m, n in counts.iter_rows()}
+
+
+def anchor_count(view: pl.DataFrame) -> int:
+    """How many instances of the collectives view anchor the clock offsets (``anchor``)."""
+    if view.height == 0 or "anchor" not in view.columns:
+        return 0
+    return int(view.filter(pl.col("anchor"))["collective"].n_unique())
 
 
 def _busbw_factor(name: pl.Expr, n: pl.Expr) -> pl.Expr:
@@ -254,11 +385,25 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     lowest rank's clock), which ``start_us`` counts from.
     """
     ranks = sorted(per_rank)
-    frames = [match_keys(f).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
-    calls = pl.concat(frames) if frames else pl.DataFrame(schema={**RANK_CALL_SCHEMA, "rank": pl.Int64})
+    frames = [match_keys(f, r).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
+    empty = pl.Schema(
+        {**RANK_CALL_SCHEMA, "match": pl.String(), "key": pl.String(), "_space": pl.String(), "rank": pl.Int64()}
+    )
+    calls = pl.concat(frames) if frames else pl.DataFrame(schema=empty)
     if calls.height == 0:
         return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
+    calls = _agreeing_order(calls)
     offsets = clock_offsets(calls, ranks)
+    checked = _implausible(calls, offsets)
+    if not checked["match"].equals(calls["match"]):  # the offsets again, without the wrong pairings
+        calls = checked
+        offsets = clock_offsets(calls, ranks)
+        calls = _implausible(calls, offsets)
+    anchors = _anchors(calls, len(ranks))["key"].unique().implode()
+    # an unmatched call is an instance of its own
+    calls = calls.with_columns(pl.col("key").is_in(anchors).fill_null(False).alias("anchor")).with_columns(
+        pl.coalesce("key", pl.format("rank {}/#{}", pl.col("rank"), pl.int_range(pl.len()).over("rank"))).alias("key")
+    )
     shift = pl.col("rank").replace_strict(offsets, return_dtype=pl.Float64)
     calls = calls.with_columns((pl.col("start") - shift).alias("start"), (pl.col("end") - shift).alias("end"))
     signature = pl.concat_str(
@@ -281,7 +426,7 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     )
     calls = calls.join(usual, on="key", how="left").with_columns(
         (pl.col("_sig") != pl.col("_usual")).alias("mismatch"),
-        pl.when(pl.col("ranks") > 1).then(pl.col("_last") - pl.col("start")).otherwise(0.0).alias("wait_us"),
+        pl.when(pl.col("ranks") > 1).then(pl.col("_last") - pl.col("start")).alias("wait_us"),
         ((pl.col("start") == pl.col("_last")) & (pl.col("ranks") > 1)).alias("last"),
     )
     order = calls.group_by("key").agg(pl.col("_first").first()).sort(["_first", "key"])

@@ -1,15 +1,20 @@
 """The ranks view: one row per rank of a job, and which rank the others wait for.
 
 Columns (:data:`RANK_COLUMNS`): ``rank``; ``steps`` and ``step_us`` (mean step time); the steps
-view's categories as a mean per step, under the same names (``kernel_us`` ... ``other_us``);
-``exposed_communication_us`` (mean per step: the union of communication minus its part under
-the union of compute kernels); ``overlap_pct`` (|GPU communication ∩ compute| / |GPU
+view's categories as a mean per step, under the same names (``kernel_us`` ... ``other_us``)
+except its Communication category, which is ``step_communication_us`` here (communication
+with no kernel, copy or set under it, as the steps view ranks what runs at an instant);
+``communication_us`` (mean per step: the union of the rank's communication in its steps — its
+communication kernels, as HTA's comm/comp overlap counts them, and its CPU collectives);
+``exposed_communication_us`` (mean per step: that union minus its part under the union of
+compute kernels, so never above ``communication_us``); ``overlap_pct`` (|GPU communication ∩ compute| / |GPU
 communication| over the steps, as HTA's ``get_comm_comp_overlap`` defines it; null without GPU
 communication); ``wait_us`` (the sum of the rank's waits at matched collectives, see
 :mod:`.collectives`); ``last_arrivals`` (instances it arrived at last); ``clock_offset_us`` (what
 was subtracted from its timestamps); ``straggler``: true for the rank(s) with the lowest total
 wait — the one the others wait for (TraceLens' rule) — when collectives were matched across
-at least two ranks.
+at least two ranks; ``wait_us``, ``last_arrivals`` and the straggler come from the matched
+instances alone (:func:`~.collectives.match_counts` says how many calls were matched on what).
 
 The rank paths view (:func:`rank_path_table`, issue 32: computed when asked for, not when the job
 opens): ``rank``, ``critical_path_us`` (mean per step) and ``path_<bound>_pct`` for each kind of
@@ -31,7 +36,9 @@ RANK_COLUMNS: tuple[str, ...] = (
     "rank",
     "steps",
     "step_us",
-    *(f"{c}_us" for c in CATEGORIES),
+    *(f"{c}_us" for c in CATEGORIES if c != "communication"),
+    "step_communication_us",
+    "communication_us",
     "exposed_communication_us",
     "overlap_pct",
     "wait_us",
@@ -55,8 +62,14 @@ def rank_table(
         row: dict[str, Any] = {"rank": rank, "steps": count}
         row["step_us"] = _mean(steps, "duration_us")
         for category in CATEGORIES:
-            row[f"{category}_us"] = _mean(steps, f"{category}_us")
-        row["exposed_communication_us"] = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
+            name = "step_communication_us" if category == "communication" else f"{category}_us"
+            row[name] = _mean(steps, f"{category}_us")
+        comm = facts.get("comm_us")
+        row["communication_us"] = round(comm / count, 3) if count and comm is not None else None
+        exposed = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
+        if exposed is not None and row["communication_us"] is not None:
+            exposed = min(exposed, row["communication_us"])  # rounding alone may not lift it above
+        row["exposed_communication_us"] = exposed
         gpu_comm = facts.get("gpu_comm_us", 0.0)
         row["overlap_pct"] = round(100.0 * facts.get("overlap_us", 0.0) / gpu_comm, 2) if gpu_comm else None
         rows.append(row)

@@ -20,8 +20,13 @@ launch's correlation.  GPU work with no launch in the trace belongs to no iterat
 
 **Tokens** come from the annotation (``tokens_from`` = ``annotation``), else, for an iteration
 whose phase is known, from its first ``aten::embedding`` call: the product of the index tensor's
-shape (batch × sequence; ``embedding``).  An iteration of unknown phase (a training step) has no
-tokens: a step's sequence length is not a number of generated tokens.
+shape (batch × sequence; ``embedding``); else, for an iteration that replays one CUDA/HIP graph
+and calls no embedding itself, from the embedding call the trace recorded while capturing the
+graph (between ``…StreamBeginCapture`` and ``…StreamEndCapture``: ``capture``), where every
+capture in the trace that embeds gives the same count (a replay runs what was captured, at the
+captured shape; captures of several batch sizes could not say which one a replay ran).  An
+iteration of unknown phase (a training step) has no tokens: a step's sequence length is not a
+number of generated tokens.
 
 The figures (docs/iterations.md has a worked example of each; tests/analysis/serving/test_iterations.py
 recomputes each from the raw JSON with tests/serving_witness.py):
@@ -187,11 +192,16 @@ def iteration_table(model: TraceModel, ranges: IterationRanges) -> pl.DataFrame:
     tokens_from: list[str | None] = ["annotation" if t is not None else None for t in tokens]
     requests: list[int | None] = [fact.requests if fact else None for fact in facts]
     embedded = _embedding_tokens(model, starts, ends)
+    captured = _capture_tokens(model)
     for i, (phase, lookup) in enumerate(zip(phases, embedded, strict=True)):
         if tokens[i] is None and phase != "unknown" and lookup is not None:
             tokens[i], tokens_from[i] = lookup[0], "embedding"
             if requests[i] is None:
                 requests[i] = lookup[1]
+        elif tokens[i] is None and phase != "unknown" and captured is not None and graph_launches[i] == 1:
+            tokens[i], tokens_from[i] = captured[0], "capture"
+            if requests[i] is None:
+                requests[i] = captured[1]
     found_by = phase_from_tokens(facts, phases, tokens, requests, ranges.found_by)
     table = pl.DataFrame(
         {
@@ -327,6 +337,36 @@ def _embedding_tokens(model: TraceModel, starts: np.ndarray, ends: np.ndarray) -
         if index < calls.height and ts[index] <= ends[i]:
             found[i] = _index_tokens(dims[index], types[index])
     return found
+
+
+def _capture_tokens(model: TraceModel) -> tuple[int, int | None] | None:
+    """The tokens (and batch) of the first embedding call inside each graph capture of the trace,
+    where every capture that embeds gives the same; None otherwise (no capture, no embedding in
+    one, or captures of different shapes)."""
+    from ..graphs.capture import BEGIN_CAPTURE, END_CAPTURE
+
+    host = model.host
+    calls = host.filter(pl.col("kind").is_in(["runtime", "driver"]))
+    begins = calls.filter(pl.col("name").str.contains(BEGIN_CAPTURE)).select("pid", "tid", "ts").sort("ts")
+    if begins.height == 0:
+        return None
+    ends = calls.filter(pl.col("name").str.contains(END_CAPTURE)).select("pid", "tid", "ts", "end").sort("ts")
+    embeddings = host.filter(pl.col("is_op") & (pl.col("name") == EMBEDDING_OP)).sort("ts")
+    found: set[tuple[int, int | None]] = set()
+    for pid, tid, begin in begins.iter_rows():
+        closing = ends.filter((pl.col("pid") == pid) & (pl.col("tid") == tid) & (pl.col("ts") >= begin))
+        if closing.height == 0:
+            continue
+        end = float(closing["end"][0])
+        inside = embeddings.filter(
+            (pl.col("pid") == pid) & (pl.col("tid") == tid) & (pl.col("ts") >= begin) & (pl.col("ts") <= end)
+        )
+        if inside.height:
+            tokens = _index_tokens(inside["input_dims"][0], inside["input_type"][0])
+            if tokens is None:
+                return None
+            found.add(tokens)
+    return found.pop() if len(found) == 1 else None
 
 
 def _index_tokens(dims: str | None, types: str | None) -> tuple[int, int | None] | None:

@@ -10,7 +10,7 @@ import polars as pl
 
 from ...frames import CATEGORIES, Overview
 from ..trace.communication import host_collective_intervals
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, external_overrides
 from ..trace.runtime_calls import RuntimeFacts, runtime_facts
 from ..trace.scalars import mean_or_zero
 
@@ -116,7 +116,21 @@ def build_overview(
         average_step=average,
     )
     view.hints = hints(view, kernels, runtime_facts(model.host))
+    view.notes = attribution_notes(model)
     return view
+
+
+def attribution_notes(model: TraceModel) -> list[str]:
+    """One line where GPU events' ``External id`` names an operator that does not enclose their
+    launch call (they were attributed to the launch call's operator instead)."""
+    overridden = external_overrides(model)
+    if not overridden:
+        return []
+    events = "GPU event's" if overridden == 1 else "GPU events'"
+    return [
+        f"{overridden:,} {events} External id names an operator that does not enclose the launch call: "
+        "attributed to the operator around the launch call instead"
+    ]
 
 
 def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = None) -> list[str]:
@@ -144,11 +158,18 @@ def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = 
                 "other ranks): overlap it with compute, or look for a slow rank."
             )
         cpu = view.average_step.get("cpu_exec", 0.0) / step * 100
-        if cpu > 30:
+        if cpu > 30 and not (view.gpu_events == 0 and runtime.launches):
             out.append(f"The host is busy {cpu:.1f}% of {the} with the GPU idle: {the} is CPU-bound.")
     if view.gpu_events and view.gpu_busy_pct < 50:
         out.append(f"The GPU is idle {100 - view.gpu_busy_pct:.0f}% of the profiled span.")
-    if view.gpu_events == 0:
+    if view.gpu_events == 0 and runtime.launches:
+        # launches without their GPU records: the GPU did work the trace does not show, so nothing
+        # here says where its time went (not CPU-bound: the GPU side is unknown)
+        out.append(
+            f"The GPU records are missing: {runtime.launches:,} {runtime.api} launch calls and no GPU event "
+            "(GPU activities off, or the profiler's GPU buffers were lost): GPU time and idleness are unknown."
+        )
+    elif view.gpu_events == 0:
         out.append("No GPU work was recorded in this trace (CPU-only profile, or activities off).")
     if kernels.height:
         top = kernels.row(0, named=True)

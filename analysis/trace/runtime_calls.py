@@ -30,12 +30,16 @@ BLOCKING_CALLS = (
 )
 #: A CUDA/HIP graph replay call (``cudaGraphLaunch``, ``hipGraphLaunch``, versioned names).
 GRAPH_LAUNCH = r"GraphLaunch"
+#: A call that puts work on the GPU: a kernel or graph launch, an asynchronous copy or set
+#: (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``hipExtModuleLaunchKernel``, ``cudaMemcpyAsync``).
+GPU_LAUNCH = r"Launch|Memcpy\w*Async|Memset\w*Async"
 RUNTIME_KINDS = ("runtime", "driver")
 
 
 @dataclass(frozen=True)
 class RuntimeFacts:
     """What a trace's runtime calls say: ``api`` (``CUDA`` or ``HIP``), ``graph_launches``,
+    ``launches`` (calls that put work on the GPU: :data:`GPU_LAUNCH`),
     ``runtime_us`` (their summed time), ``blocking_us`` (of it, in :data:`BLOCKING_CALLS`) and the
     blocking call that took most of it (``top_blocking``, with its µs)."""
 
@@ -45,6 +49,7 @@ class RuntimeFacts:
     blocking_us: float = 0.0
     top_blocking: str | None = None
     top_blocking_us: float = 0.0
+    launches: int = 0
 
     @property
     def blocking_pct(self) -> float:
@@ -70,4 +75,5 @@ def runtime_facts(host: pl.DataFrame) -> RuntimeFacts:
         blocking_us=float(blocking["dur"].sum()),
         top_blocking=str(blocking["name"][0]) if blocking.height else None,
         top_blocking_us=float(blocking["dur"][0]) if blocking.height else 0.0,
+        launches=int(per_name.filter(names.str.contains(GPU_LAUNCH))["n"].sum()),
     )

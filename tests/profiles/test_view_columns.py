@@ -91,7 +91,8 @@ def test_job_views_have_their_columns() -> None:
     from profview.jobs.job import JOB_KERNEL_COLUMNS, STRAGGLER_PATH_COLUMNS, open_job
 
     ranks = [
-        "rank", "steps", "step_us", *STEP_CATEGORIES, "exposed_communication_us", "overlap_pct", "wait_us",
+        "rank", "steps", "step_us", *(c for c in STEP_CATEGORIES if c != "communication_us"),
+        "step_communication_us", "communication_us", "exposed_communication_us", "overlap_pct", "wait_us",
         "last_arrivals", "clock_offset_us", "straggler",
     ]
     bounds = ["cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",

@@ -36,7 +36,7 @@ async def test_efficiency_tab_shows_tracelens_figures_and_the_roofline() -> None
         text = screen_text(app)
         # the chart: both roofs and the ridge, the device's peaks in the caption, operator 1 drawn
         assert COMPUTE_ROOF in text and MEMORY_ROOF in text and RIDGE in text
-        assert "H100 SXM · 989.4 TFLOP/s" in text and "3.35 TB/s" in text and "ridge 295 FLOP/B" in text
+        assert "H100 SXM · bf16 989.4 TFLOP/s" in text and "3.35 TB/s" in text and "ridge 295 FLOP/B" in text
         # issue 40: the caption says what share of GPU time the rows size (the summary line's figure)
         sized = app.profile.efficiency_share(view.frame)[0]
         assert f"rows size {sized:.1f}% of GPU time" in text and 0 < sized <= 100

@@ -47,6 +47,15 @@ class MemoryView(Vertical):
         # The device with the highest peak first (the GPU, on a training trace).
         self.peaks = peaks.sort("peak_allocated_bytes", descending=True)
         self.device = str(self.peaks["device"][0])
+        #: Whether a step or iteration is chosen: the memory views are not narrowed to one, so the
+        #: caption says they are the whole trace's.
+        self.scoped = False
+
+    def set_scope(self, scoped: bool) -> None:
+        """A step or iteration chosen (or not): the caption says the pane shows the whole trace."""
+        self.scoped = scoped
+        if self.is_mounted:
+            self.update_caption()
 
     def compose(self) -> ComposeResult:
         yield Static(id="memory-caption")
@@ -63,6 +72,8 @@ class MemoryView(Vertical):
         peak = self.peaks.filter(pl.col("device") == self.device).row(0, named=True)
         hint = "   d: next device" if self.peaks.height > 1 else ""
         caption = chart_caption(clean(self.device), peak, hint)
+        if self.scoped:
+            caption = Text.assemble(Text("whole trace (not narrowed to the chosen step) · ", style="bold"), caption)
         self.query_one("#memory-caption", Static).update(caption)
 
     def action_next_device(self) -> None:

@@ -255,12 +255,27 @@ def path_line(profile: Profile, step: int | None = None, short: bool = False) ->
         why = profile.step_paths().refused.get(step)  # events out of order in that step alone
         reason = f" ({clean(why)})" if why and not short else ""
         return Text(f"critical path: not available for this step{reason}", style="dim")
-    line = bound_line(frame, step)
-    if short:
+    steps_us = _path_steps_us(profile, frame, step)
+    if short:  # a title line: the path's share of the step, then its kinds
+        line = bound_line(frame, step)
+        rows = frame if step is None else frame.filter(pl.col("step") == step)
+        length = float(rows.unique("step")["path_us"].sum())
+        if steps_us:
+            line = line.replace("critical path:", f"critical path ({length / steps_us * 100:.0f}% of the step):", 1)
         return Text(line)
+    line = bound_line(frame, step, steps_us)
     whole = bool((frame["step"] < 0).all())  # no ProfilerStep: one window, the whole trace
     where = "whole trace" if whole else ("all steps" if step is None else f"step {step}")
     return Text(line.replace("critical path:", f"critical path ({where}):", 1))
+
+
+def _path_steps_us(profile: Profile, frame: pl.DataFrame, step: int | None) -> float | None:
+    """The summed duration of the steps the critical path line covers (None where unknown)."""
+    covered = frame["step"].unique().to_list() if step is None else [step]
+    if any(s is None or s < 0 for s in covered):  # no ProfilerStep: the window is the trace
+        return None
+    steps = profile.steps().filter(pl.col("step").is_in(covered))
+    return float(steps["duration_us"].sum()) if steps.height == len(covered) else None
 
 
 class OverviewView(VerticalScroll):

@@ -27,12 +27,27 @@ NUMBERED = 9
 
 
 def chart_peaks(frame: pl.DataFrame) -> tuple[float | None, float | None]:
-    """The roofs to draw: the compute peak carrying the most kernel time, the memory peak."""
+    """The roofs to draw: the compute peak carrying the most kernel time among the drawn rows (the
+    precision of the points on the chart, not of rows without FLOPs that are not drawn), the
+    memory peak."""
+    peak_tflops, peak_tb_s, _precision = chart_roof(frame)
+    return peak_tflops, peak_tb_s
+
+
+def chart_roof(frame: pl.DataFrame) -> tuple[float | None, float | None, str | None]:
+    """:func:`chart_peaks` and the precision of that compute roof (None where not known)."""
     known = frame.filter(pl.col("peak_tflops").is_not_null())
     if known.height == 0:
-        return None, None
-    peak = known.group_by("peak_tflops").agg(pl.col("kernel_us").sum()).sort("kernel_us", descending=True)
-    return float(peak["peak_tflops"][0]), float(known["peak_tb_s"][0])
+        return None, None, None
+    drawn = known.filter((pl.col("tflops_s") > 0) & (pl.col("flops_per_byte") > 0))
+    rows = drawn if drawn.height else known
+    precision = pl.col("precision") if "precision" in rows.columns else pl.lit(None, dtype=pl.String)
+    peak = (
+        rows.group_by("peak_tflops")
+        .agg(pl.col("kernel_us").sum(), precision.drop_nulls().mode().first().alias("precision"))
+        .sort(["kernel_us", "peak_tflops"], descending=[True, False])
+    )
+    return float(peak["peak_tflops"][0]), float(rows["peak_tb_s"][0]), peak["precision"][0]
 
 
 def _log_range(values: list[float], floor: float) -> tuple[float, float]:
@@ -127,7 +142,7 @@ def roofline_chart(frame: pl.DataFrame, width: int, height: int) -> Text:
 
 def chart_caption(frame: pl.DataFrame, device: str | None, peak_name: str | None) -> Text:
     """The line over the chart: the device, its roofs, what the glyphs mean."""
-    peak_tflops, peak_tb_s = chart_peaks(frame)
+    peak_tflops, peak_tb_s, precision = chart_roof(frame)
     if peak_tflops is None or peak_tb_s is None:
         where = f"{clean(device)}: " if device else ""
         return Text(f"{where}no peak known for this device (profview export --peak-tflops/--peak-tbs)", style="dim")
@@ -135,7 +150,8 @@ def chart_caption(frame: pl.DataFrame, device: str | None, peak_name: str | None
     note = f" · {plural(skipped, 'row')} not drawn (no FLOPs or no bytes)" if skipped else ""
     name = clean(peak_name or device or "")
     return Text(
-        f"{name} · {peak_tflops:g} TFLOP/s {COMPUTE_ROOF} {peak_tb_s:g} TB/s {MEMORY_ROOF} · "
+        f"{name} · {f'{precision} ' if precision else ''}{peak_tflops:g} TFLOP/s {COMPUTE_ROOF} "
+        f"{peak_tb_s:g} TB/s {MEMORY_ROOF} · "
         f"ridge {peak_tflops / peak_tb_s:.0f} FLOP/B {RIDGE}{note}",
         style="dim",
     )

@@ -455,10 +455,12 @@ class MainScreen(Screen[None]):
                 self.post_message(IterationChosen(None))
 
     def scope_panes(self, scope: int | IterationScope | None) -> None:
-        """Issue 40: the Modules pane narrowed to the chosen step or iteration, the Graphs pane's
-        caption saying it is the whole trace's (None: both as for the whole trace)."""
+        """Issue 40: the Modules pane narrowed to the chosen step or iteration, the Graphs and
+        Memory panes' captions saying they are the whole trace's (None: all as for the whole trace)."""
         for modules in self.query(ModulesView):
             modules.set_scope(scope)
+        for memory in self.query(MemoryView):
+            memory.set_scope(scope is not None)
         for graphs in self.query(GraphsView):
             graphs.set_scope(scope is not None)
 

@@ -359,24 +359,26 @@ def test_htas_alexnet_trace_with_sync_events() -> None:
 
 
 def test_straggler_collectives_on_its_critical_path(tmp_path: Path) -> None:
-    """DLRM on 8 V100s (param's test traces): rank 7 waits least (the straggler).  On its own
-    critical path lies one collective kernel, the job's AllReduce #7; six other ranks waited for it
-    there, 4,268 µs in all (their waits in the collectives view)."""
+    """DLRM on 8 V100s (param's test traces): of its collectives only the 3 AllReduces are matched
+    (its SendRecvs name no peer: tests/jobs/test_jobs.py), and rank 5 waits least at them (the
+    straggler).  The straggler-path view lists the matched collectives whose kernel on rank 5 lies
+    on rank 5's own critical path: the NCCL kernels on that path, read from its trace alone."""
     from support import SAMPLES
 
     from profview.jobs.job import open_job
 
-    with open_job([str(SAMPLES / "param_dlrm_8rank_v100.tar.gz")], workers=2, use_cache=False) as job:
-        assert job.stragglers() == [7]
+    with open_job([str(SAMPLES / "param_dlrm_8rank_v100.tar.gz")], workers=1, use_cache=False) as job:
+        assert job.stragglers() == [5]
         frame = job.straggler_path()
         collectives = job.collectives()
     with tarfile.open(SAMPLES / "param_dlrm_8rank_v100.tar.gz") as archive:
-        member = next(m for m in archive.getmembers() if Path(m.name).name.startswith("worker7_"))
-        (tmp_path / "rank7.json").write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
-    names = profview.load(tmp_path / "rank7.json", use_cache=False).critical_path_names()
-    assert frame.select("collective", "name", "rank").rows() == [(7, "AllReduce", 7)]
-    others = collectives.filter((pl.col("collective") == 7) & (pl.col("rank") != 7))
-    assert frame["waiting_ranks"][0] == int((others["wait_us"] > 0).sum()) == 6
-    assert frame["others_wait_us"][0] == pytest.approx(float(others["wait_us"].sum())) == 4_268
+        member = next(m for m in archive.getmembers() if Path(m.name).name.startswith("worker5_"))
+        (tmp_path / "rank5.json").write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+    names = profview.load(tmp_path / "rank5.json", use_cache=False).critical_path_names()
     on_path = names.filter(pl.col("name").str.contains("(?i)nccl") & (pl.col("on_path_us") > 0))
-    assert on_path.height == 1 and "AllReduce" in on_path["name"][0]
+    matched_on_path = on_path.filter(pl.col("name").str.contains("AllReduce")).height
+    assert frame.height == matched_on_path
+    assert set(frame["name"]) <= {"AllReduce"}
+    for row in frame.iter_rows(named=True):
+        others = collectives.filter((pl.col("collective") == row["collective"]) & (pl.col("rank") != 5))
+        assert row["others_wait_us"] == pytest.approx(float(others["wait_us"].sum()))
