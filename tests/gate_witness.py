@@ -8,6 +8,7 @@ import gzip
 import json
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
 import orjson
 
@@ -114,3 +115,111 @@ def raw_op_names(path: Path, top: int) -> list[str]:
         e["name"] for e in load_raw(path)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"
     )
     return [n for n, _ in calls.most_common(top)]
+
+
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _step_ranges(events: list[dict]) -> dict[int, tuple[float, float]]:
+    """ProfilerStep number → (first start, last end) of its host ranges, from the raw events."""
+    found: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
+    for e in events:
+        name = str(e.get("name", ""))
+        if e.get("ph") == "X" and e.get("cat") == "user_annotation" and name.startswith("ProfilerStep#"):
+            found[int(name.split("#")[1])].append((e["ts"], e["ts"] + e["dur"]))
+    return {n: (min(s for s, _ in r), max(e for _, e in r)) for n, r in found.items()}
+
+
+def kernel_steps(events: list[dict]) -> dict[int, int]:
+    """``id()`` of each kernel event → the ProfilerStep whose host range holds the start of the
+    runtime call that launched it (same ``correlation``), from the raw events alone."""
+    ranges = _step_ranges(events)
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    out = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            ts = launches.get(e.get("args", {}).get("correlation"))
+            if ts is None:
+                continue
+            for n, (lo, hi) in ranges.items():
+                if lo <= ts <= hi:
+                    out[id(e)] = n
+                    break
+    return out
+
+
+def edited_copy(src: Path, dst: Path, factor: Callable[[dict, int | None], float | None]) -> int:
+    """Copy ``src`` to ``dst`` with each kernel's duration times ``factor(event, step)`` (its
+    launching step, or None), dropped where that is None, and the GPU events after it on the same
+    stream shifted by the time added so far; returns the number of kernels changed or dropped."""
+    with gzip.open(src, "rb") as fh:
+        doc = orjson.loads(fh.read())
+    events = doc["traceEvents"]
+    steps = kernel_steps(events)
+    by_stream = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES:
+            by_stream[(e.get("pid"), e.get("tid"))].append(e)
+    dropped: set[int] = set()
+    changed = 0
+    for stream in by_stream.values():
+        stream.sort(key=lambda e: e["ts"])
+        added = 0.0
+        for e in stream:
+            e["ts"] += added
+            if e.get("cat") != "kernel":
+                continue
+            scale = factor(e, steps.get(id(e)))
+            if scale is None:
+                dropped.add(id(e))
+                changed += 1
+            elif scale != 1.0:
+                extra = e["dur"] * (scale - 1.0)
+                e["dur"] += extra
+                added += extra
+                changed += 1
+    doc["traceEvents"] = [e for e in events if id(e) not in dropped]
+    with gzip.open(dst, "wb", compresslevel=1) as fh:
+        fh.write(orjson.dumps(doc))
+    return changed
+
+
+def cropped_copy(src: Path, dst: Path, first: int, count: int) -> list[int]:
+    """Copy ``src`` to ``dst`` keeping ``count`` ProfilerSteps from the ``first``-th (by number): the
+    host events that start in their window (the first one's start to the next step's), the GPU
+    work those launched, metadata; returns the step numbers kept."""
+    with gzip.open(src, "rb") as fh:
+        doc = orjson.loads(fh.read())
+    events = doc["traceEvents"]
+    ranges = _step_ranges(events)
+    order = sorted(ranges)
+    kept = order[first : first + count]
+    start = ranges[kept[0]][0]
+    after = order[first + count] if first + count < len(order) else None
+    end = ranges[after][0] if after is not None else float("inf")
+    inside = lambda e: "ts" in e and start <= e["ts"] < end  # noqa: E731
+    correlations = {
+        e["args"]["correlation"] for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and inside(e)
+        and "correlation" in e.get("args", {})
+    }
+    out = []
+    for e in events:
+        if e.get("ph") == "M" or "ts" not in e:
+            out.append(e)
+        elif e.get("cat") in GPU_CATEGORIES:
+            if e.get("args", {}).get("correlation") in correlations:
+                out.append(e)
+        elif e.get("cat") == "ac2g":
+            if e.get("id") in correlations:
+                out.append(e)
+        elif inside(e) and (e.get("ph") != "X" or e["ts"] + e.get("dur", 0) <= end or e.get("cat") == "gpu_user_annotation"):
+            out.append(e)
+    doc["traceEvents"] = out
+    with gzip.open(dst, "wb", compresslevel=1) as fh:
+        fh.write(orjson.dumps(doc))
+    return kept

@@ -355,8 +355,12 @@ def evaluate(
             _per_call_evidence(calls[0], names, metric, before_m[0].shape[1]),
             _per_call_evidence(calls[1], names, metric, after_m[0].shape[1]),
         )
+    counts = None
+    if rule.view in ADDITIVE and metric != "calls" and all("calls" in f.columns for f in (*before, *after)):
+        after_c = _matrices(after, names, "calls", 0.0)
+        counts = (_matrices(before, names, "calls", 0.0) if rule.kind != "level" else after_c, after_c)
     tested: Tested = assess_change(
-        before_m, after_m, rule.kind, rule.op, rule.threshold, seed, draws, calls=evidence
+        before_m, after_m, rule.kind, rule.op, rule.threshold, seed, draws, calls=evidence, counts=counts
     )
     b_mean, a_mean = side_mean(before_m), side_mean(after_m)
     samples = (sum(m.shape[1] for m in before_m), sum(m.shape[1] for m in after_m))

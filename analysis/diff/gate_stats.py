@@ -66,6 +66,11 @@ def block_length(steps: int) -> int:
     return length
 
 
+def _blocks(steps: int) -> int:
+    """How many blocks of :func:`block_length` ``steps`` holds (at least 1)."""
+    return max(1, math.ceil(steps / block_length(steps)))
+
+
 def _block_indices(steps: int, rng: np.random.Generator, draws: int) -> npt.NDArray[np.int64]:
     """``draws × steps`` column indices of moving-block resamples of ``steps`` samples."""
     length = block_length(steps)
@@ -280,10 +285,15 @@ def _scaled(values: npt.NDArray[np.float64], centre: npt.NDArray[np.float64], ki
 
 
 def _step_variance(matrix: Matrix, centre: npt.NDArray[np.float64], kind: str, rng: np.random.Generator,
-                   draws: int) -> npt.NDArray[np.float64]:
+                   draws: int, counts: Matrix | None = None) -> npt.NDArray[np.float64]:
     """Per name, the variance of one capture's mean per step on the test's scale: the moving-block
     bootstrap's (times n/(n-1), its small-sample bias) with :data:`MIN_STEPS` steps or more, the
-    steps' own variance over n with fewer, 0 with one."""
+    steps' own variance over n with fewer, 0 with one.
+
+    ``counts`` (the name's calls per step): where they differ between steps (work every third
+    step), the steps are strata by their count, the count of each step taken as the schedule it
+    is: the variance is the strata's, sum of ``(n_h/n)² s_h² / n_h``, so which steps ran the work
+    is not mistaken for noise."""
     n = matrix.shape[1]
     if n >= MIN_STEPS:
         means = resampled_means(matrix, rng, draws)
@@ -292,6 +302,16 @@ def _step_variance(matrix: Matrix, centre: npt.NDArray[np.float64], kind: str, r
         variance = np.var(_scaled(matrix, centre[:, None], kind), axis=1, ddof=1) / n
     else:
         variance = np.zeros(matrix.shape[0])
+    if counts is not None and n >= 2:
+        varying = np.nonzero((counts != counts[:, :1]).any(axis=1))[0]
+        for i in varying:
+            values = _scaled(matrix[i], centre[i : i + 1], kind)
+            total = 0.0
+            for count in np.unique(counts[i]):
+                stratum = values[counts[i] == count]
+                if len(stratum) >= 2:
+                    total += (len(stratum) / n) ** 2 * float(np.var(stratum, ddof=1)) / len(stratum)
+            variance[i] = total
     return np.nan_to_num(variance, nan=0.0)
 
 
@@ -322,13 +342,14 @@ def _p_value(estimate: float, se: float, df: float, threshold: float, op: str) -
 def assess_change(
     before: list[Matrix], after: list[Matrix], kind: str, op: str, threshold: float, seed: int, draws: int = DRAWS,
     calls: tuple[list[Calls | None], list[Calls | None]] | None = None, floor: float = NOISE_FLOOR_PCT,
+    counts: tuple[list[Matrix], list[Matrix]] | None = None,
 ) -> Tested:
     """Each name's change, its noise and p-value for one rule (see the module doc).
 
     ``op`` ``>``/``>=``: a regression is a change above ``threshold``; ``<``/``<=``: below it.
     ``calls``: per name, each side's per-call evidence (None where the figure has none), used when
     a side has too few steps.  ``floor``: the relative floor applied when the noise between runs
-    is not measured."""
+    is not measured.  ``counts``: each side's calls per step, beside a time (:func:`_step_variance`)."""
     rng = np.random.default_rng(seed)
     level = kind == "level"
     b_mean, a_mean = side_mean(before), side_mean(after)
@@ -361,11 +382,15 @@ def assess_change(
             variance = np.maximum(pooled / len(after), a_within) + np.maximum(pooled / len(before), b_within)
         se, df, methods = np.sqrt(variance), np.full(names, float(pooled_df)), [RUN_TO_RUN] * names
     elif enough:
-        variance = _step_variance(after[0], a_mean, kind, rng, draws)
+        b_counts, a_counts = counts if counts is not None else ([None], [None])
+        variance = _step_variance(after[0], a_mean, kind, rng, draws, a_counts[0])
         if not level:
-            variance = variance + _step_variance(before[0], b_mean, kind, rng, draws)
+            variance = variance + _step_variance(before[0], b_mean, kind, rng, draws, b_counts[0])
         se = np.sqrt(variance)
-        df = np.full(names, float(steps_a - 1 if level else steps_a + steps_b - 2))
+        # A moving-block bootstrap resamples blocks, not steps: its spread has about as many
+        # degrees of freedom as there are blocks.
+        blocks_a, blocks_b = _blocks(steps_a), _blocks(steps_b)
+        df = np.full(names, float(max(1, blocks_a - 1 if level else blocks_a + blocks_b - 2)))
         methods = [STEP_TO_STEP] * names
     elif calls is not None:
         for i in range(names):
