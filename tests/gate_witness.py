@@ -19,11 +19,17 @@ def load_raw(path: Path) -> dict:
         return json.load(fh)
 
 
+#: The step of work outside every step (the gate's OUTSIDE), in the witness's keys.
+OUTSIDE = -2
+
+
 def raw_step_kernels(path: Path) -> dict[tuple[str, int], tuple[float, int]]:
     """(kernel name, step) → (total µs, calls): a kernel belongs to the step whose host
     ``ProfilerStep#N`` range holds the start of the runtime call that launched it (same
     ``correlation``); one no call launched, to the step whose window holds its start (docs/steps.md's
-    rule), computed from the raw events alone."""
+    rule), unless it was launched before the profiling window (it starts before the first GPU event
+    of its stream that a call in the trace launched).  Work in no step, and work launched before the
+    window, is step :data:`OUTSIDE`.  Computed from the raw events alone."""
     events = load_raw(path)["traceEvents"]
     steps = collections.defaultdict(list)
     for e in events:
@@ -36,24 +42,40 @@ def raw_step_kernels(path: Path) -> dict[tuple[str, int], tuple[float, int]]:
         for e in events
         if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
     }
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    first_linked: dict[tuple, float] = {}
+    for e in gpu:
+        if e.get("args", {}).get("correlation") in launches:
+            key = (e.get("pid"), e.get("tid"))
+            first_linked[key] = min(first_linked.get(key, e["ts"]), e["ts"])
+    first_any = min(first_linked.values()) if first_linked else None
     out: dict[tuple[str, int], list[float]] = collections.defaultdict(lambda: [0.0, 0])
     unlaunched = []
     gpu_end = {n: float("-inf") for n in ranges}
-    for e in events:
-        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
+
+    def add(e: dict, step: int) -> None:
+        out[(e["name"], step)][0] += e["dur"]
+        out[(e["name"], step)][1] += 1
+
+    for e in gpu:
         ts = launches.get(e.get("args", {}).get("correlation"))
         if ts is None:
             if e.get("cat") == "kernel":
-                unlaunched.append(e)
+                first = first_linked.get((e.get("pid"), e.get("tid")), first_any)
+                if first is not None and e["ts"] < first:
+                    add(e, OUTSIDE)  # launched before the profiling window
+                else:
+                    unlaunched.append(e)
             continue
         for n, (lo, hi) in ranges.items():
             if lo <= ts <= hi:
                 gpu_end[n] = max(gpu_end[n], e["ts"] + e["dur"])
                 if e.get("cat") == "kernel":
-                    out[(e["name"], n)][0] += e["dur"]
-                    out[(e["name"], n)][1] += 1
+                    add(e, n)
                 break
+        else:
+            if e.get("cat") == "kernel":
+                add(e, OUTSIDE)
     # Work no call in the trace launched: the step whose window (its host start to the end of the
     # GPU work launched inside it, never into the next step) holds its start.
     order = sorted(ranges, key=lambda n: ranges[n][0])
@@ -66,9 +88,10 @@ def raw_step_kernels(path: Path) -> dict[tuple[str, int], tuple[float, int]]:
     for e in unlaunched:
         for n, lo, hi in windows:
             if lo <= e["ts"] < hi:
-                out[(e["name"], n)][0] += e["dur"]
-                out[(e["name"], n)][1] += 1
+                add(e, n)
                 break
+        else:
+            add(e, OUTSIDE)
     return {k: (v[0], int(v[1])) for k, v in out.items()}
 
 
