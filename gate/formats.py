@@ -201,7 +201,7 @@ def summary_line(gate: GateResult) -> str:
     if found["untested rules"]:
         line += f", {plural(found['untested rules'], 'rule')} untested"
     if found["not significant"] or found["untested rules"]:
-        line += " (--inconclusive fail makes these fail)" if gate.options.inconclusive == "pass" else " (failing: --inconclusive fail)"
+        line += " (--inconclusive fail makes these fail)" if gate.options.inconclusive == "pass" else " (failing: --inconclusive fail)"  # noqa: E501
     return line
 
 
@@ -223,7 +223,7 @@ def to_text(gate: GateResult) -> str:
         if len(shown) > SHOWN:
             lines.append(f"    … {len(shown) - SHOWN} more (--format json lists all)")
     for a, ts in gate.accepted_used:
-        lines.append(f"accepted until {a.until}: {clean(a.rule)} ({clean(a.reason)}): {plural(len(ts), 'regression')} covered")
+        lines.append(f"accepted until {a.until}: {clean(a.rule)} ({clean(a.reason)}): {plural(len(ts), 'regression')} covered")  # noqa: E501
     for a in gate.expired:
         lines.append(f"expired on {a.until}: accepted {clean(a.rule)} ({clean(a.reason)}) no longer applies")
     lines.append(summary_line(gate))
@@ -279,7 +279,7 @@ def to_github(gate: GateResult) -> str:
     for r in gate.results:
         for t in _listed(r):
             level = {"regression": "error", "not significant": "warning"}.get(t.status, "notice")
-            levels[level].append((f"profview gate: {t.status}", f"{r.rule.text}: {cut(t.name)} change {change_text(t)}"))
+            levels[level].append((f"profview gate: {t.status}", f"{r.rule.text}: {cut(t.name)} change {change_text(t)}"))  # noqa: E501
         if not r.tests and gate.options.inconclusive == "fail":
             levels["warning"].append(("profview gate: untested", f"{r.rule.text}: {r.note or 'nothing to test'}"))
     lines = []
@@ -322,9 +322,9 @@ def to_junit(gate: GateResult) -> str:
             first = failed[0] if failed else None
             message = (
                 f"{plural(len(regressions), 'regression')}, {len(unsure)} not significant"
-                + (f"; {cut(first.name)}: {change_text(first)}" if first else f"; untested: {r.note or 'nothing to test'}")
+                + (f"; {cut(first.name)}: {change_text(first)}" if first else f"; untested: {r.note or 'nothing to test'}")  # noqa: E501
             )
-            ET.SubElement(case, "failure", message=clean(message), type="regression" if regressions else "inconclusive").text = (
+            ET.SubElement(case, "failure", message=clean(message), type="regression" if regressions else "inconclusive").text = (  # noqa: E501
                 _junit_lines(failed) or clean(r.note or "nothing to test")
             )
             failures += 1

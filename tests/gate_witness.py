@@ -6,9 +6,9 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
@@ -240,7 +240,7 @@ def cropped_copy(src: Path, dst: Path, first: int, count: int) -> list[int]:
         elif e.get("cat") == "ac2g":
             if e.get("id") in correlations:
                 out.append(e)
-        elif inside(e) and (e.get("ph") != "X" or e["ts"] + e.get("dur", 0) <= end or e.get("cat") == "gpu_user_annotation"):
+        elif inside(e) and (e.get("ph") != "X" or e["ts"] + e.get("dur", 0) <= end or e.get("cat") == "gpu_user_annotation"):  # noqa: E501
             out.append(e)
     doc["traceEvents"] = out
     with gzip.open(dst, "wb", compresslevel=1) as fh:

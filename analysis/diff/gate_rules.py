@@ -28,7 +28,15 @@ import polars as pl
 from ...errors import ProfviewError
 from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, OUTSIDE, PHASE_METRICS
 from .gate_stats import (
-    DRAWS, TOO_FEW, Calls, Tested, assess_change, benjamini_hochberg, bh_level, bound_of, side_mean,
+    DRAWS,
+    TOO_FEW,
+    Calls,
+    Tested,
+    assess_change,
+    benjamini_hochberg,
+    bh_level,
+    bound_of,
+    side_mean,
 )
 
 STEP_METRICS = (

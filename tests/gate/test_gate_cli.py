@@ -115,7 +115,7 @@ def test_accept_covers_its_names_up_to_its_magnitude(tmp_path: Path, capsys: pyt
     base = ["diff", str(original), str(twice), "--fail-if", RULE, "--format", "json"]
 
     def accept(name: str) -> list[str]:
-        return ["--accept", f'kernels["^{re.escape(name)}$"].total_us <= +12%', "--reason", "known", "--until", "2999-01-01"]
+        return ["--accept", f'kernels["^{re.escape(name)}$"].total_us <= +12%', "--reason", "known", "--until", "2999-01-01"]  # noqa: E501
 
     capsys.readouterr()
     assert run_cli([*base, *accept(first)]) == 1
@@ -217,7 +217,7 @@ def test_trace_without_steps_is_one_sample_and_uses_the_calls(capsys: pytest.Cap
     assert run_cli(["diff", trace, trace, "--fail-if", RULE, "--format", "json"]) == 0
     results = json.loads(capsys.readouterr().out)["rules"][0]["results"]
     assert results and all(r["samples"] == [1, 1] and r["change"] == 0 and r["status"] == "pass" for r in results)
-    assert {r["noise"] for r in results} <= {"per-call", "too few steps"} and any(r["noise"] == "per-call" for r in results)
+    assert {r["noise"] for r in results} <= {"per-call", "too few steps"} and any(r["noise"] == "per-call" for r in results)  # noqa: E501
 
 
 def test_hostile_kernel_names_are_inert_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

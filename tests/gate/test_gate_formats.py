@@ -100,7 +100,7 @@ def test_markdown_escapes_html_and_text_cuts_names_with_an_ellipsis(slower: tupl
     capsys.readouterr()
     run_cli(["diff", str(slower[0]), str(slower[1]), "--fail-if", 'kernels["cutlass"].total_us > +5%'])
     text = capsys.readouterr().out
-    shown = [line.split(None, 1)[1].rsplit(": ", 1)[0] for line in text.splitlines() if line.startswith("    regression")]
+    shown = [line.split(None, 1)[1].rsplit(": ", 1)[0] for line in text.splitlines() if line.startswith("    regression")]  # noqa: E501
     shown = [name.split(": ")[0] for name in shown]
     assert shown and all(len(name) == 120 and name.endswith("…") for name in shown)  # 147 characters, cut
     capsys.readouterr()

@@ -125,7 +125,7 @@ def test_20pct_on_a_2pct_kernel_is_caught_on_3_steps(tmp_path: Path, capsys: pyt
         slowed = tmp_path / f"slow{i}.pt.trace.json.gz"
         assert slowed_copy(original, slowed, kernel, 1.20) > 0
         capsys.readouterr()
-        assert run_cli(["diff", str(original), str(slowed), "--fail-if", "kernels.total_us > +5%", "--format", "json"]) == 1
+        assert run_cli(["diff", str(original), str(slowed), "--fail-if", "kernels.total_us > +5%", "--format", "json"]) == 1  # noqa: E501
         report = json.loads(capsys.readouterr().out)
         found = {r["name"]: r for r in report["rules"][0]["results"]}[kernel]
         assert report["rules"][0]["failed"] == [kernel] and found["noise"] == "per-call"
@@ -150,7 +150,7 @@ def test_a_3x_slower_kernel_run_every_third_step_is_caught(eight: tuple[Path, Pa
     kernel = max((n for n in shares if "multi_tensor_apply" in n), key=lambda n: shares[n])
     before, after = tmp_path / "before.pt.trace.json.gz", tmp_path / "after.pt.trace.json.gz"
     edited_copy(original, before, lambda e, step: 1.0 if e["name"] != kernel or (step or 0) % 3 == 0 else None)
-    edited_copy(original, after, lambda e, step: 1.0 if e["name"] != kernel else (3.0 if (step or 0) % 3 == 0 else None))
+    edited_copy(original, after, lambda e, step: 1.0 if e["name"] != kernel else (3.0 if (step or 0) % 3 == 0 else None))  # noqa: E501
     kept = {s for s in range(2, 10) if s % 3 == 0}
     assert kept == {3, 6, 9}
     assert run_cli(["diff", str(before), str(after), "--fail-if", "kernels.total_us > +5%", "--format", "json"]) == 1
@@ -165,7 +165,7 @@ def _op_kernels(path: Path) -> dict[str, set[int]]:
     events = load_raw(path)["traceEvents"]
     launches = collections.defaultdict(list)
     for e in events:
-        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):  # noqa: E501
             launches[(e["pid"], e["tid"])].append((e["ts"], e["args"]["correlation"]))
     for found in launches.values():
         found.sort()
@@ -185,7 +185,7 @@ def test_a_20pct_slower_top_operator_is_caught(tmp_path: Path, capsys: pytest.Ca
     kernels 20% slower."""
     original = sample(THREE)
     events = load_raw(original)["traceEvents"]
-    kernel_us = {e["args"].get("correlation"): e["dur"] for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"}
+    kernel_us = {e["args"].get("correlation"): e["dur"] for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"}  # noqa: E501
     under = _op_kernels(original)
     device = {op: sum(kernel_us.get(c, 0) for c in ids) for op, ids in under.items() if op.startswith("aten::")}
     op = max(device, key=lambda o: device[o])
@@ -203,7 +203,7 @@ def test_a_20pct_slower_top_operator_is_caught(tmp_path: Path, capsys: pytest.Ca
     assert any(r["name"] == "aten::_log_softmax_backward_data" for r in report["rules"][1]["results"])
 
 
-def _per_step(big: profview.Profile, steps: list[int], names: list[str], scale: dict[str, float]) -> dict[str, np.ndarray]:
+def _per_step(big: profview.Profile, steps: list[int], names: list[str], scale: dict[str, float]) -> dict[str, np.ndarray]:  # noqa: E501
     frame = big.gate_samples("kernels").filter(pl.col("step").is_in(steps))
     out = {}
     for name in names:
