@@ -312,7 +312,8 @@ def _step_variance(matrix: Matrix, centre: npt.NDArray[np.float64], kind: str, r
                 if len(stratum) >= 2:
                     total += (len(stratum) / n) ** 2 * float(np.var(stratum, ddof=1)) / len(stratum)
             variance[i] = total
-    return np.nan_to_num(variance, nan=0.0)
+    result: npt.NDArray[np.float64] = np.nan_to_num(variance, nan=0.0)
+    return result
 
 
 def _capture_noise(captures: list[Matrix], centre: npt.NDArray[np.float64], kind: str,
