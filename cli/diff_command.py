@@ -89,11 +89,19 @@ def diff(
     ] = "text",
     inconclusive: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--inconclusive", help="Exit 0 (pass) or 1 (fail) for an inconclusive gate instead of 3."),
+        typer.Option(
+            "--inconclusive",
+            help="pass (default): a change within the noise passes, said as not significant; fail: it, and a "
+            "rule with nothing to test, exit 3.",
+        ),
     ] = None,
     accept: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--accept", help="A rule whose regressions pass until --until (with --reason)."),
+        typer.Option(
+            "--accept",
+            help="A bound, e.g. 'kernels[\"gemm_a\"].total_us <= +12%': regressions of the names it selects, up to "
+            "that change, pass until --until (with --reason).",
+        ),
     ] = None,
     reason: Annotated[Optional[list[str]], typer.Option("--reason", help="Why --accept.")] = None,  # noqa: UP045
     until: Annotated[
@@ -114,7 +122,8 @@ def diff(
     capture: CaptureOption = None,
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
-    --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 inconclusive)."""
+    --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 not comparable or not enough
+    evidence with --inconclusive fail, 4 internal error)."""
     if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
         from .snapshot_diff import gate_snapshots
 

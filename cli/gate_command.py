@@ -1,12 +1,14 @@
 """``profview diff BEFORE AFTER --fail-if RULE`` / ``--gate FILE.toml``: the CI gate's command line.
 
-Exit codes: 0 pass; 1 a regression; 2 a usage or rule error (one line naming the bad token, from
-the error boundary); 3 inconclusive or incomparable (``--inconclusive pass|fail`` turns an
-inconclusive verdict into 0 or 1; incomparable is always 3).
+Exit codes: 0 pass (changes within the noise included, said as not significant); 1 a regression;
+2 a usage or rule error, or an unreadable trace (one line naming the bad token or file, from the
+error boundary); 3 not comparable, or not enough evidence when ``--inconclusive fail`` asks for
+it; 4 an internal error (a bug: one line, ``PROFVIEW_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -16,6 +18,8 @@ from ..errors import ProfviewError
 from ..sanitize import clean
 
 EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3, "incomparable": 3}
+#: A bug inside the gate: not a verdict, and not the code of one.
+INTERNAL_ERROR = 4
 
 
 @dataclass
@@ -69,6 +73,7 @@ def gate(before: str, after: str, args: GateArgs) -> None:
         seed=args.seed if args.seed is not None else settings.get("seed", 0),
         accepted=[*settings.get("accept", []), *_accepted(args)],
         strict=args.strict or bool(settings.get("strict", False)),
+        inconclusive=inconclusive or "pass",
         use_cache=not args.no_cache,
         comm_pattern=args.comm_pattern,
     )
@@ -80,8 +85,20 @@ def gate(before: str, after: str, args: GateArgs) -> None:
         from ..report.export import check_target
 
         check_target(args.out, inputs=(*capture_paths(before), *capture_paths(after)), overwrite=args.force)
-    result = run_gate(before, after, options)
-    text = render(result, args.fmt)
+    try:
+        result = run_gate(before, after, options)
+        text = render(result, args.fmt)
+    except (ProfviewError, MemoryError, KeyboardInterrupt, OSError):
+        raise  # the boundary's: a bad input (exit 2), out of memory, interrupted
+    except Exception as exc:  # a bug: exit 4, never the code of a verdict
+        if os.environ.get("PROFVIEW_DEBUG"):
+            raise
+        typer.echo(
+            f"profview: error: gate: internal error ({type(exc).__name__}: {clean(exc)}); "
+            "PROFVIEW_DEBUG=1 shows the traceback",
+            err=True,
+        )
+        raise typer.Exit(INTERNAL_ERROR) from None
     if args.out is None or args.out == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -90,7 +107,4 @@ def gate(before: str, after: str, args: GateArgs) -> None:
 
         written = write_text(text, args.out, inputs=(*result.before, *result.after), overwrite=args.force)
         typer.echo(f"profview: gate {result.verdict}: wrote {clean(written)}", err=True)
-    code = EXIT_CODES[result.verdict]
-    if result.verdict == "inconclusive" and inconclusive is not None:
-        code = 0 if inconclusive == "pass" else 1
-    raise typer.Exit(code)
+    raise typer.Exit(EXIT_CODES[result.verdict])

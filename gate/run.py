@@ -2,19 +2,23 @@
 false-discovery correction, accepted regressions, and the verdict.
 
 Verdicts, by precedence: ``incomparable`` (the comparability block refuses), ``regression`` (a
-test is a regression not accepted), ``inconclusive`` (a test is past its threshold within the
-noise), ``pass``.
+test is a regression not accepted), ``inconclusive`` (only when the gate is told
+``inconclusive = "fail"``: a test is past its threshold within the noise, or a rule found nothing
+to test), ``pass``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..analysis.diff.gate_rules import Finding, Rule, RuleResult, decide, evaluate, parse_rule
-from ..analysis.diff.gate_samples import new_kernel_samples
+from ..analysis.diff.gate_samples import OUTSIDE, new_kernel_samples
+from ..analysis.diff.gate_stats import MIN_STEPS
 from ..errors import ProfviewError
 from ..profiles.trace_profile import Profile
 from .comparability import MAX_ONE_SIDE_PCT, Comparability, compare_sides
@@ -25,7 +29,9 @@ VERDICTS = ("pass", "regression", "inconclusive", "incomparable")
 
 @dataclass(frozen=True)
 class Accepted:
-    """A regression accepted until a date: its rule's text, why, and the last day it holds."""
+    """Regressions accepted until a date: a bound ``VIEW[SELECTOR].METRIC <= CHANGE`` (the names
+    its selector finds, of the rules over that view and metric, up to that change), why, and the
+    last day it holds."""
 
     rule: str
     reason: str
@@ -33,6 +39,40 @@ class Accepted:
 
     def holds(self, today: dt.date) -> bool:
         return today <= self.until
+
+    def covers(self, finding: Finding) -> bool:
+        """Whether ``finding`` (a regression) is within this bound."""
+        bound, rule = parse_rule(self.rule), finding.rule
+        if (bound.view, bound.metric, bound.kind) != (rule.view, rule.metric, rule.kind):
+            return False
+        if bound.op[0] == rule.op[0] or (bound.selector is not None and not re.search(bound.selector, finding.name)):
+            return False
+        change = finding.change
+        return {"<": change < bound.threshold, "<=": change <= bound.threshold,
+                ">": change > bound.threshold, ">=": change >= bound.threshold}[bound.op]
+
+
+def check_accepted(accepted: Accepted, rules: list[Rule]) -> None:
+    """A one-line error unless ``accepted`` is a bound on some rule of the gate (the other
+    direction, the same view, metric and kind of threshold)."""
+    bound = parse_rule(accepted.rule)
+    same = [r for r in rules if (r.view, r.metric, r.kind) == (bound.view, bound.metric, bound.kind)]
+    if not same:
+        raise ProfviewError(None, f"--accept {accepted.rule!r} names no rule of this gate (no rule over "
+                            f"{bound.view}.{bound.metric} with a {bound.kind} threshold)")
+    if all(r.op[0] == bound.op[0] for r in same):
+        flipped = "<=" if bound.op[0] == ">" else ">="
+        raise ProfviewError(None, f"--accept {accepted.rule!r} is a rule, not a bound: accept up to a change, "
+                            f"e.g. '{bound.view}{_selector(bound)}.{bound.metric} {flipped} {_threshold_text(bound)}'")
+
+
+def _selector(rule: Rule) -> str:
+    return "" if rule.selector is None else f"[{rule.selector!r}]"
+
+
+def _threshold_text(rule: Rule) -> str:
+    text = rule.text.split(rule.op, 1)[-1].strip()
+    return text or f"{rule.threshold:+g}"
 
 
 def parse_date(text: str, what: str = "--until") -> dt.date:
@@ -54,6 +94,7 @@ class GateOptions:
     seed: int = 0
     accepted: list[Accepted] = field(default_factory=list)
     strict: bool = False
+    inconclusive: str = "pass"
     max_one_side_pct: float = MAX_ONE_SIDE_PCT
     use_cache: bool = True
     comm_pattern: str | None = None
@@ -73,6 +114,7 @@ class GateResult:
     options: GateOptions
     accepted_used: list[tuple[Accepted, list[Finding]]] = field(default_factory=list)
     expired: list[Accepted] = field(default_factory=list)
+    seconds: float = 0.0
 
     def findings(self, status: str) -> list[Finding]:
         return [t for r in self.results for t in r.tests if t.status == status]
@@ -86,11 +128,11 @@ def check_options(options: GateOptions) -> list[Rule]:
         raise ProfviewError(None, f"--fdr must be between 0 and 1, not {options.fdr}")
     if not 0 <= options.min_share < 100:
         raise ProfviewError(None, f"--min-share must be 0 or more and under 100, not {options.min_share}")
+    if options.inconclusive not in ("pass", "fail"):
+        raise ProfviewError(None, f"--inconclusive must be pass or fail, not {options.inconclusive!r}")
     rules = [parse_rule(text) for text in options.rules]
-    known = {r.text for r in rules}
     for accepted in options.accepted:
-        if parse_rule(accepted.rule).text not in known:
-            raise ProfviewError(None, f"--accept {accepted.rule!r} names no rule of this gate")
+        check_accepted(accepted, rules)
     return rules
 
 
@@ -116,6 +158,18 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
     )
 
 
+def _steps_of(frames: list[pl.DataFrame]) -> int:
+    """The fewest steps (samples) of any capture's frame."""
+    counts = [f.filter(pl.col("step") != OUTSIDE)["step"].n_unique() if "step" in f.columns else 1 for f in frames]
+    return min(counts) if counts else 0
+
+
+def _calls(profiles: list[Profile], rule: Rule) -> list[pl.DataFrame] | None:
+    """Each capture's per-call frame for ``rule``'s view, where it has one."""
+    frames = [p.gate_calls(rule.view) for p in profiles]
+    return None if any(f is None for f in frames) else [f for f in frames if f is not None]
+
+
 def _samples(profiles: list[Profile], rule: Rule, before_names: set[str] | None = None) -> list[pl.DataFrame]:
     if rule.view == "sql":
         return [_sql_samples(p, rule.sql or "") for p in profiles]
@@ -133,14 +187,25 @@ def evaluate_sides(
         names_before |= set(p.gate_samples("kernels")["name"].to_list())
     results = []
     for index, rule in enumerate(rules):
+        started = time.perf_counter()
         b = [] if rule.kind == "level" else _samples(before, rule)
         a = _samples(after, rule, names_before)
-        results.append(evaluate(rule, b or a, a, min_share=options.min_share, seed=options.seed + index))
+        calls = None
+        few = min(_steps_of(a), _steps_of(b) if b else MIN_STEPS) < MIN_STEPS
+        if few and len(before) == 1 and len(after) == 1 and rule.view in ("kernels", "ops"):
+            calls_a = _calls(after, rule)
+            calls_b = _calls(before, rule) if b else calls_a
+            if calls_a is not None and calls_b is not None:
+                calls = (calls_b, calls_a)
+        result = evaluate(rule, b or a, a, min_share=options.min_share, seed=options.seed + index, calls=calls)
+        result.seconds = time.perf_counter() - started
+        results.append(result)
     return results, decide(results, options.fdr, strict=options.strict)
 
 
 def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateResult:
     """The gate of ``before_side`` against ``after_side`` (see the module doc)."""
+    started = time.perf_counter()
     rules = check_options(options)
     before_paths, after_paths = capture_paths(before_side), capture_paths(after_side)
     before = load_side(before_paths, use_cache=options.use_cache, comm_pattern=options.comm_pattern)
@@ -151,11 +216,10 @@ def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRes
     results, tested = evaluate_sides(before, after, rules, options)
     result = GateResult(before_paths, after_paths, block, results, tested, "pass", options)
     for accepted in options.accepted:
-        text = parse_rule(accepted.rule).text
         if not accepted.holds(options.today):
             result.expired.append(accepted)
             continue
-        covered = [t for r in results if r.rule.text == text for t in r.tests if t.status == "regression"]
+        covered = [t for r in results for t in r.tests if t.status == "regression" and accepted.covers(t)]
         for finding in covered:
             finding.status = "accepted"
         result.accepted_used.append((accepted, covered))
@@ -163,10 +227,13 @@ def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRes
         result.verdict = "incomparable"
     elif result.findings("regression"):
         result.verdict = "regression"
-    elif result.findings("inconclusive"):
+    elif options.inconclusive == "fail" and (
+        result.findings("not significant") or any(not r.tests for r in results)
+    ):
         result.verdict = "inconclusive"
     from ..profiles.loading import remember_views
 
     for profile in (*before, *after):
         remember_views(profile)  # the samples are cached: the next gate over these traces reads them
+    result.seconds = time.perf_counter() - started
     return result

@@ -21,6 +21,8 @@ else:
 
 #: The views a gate rule may read, each the name its samples are cached under.
 GATE_VIEWS = ("kernels", "ops", "steps", "phases", "memory", "efficiency", "categories", "collectives")
+#: The per-call frames (one row per call), the evidence where a side has too few steps.
+CALL_VIEWS = ("kernels", "ops")
 
 
 class GateViews(ProfileHost):
@@ -68,4 +70,19 @@ class GateViews(ProfileHost):
                 return samples.memory_samples(memory, self.steps())
             return samples.efficiency_samples(self.step_efficiency())
 
-        return self._default_view(f"gate_{view}", compute)
+        return self._default_view(f"gate2_{view}", compute)
+
+    def gate_calls(self, view: str) -> pl.DataFrame | None:
+        """``name``, ``step`` and the view's metrics, one row per call (kernels, operators), or
+        None for a view whose figures are not sums of calls."""
+        from ..analysis.diff import gate_samples as samples
+
+        if view not in CALL_VIEWS or not self.is_trace:
+            return None
+
+        def compute() -> pl.DataFrame:
+            if view == "kernels":
+                return samples.kernel_calls(self.model.gpu, samples.gpu_steps(self.model))
+            return samples.op_calls(self._operator_rows, samples.host_step_ranges(self.model))
+
+        return self._default_view(f"gate2_{view}_calls", compute)

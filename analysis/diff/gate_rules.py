@@ -10,13 +10,15 @@ samples come from the query's result).
 
 Each name a rule selects is one test (:mod:`.gate_stats`): its per-step samples on each side, the
 change, its interval and p-value.  :func:`decide` then controls the false-discovery rate over every
-test of every rule (Benjamini–Hochberg) and gives each test a status: ``regression`` (a discovery
-past the threshold), ``inconclusive`` (past it, but not a discovery after the correction: within
-the noise), ``pass`` (within the threshold; with ``strict``, the whole interval too).
+test of every rule (Benjamini–Hochberg) and gives each test a status: ``regression`` (significant
+and past the threshold), ``not significant`` (past it by its change, but within the noise: a
+pass unless the gate is told otherwise), ``pass`` (within the threshold; with ``strict``,
+significantly so).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 
@@ -25,8 +27,18 @@ import polars as pl
 
 from ...errors import ProfviewError
 from ..trace.name_rules import pattern_problem
-from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, PHASE_METRICS
-from .gate_stats import DRAWS, Tested, assess_change, benjamini_hochberg
+from .gate_samples import EFFICIENCY_METRICS, KERNEL_METRICS, OP_METRICS, OUTSIDE, PHASE_METRICS
+from .gate_stats import (
+    DRAWS,
+    TOO_FEW,
+    Calls,
+    Tested,
+    assess_change,
+    benjamini_hochberg,
+    bh_level,
+    bound_of,
+    side_mean,
+)
 
 STEP_METRICS = (
     "duration_us", "kernel_us", "memcpy_us", "memset_us", "communication_us", "prewindow_us", "runtime_us",
@@ -91,6 +103,11 @@ def parse_threshold(text: str, token: str, metric: str) -> tuple[float, str]:
     if sign == "-":
         value = -value
     if unit == "%":
+        if not sign and metric not in PERCENT_METRICS and metric != "value":  # a query says its own unit
+            raise _bad(
+                text, token, f"an unsigned % is a level of a percentage metric, and {metric} is not one: "
+                f"write +{found['number']}% for a change",
+            )
         return value, ("pct" if sign else "level")
     if unit == "pt":
         if metric not in PERCENT_METRICS:
@@ -165,37 +182,60 @@ def _split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str
 
 @dataclass
 class Finding:
-    """One name of one rule: its figures and, after :func:`decide`, its ``status``."""
+    """One name of one rule: its figures and, after :func:`decide`, its ``status``, its one-sided
+    ``bound`` at ``confidence`` (the bound the decision used) and, with ``strict``, the other one.
+
+    ``estimate``/``se``/``df`` are the change, its standard error and degrees of freedom on the
+    test's scale (:mod:`.gate_stats`); ``method`` the noise measured; ``threshold`` the one tested
+    (the rule's, or the noise floor where that is stricter)."""
 
     rule: Rule
     name: str
     before: float
     after: float
     change: float
-    low: float
-    high: float
     p: float
     samples: tuple[int, int]
-    exact: bool
+    method: str
+    threshold: float
+    estimate: float
+    se: float
+    df: float
+    bound: float = math.nan
+    confidence: float = math.nan
     status: str = "pass"
+
+    @property
+    def measured(self) -> bool:
+        """Whether the noise was measured (a method other than too few steps)."""
+        return self.method != TOO_FEW
 
 
 @dataclass
 class RuleResult:
-    """A rule's tests, and what it did not test: names on one side only, names under ``min_share``."""
+    """A rule's tests, and what it did not test: names on one side only, names under ``min_share``,
+    work outside every step (``outside_us``: launched before the profiling window or between
+    steps, its own sample, not compared)."""
 
     rule: Rule
     tests: list[Finding] = field(default_factory=list)
     one_side: list[str] = field(default_factory=list)
     below_share: int = 0
     note: str | None = None
+    outside: tuple[float, float] = (0.0, 0.0)
+    seconds: float = 0.0
+
+    @property
+    def methods(self) -> list[str]:
+        """The noise methods of its tests, each once, in order."""
+        return list(dict.fromkeys(t.method for t in self.tests))
 
 
 def _matrices(
     captures: list[pl.DataFrame], names: list[str], metric: str, fill: float | None
 ) -> list[np.ndarray]:
     """Per capture: ``names × steps`` of ``metric`` (a missing name/step: ``fill``; None: the
-    name's own median in that capture, so it neither adds nor moves the median).  Built by one
+    name's own mean in that capture, so it neither adds nor moves the mean).  Built by one
     group-by and one scatter per capture: linear in names × steps, never a column at a time."""
     index = pl.DataFrame({"name": names}, schema={"name": pl.String}).with_row_index("_row")
     out = []
@@ -217,35 +257,109 @@ def _matrices(
         if fill is not None:
             matrix = np.nan_to_num(matrix, nan=fill)
         else:
-            medians = np.nanmedian(np.where(np.isnan(matrix).all(axis=1, keepdims=True), 0.0, matrix), axis=1)
-            matrix = np.where(np.isnan(matrix), medians[:, None], matrix)
+            means = np.nanmean(np.where(np.isnan(matrix).all(axis=1, keepdims=True), 0.0, matrix), axis=1)
+            matrix = np.where(np.isnan(matrix), means[:, None], matrix)
         out.append(matrix)
+    return out
+
+
+def _weights(rule: Rule, frame: pl.DataFrame) -> tuple[dict[str, float], float]:
+    """Per name, the time ``min_share`` weighs it by, and the view's whole time: a kernel's µs of
+    all kernel µs; an operator's total of all operators' self time (device, or host for a host
+    metric; ``calls``: the larger share of the two), so nested operators never pass 100%."""
+    if rule.view != "ops":
+        totals = frame.group_by("name").agg(pl.col("total_us").sum())
+        return dict(totals.iter_rows()), float(frame["total_us"].sum() or 0.0)
+    sums = frame.group_by("name").agg(pl.col(c).sum() for c in OP_METRICS)
+    pairs = [("host_total_us", "host_self_us")] if rule.metric.startswith("host") else [
+        ("device_total_us", "device_self_us")
+    ]
+    if rule.metric == "calls":
+        pairs = [("device_total_us", "device_self_us"), ("host_total_us", "host_self_us")]
+    shares: dict[str, float] = {}
+    for total, own in pairs:
+        whole = float(frame[own].sum() or 0.0)
+        for name, value in sums.select("name", total).iter_rows():
+            share = float(value or 0.0) / whole if whole > 0 else 0.0
+            shares[name] = max(shares.get(name, 0.0), share)
+    return shares, 1.0
+
+
+def _per_call_evidence(
+    frames: list[pl.DataFrame] | None, names: list[str], metric: str, steps: int
+) -> list[Calls | None]:
+    """Per name, one side's calls of ``metric`` (one capture's per-call frame), or None."""
+    if not frames or len(frames) != 1 or metric not in frames[0].columns:
+        return [None] * len(names)
+    frame = frames[0].filter((pl.col("step") != OUTSIDE) & pl.col(metric).is_not_null())
+    grouped = {
+        name: (values, step, position)
+        for name, values, step, position in frame.group_by("name").agg(metric, "step", "position").iter_rows()
+    }
+    out: list[Calls | None] = []
+    for name in names:
+        if name not in grouped:
+            out.append(None)
+            continue
+        values, step, position = grouped[name]
+        out.append(Calls(
+            np.asarray(values, dtype=np.float64), steps, np.asarray(step, dtype=np.int64),
+            np.asarray(position, dtype=np.int64),
+        ))
     return out
 
 
 def evaluate(
     rule: Rule, before: list[pl.DataFrame], after: list[pl.DataFrame], *, min_share: float = 0.0, seed: int = 0,
-    draws: int = DRAWS,
+    draws: int = DRAWS, calls: tuple[list[pl.DataFrame], list[pl.DataFrame]] | None = None,
 ) -> RuleResult:
     """The tests of ``rule`` over per-step sample frames (``name``, ``step``, the metric) of each
     side's captures.  Names present on one side only are not tested by a relative or level rule
-    (a change from nothing has no ratio): they are listed.  Additive views ignore names whose share
-    of the view's time is under ``min_share`` % on both sides."""
+    (a change from nothing has no ratio): they are listed.  Additive views ignore names whose
+    share of the view's time is under ``min_share`` % on both sides.  Rows of step
+    :data:`OUTSIDE` (work outside every step) are no sample: their sum is kept to be said.
+    ``calls``: each side's per-call frames (``name``, ``step``, the metric per call), the evidence
+    where a side has too few steps."""
     result = RuleResult(rule)
     metric = rule.metric
+    outside_us = outside_calls = 0.0
 
-    def selected(frames: list[pl.DataFrame]) -> dict[str, float]:
-        totals: dict[str, float] = {}
+    def chosen(frame: pl.DataFrame) -> pl.DataFrame:
+        if rule.selector is None:
+            return frame
+        # Polars' engine: linear in the names, whatever the pattern (never Python's backtracking re)
+        return frame.filter(pl.col("name").cast(pl.String).str.contains(rule.selector))
+
+    def split(frames: list[pl.DataFrame]) -> list[pl.DataFrame]:
+        nonlocal outside_us, outside_calls
+        inside = []
+        for frame in frames:
+            if frame.height and "step" in frame.columns:
+                out = chosen(frame.filter(pl.col("step") == OUTSIDE))
+                if out.height and "total_us" in out.columns:
+                    outside_us += float(out["total_us"].sum() or 0.0)
+                    outside_calls += float(out["calls"].sum() or 0.0) if "calls" in out.columns else 0.0
+                frame = frame.filter(pl.col("step") != OUTSIDE)
+            inside.append(frame)
+        return inside
+
+    before, after = split(before), split(after)
+    result.outside = (outside_us, outside_calls)
+
+    def selected(frames: list[pl.DataFrame]) -> tuple[dict[str, float], dict[str, float]]:
+        present: dict[str, float] = {}
+        shares: dict[str, float] = {}
         for frame in frames:
             rows = frame.filter(pl.col(metric).is_not_null())
-            if rule.selector is not None:  # Polars' engine: linear in the names, whatever the pattern
-                rows = rows.filter(pl.col("name").cast(pl.String).str.contains(rule.selector))
-            weight = VIEWS[rule.view][0] if rule.view in ADDITIVE else metric
-            for name, total in rows.group_by("name").agg(pl.col(weight).sum()).iter_rows():
-                totals[name] = totals.get(name, 0.0) + float(total or 0.0)
-        return totals
+            if rule.view in ADDITIVE and rows.height:
+                weights, whole = _weights(rule, frame)
+                for name, value in weights.items():
+                    shares[name] = max(shares.get(name, 0.0), value / whole * 100 if whole > 0 else 0.0)
+            for name in chosen(rows)["name"].unique().to_list():
+                present[name] = 1.0
+        return present, shares
 
-    names_before, names_after = selected(before), selected(after)
+    (names_before, share_before), (names_after, share_after) = selected(before), selected(after)
     if rule.kind == "level":
         names = sorted(names_after)
     else:
@@ -254,18 +368,12 @@ def evaluate(
         names = sorted(set(names_before) | set(names_after)) if additive_abs else sorted(both)
         result.one_side = [] if additive_abs else sorted(set(names_before) ^ set(names_after))
     if rule.view in ADDITIVE and min_share > 0:
-        wholes = {id(names_before): sum(names_before.values()), id(names_after): sum(names_after.values())}
+        def share(name: str) -> float:
+            return max(share_before.get(name, 0.0), share_after.get(name, 0.0))
 
-        def share(totals: dict[str, float], name: str) -> float:
-            whole = wholes[id(totals)]  # each side's whole summed once, not once per name
-            return totals.get(name, 0.0) / whole * 100 if whole > 0 else 0.0
-
-        kept = [n for n in names if max(share(names_before, n), share(names_after, n)) >= min_share]
+        kept = [n for n in names if share(n) >= min_share]
         result.below_share = len(names) - len(kept)
-        result.one_side = [
-            n for n in result.one_side
-            if max(share(names_before, n), share(names_after, n)) >= min_share
-        ]
+        result.one_side = [n for n in result.one_side if share(n) >= min_share]
         names = kept
     if not names:
         if not names_before and not names_after:
@@ -274,50 +382,76 @@ def evaluate(
     fill = 0.0 if rule.view in ADDITIVE else None
     after_m = _matrices(after, names, metric, fill)
     before_m = _matrices(before, names, metric, fill) if rule.kind != "level" else [np.zeros_like(m) for m in after_m]
-    tested: Tested = assess_change(before_m, after_m, rule.kind, rule.op, rule.threshold, seed, draws)
-    from .gate_stats import side_median
-
-    b_med, a_med = side_median(before_m), side_median(after_m)
+    evidence = None
+    if calls is not None:
+        evidence = (
+            _per_call_evidence(calls[0], names, metric, before_m[0].shape[1]),
+            _per_call_evidence(calls[1], names, metric, after_m[0].shape[1]),
+        )
+    counts = None
+    if rule.view in ADDITIVE and metric != "calls" and all("calls" in f.columns for f in (*before, *after)):
+        after_c = _matrices(after, names, "calls", 0.0)
+        counts = (_matrices(before, names, "calls", 0.0) if rule.kind != "level" else after_c, after_c)
+    tested: Tested = assess_change(
+        before_m, after_m, rule.kind, rule.op, rule.threshold, seed, draws, calls=evidence, counts=counts
+    )
+    b_mean, a_mean = side_mean(before_m), side_mean(after_m)
     samples = (sum(m.shape[1] for m in before_m), sum(m.shape[1] for m in after_m))
     for i, name in enumerate(names):
         result.tests.append(
             Finding(
-                rule, name, float(b_med[i]), float(a_med[i]), float(tested.change[i]), float(tested.low[i]),
-                float(tested.high[i]), float(tested.p[i]), samples, tested.exact,
+                rule, name, float(b_mean[i]), float(a_mean[i]), float(tested.change[i]), float(tested.p[i]),
+                samples, tested.method[i], tested.threshold, float(tested.estimate[i]), float(tested.se[i]),
+                float(tested.df[i]),
             )
         )
     return result
 
 
-def _past(rule: Rule, value: float) -> bool:
-    if rule.op == ">":
-        return value > rule.threshold
-    if rule.op == ">=":
-        return value >= rule.threshold
-    if rule.op == "<":
-        return value < rule.threshold
-    return value <= rule.threshold
+def _past(op: str, threshold: float, value: float) -> bool:
+    if math.isnan(value):
+        return False
+    if op == ">":
+        return value > threshold
+    if op == ">=":
+        return value >= threshold
+    if op == "<":
+        return value < threshold
+    return value <= threshold
+
+
+#: A test's statuses: a regression (significant and past the threshold), accepted (a regression
+#: an ``--accept`` bound covers), not significant (past the threshold within the noise), pass.
+STATUSES = ("regression", "accepted", "not significant", "pass")
 
 
 def decide(results: list[RuleResult], q: float = 0.05, *, strict: bool = False) -> int:
     """Each test's status, the false-discovery rate controlled at ``q`` across every test of every
-    rule; returns the number of tests.
+    rule (Benjamini–Hochberg); returns the number of tests.
 
-    ``regression``: a discovery whose change is past the threshold.  ``inconclusive``: the change
-    is past the threshold but not a discovery (within the noise).  ``pass``: the change is within
-    the threshold; ``strict``: and so is the whole interval (an interval straddling the threshold
-    is then ``inconclusive`` too: a trace too noisy to certify the threshold fails to pass)."""
+    ``regression``: a discovery whose change is past the threshold: significant and past it.
+    ``not significant``: the change is past the threshold but within the noise (it passes unless
+    the gate is told ``--inconclusive fail``).  ``pass``: the change is within the threshold;
+    ``strict``: and significantly so (the other one-sided bound within it too), else ``not
+    significant``.  Every test gets the one-sided bound at the level BH decided it at
+    (:func:`.gate_stats.bh_level`), so the bound is past the threshold exactly for the regressions."""
     tests = [t for r in results for t in r.tests]
     if not tests:
         return 0
     discovered = benjamini_hochberg(np.array([t.p for t in tests], dtype=np.float64), q)
+    alpha = bh_level(int(discovered.sum()), len(tests), q)
     for test, found in zip(tests, discovered, strict=True):
-        rule = test.rule
-        worst = test.high if rule.op.startswith(">") else test.low
-        if found and _past(rule, test.change):
+        op = test.rule.op
+        test.bound = bound_of(test.estimate, test.se, test.df, alpha, test.rule.kind, op)
+        test.confidence = 1.0 - alpha
+        past = _past(op, test.threshold, test.change)
+        if found and past:
             test.status = "regression"
-        elif _past(rule, test.change) or (strict and _past(rule, worst)):
-            test.status = "inconclusive"
+        elif past:
+            test.status = "not significant"
+        elif strict:
+            other = bound_of(test.estimate, test.se, test.df, alpha, test.rule.kind, "<" if op[0] == ">" else ">")
+            test.status = "not significant" if (math.isnan(other) or _past(op, test.threshold, other)) else "pass"
         else:
             test.status = "pass"
     return len(tests)

@@ -5,9 +5,13 @@ a device), ``step`` (the sample: a ProfilerStep number, or a serving iteration) 
 metric.  The step a piece of GPU work belongs to is :mod:`profview.analysis.tables.step_scope`'s
 rule, so a kernel's per-step µs add up to the step-narrowed kernel table: the runtime call that
 launched it started inside the host range of ``ProfilerStep#N``; work with no launching call
-belongs to the step whose window holds its start.  GPU work outside every step (before the first,
-launched before the profiling window) is in no sample; a trace without ProfilerSteps is one sample,
-step -1 (the whole trace), compared exactly.
+belongs to the step whose window holds its start.  GPU work outside every step (launched before
+the profiling window, the steps table's Before window, or by a call outside every step's range) is
+its own sample, step :data:`OUTSIDE`: counted and said, never compared.  A trace without
+ProfilerSteps is one sample, step -1 (the whole trace).
+
+The per-call frames (:func:`kernel_calls`, :func:`op_calls`) are the evidence where a side has too
+few steps for the step bootstrap: one row per call, with its step.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ import numpy as np
 import polars as pl
 
 from ...frames import STEP_NAME, STEP_NUMBER
+from ..tables.steps import before_window
 from ..trace.model import TraceModel, step_windows
 
 #: The step number of the one sample of a trace without ProfilerSteps (as the steps table numbers it).
 WHOLE_TRACE = -1
+#: The step of GPU work outside every step: launched before the profiling window or outside every
+#: step's host range (its own sample, never compared).
+OUTSIDE = -2
 #: The metrics of each view, in the units the rule's threshold is read in.
 KERNEL_METRICS = ("total_us", "calls")
 OP_METRICS = ("calls", "total_us", "host_total_us", "host_self_us", "device_total_us", "device_self_us")
@@ -51,7 +59,7 @@ def _which_range(times: np.ndarray, ranges: pl.DataFrame) -> np.ndarray:
 
 
 def gpu_steps(model: TraceModel) -> pl.Series:
-    """Per ``model.gpu`` row: the ProfilerStep it belongs to (see the module doc), or null."""
+    """Per ``model.gpu`` row: the ProfilerStep it belongs to, or :data:`OUTSIDE` (see the module doc)."""
     ranges = host_step_ranges(model)
     gpu = model.gpu
     if ranges.height == 0:  # no steps: the whole trace is one sample, step -1 (the steps table's)
@@ -62,7 +70,8 @@ def gpu_steps(model: TraceModel) -> pl.Series:
     windows = step_windows(model).sort("start", "step")
     by_window = _which_range(gpu["ts"].to_numpy(), windows.select("step", "start", pl.col("end") - 1e-9))
     step = np.where(launched.is_null().to_numpy(), by_window, by_launch)
-    result: pl.Series = pl.Series("step", step, dtype=pl.Int64).replace(-1, None)
+    step = np.where(before_window(gpu).to_numpy(), -1, step)
+    result: pl.Series = pl.Series("step", step, dtype=pl.Int64).replace(-1, OUTSIDE)
     return result
 
 
@@ -75,6 +84,41 @@ def kernel_samples(gpu: pl.DataFrame, steps: pl.Series) -> pl.DataFrame:
         .agg(pl.col("dur").sum().cast(pl.Float64).alias("total_us"), pl.len().cast(pl.Float64).alias("calls"))
         .with_columns(pl.col("name").cast(pl.String))
         .sort("name", "step")
+    )
+
+
+def kernel_calls(gpu: pl.DataFrame, steps: pl.Series) -> pl.DataFrame:
+    """One row per kernel call, by start: ``name``, ``step``, ``position`` (its place among the
+    calls of its name in its step: the k-th call of a step runs the same work as the k-th of the
+    next), ``total_us`` (its duration)."""
+    return (
+        gpu.select("kind", "name", "ts", pl.col("dur").cast(pl.Float64).alias("total_us"))
+        .with_columns(steps.alias("step"))
+        .filter((pl.col("kind") == "kernel") & pl.col("step").is_not_null())
+        .sort("ts")
+        .select(
+            pl.col("name").cast(pl.String), "step", pl.int_range(pl.len()).over("name", "step").alias("position"),
+            "total_us",
+        )
+    )
+
+
+def op_calls(operator_rows: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """One row per operator call that started in a step's host range, by start: ``name``,
+    ``step``, ``position`` (as :func:`kernel_calls`') and its µs (``total_us`` the device total, as
+    :func:`op_samples`)."""
+    rows = operator_rows.filter(~pl.col("name").str.contains(STEP_NAME))
+    step = np.full(rows.height, WHOLE_TRACE, dtype=np.int64) if ranges.height == 0 else _which_range(
+        rows["ts"].to_numpy(), ranges
+    )
+    columns = [c for c in OP_METRICS if c not in ("calls", "total_us")]
+    return (
+        rows.select(pl.col("name").cast(pl.String), "ts", *(pl.col(c).cast(pl.Float64) for c in columns))
+        .with_columns(pl.Series("step", step, dtype=pl.Int64), pl.col("device_total_us").alias("total_us"))
+        .filter((pl.col("step") >= 0) | pl.lit(ranges.height == 0))
+        .sort("ts")
+        .with_columns(pl.int_range(pl.len()).over("name", "step").alias("position"))
+        .drop("ts")
     )
 
 
@@ -94,6 +138,7 @@ def collective_samples(communication: pl.DataFrame, steps: pl.Series) -> pl.Data
     and step: ``total_us`` and ``calls`` of the communication kernels (``communication``: the GPU
     work with ``backend``/``collective_name``, row for row with ``steps``)."""
     frame = communication.select("backend", "collective_name", "dur").with_columns(steps.alias("step"))
+    # (work outside every step keeps its step, OUTSIDE: the rule counts it and says so)
     return (
         frame.filter(pl.col("backend").is_not_null() & pl.col("step").is_not_null())
         .group_by(pl.col("collective_name").cast(pl.String).fill_null("unknown").alias("name"), "step")
@@ -179,6 +224,7 @@ def efficiency_samples(step_efficiency: pl.DataFrame) -> pl.DataFrame:
 def new_kernel_samples(after: pl.DataFrame, before_names: set[str]) -> pl.DataFrame:
     """One name, ``new kernels``: per step of the after side, the share (%) of its kernel µs in
     names the before side never ran."""
+    after = after.filter(pl.col("step") != OUTSIDE)
     if after.height == 0:
         return pl.DataFrame(schema={"name": pl.String, "step": pl.Int64, "share": pl.Float64})
     new = pl.col("name").is_in(sorted(before_names)).not_()

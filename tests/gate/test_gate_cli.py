@@ -56,11 +56,11 @@ def test_every_format_parses_back(slowed: tuple[Path, Path, str], tmp_path: Path
     capsys.readouterr()
     assert run_cli([*args, "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["schema"] == "profview.gate/1" and report["verdict"] == "regression"
+    assert report["schema"] == "profview.gate/2" and report["verdict"] == "regression"
     kernels = report["rules"][0]
     assert kernels["failed"] == [kernel] and report["tested"] == sum(r["tested"] for r in report["rules"])
     found = next(r for r in kernels["results"] if r["name"] == kernel)
-    assert found["change"] == pytest.approx(20.0, abs=0.5) and found["interval"][0] > 2.0
+    assert found["change"] == pytest.approx(20.0, abs=0.5) and found["bound"] > 2.0 and found["bound_side"] == "lower"
 
     assert run_cli([*args, "--format", "junit"]) == 1
     suite = ET.fromstring(capsys.readouterr().out.split("?>", 1)[1])
@@ -74,8 +74,9 @@ def test_every_format_parses_back(slowed: tuple[Path, Path, str], tmp_path: Path
 
     assert run_cli([*args, "--format", "markdown"]) == 1
     markdown = capsys.readouterr().out
-    rows = [line for line in markdown.splitlines() if line.startswith("| `")]
+    rows = [line for line in markdown.splitlines() if line.startswith(("| kernels.", "| steps."))]
     assert markdown.startswith("## profview gate:") and any("regression" in r for r in rows)
+    assert len(rows) == 2 and all("&gt;" in r and ">" not in r.replace("->", "") for r in rows)  # HTML escaped
     assert all(len(re.split(r"(?<!\\)\|", r)) == 9 for r in rows)  # 7 cells, escaped pipes kept in them
 
     out = tmp_path / "gate.json"
@@ -92,13 +93,41 @@ def test_one_percent_slower_passes(tmp_path: Path) -> None:
 
 def test_accepted_regression_passes_until_its_date(slowed: tuple[Path, Path, str],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    before, after, _ = slowed
-    accept = ["--accept", RULE, "--reason", "new kernel, tracked"]
+    before, after, kernel = slowed
+    bound = f'kernels["^{re.escape(kernel)}$"].total_us <= +25%'
+    accept = ["--accept", bound, "--reason", "new kernel, tracked"]
     assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, *accept, "--until", "2999-01-01"]) == 0
     out = capsys.readouterr().out
     assert "accepted until 2999-01-01" in out and "new kernel, tracked" in out
     assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, *accept, "--until", "2000-01-01"]) == 1
     assert "expired on 2000-01-01" in capsys.readouterr().out
+
+
+def test_accept_covers_its_names_up_to_its_magnitude(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two kernels slowed, +10% and +50%: a bound on the first passes it alone; a bound of +12% on
+    the second does not cover +50%; the rule's own text is no bound (exit 2)."""
+    original = sample(GPT2)
+    shares = raw_kernel_share(original)
+    first, second = sorted(shares, key=lambda n: -shares[n])[:2]
+    once, twice = tmp_path / "once.pt.trace.json.gz", tmp_path / "twice.pt.trace.json.gz"
+    slowed_copy(original, once, first, 1.10)
+    slowed_copy(once, twice, second, 1.50)
+    base = ["diff", str(original), str(twice), "--fail-if", RULE, "--format", "json"]
+
+    def accept(name: str) -> list[str]:
+        return ["--accept", f'kernels["^{re.escape(name)}$"].total_us <= +12%', "--reason", "known", "--until", "2999-01-01"]  # noqa: E501
+
+    capsys.readouterr()
+    assert run_cli([*base, *accept(first)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["rules"][0]["failed"] == [second] and report["accepted"][0]["covers"] == [first]
+    assert run_cli([*base, *accept(first), *accept(second)]) == 1
+    assert json.loads(capsys.readouterr().out)["rules"][0]["failed"] == [second]
+    wide = ["--accept", "kernels.total_us <= +60%", "--reason", "known", "--until", "2999-01-01"]
+    assert run_cli([*base, *wide]) == 0
+    capsys.readouterr()
+    assert run_cli([*base, "--accept", RULE, "--reason", "x", "--until", "2999-01-01"]) == 2
+    assert "not a bound" in capsys.readouterr().err
 
 
 def test_gate_file(slowed: tuple[Path, Path, str], tmp_path: Path) -> None:
@@ -110,18 +139,23 @@ def test_gate_file(slowed: tuple[Path, Path, str], tmp_path: Path) -> None:
     assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 0
     gate.write_text('rulez = ["kernels.total_us > +50%"]\n')
     assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 2
-    gate.write_text(f'rules = ["{RULE}"]\n[[accept]]\nrule = "{RULE}"\nreason = "known"\nuntil = 2999-12-31\n')
+    gate.write_text(f'rules = ["{RULE}"]\n[[accept]]\nrule = "kernels.total_us <= +25%"\nreason = "known"\n'
+                    'until = 2999-12-31\n')
     assert run_cli(["diff", str(before), str(after), "--gate", str(gate)]) == 0
-    assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, "--accept", "steps.duration_us > +1%",
+    assert run_cli(["diff", str(before), str(after), "--fail-if", RULE, "--accept", "steps.duration_us <= +1%",
                     "--reason", "x", "--until", "2999-01-01"]) == 2
 
 
-def test_inconclusive_exits_3_unless_chosen() -> None:
+def test_not_significant_passes_unless_chosen(capsys: pytest.CaptureFixture[str]) -> None:
+    """The step time of 3 steps has no noise estimate: past a tight threshold under --strict it is
+    not significant, which passes (a warning), and with --inconclusive fail exits 3."""
     trace = str(sample(GPT2))
     strict = ["diff", trace, trace, "--fail-if", "steps.duration_us > +1%", "--strict"]
-    assert run_cli(strict) == 3
+    capsys.readouterr()
+    assert run_cli(strict) == 0
+    assert "not significant" in capsys.readouterr().out
     assert run_cli([*strict, "--inconclusive", "pass"]) == 0
-    assert run_cli([*strict, "--inconclusive", "fail"]) == 1
+    assert run_cli([*strict, "--inconclusive", "fail"]) == 3
 
 
 def test_different_workloads_are_incomparable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,11 +188,17 @@ def test_output_never_over_an_input(slowed: tuple[Path, Path, str], capsys: pyte
 
 
 def test_sql_rule(slowed: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]) -> None:
-    """A query rule: one test per kernel name, one sample a side (the whole-trace kernels table)."""
+    """A query rule: one test per kernel name, one sample a side (the whole-trace kernels table):
+    no noise estimate, so the slowed kernel is not significant (a pass, said), and fails only by
+    choice (exit 3)."""
     before, after, kernel = slowed
     rule = "sql:SELECT name, total_us FROM kernels > +2%"
-    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--format", "json"]) == 1
-    assert json.loads(capsys.readouterr().out)["rules"][0]["failed"] == [kernel]
+    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--format", "json"]) == 0
+    results = json.loads(capsys.readouterr().out)["rules"][0]["results"]
+    found = {r["name"]: r for r in results}[kernel]
+    assert found["status"] == "not significant" and found["noise"] == "too few steps" and found["p"] == 1.0
+    assert found["change"] == pytest.approx(20.0, abs=0.5) and found["bound"] is None
+    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--inconclusive", "fail"]) == 3
 
 
 def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,11 +212,12 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert len(err) == 1 and err[0].startswith("profview: error: ") and "Traceback" not in err[0]
 
 
-def test_trace_without_steps_is_one_exact_sample(capsys: pytest.CaptureFixture[str]) -> None:
+def test_trace_without_steps_is_one_sample_and_uses_the_calls(capsys: pytest.CaptureFixture[str]) -> None:
     trace = str(sample("tracelens_b200_nccl_eager_no_steps.json.gz"))
     assert run_cli(["diff", trace, trace, "--fail-if", RULE, "--format", "json"]) == 0
     results = json.loads(capsys.readouterr().out)["rules"][0]["results"]
-    assert results and all(r["exact"] and r["samples"] == [1, 1] and r["change"] == 0 for r in results)
+    assert results and all(r["samples"] == [1, 1] and r["change"] == 0 and r["status"] == "pass" for r in results)
+    assert {r["noise"] for r in results} <= {"per-call", "too few steps"} and any(r["noise"] == "per-call" for r in results)  # noqa: E501
 
 
 def test_hostile_kernel_names_are_inert_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

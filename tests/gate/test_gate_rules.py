@@ -9,7 +9,7 @@ import pytest
 from support import run_cli, sample
 
 from profview.analysis.diff.gate_rules import parse_rule
-from profview.analysis.diff.gate_stats import assess_change, benjamini_hochberg, block_length
+from profview.analysis.diff.gate_stats import NOISE_FLOOR_PCT, Calls, assess_change, benjamini_hochberg, block_length
 from profview.errors import ProfviewError
 
 EXAMPLES = {
@@ -91,11 +91,52 @@ def test_bootstrap_is_seeded_and_a_shift_is_found() -> None:
     after = [before[0] * np.array([[1.0], [1.05], [0.97]])]
     one = assess_change(before, after, "pct", ">", 2.0, seed=11)
     two = assess_change(before, after, "pct", ">", 2.0, seed=11)
-    assert np.array_equal(one.low, two.low) and np.array_equal(one.p, two.p)
+    assert np.array_equal(one.se, two.se) and np.array_equal(one.p, two.p)
     assert one.change.round(6).tolist() == pytest.approx([0.0, 5.0, -3.0])
-    assert one.p[1] == 0.0 and one.p[0] > 0.5 and one.low[1] > 2.0
+    assert one.p[1] < 1e-3 and one.p[0] > 0.5 and one.bound(0.05)[1] > 2.0
+    assert one.method == ("step-to-step",) * 3
 
 
-def test_one_sample_a_side_is_exact() -> None:
-    tested = assess_change([np.array([[100.0]])], [np.array([[106.0]])], "pct", ">", 5.0, seed=0)
-    assert tested.exact and tested.p.tolist() == [0.0] and tested.change[0] == pytest.approx(6.0)
+def test_the_bound_is_past_the_threshold_exactly_when_p_is_at_most_alpha() -> None:
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        steps = int(rng.integers(4, 40))
+        before = [rng.normal(100, rng.uniform(0.5, 10), size=(6, steps))]
+        after = [rng.normal(100, rng.uniform(0.5, 10), size=(6, steps)) * rng.uniform(0.95, 1.15, size=(6, 1))]
+        tested = assess_change(before, after, "pct", ">", 3.0, seed=trial, draws=200)
+        for alpha in (0.05, 0.01, 0.001):
+            bound = tested.bound(alpha)
+            assert ((tested.p <= alpha) == (bound > tested.threshold)).all()
+
+
+def test_too_few_steps_is_said_and_never_certain() -> None:
+    """Two or three steps a side: no step bootstrap.  Without per-call evidence the test has no
+    noise estimate (p = 1, no bound), with it the calls' spread; never a zero-width interval or p = 0."""
+    before = [np.array([[100.0, 101.0, 99.0]])]
+    after = [np.array([[150.0, 151.0, 149.0]])]
+    tested = assess_change(before, after, "pct", ">", 5.0, seed=0)
+    assert tested.method == ("too few steps",) and tested.p.tolist() == [1.0] and np.isnan(tested.bound(0.05)[0])
+    calls = (
+        [Calls(np.array([50.0, 49.0, 51.0, 50.5, 49.5, 50.0]), 3, np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1] * 3))],
+        [Calls(np.array([75.0, 74.0, 76.0, 75.5, 74.5, 75.0]), 3, np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1] * 3))],
+    )
+    tested = assess_change(before, after, "pct", ">", 5.0, seed=0, calls=calls)
+    low = tested.bound(0.05)[0]
+    assert tested.method == ("per-call",) and 0 < tested.p[0] < 0.05 and 5.0 < low < tested.change[0]
+
+
+def test_one_capture_a_side_has_a_noise_floor() -> None:
+    rng = np.random.default_rng(1)
+    before = [rng.normal(100, 0.01, size=(1, 40))]
+    after = [before[0] * 1.015]
+    tested = assess_change(before, after, "pct", ">", 1.0, seed=0)
+    assert tested.threshold == NOISE_FLOOR_PCT and tested.p[0] > 0.5  # +1.5% is under the 2% floor
+    runs = assess_change([before[0], before[0] * 1.001], [after[0], after[0] * 1.001], "pct", ">", 1.0, seed=0)
+    assert runs.threshold == 1.0 and runs.method == ("run-to-run",)
+
+
+@pytest.mark.parametrize("rule", ["kernels.total_us > 5%", "steps.duration_us > 3%", "ops.calls > 10%"])
+def test_an_unsigned_percent_on_a_figure_that_is_no_percentage_is_a_usage_error(rule: str) -> None:
+    with pytest.raises(ProfviewError) as caught:
+        parse_rule(rule)
+    assert "unsigned" in str(caught.value) and "+" in str(caught.value)
