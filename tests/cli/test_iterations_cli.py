@@ -74,10 +74,13 @@ def test_summary_prints_one_line_per_serving_phase(capsys: pytest.CaptureFixture
 
 
 def test_summary_of_a_graph_loop_and_of_training(capsys: pytest.CaptureFixture[str]) -> None:
-    """Graph-replayed decode: tokens unknown, GPU µs per iteration instead; training: no phase line."""
+    """Graph-replayed decode: 4 tokens a replay, read from the capture's embedding, so µs per token
+    as for eager decode (the raw GPU events each iteration launched, by correlation, over 12 × 4
+    tokens); training: no phase line."""
     assert run_cli(["summary", str(sample(GRAPH)), "--no-cache", "--top", "1"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # an 80-column console folds the line
-    assert "decode: 12 iterations, " in out and "→ host-bound (tokens unknown)" in out
+    per_token = sum(r["gpu_us"] for r in raw_iterations(GRAPH, lambda n: n == "decode")) / 48
+    assert f"decode: 12 iterations × 4 tokens, {per_token:.1f} us GPU/token, " in out and "→ host-bound" in out
     assert run_cli(["summary", str(sample("gpt2_train_bf16.pt.trace.json.gz")), "--no-cache", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert not any(line.strip().startswith(("unknown:", "decode:", "prefill:")) for line in out.splitlines())

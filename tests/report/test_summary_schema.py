@@ -165,18 +165,18 @@ def test_graph_attribution_unknown_without_a_capture() -> None:
 
 def test_phases_per_token_and_unknown_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     """Decode loops: µs GPU per token as the phases export has it, null where the tokens are not
-    known (the text says ``tokens unknown``); the line rounds the same figure."""
+    known; the line rounds the same figure."""
     for name, phase, tokens_known in (("h100_decode_eager_kv.json.gz", "decode", True),
-                                      ("h100_decode_cuda_graph.json.gz", "decode", False)):
-        phases = {p["phase"]: p for p in document(name)["phases"]}
+                                      ("h100_decode_cuda_graph.json.gz", "decode", True),  # tokens from the capture
+                                      ("h100_decode_profiler_steps.json.gz", "unknown", False)):
+        phases = {p["phase"]: p for p in document(name)["phases"] or []}
         exported = {r["phase"]: r for r in _query(capsys, name, "SELECT phase, gpu_us_per_token FROM phases")}
-        figure = phases[phase]["gpu_us_per_token"]
+        figure = phases.get(phase, {}).get("gpu_us_per_token")
         if tokens_known:
             assert figure == pytest.approx(exported[phase]["gpu_us_per_token"]) and figure > 0
             assert f"{figure:.1f} us GPU/token" in text(capsys, name)
         else:
             assert figure is None and exported[phase]["gpu_us_per_token"] is None
-            assert "(tokens unknown)" in text(capsys, name)
 
 
 def test_critical_path_is_the_export(capsys: pytest.CaptureFixture[str]) -> None:
