@@ -27,13 +27,18 @@ RESNET = "resnet50_train_amp.pt.trace.json.gz"
 @pytest.mark.asyncio
 async def test_overview_shows_device_steps_and_hints() -> None:
     app = viewer(RESNET)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 40)) as pilot:  # the hints sit below the efficiency and path lines
         await wait_loaded(pilot, app)
         shot = screen_text(app)
         assert "NVIDIA H100 80GB HBM3" in shot
         assert "3 steps" in shot
         assert "GPU busy 15.6%" in shot
         assert "CUDA runtime calls take 13.0%" in shot
+
+
+def same_frame(shown: pl.DataFrame, expected: pl.DataFrame) -> bool:
+    """The viewer's table is the view's frame, its columns in the viewer's order (figures first)."""
+    return set(shown.columns) == set(expected.columns) and shown.equals(expected.select(shown.columns))
 
 
 @pytest.mark.asyncio
@@ -45,12 +50,12 @@ async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) ->
         view = app.frame_view()
         assert view is not None and view.view == "kernels"
         # With category (by name, issue 32) and the on-path column (issue 26).
-        assert view.displayed.equals(view_frame(loaded(RESNET), "kernels", on_path=True))
+        assert same_frame(view.displayed, view_frame(loaded(RESNET), "kernels", on_path=True))
         await pilot.press("slash")
         await type_text(pilot, "gemm")
         await pilot.press("enter")
         expected = refine(view_frame(loaded(RESNET), "kernels", on_path=True), pattern="gemm")
-        assert view.displayed.equals(expected)
+        assert same_frame(view.displayed, expected)
         assert f"{expected.height} of 78" in screen_text(app)
         await pilot.press("right", "s")  # the column under the cursor: calls
         assert view.sort == "calls" and not view.ascending
@@ -70,7 +75,7 @@ async def test_kernels_filter_sort_and_export_equal_the_frame(tmp_path: Path) ->
         written = pl.read_csv(target)
         assert written["name"].to_list() == expected["name"].to_list()
         assert written["calls"].to_list() == expected["calls"].to_list()
-        assert written.columns == expected.columns
+        assert sorted(written.columns) == sorted(expected.columns)  # in the viewer's column order
 
 
 @pytest.mark.asyncio
@@ -144,7 +149,7 @@ async def test_steps_select_narrows_tables_and_timeline_names_kernels() -> None:
         await wait_path(pilot, app.screen)  # the step's own critical path, from a worker
         await pilot.press("2")  # issue 32: a table is made when its pane is shown
         kernels = app.screen.query_one("#kernels").displayed
-        assert kernels.equals(view_frame(loaded(RESNET), "kernels", step=3, on_path=True))
+        assert same_frame(kernels, view_frame(loaded(RESNET), "kernels", step=3, on_path=True))
         await pilot.press("4")
         timeline = app.screen.query_one(Timeline)
         await pilot.press(*["right"] * 5)
