@@ -5,6 +5,8 @@ launched it, and the cache's second open.  Witness: plain ``sqlite3`` (:mod:`nsy
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import polars as pl
@@ -87,18 +89,51 @@ def test_diff_of_the_before_after_pair(shared_dir: Path, tmp_path: Path) -> None
 
 
 def test_a_gate_rule_on_the_pair(shared_dir: Path, tmp_path: Path) -> None:
-    """NCCL SendRecv's total grows by a third between the two (25.4 → 33.7 ms by sqlite3): a 2% rule
-    on kernel totals fails naming it; the same export against itself passes."""
+    """NCCL SendRecv's total grows by a third between the two (25.4 → 33.7 ms by sqlite3), but its
+    calls spread over 40× (waits on the peer), so a 2% rule on kernel totals names it as not
+    significant: the gate passes by default and exits 3 with ``--inconclusive fail``; the same
+    export against itself passes."""
     before, after = _pair(shared_dir)
     old, new = cuda_gpu_kern_sum(before), cuda_gpu_kern_sum(after)
     sendrecv = next(n for n in old if n.startswith("ncclDevKernel_SendRecv"))
     assert new[sendrecv][1] > 1.3 * old[sendrecv][1]
     out = tmp_path / "gate.json"
     rule = "kernels.total_us > +2%"
-    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--format", "json", "-o", str(out)]) == 1
-    assert sendrecv in out.read_text()
-    assert json.loads(out.read_text())
+    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--format", "json", "-o", str(out)]) == 0
+    verdicts = {t["name"]: t["status"] for r in json.loads(out.read_text())["rules"] for t in r["results"]}
+    assert verdicts[sendrecv] == "not significant"
+    assert "regression" not in verdicts.values()
+    assert run_cli(["diff", str(before), str(after), "--fail-if", rule, "--inconclusive", "fail"]) == 3
     assert run_cli(["diff", str(before), str(before), "--fail-if", rule]) == 0
+
+
+def test_a_gate_rule_finds_a_steady_kernel_made_slower(shared_dir: Path, tmp_path: Path) -> None:
+    """A copy of the export with every call of a steady GEMM (34 calls within 2% of each other, by
+    sqlite3) made 50% longer in CUPTI_ACTIVITY_KIND_KERNEL: the gate names it as the one regression."""
+    before, _after = _pair(shared_dir)
+    slower = tmp_path / "slower.sqlite"
+    shutil.copyfile(before, slower)
+    gemm = "nvjet_tst_192x208_64x4_1x1_h_bz_coopB_bias_TNT"
+    with sqlite3.connect(slower) as db:
+        (spread,) = db.execute(
+            "SELECT CAST(MAX(k.end - k.start) AS REAL) / MIN(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN StringIds s ON s.id = k.demangledName WHERE s.value = ?",
+            (gemm,),
+        ).fetchone()
+        assert spread < 1.05
+        db.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (end - start) * 3 / 2 "
+            "WHERE demangledName = (SELECT id FROM StringIds WHERE value = ?)",
+            (gemm,),
+        )
+    out = tmp_path / "gate.json"
+    rule = "kernels.total_us > +5%"
+    assert (
+        run_cli(["diff", str(before), str(slower), "--fail-if", rule, "--no-cache", "--format", "json", "-o", str(out)])
+        == 1
+    )
+    verdicts = {t["name"]: t["status"] for r in json.loads(out.read_text())["rules"] for t in r["results"]}
+    assert [key for key, verdict in verdicts.items() if verdict == "regression"] == [gemm]
 
 
 @pytest.mark.tui
