@@ -17,7 +17,7 @@ from ..frames import fmt_fixed, fmt_us
 from ..jobs.job import Job
 from ..sanitize import clean
 from .console import ReportConsole
-from .wording import middle_cut
+from .wording import telling_cuts
 
 
 class ProgressLine:
@@ -251,8 +251,9 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
     table.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=name_width)
     for header, width in zip(headers, widths, strict=True):
         table.add_column(header, justify="right", no_wrap=True, min_width=width)
-    for row, shown in zip(kernels.iter_rows(named=True), rows, strict=True):
-        table.add_row(Text(middle_cut(clean(row["name"]), name_width)), *(Text(c) for c in shown))
+    names = telling_cuts([clean(name) for name in kernels["name"]], name_width)
+    for name, shown in zip(names, rows, strict=True):
+        table.add_row(Text(name), *(Text(c) for c in shown))
     console.print(table)
 
 

@@ -25,7 +25,7 @@ from ..frames import (
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
 from .console import ReportConsole
-from .wording import middle_cut, plural
+from .wording import middle_cut, plural, telling_cuts
 
 NAME_WIDTH = 60
 
@@ -71,8 +71,9 @@ def _table(
         elif column == "name":
             size = max(16, min(widths[index], spare))
             table.add_column(header, no_wrap=True, overflow="ellipsis", width=size)
-            for cells in rows:
-                cells[index] = Text(middle_cut(cells[index].plain, size))
+            cut = telling_cuts([cells[index].plain for cells in rows], size)
+            for cells, text in zip(rows, cut, strict=True):
+                cells[index] = Text(text)
         else:
             justify: Literal["left", "right"] = "left" if column == "step" else "right"
             table.add_column(header, justify=justify, no_wrap=True, min_width=widths[index])
@@ -93,8 +94,9 @@ def _stacked(
         return Text("  " + "  ".join(cells[i].rjust(widths[i]) for i in figures))
 
     lines = [Text(title), Text(headers[name]), line(headers)]
-    for cells in rows:
-        lines.append(Text(middle_cut(cells[name].plain, max(8, width - 1))))
+    names = telling_cuts([cells[name].plain for cells in rows], max(8, width - 1))
+    for cells, text in zip(rows, names, strict=True):
+        lines.append(Text(text))
         lines.append(line([c.plain for c in cells]))
     return Group(*lines)
 

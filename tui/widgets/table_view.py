@@ -23,7 +23,7 @@ from textual.widgets import Static
 from ...errors import ProfviewError
 from ...frames import fmt_us
 from ...profiles.views import filter_column, refine
-from ...report.wording import plural
+from ...report.wording import head_cut, middle_cut, plural, telling_cuts
 from ...sanitize import clean, clean_column
 from ..keymap import bindings
 from ..messages import DrillRequested, TableShown
@@ -150,7 +150,29 @@ def middle_cut_names(cells: pl.DataFrame, width: int, column: str | None = None)
     # template arguments that many kernels share, its head the name that tells them apart.
     signature = values.str.contains("<", literal=True) | values.str.contains("(", literal=True)
     long = (values.str.len_chars() > width) & ~signature
-    return cells.with_columns(pl.when(long).then(cut).otherwise(values).alias(name))
+    over = values.str.len_chars() > width
+    shown = pl.when(long).then(cut).when(over).then(values.str.head(width - 1) + "…").otherwise(values)
+    alike = pl.col(name).n_unique().over(shown) > 1
+    rows = cells.with_row_index(TELLING_ROW).filter(alike).select(TELLING_ROW, name)
+    cells = cells.with_columns(pl.when(long).then(cut).otherwise(values).alias(name))
+    if not rows.height or rows.height > TELLING_MAX_ROWS:
+        return cells
+    # rows the cut would show alike keep the part where their names differ
+    telling = telling_cuts(rows.get_column(name).to_list(), width, cut=_shown_cut)
+    update = pl.DataFrame({TELLING_ROW: rows.get_column(TELLING_ROW), name: telling})
+    return cells.with_row_index(TELLING_ROW).update(update, on=TELLING_ROW).drop(TELLING_ROW)
+
+
+#: The working column of :func:`middle_cut_names` (never shown).
+TELLING_ROW = "__telling_row"
+#: The most rows that read alike once cut whose telling parts are looked for (each is a Python
+#: string walk; beyond this the plain cut stays, and the details line has each whole name).
+TELLING_MAX_ROWS = 20_000
+
+
+def _shown_cut(text: str, width: int) -> str:
+    """The cut :func:`middle_cut_names` gives one name: a C++ signature keeps its head."""
+    return head_cut(text, width) if "<" in text or "(" in text else middle_cut(text, width)
 
 
 def telling_width(name_width: int, width: int) -> int:
