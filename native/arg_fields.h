@@ -28,6 +28,8 @@
     I_GROUP_SIZE, \
     I_SEQ, \
     I_COMMS_ID, \
+    I_SRC_RANK, \
+    I_DST_RANK, \
     I_MEM_BYTES, \
     I_MEM_ALLOCATED, \
     I_MEM_RESERVED, \
@@ -58,6 +60,8 @@
     "group_size", \
     "seq", \
     "comms_id", \
+    "src_rank", \
+    "dst_rank", \
     "mem_bytes", \
     "mem_allocated", \
     "mem_reserved", \
@@ -145,6 +149,8 @@
     A_PROCESS_GROUP_RANKS, \
     A_SEQ, \
     A_COMMS_ID, \
+    A_SRC_RANK, \
+    A_DST_RANK, \
     A_MEM_BYTES, \
     A_MEM_ALLOCATED, \
     A_MEM_RESERVED, \
@@ -198,6 +204,8 @@
     {"Process Group Ranks", R_TEXT, S_PROCESS_GROUP_RANKS, A_PROCESS_GROUP_RANKS}, \
     {"Seq", R_INT, I_SEQ, A_SEQ}, \
     {"Comms Id", R_INT, I_COMMS_ID, A_COMMS_ID}, \
+    {"Src Rank", R_INT, I_SRC_RANK, A_SRC_RANK}, \
+    {"Dst Rank", R_INT, I_DST_RANK, A_DST_RANK}, \
     {"Bytes", R_INT, I_MEM_BYTES, A_MEM_BYTES}, \
     {"Total Allocated", R_INT, I_MEM_ALLOCATED, A_MEM_ALLOCATED}, \
     {"Total Reserved", R_INT, I_MEM_RESERVED, A_MEM_RESERVED}, \

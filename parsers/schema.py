@@ -43,6 +43,8 @@ process_group      String     ``Process Group Name`` (``"0"`` is the default gro
 process_group_ranks String    ``Process Group Ranks`` as written (``[0, 1]``)
 seq                Int64      ``Seq``: the collective's sequence number in its process group
 comms_id           Int64      ``Comms Id`` (null when above the int64 range)
+src_rank           Int64      ``Src Rank``: the global rank a point-to-point recv receives from
+dst_rank           Int64      ``Dst Rank``: the global rank a point-to-point send sends to
 mem_bytes          Int64      ``Bytes`` of a ``[memory]`` event (negative for a free)
 mem_allocated      Int64      ``Total Allocated`` on the device after it
 mem_reserved       Int64      ``Total Reserved`` by the caching allocator after it
@@ -168,6 +170,9 @@ ARG_COLUMNS: tuple[tuple[str, tuple[str, ...], pl.DataType], ...] = (
     ("process_group_ranks", ("Process Group Ranks",), pl.String()),
     ("seq", ("Seq",), pl.Int64()),
     ("comms_id", ("Comms Id",), pl.Int64()),  # an id above the int64 range reads as null
+    # a point-to-point call's peer (global ranks): a send names its ``Dst Rank``, a recv its ``Src Rank``
+    ("src_rank", ("Src Rank",), pl.Int64()),
+    ("dst_rank", ("Dst Rank",), pl.Int64()),
     # Memory: the allocator's ``[memory]`` instant events (``profile_memory=True``).
     ("mem_bytes", ("Bytes",), pl.Int64()),
     ("mem_allocated", ("Total Allocated",), pl.Int64()),

@@ -87,7 +87,7 @@ class EfficiencyViews(ProfileHost):
         """The modelled operator calls with their FLOPs/bytes (:func:`.analysis.efficiency.perf_model.call_work`),
         ``tf32`` (an fp32 call whose kernels ran on tensor cores); wrappers and inner calls dropped.
         Compiled Triton kernels are one call per execution (:meth:`_triton_calls`)."""
-        from ..analysis.efficiency.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.efficiency.perf_model import call_rank, call_work, copies_only, modeled, nested_calls
         from ..analysis.efficiency.work.triton import is_triton
         from ..analysis.tables.operators import operator_rows
 
@@ -104,6 +104,8 @@ class EfficiencyViews(ProfileHost):
             .to_series()
         )
         ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        launched = self.model.gpu["op_row"].drop_nulls().to_numpy()
+        ranks = copies_only(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end, launched)
         wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, self.model.tree.subtree_end)
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
         calls = calls.filter(~dropped).with_columns(pl.col("row").is_in(tf32_ops).alias("tf32"))
@@ -135,9 +137,9 @@ class EfficiencyViews(ProfileHost):
         kernels = calls.filter(pl.col("family") == "gemm")["kernel"].unique().to_list()
         layouts = {k: kernel_layout(k) for k in kernels if k}
         layout = pl.col("kernel").replace_strict(layouts, default=None, return_dtype=pl.String)
-        return calls.with_columns(
-            pl.when(pl.col("family") == "gemm").then(layout).alias("kernel_layout")
-        ).drop("kernel")
+        return calls.with_columns(pl.when(pl.col("family") == "gemm").then(layout).alias("kernel_layout")).drop(
+            "kernel"
+        )
 
     def _replayed_events(self) -> pl.DataFrame | None:
         """The replayed GPU events (``replay``, ``capture``, ``launch``, ``dur``, ``kernel``,
@@ -210,11 +212,13 @@ class EfficiencyViews(ProfileHost):
     def _kept_calls(model: Any) -> pl.DataFrame:
         """The modelled operator calls of ``model`` sized from their arguments, wrappers and inner
         calls dropped (:func:`.analysis.efficiency.perf_model.nested_calls`), Triton host ops included."""
-        from ..analysis.efficiency.perf_model import call_rank, call_work, modeled, nested_calls
+        from ..analysis.efficiency.perf_model import call_rank, call_work, copies_only, modeled, nested_calls
         from ..analysis.tables.operators import operator_rows
 
         calls = call_work(operator_rows(model, only=modeled, keep_folded=True))
         ranks = [call_rank(n, f) for n, f in calls.select("name", "family").iter_rows()]
+        launched = model.gpu["op_row"].drop_nulls().to_numpy()
+        ranks = copies_only(calls["row"].to_numpy(), ranks, model.tree.subtree_end, launched)
         wrapper, inner = nested_calls(calls["row"].to_numpy(), ranks, model.tree.subtree_end)
         dropped = pl.Series("dropped", wrapper, dtype=pl.Boolean) | pl.Series("inner", inner, dtype=pl.Boolean)
         return calls.filter(~dropped)
@@ -252,8 +256,10 @@ class EfficiencyViews(ProfileHost):
         unsized = runs.filter(pl.col("how") == "none").with_columns(
             pl.col("how_note").alias("note"), pl.lit("triton").alias("family")
         )
-        return pl.concat([sized, unsized], how="diagonal_relaxed").drop("how_note", "how").with_columns(
-            pl.lit(False).alias("tf32")
+        return (
+            pl.concat([sized, unsized], how="diagonal_relaxed")
+            .drop("how_note", "how")
+            .with_columns(pl.lit(False).alias("tf32"))
         )
 
     def _shapes_check(self, calls: pl.DataFrame) -> None:
@@ -288,6 +294,7 @@ class EfficiencyViews(ProfileHost):
         if peak_tflops is None and peak_tb_s is None and step is None:
             return self._default_view(self._graph_view_name("efficiency"), compute)
         from ..analysis.efficiency.perf_model import efficiency_table
+
         self._shapes_check(self._call_work)
         calls = self._call_work if step is None else self._step_calls(step)
         return efficiency_table(calls, self.device_peak()[1], peak_tflops=peak_tflops, peak_tb_s=peak_tb_s)
@@ -530,9 +537,13 @@ def efficiency_text(figures: dict[str, Any]) -> list[str]:
     # issue 34: each line says its scope (``per step 17 6.623 TFLOP`` read as one number)
     whole = model["scope"] == "whole_trace"
     what = (
-        f"in step {step}" if step is not None
-        else "in the whole trace (no steps)" if whole
-        else "per average step" if model["scope"] == "average_step" else "per step"
+        f"in step {step}"
+        if step is not None
+        else "in the whole trace (no steps)"
+        if whole
+        else "per average step"
+        if model["scope"] == "average_step"
+        else "per step"
     )
     tflop, rate = model["model_tflops_per_step"] or 0.0, model["model_tflops_per_s"] or 0.0
     line = f"model FLOPs {what}: {_flop_text(tflop)}, {_flop_text(rate, 1)}/s"

@@ -69,8 +69,13 @@ def matching_line(job: Job) -> str | None:
     counts = match_counts(view)
     if not counts:
         return None
-    ways = {"seq": "process group and Seq", "comms_id": "Comms Id", "group_order": "order in the process group",
-            "stream_order": "order on the stream"}  # fmt: skip
+    ways = {
+        "peer": "the peer each side names",
+        "seq": "process group and Seq",
+        "comms_id": "Comms Id",
+        "group_order": "order in the process group",
+        "stream_order": "order on the stream",
+    }
     matched = view.filter(pl.col("ranks") > 1)
     on = ", ".join(f"{counts[k]:,} by {label}" for k, label in ways.items() if counts.get(k))
     line = f"collectives: {matched['collective'].n_unique():,} matched across ranks"
@@ -184,9 +189,18 @@ def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
     ranks, title = shown_ranks(job.ranks_view(), top)
     straggler = straggler_figures(job)
     return JobSummaryFigures(
-        source=job.source, top=top, lines=lines, backends=backends, straggler=straggler_line(job, straggler),
-        straggler_figures=straggler, rank_count=len(job.ranks), world_size=job.world_size, ranks=ranks,
-        ranks_title=title, collectives=job.collective_instances().head(top), kernels=job.kernels().head(top),
+        source=job.source,
+        top=top,
+        lines=lines,
+        backends=backends,
+        straggler=straggler_line(job, straggler),
+        straggler_figures=straggler,
+        rank_count=len(job.ranks),
+        world_size=job.world_size,
+        ranks=ranks,
+        ranks_title=title,
+        collectives=job.collective_instances().head(top),
+        kernels=job.kernels().head(top),
     )
 
 
@@ -240,8 +254,13 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
         return
     headers = ("calls", "total", "median/rank", "max/rank", "max rank")
     rows = [
-        [f"{row['calls']:,}", fmt_us(row["total_us"]), fmt_us(row["median_rank_us"]), fmt_us(row["max_rank_us"]),
-         str(row["max_rank"])]
+        [
+            f"{row['calls']:,}",
+            fmt_us(row["total_us"]),
+            fmt_us(row["median_rank_us"]),
+            fmt_us(row["max_rank_us"]),
+            str(row["max_rank"]),
+        ]
         for row in kernels.iter_rows(named=True)
     ]
     # the figures and their headers whole (each column as wide as its widest), the name cut in the middle

@@ -22,7 +22,8 @@ GPT2 = "gpt2_train_bf16.pt.trace.json.gz"
 
 def raw_iterations(name: str, keep) -> list[dict]:  # type: ignore[no-untyped-def]
     """Per host annotation whose name ``keep`` accepts (outermost per thread, in time order): its name,
-    range, GPU µs, kernels, graph launches and embedding tokens, counted from the raw events."""
+    range, GPU µs, kernels, graph launches, embedding tokens and the (start, duration) of the GPU
+    events it launched, counted from the raw events."""
     events = raw_events(name)
     complete = [e for e in events if e.get("ph") == "X" and "ts" in e and "dur" in e]
     ranges = sorted(
@@ -33,7 +34,9 @@ def raw_iterations(name: str, keep) -> list[dict]:  # type: ignore[no-untyped-de
         e
         for e in ranges
         if not any(
-            o is not e and (o["pid"], o["tid"]) == (e["pid"], e["tid"]) and o["ts"] <= e["ts"]
+            o is not e
+            and (o["pid"], o["tid"]) == (e["pid"], e["tid"])
+            and o["ts"] <= e["ts"]
             and e["ts"] + e["dur"] <= o["ts"] + o["dur"]
             for o in ranges
         )
@@ -58,10 +61,9 @@ def raw_iterations(name: str, keep) -> list[dict]:  # type: ignore[no-untyped-de
                 "gpu_us": sum(max(g["dur"], 0) for g in mine),
                 "kernels": sum(1 for g in mine if g["cat"] == "kernel"),
                 "gpu_end": max((g["ts"] + g["dur"] for g in mine), default=None),
-                "graph_launches": sum(
-                    1 for c in calls.values() if "GraphLaunch" in c["name"] and lo <= c["ts"] <= hi
-                ),
+                "graph_launches": sum(1 for c in calls.values() if "GraphLaunch" in c["name"] and lo <= c["ts"] <= hi),
                 "tokens": math.prod(first["args"]["Input Dims"][1]) if first else None,
+                "intervals": [(g["ts"], max(g["dur"], 0)) for g in mine],
             }
         )
     return found
@@ -69,3 +71,15 @@ def raw_iterations(name: str, keep) -> list[dict]:  # type: ignore[no-untyped-de
 
 def facts(name: str) -> dict:
     return json.loads(sample(name.replace(".json.gz", ".facts.json")).read_text())
+
+
+def union_in(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """µs of [lo, hi) covered by the (start, duration) intervals (a plain sweep in time order, in
+    µs from ``lo``: an end added up at the trace's absolute µs would round by up to 0.5 ns)."""
+    busy, reach = 0.0, 0.0
+    for ts, dur in sorted(intervals):
+        start = ts - lo
+        start, end = max(start, reach), min(start + dur, hi - lo)
+        if end > start:
+            busy, reach = busy + end - start, end
+    return busy

@@ -8,6 +8,10 @@ the kernel lacks them), or, for a rank without any, from its CPU collectives (``
 Across ranks (:func:`match_collectives`), a call is one instance of a collective with the calls
 of the other ranks that share its key, and only on what the trace holds (``match`` says which):
 
+0. ``peer``: a point-to-point call that names its peer (Kineto writes a send's ``Dst Rank`` and a
+   recv's ``Src Rank``, global ranks): the n-th send from rank A to rank B in a process group is
+   B's n-th recv from A there, matched only where both sides are in the job and name each other
+   (one side alone: ``peer_unseen``);
 1. ``seq``: ``(process group, Seq)``; ``comms_id``: ``Comms Id`` (a hash of the two);
 2. ``group_order`` / ``stream_order``: the n-th blocking collective of a process group (or of the
    n-th communication stream; host collectives: the n-th call), only where every rank that has
@@ -15,11 +19,12 @@ of the other ranks that share its key, and only on what the trace holds (``match
    collective later on one rank shows as a disagreement, and then nothing there is matched).
 
 Left unmatched (``ranks`` 1, ``wait_us`` null) and counted by :func:`match_counts`:
-point-to-point calls (Send, Recv, SendRecv) whose peer is not known (it is known only in a
-two-rank process group, with its ``Seq``: the kernel names no peer), calls of a rank that is not a
-member of the process group it names, calls whose order disagrees across ranks (``order differs``),
-and instances that would make a rank wait longer than its own call lasted (``implausible``: a
-blocking call cannot end before the last rank arrives, so the pairing is wrong).
+point-to-point calls (Send, Recv, SendRecv) whose peer is not known (no ``Src Rank``/``Dst Rank``,
+and not a two-rank process group with its ``Seq``: a SendRecv kernel's name gives no peer), calls
+of a rank that is not a member of the process group it names, calls whose order disagrees across
+ranks (``order differs``), and instances that would make a rank wait longer than its own call
+lasted (``implausible``: a blocking call cannot end before the last rank arrives, so the pairing
+is wrong).
 
 Clocks: each rank's offset is the median, over matched blocking GPU instances that all ranks of
 the job join, of (its end − the instance's median end), taken relative to the lowest rank; it is
@@ -54,6 +59,8 @@ RANK_CALL_SCHEMA: pl.Schema = pl.Schema(
         "bytes": pl.Int64(),
         "group_size": pl.Int64(),
         "group_ranks": pl.String(),
+        "src_rank": pl.Int64(),
+        "dst_rank": pl.Int64(),
     }
 )
 #: The collectives view: one row per (instance, rank).
@@ -99,6 +106,7 @@ assert tuple(COLLECTIVE_SCHEMA) == COLLECTIVE_COLUMNS
 #: Collective arguments copied from ``record_param_comms`` onto its kernels where missing.
 ARG_FIELDS = (
     "dtype", "in_nelems", "out_nelems", "group_size", "process_group", "process_group_ranks", "seq", "comms_id",
+    "src_rank", "dst_rank",
 )  # fmt: skip
 #: Bytes per element of Kineto's ``dtype`` names (and gloo's ``Input type``).
 DTYPE_BYTES: dict[str, int] = {
@@ -113,6 +121,7 @@ POINT_TO_POINT = ("Send", "Recv", "SendRecv")
 #: What ``match`` says of a call left unmatched, by reason.
 UNMATCHED = {
     "no_peer": "point-to-point without a known peer",
+    "peer_unseen": "point-to-point whose peer's call is not in the job",
     "not_member": "rank not a member of its process group",
     "order_differs": "order differs across ranks (no sequence number)",
     "implausible": "a wait longer than the waiting rank's call",
@@ -158,6 +167,8 @@ def rank_collectives(events: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
             (elems * _elem_bytes(pl.col("dtype"))).alias("bytes"),
             "group_size",
             pl.col("process_group_ranks").alias("group_ranks"),
+            "src_rank",
+            "dst_rank",
         )
     else:
         calls = _host_calls(events)
@@ -187,6 +198,8 @@ def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
             "bytes": sizes,
             "group_size": None,
             "group_ranks": None,
+            "src_rank": None,
+            "dst_rank": None,
         },
         schema=RANK_CALL_SCHEMA,
     )
@@ -235,6 +248,20 @@ def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
         ((pl.col("group_size") == 2).fill_null(False) | pl.Series(pair, dtype=pl.Boolean)).alias("_pair"),
         pl.col("name").is_in(POINT_TO_POINT).alias("_p2p"),
     )
+    # The peer a point-to-point call names (a send its Dst Rank, a recv its Src Rank): the channel
+    # sender -> receiver, whose n-th send is the receiver's n-th recv from that sender (NCCL keeps
+    # the order of the point-to-point calls between two ranks).
+    me = pl.lit(rank, dtype=pl.Int64)
+    names_dst = (pl.col("dst_rank").is_not_null() & (pl.col("dst_rank") != me)).fill_null(False)
+    names_src = (pl.col("src_rank").is_not_null() & (pl.col("src_rank") != me)).fill_null(False)
+    peer = pl.col("_p2p") & (names_dst ^ names_src) & pl.lit(rank is not None)
+    sender = pl.when(names_dst).then(me).otherwise(pl.col("src_rank"))
+    receiver = pl.when(names_dst).then(pl.col("dst_rank")).otherwise(me)
+    calls = calls.with_columns(
+        peer.alias("_peer"),
+        pl.format("{}->{}", sender, receiver).alias("_channel"),
+    )
+    by_channel = pl.int_range(pl.len()).over("_peer", "process_group", "_channel")
     has_id = pl.col("seq").is_not_null() | pl.col("comms_id").is_not_null()
     # ordinals count the blocking collectives only: a point-to-point call between other ranks
     # would shift them
@@ -246,6 +273,8 @@ def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
     match = (
         pl.when(pl.col("_outside"))
         .then(pl.lit("not_member"))
+        .when(pl.col("_peer"))
+        .then(pl.lit("peer"))
         .when(pl.col("_p2p") & ~(pl.col("_pair") & has_id))
         .then(pl.lit("no_peer"))
         .when(pl.col("seq").is_not_null())
@@ -257,7 +286,9 @@ def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
         .otherwise(pl.lit("stream_order"))
     )
     key = (
-        pl.when(pl.col("match") == "seq")
+        pl.when(pl.col("match") == "peer")
+        .then(pl.format("pg {}/p2p {}/#{}", pl.col("process_group").fill_null("?"), pl.col("_channel"), by_channel))
+        .when(pl.col("match") == "seq")
         .then(pl.format("pg {}/seq {}", pl.col("process_group").fill_null("?"), pl.col("seq")))
         .when(pl.col("match") == "comms_id")
         .then(pl.format("id {}", pl.col("comms_id")))
@@ -275,7 +306,7 @@ def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
     return (
         calls.with_columns(match.alias("match"))
         .with_columns(key.alias("key"), space.alias("_space"))
-        .drop("_outside", "_pair", "_p2p", "_ordinal")
+        .drop("_outside", "_pair", "_p2p", "_ordinal", "_peer", "_channel")
     )
 
 
@@ -304,6 +335,17 @@ def _agreeing_order(calls: pl.DataFrame) -> pl.DataFrame:
     return calls.with_columns(
         pl.when(unmatched).then(pl.lit("order_differs")).otherwise(pl.col("match")).alias("match"),
         pl.when(unmatched).then(None).otherwise(pl.col("key")).alias("key"),
+    )
+
+
+def _seen_peers(calls: pl.DataFrame) -> pl.DataFrame:
+    """Peer matches kept only where both sides are in the job: a send that names its receiver and
+    that receiver's recv that names the sender (the same channel and place in it); a call whose
+    other side is missing (a rank not loaded, a window that cut it off) becomes ``peer_unseen``."""
+    alone = (pl.col("match") == "peer") & (pl.col("rank").n_unique().over("key") < 2)
+    return calls.with_columns(
+        pl.when(alone).then(pl.lit("peer_unseen")).otherwise(pl.col("match")).alias("match"),
+        pl.when(alone).then(None).otherwise(pl.col("key")).alias("key"),
     )
 
 
@@ -392,7 +434,7 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     calls = pl.concat(frames) if frames else pl.DataFrame(schema=empty)
     if calls.height == 0:
         return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
-    calls = _agreeing_order(calls)
+    calls = _seen_peers(_agreeing_order(calls))
     offsets = clock_offsets(calls, ranks)
     checked = _implausible(calls, offsets)
     if not checked["match"].equals(calls["match"]):  # the offsets again, without the wrong pairings
@@ -406,8 +448,10 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     )
     shift = pl.col("rank").replace_strict(offsets, return_dtype=pl.Float64)
     calls = calls.with_columns((pl.col("start") - shift).alias("start"), (pl.col("end") - shift).alias("end"))
+    # a send and the recv it pairs with are one transfer: the same kind for the name check
+    kind = pl.when(pl.col("name").is_in(NON_BLOCKING)).then(pl.lit("Send/Recv")).otherwise(pl.col("name"))
     signature = pl.concat_str(
-        [pl.col("name"), pl.col("dtype").fill_null(""), pl.col("bytes").cast(pl.String).fill_null("")], separator="|"
+        [kind, pl.col("dtype").fill_null(""), pl.col("bytes").cast(pl.String).fill_null("")], separator="|"
     )
     n_ranks = pl.col("rank").n_unique().over("key")
     calls = calls.with_columns(
@@ -447,8 +491,19 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
 
 #: One row per matched collective (:func:`collective_instances`).
 INSTANCE_COLUMNS: tuple[str, ...] = (
-    "collective", "name", "bytes", "ranks", "last_rank", "max_wait_us", "waiting_rank", "skew_us",
-    "duration_us", "busbw_gbps", "process_group", "dtype", "mismatches",
+    "collective",
+    "name",
+    "bytes",
+    "ranks",
+    "last_rank",
+    "max_wait_us",
+    "waiting_rank",
+    "skew_us",
+    "duration_us",
+    "busbw_gbps",
+    "process_group",
+    "dtype",
+    "mismatches",
 )
 
 
@@ -462,12 +517,20 @@ def collective_instances(view: pl.DataFrame) -> pl.DataFrame:
     dtype or size differ)."""
     matched = view.filter(pl.col("ranks") > 1)
     if not matched.height:
-        return pl.DataFrame(schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS} | {
-            "last_rank": pl.Int64, "max_wait_us": pl.Float64, "waiting_rank": pl.Int64, "skew_us": pl.Float64,
-            "mismatches": pl.Int64})
+        return pl.DataFrame(
+            schema={c: matched.schema.get(c, pl.Int64) for c in INSTANCE_COLUMNS}
+            | {
+                "last_rank": pl.Int64,
+                "max_wait_us": pl.Float64,
+                "waiting_rank": pl.Int64,
+                "skew_us": pl.Float64,
+                "mismatches": pl.Int64,
+            }
+        )
     last = pl.col("last") & ~pl.col("mismatch")
     frame = matched.group_by("collective").agg(
-        pl.col("name").filter(~pl.col("mismatch")).first(),
+        # the names that agree (a point-to-point instance: its send and its recv, "Recv/Send")
+        pl.col("name").filter(~pl.col("mismatch")).unique().sort().str.join("/"),
         pl.col("bytes").filter(last).first(),
         pl.col("ranks").first(),
         pl.col("rank").filter(pl.col("last")).min().alias("last_rank"),

@@ -269,6 +269,41 @@ def call_rank(name: str, family: str) -> int:
     return -1 if name in MEMORY_ONLY else FAMILY_RANK.get(family, 0)
 
 
+def copies_only(rows: Any, ranks: list[int], subtree_end: Any, gpu_op_rows: Any) -> list[int]:
+    """``ranks`` (:func:`call_rank`, per call given by host ``row``) with each call whose GPU work
+    all runs inside the memory-only calls it encloses ranked as memory-only too: ``pow(x, 1.)``
+    launches nothing but its ``copy_``'s device-to-device memcpy, so it is that copy's wrapper and
+    the copy, sized by its bytes, is the row (as TraceLens has it: the operator that launched the
+    work).  ``gpu_op_rows``: the launching operator's host row of each GPU event (nulls dropped)."""
+    import numpy as np
+
+    at = np.asarray(rows, dtype=np.int64)
+    ends = np.asarray(subtree_end)[at] if len(at) else at
+    launched = np.sort(np.asarray(gpu_op_rows, dtype=np.int64))
+    memory = sorted((int(r), int(e)) for r, e, k in zip(at, ends, ranks, strict=True) if k == -1)
+    starts: list[int] = []
+    stops: list[int] = []
+    for start, stop in memory:  # the union of the memory-only calls' subtrees
+        if stops and start < stops[-1]:
+            stops[-1] = max(stops[-1], stop)
+        else:
+            starts.append(start)
+            stops.append(stop)
+    which = np.searchsorted(np.asarray(starts, dtype=np.int64), launched, side="right") - 1
+    in_memory = (
+        (which >= 0) & (launched < np.asarray(stops, dtype=np.int64)[np.clip(which, 0, None)])
+        if starts
+        else (np.zeros(len(launched), dtype=bool))
+    )
+    copies, other = launched[in_memory], launched[~in_memory]
+
+    def count(sorted_rows: Any) -> Any:
+        return np.searchsorted(sorted_rows, ends, side="left") - np.searchsorted(sorted_rows, at, side="left")
+
+    own, copied = count(other), count(copies)
+    return [-1 if k >= 0 and o == 0 and c > 0 else k for k, o, c in zip(ranks, own, copied, strict=True)]
+
+
 def nested_calls(rows: Any, ranks: list[int], subtree_end: Any) -> tuple[list[bool], list[bool]]:
     """(wrapper, inner) per modelled call, for calls given by host ``row`` (in the call tree's
     order: a call's descendants are the rows up to ``subtree_end[row]``) and their ``ranks``

@@ -37,8 +37,11 @@ recomputes each from the raw JSON with tests/serving_witness.py):
 * ``gpu_us``: the summed durations of the GPU work launched inside it (kernels, memcpy, memset);
   ``kernels``: its kernel events; ``launches``: runtime calls in the host range that launched
   recorded GPU work; ``graph_launches``: ``*GraphLaunch`` calls in the host range;
-* ``gpu_busy_pct``: the union of all GPU work inside the iteration's window over ``wall_us`` (the
-  one GPU-busy rule of docs/efficiency.md); ``idle_us`` = ``wall_us`` − that union;
+* ``gpu_busy_pct``: the union of the GPU work the iteration launched (the events ``gpu_us`` sums)
+  inside its window over ``wall_us``; ``idle_us`` = ``wall_us`` − that union: the time none of its
+  own work ran.  GPU work it did not launch (queued before it, or with no launch in the trace) is
+  neither busy nor in ``gpu_us``, so the three columns count the same work (busy ≤ ``gpu_us``: a
+  union is no longer than the summed durations; the steps view's busy counts all GPU work);
 * ``gpu_us_per_token`` = ``gpu_us`` / ``tokens``;
 * ``outlier``: ``wall_us`` above median + 3 × 1.4826 × MAD of the iterations of its phase (and 5 %
   above their median: :mod:`~profview.analysis.tables.step_outliers`' rule).
@@ -184,7 +187,21 @@ def iteration_table(model: TraceModel, ranges: IterationRanges) -> pl.DataFrame:
     graph_owner = _owner(starts, ends, graph["ts"].to_numpy().astype(float))
     graph_launches = np.bincount(graph_owner[graph_owner >= 0], minlength=count)
     window_start, window_end = _windows(starts, np.maximum(ends, gpu_end))
-    busy = _busy(model.gpu, window_start, window_end)
+    # Busy is the union of the work gpu_us sums (each event clipped to its iteration's window, so
+    # the windows, disjoint, keep each iteration's union apart): GPU work the iteration did not
+    # launch (queued before it, or with no launch in the trace) is no busy time of it.
+    # Times from the first window's start: an event's end as its start plus its duration, which at
+    # the trace's absolute µs (10^12) would round by up to 0.5 ns an event.
+    base = float(window_start[0]) if count else 0.0
+    lo, hi = window_start - base, window_end - base
+    own_start = gpu["ts"].to_numpy().astype(float) - base
+    own = pl.DataFrame(
+        {
+            "ts": np.clip(own_start, lo[owner], hi[owner]),
+            "end": np.clip(own_start + durations, lo[owner], hi[owner]),
+        }
+    )
+    busy = _busy(own, lo, hi)
     wall = window_end - window_start
     facts = [parse_iteration_name(str(name)) for name in frame["name"].to_list()]
     phases = [fact.phase if fact else "unknown" for fact in facts]

@@ -29,7 +29,7 @@ NOT_PROFILES = (".md", ".csv")
 SAMPLE_INPUTS = sorted(
     p.name for p in SAMPLES.iterdir() if not p.name.endswith(NOT_PROFILES) and p.name != "tracelens_live"
 )
-JOBS = ("gloo_2rank", "param_dlrm_8rank_v100.tar.gz", "sglang_decode_capture_traces")
+JOBS = ("gloo_2rank", "nccl_p2p_2rank", "param_dlrm_8rank_v100.tar.gz", "sglang_decode_capture_traces")
 
 
 @cache
@@ -141,7 +141,8 @@ def test_graph_shares_are_the_raw_replays(capsys: pytest.CaptureFixture[str]) ->
     name = "h100_decode_cuda_graph.json.gz"
     events = raw(sample(name))
     graph_launches = {
-        e["args"]["correlation"] for e in events
+        e["args"]["correlation"]
+        for e in events
         if e.get("ph") == "X" and e.get("name") == "cudaGraphLaunch" and "correlation" in e.get("args", {})
     }
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
@@ -166,9 +167,11 @@ def test_graph_attribution_unknown_without_a_capture() -> None:
 def test_phases_per_token_and_unknown_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     """Decode loops: µs GPU per token as the phases export has it, null where the tokens are not
     known; the line rounds the same figure."""
-    for name, phase, tokens_known in (("h100_decode_eager_kv.json.gz", "decode", True),
-                                      ("h100_decode_cuda_graph.json.gz", "decode", True),  # tokens from the capture
-                                      ("h100_decode_profiler_steps.json.gz", "unknown", False)):
+    for name, phase, tokens_known in (
+        ("h100_decode_eager_kv.json.gz", "decode", True),
+        ("h100_decode_cuda_graph.json.gz", "decode", True),  # tokens from the capture
+        ("h100_decode_profiler_steps.json.gz", "unknown", False),
+    ):
         phases = {p["phase"]: p for p in document(name)["phases"] or []}
         exported = {r["phase"]: r for r in _query(capsys, name, "SELECT phase, gpu_us_per_token FROM phases")}
         figure = phases.get(phase, {}).get("gpu_us_per_token")

@@ -48,3 +48,30 @@ def test_viewer_refuses_an_iteration_that_is_not_a_number(capsys: pytest.Capture
 
     assert run_cli(["open", str(sample(GRAPH)), "--iteration", "decode"]) == 2
     assert "--iteration in the viewer: one trace's iteration number" in capsys.readouterr().err
+
+
+async def test_memory_under_a_step_says_it_is_the_whole_traces() -> None:
+    """The Memory tab is not narrowed to a step: under "step 4 only" its caption says so, and its
+    chart is the whole trace's (its highest column is the raw events' peak over all steps)."""
+    from support import raw_events
+    from witness import raw_peaks
+
+    from profview.tui.main.memory import MemoryChart, MemoryView
+    from profview.tui.main.memory_chart import column_levels
+
+    resnet = "resnet50_train_amp.pt.trace.json.gz"
+    app = ProfviewApp(str(sample(resnet)), no_cache=True, profile=loaded(resnet), step=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot, app)
+        main = app.screen
+        await wait_until(pilot, lambda: main.step == 4)
+        await pilot.press("5")
+        view = main.query_one(MemoryView)
+        await wait_until(pilot, lambda: "not narrowed" in str(view.query_one("#memory-caption").render()))
+        chart = view.query_one(MemoryChart)
+        alloc, _res, _start, _end = column_levels(chart.memory, chart.size.width - 11)
+        assert alloc.max() == raw_peaks(raw_events(resnet))["cuda:0"]
+        await pilot.press("a")
+        await wait_until(pilot, lambda: main.step is None)
+        await pilot.pause(0.1)
+        assert "not narrowed" not in str(view.query_one("#memory-caption").render())

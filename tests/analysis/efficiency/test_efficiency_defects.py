@@ -212,3 +212,31 @@ def test_a_calls_row_does_not_depend_on_another_threads_calls() -> None:
     ]
     inside = [w for w in watchdog for e, _ in calls if e["ts"] <= w["ts"] <= e["ts"] + e["dur"]]
     assert inside  # another thread's calls do fall inside one of them
+
+
+def test_a_copy_that_is_all_of_its_callers_work_is_the_row() -> None:
+    """``PowBackward0`` runs ``pow(x, 1.)``, which launches nothing but its ``copy_``'s
+    device-to-device memcpy: the copy was an inner part of the pow (no row), so the view lacked
+    TraceLens' ``aten::copy_`` row of [256, 4096] (3 calls, 6.944 µs, 8 MiB).  A call whose GPU
+    work all runs in the memory-only calls it encloses is their wrapper: the copy is the row, sized
+    by its bytes (4 read + 4 written per element), and the pow row keeps only the 3 ``pow(x, 2)``
+    calls that launched a kernel of their own.  TraceLens counts the memcpy twice (its pow row has
+    6 calls, 15.07 µs); each GPU µs here is in one row."""
+    dims = [[256, 4096], [256, 4096], []]
+    frame = loaded(DDP).efficiency()
+    row = our_row(frame, "aten::copy_", json.dumps(dims))
+    calls = raw_calls("aten::copy_", DDP, dims, ["float", "float", "Scalar"])
+    assert row["calls"] == len(calls) == 3
+    assert row["kernel_us"] == pytest.approx(sum(us for _, us in calls), abs=1e-6)
+    assert row["data_mb"] * MIB == 256 * 4096 * (4 + 4)
+    theirs = their_row("ddp_nccl_streams", "UnaryElementwise", "aten::copy_", json.dumps(dims))
+    assert int(theirs["name_count"]) == row["calls"]
+    assert float(theirs["Kernel Time (µs)_sum"]) == pytest.approx(row["kernel_us"], abs=1e-2)
+    assert float(theirs["Data Moved (MB)_first"]) == row["data_mb"]
+    # the pow row: the calls that launched a kernel themselves (pow(x, 2)), not the copies
+    pows = [(e, us) for e, us in kernels_under(raw_events(DDP), "aten::pow") if e["args"]["Input Dims"] == dims[1:]]
+    squares = [(e, us) for e, us in pows if e["args"]["Concrete Inputs"][1] == "2"]
+    pow_row = our_row(frame, "aten::pow", json.dumps(dims[1:]))
+    assert (pow_row["calls"], len(pows)) == (len(squares), 6)
+    assert pow_row["kernel_us"] == pytest.approx(sum(us for _, us in squares), abs=1e-6)
+    assert pow_row["kernel_us"] + row["kernel_us"] == pytest.approx(sum(us for _, us in pows), abs=1e-6)

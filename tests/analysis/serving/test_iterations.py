@@ -11,7 +11,7 @@ import statistics
 
 import polars as pl
 import pytest
-from serving_witness import B200, EAGER, GPT2, GPU_CATS, GRAPH, SGLANG, VLLM, facts, raw_iterations
+from serving_witness import B200, EAGER, GPT2, GPU_CATS, GRAPH, SGLANG, VLLM, facts, raw_iterations, union_in
 from support import loaded, raw_events
 
 
@@ -109,21 +109,37 @@ def test_training_steps_are_iterations_of_unknown_phase_without_tokens() -> None
 
 
 def test_gpu_busy_is_the_union_of_gpu_work_in_the_window() -> None:
-    """gpu_busy_pct and idle_us of the eager loop's iterations: the union of all GPU events inside each
-    iteration's window (its start to the later of its host end and its GPU work's end)."""
+    """gpu_busy_pct and idle_us of the eager loop's iterations: the union of the GPU events each
+    iteration launched, inside its window (its start to the later of its host end and its GPU
+    work's end)."""
     table = loaded(EAGER).iterations()
     raw = raw_iterations(EAGER, lambda n: n in ("prefill", "decode"))
-    gpu = sorted((e["ts"], e["ts"] + e["dur"]) for e in raw_events(EAGER) if e.get("cat") in GPU_CATS)
     for row, it in zip(table.iter_rows(named=True), raw, strict=True):
         lo, hi = it["ts"], max(it["ts"] + it["host_us"], it["gpu_end"] or -math.inf)
-        busy, reach = 0.0, lo
-        for start, end in gpu:
-            start, end = max(start, reach), min(end, hi)
-            if end > start:
-                busy, reach = busy + end - start, end
+        busy = union_in(it["intervals"], lo, hi)
         assert row["wall_us"] == pytest.approx(hi - lo, abs=1e-3)
         assert row["idle_us"] == pytest.approx(hi - lo - busy, abs=1e-3)
         assert row["gpu_busy_pct"] == pytest.approx(busy / (hi - lo) * 100, abs=0.01)
+
+
+def test_busy_and_idle_count_the_work_gpu_us_counts() -> None:
+    """gpt2_train_bf16's first step: its window also holds 355 GPU events queued before the profiled
+    steps (no launch in the trace), which gpu_us leaves out; busy counted it (90.02% of a row whose
+    gpu_us is 75.37% of its wall).  Busy and idle now count the work the row launched: each row's
+    busy time (wall − idle) is the union of its own GPU events in its window, never above gpu_us."""
+    table = loaded(GPT2).iterations()
+    raw = raw_iterations(GPT2, lambda n: n.startswith("ProfilerStep#"))
+    reach = -math.inf
+    for row, it in zip(table.iter_rows(named=True), raw, strict=True):
+        lo = max(it["ts"], reach)  # the windows do not overlap: the steps' rule
+        hi = reach = lo + row["wall_us"]
+        busy = union_in(it["intervals"], lo, hi)
+        assert row["gpu_us"] == pytest.approx(it["gpu_us"], abs=1e-3)
+        assert row["wall_us"] - row["idle_us"] == pytest.approx(busy, abs=2e-3)
+        assert row["gpu_busy_pct"] == pytest.approx(busy / row["wall_us"] * 100, abs=0.01)
+        assert busy <= it["gpu_us"] + 1e-6 and row["wall_us"] - row["idle_us"] <= row["gpu_us"] + 1e-3
+    first = table.row(0, named=True)
+    assert round(first["gpu_us"] / first["wall_us"] * 100, 1) == 75.4 and first["gpu_busy_pct"] < 75.4
 
 
 def test_the_slow_first_decode_is_an_outlier_of_its_phase() -> None:
