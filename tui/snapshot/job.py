@@ -26,7 +26,7 @@ from ..widgets.filter_bar import FilterBar
 from ..widgets.footer import WholeFooter
 from ..widgets.table_view import FrameView
 from ..workers import Cancelled, detached, load_failed
-from .app import SnapshotApp, SnapshotOpened, _prepared
+from .app import SnapshotApp, SnapshotOpened, prepared_snapshot
 from .screen import SnapshotScreen
 
 #: The ranks table's FrameView name (what Enter and exports see).
@@ -115,7 +115,7 @@ class SnapshotJobApp(SnapshotApp):
     def open_rank(self, path: str) -> None:
         """One rank's snapshot opened with its views computed, posted as :class:`SnapshotOpened`."""
         try:
-            profile = _prepared(path)
+            profile = prepared_snapshot(path)
         except Exception as exc:
             self.call_from_thread(self.notify, clean(str(exc)), severity="error", timeout=8)
             return
