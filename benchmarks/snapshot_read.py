@@ -8,8 +8,8 @@ segments, blocks and events are the original's with addresses shifted by r·2^40
 spans, on the same device, so the backward walk stays consistent (each replica's events take
 its own blocks from their start to their end state).  Frames are shared between replicas, as
 torch's own pickles share them through the memo.  Then runs ``profview summary --format json``
-on it in a fresh process and prints the file size, the wall time, the child's peak RSS and the
-ratio RSS / file, with the same for the source snapshot as the baseline of this run.
+on it in a fresh process and prints the file size, the wall and CPU time, the child's peak RSS and
+the ratio RSS / file, with the same for the source snapshot as the baseline of this run.
 """
 
 from __future__ import annotations
@@ -62,19 +62,22 @@ def replicated(source: Path, copies: int) -> dict[str, Any]:
     return out
 
 
-def measure(path: Path) -> tuple[float, int, dict[str, Any]]:
-    """Wall seconds, peak RSS (bytes) and the summary document of ``profview summary --format json``."""
+def measure(path: Path) -> tuple[float, float, int, dict[str, Any]]:
+    """Wall and CPU seconds (the CPU time is the fairer figure on a machine shared with other
+    work), peak RSS (bytes) and the summary document of ``profview summary --format json``."""
     code = (
         "import resource, sys, json\n"
         "from profview.cli import main\n"
         "try:\n    main(['summary', sys.argv[1], '--format', 'json'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-        "sys.stderr.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))\n"
+        "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "sys.stderr.write(f'{use.ru_maxrss * 1024} {use.ru_utime + use.ru_stime}')\n"
     )
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
-    return wall, int(done.stderr.strip().splitlines()[-1]), json.loads(done.stdout)
+    rss, cpu = done.stderr.strip().splitlines()[-1].split()
+    return wall, float(cpu), int(rss), json.loads(done.stdout)
 
 
 def main() -> None:
@@ -101,12 +104,12 @@ def main() -> None:
     made = time.perf_counter() - made
     print(f"source {args.source.name}: {size / 1e6:.1f} MB; {copies} copies -> {big.stat().st_size / 1e6:,.0f} MB "
           f"(made in {made:.0f} s)")
-    print("| file | MB | events | summary s | peak RSS MB | RSS / file |\n|---|---|---|---|---|---|")
+    print("| file | MB | events | summary s | CPU s | peak RSS MB | RSS / file |\n|---|---|---|---|---|---|---|")
     try:
         for path in (args.source, big):
-            wall, rss, document = measure(path)
+            wall, cpu, rss, document = measure(path)
             mb = path.stat().st_size / 1e6
-            print(f"| {path.name} | {mb:,.1f} | {document['events']:,} | {wall:.1f} | {rss / 1e6:,.0f} | "
+            print(f"| {path.name} | {mb:,.1f} | {document['events']:,} | {wall:.1f} | {cpu:.1f} | {rss / 1e6:,.0f} | "
                   f"{rss / path.stat().st_size:.1f} |")
     finally:
         if not args.keep:

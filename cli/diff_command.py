@@ -9,6 +9,7 @@ import typer
 
 from ..errors import ProfviewError
 from ..sanitize import clean
+from .diff_output import check_diff_target, write_diff_view
 from .options import (
     AscOption,
     CaptureOption,
@@ -21,7 +22,7 @@ from .options import (
     TopOption,
     Workers,
 )
-from .output import say_written, stdout_closed
+from .output import stdout_closed
 
 
 def _is_snapshot(path: str) -> bool:
@@ -198,14 +199,11 @@ def diff(
             )
         )
     if out is not None:
-        from ..report.export import check_target, export_format
-
-        export_format(out)
-        if out != "-":  # said before the work, not after it
+        if out != "-":
             from ..reads import note as note_input
 
             note_input(before, after, *(capture or []))
-            check_target(out, inputs=(before, after), overwrite=force)
+        check_diff_target(out, (before, after), force)  # said before the work, not after it
     comparison = load_comparison(
         before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
         tolerance_pct=tolerance, capture=capture,
@@ -227,13 +225,8 @@ def diff(
             print_diff_summary(comparison, top if top is not None else 10)
             sys.stdout.flush()
         if out is not None:
-            from ..profiles.views import refine
-            from ..report.export import write_table
-
-            frame = refine(comparison.view(view or "kernels"), pattern=filter_, sort=sort, ascending=asc, top=top)
-            written = write_table(frame, out, inputs=(before, after), overwrite=force, raw_formulas=raw_formulas)
-            sys.stdout.flush()
-            say_written(written, frame.height, frame.width)
+            write_diff_view(comparison.view(view or "kernels"), out, (before, after), pattern=filter_, sort=sort,
+                            ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
     except BrokenPipeError:
         raise stdout_closed() from None
     remember(comparison)

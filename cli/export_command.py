@@ -46,7 +46,7 @@ def export(
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
             "phases; a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
             "graph_nodes, graph_ops; a memory snapshot: segments, blocks, events, sites (the default), peak, "
-            "timeline, ooms, annotations, stacks.",
+            "timeline, ooms, annotations, stacks; a directory of memory snapshots: ranks.",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -108,7 +108,7 @@ def export(
     from ..profiles.graph_views import capture_inputs
 
     if out != "-":  # an output that cannot be written is said before the work, not after it
-        check_target(out, inputs=(*target.paths, *capture_inputs(capture)), overwrite=force)
+        check_target(out, inputs=(*target.paths, *target.snapshots, *capture_inputs(capture)), overwrite=force)
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
@@ -133,7 +133,7 @@ def export(
                 raise stdout_closed() from None
         say_written(written, frame.height, frame.width)
         return
-    if target.is_snapshot:
+    if target.is_snapshot or target.snapshots:
         snapshot_options = (
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
@@ -144,11 +144,19 @@ def export(
         if single or by_shape:
             named = ", ".join(single or ["--by-shape"])
             raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")
-        snapshot = target.load_snapshot()
-        frame = refine(snapshot.view(view if view != "kernels" else "sites"), pattern=filter_, sort=sort,
-                       ascending=asc, top=top)
+        if target.snapshots:
+            from ..jobs.snapshot_job import SNAPSHOT_JOB_VIEWS, rank_rows, ranks_frame
+
+            if view not in ("kernels", *SNAPSHOT_JOB_VIEWS):
+                raise ProfviewError(None, f"a directory of memory snapshots has one view, ranks, not {view!r}")
+            table = ranks_frame(rank_rows(list(target.snapshots)))
+        else:
+            table = target.load_snapshot().view(view if view != "kernels" else "sites")
+        frame = refine(table, pattern=filter_, sort=sort, ascending=asc, top=top)
         try:
-            written = write_table(frame, out, inputs=target.paths, overwrite=force, raw_formulas=raw_formulas)
+            written = write_table(
+                frame, out, inputs=(*target.paths, *target.snapshots), overwrite=force, raw_formulas=raw_formulas
+            )
             sys.stdout.flush()
         except BrokenPipeError:
             raise stdout_closed() from None

@@ -58,11 +58,15 @@ def open_viewer(
         from ..profiles.graph_views import check_capture_paths
 
         check_capture_paths(capture)
-    if target.is_snapshot:
+    if target.is_snapshot or target.snapshots:
         if capture or iteration is not None or run:
             from ..errors import ProfviewError
 
             raise ProfviewError(None, "--capture, --iteration and --run: a trace's options, not a memory snapshot's")
+        if target.snapshots:
+            from ..tui.launch import run_snapshot_job
+
+            raise typer.Exit(run_snapshot_job(target.trace, list(target.snapshots)))
         from ..tui.launch import run_snapshot
 
         raise typer.Exit(run_snapshot(target.trace))

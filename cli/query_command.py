@@ -100,7 +100,7 @@ def _open(
 ) -> tuple[list[Tables], tuple[str, ...], list[Profile]]:
     """Each input's tables (a job's kept open by ``stack``), the files never to write over, and
     the trace profiles (whose views are cached once the query has run)."""
-    from ..query.tables import job_tables, snapshot_tables, trace_tables
+    from ..query.tables import job_tables, snapshot_job_tables, snapshot_tables, trace_tables
     from .target import Target
 
     sources: list[Tables] = []
@@ -108,6 +108,12 @@ def _open(
     profiles: list[Profile] = []
     for path in paths:
         target = Target.of([path])
+        if target.snapshots:
+            if capture:
+                raise ProfviewError(path, "--capture: a trace's option, not a memory snapshot's")
+            inputs += target.snapshots
+            sources.append(snapshot_job_tables(list(target.snapshots), label=path))
+            continue
         if path in jobs:
             job = stack.enter_context(target.open_job(no_cache, comm_pattern, workers, dask, strict))
             inputs += job.input_files()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import ProfviewError
-from .output import say_written, stdout_closed
+from .diff_output import check_diff_target, write_diff_view
+from .output import stdout_closed
 
 
 def diff_snapshots(
@@ -20,11 +21,7 @@ def diff_snapshots(
     if view is not None and view not in SNAPSHOT_DIFF_VIEWS:
         raise ProfviewError(None, f"two memory snapshots compare by {', '.join(SNAPSHOT_DIFF_VIEWS)}, not {view!r}")
     if out is not None:
-        from ..report.export import check_target, export_format
-
-        export_format(out)
-        if out != "-":
-            check_target(out, inputs=(before, after), overwrite=force)
+        check_diff_target(out, (before, after), force)
     comparison = load_snapshot_comparison(before, after)
     try:
         if summary:
@@ -33,13 +30,8 @@ def diff_snapshots(
             print_snapshot_diff_summary(comparison, top if top is not None else 10)
             sys.stdout.flush()
         if out is not None:
-            from ..profiles.views import refine
-            from ..report.export import write_table
-
-            frame = refine(comparison.view(view or "sites"), pattern=filter_, sort=sort, ascending=asc, top=top)
-            written = write_table(frame, out, inputs=(before, after), overwrite=force, raw_formulas=raw_formulas)
-            sys.stdout.flush()
-            say_written(written, frame.height, frame.width)
+            write_diff_view(comparison.view(view or "sites"), out, (before, after), pattern=filter_, sort=sort,
+                            ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
     except BrokenPipeError:
         raise stdout_closed() from None
 

@@ -24,7 +24,7 @@ class Target:
     paths: tuple[str, ...]
     is_job: bool
     is_snapshot: bool = False
-    #: A directory of per-rank memory snapshots (``summary`` compares its ranks).
+    #: A directory of per-rank memory snapshots (the viewer, ``summary`` and ``export`` compare its ranks).
     snapshots: tuple[str, ...] = ()
 
     @classmethod
@@ -74,13 +74,13 @@ class Target:
         return profile
 
     def refuse_snapshot_directory(self) -> None:
-        """A directory of memory snapshots is a job only to ``summary``: elsewhere, one line."""
+        """A directory of memory snapshots is a job to the viewer, ``summary`` and ``export``: elsewhere, one line."""
         if self.snapshots:
             from ..errors import ProfviewError
 
             raise ProfviewError(
-                self.trace, f"a directory of {len(self.snapshots)} memory snapshots: profview summary DIR compares "
-                "its ranks; name one snapshot for its other views"
+                self.trace, f"a directory of {len(self.snapshots)} memory snapshots: profview DIR, summary DIR and "
+                "export DIR -o ranks.csv compare its ranks; name one snapshot for its other views"
             )
 
     def load_snapshot(self) -> SnapshotProfile:

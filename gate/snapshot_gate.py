@@ -17,39 +17,30 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ..errors import ProfviewError
+from ..analysis.diff.gate_rules import Rule, bad_rule, parse_threshold, split_rule
 from ..profiles.snapshot_profile import SnapshotProfile
 
-SNAPSHOT_VIEWS = {"sites": ("bytes", "count"), "peak": ("bytes", "count"), "totals": (
-    "reserved_bytes", "allocated_bytes", "requested_bytes", "free_internal_bytes", "free_external_bytes",
-    "peak_active_bytes",
-)}
-_RULE = re.compile(
-    r"""^\s*(?P<view>[a-z_]+)\s*(?:\[\s*(?P<quote>["'])(?P<selector>.*)(?P=quote)\s*\])?\s*\.\s*(?P<metric>[a-z_]+)
-    \s*(?P<op>>=|<=|>|<)\s*(?P<sign>[+-])?(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>[A-Za-z%]*)\s*$""",
-    re.VERBOSE,
-)
-_BYTES = {"": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
-
-
-@dataclass(frozen=True)
-class SnapshotRule:
-    """One rule: ``kind`` ``pct`` (a change in % of A), ``abs`` (a change) or ``level`` (B's value)."""
-
-    text: str
-    view: str
-    selector: str | None
-    metric: str
-    op: str
-    threshold: float
-    kind: str
+SNAPSHOT_VIEWS = {
+    "sites": ("bytes", "count"),
+    "peak": ("bytes", "count"),
+    "totals": (
+        "reserved_bytes",
+        "allocated_bytes",
+        "requested_bytes",
+        "free_internal_bytes",
+        "free_external_bytes",
+        "peak_active_bytes",
+    ),
+}
+#: The snapshot metrics a byte unit (``+256MiB``) fits.
+BYTE_METRICS = frozenset(m for metrics in SNAPSHOT_VIEWS.values() for m in metrics if m.endswith("bytes"))
 
 
 @dataclass(frozen=True)
 class SnapshotFinding:
     """One tested name of a rule: A's and B's values, the change, and whether it is past the threshold."""
 
-    rule: SnapshotRule
+    rule: Rule
     name: str
     before: float
     after: float
@@ -60,45 +51,44 @@ class SnapshotFinding:
         return None if not self.before else 100.0 * (self.after - self.before) / self.before
 
 
-def parse_snapshot_rule(text: str) -> SnapshotRule:
-    """A rule from its text, or a one-line :class:`ProfviewError` saying what is wrong."""
-    found = _RULE.match(text)
-    if found is None:
-        raise ProfviewError(None, f"bad rule {text!r}: expected VIEW[\"REGEX\"].METRIC OP THRESHOLD, e.g. "
-                            "sites[\"attention\"].bytes > +10% (views: sites, peak, totals)")
-    view, metric, unit = found["view"], found["metric"], found["unit"].lower()
+def parse_snapshot_rule(text: str) -> Rule:
+    """A rule from its text, read as every gate rule is (:func:`~profview.analysis.diff.gate_rules.split_rule`,
+    :func:`~profview.analysis.diff.gate_rules.parse_threshold`) over a snapshot's views; a one-line
+    :class:`ProfviewError` saying what is wrong."""
+    stripped = text.strip()
+    if stripped.startswith("sql:"):
+        raise bad_rule(text, "sql:", "a memory snapshot's gate has no sql: rules (views: sites, peak, totals)")
+    view, selector, found = split_rule(text, stripped)
+    metric = found["metric"]
     if view not in SNAPSHOT_VIEWS or metric not in SNAPSHOT_VIEWS[view]:
         known = "; ".join(f"{v}: {', '.join(m)}" for v, m in SNAPSHOT_VIEWS.items())
-        raise ProfviewError(None, f"bad rule {text!r}: a memory snapshot's rules name {known}")
-    if view == "totals" and found["selector"] is not None:
-        raise ProfviewError(None, f"bad rule {text!r}: totals take no selector")
-    value = float(found["number"]) * (-1 if found["sign"] == "-" else 1)
-    if unit == "%":
-        kind = "pct" if found["sign"] else "level"
-    else:
-        if unit not in _BYTES or (unit and metric == "count"):
-            raise ProfviewError(None, f"bad rule {text!r}: unit {found['unit']!r} does not fit {metric}")
-        value *= _BYTES[unit]
-        kind = "abs" if found["sign"] else "level"
-    if kind == "level" and unit == "%":
-        raise ProfviewError(None, f"bad rule {text!r}: a percentage is a change: write +{found['number']}%")
-    if selector := found["selector"]:
+        raise bad_rule(text, f"{view}.{metric}", f"a memory snapshot's rules name {known}")
+    if view == "totals" and selector is not None:
+        raise bad_rule(text, selector, "totals take no selector")
+    if selector is not None:
         try:
             re.compile(selector)
         except re.error as exc:
-            raise ProfviewError(None, f"bad rule {text!r}: {selector!r} is not a regular expression ({exc})") from None
-    return SnapshotRule(text.strip(), view, found["selector"], metric, found["op"], value, kind)
+            raise bad_rule(text, selector, f"not a regular expression ({exc})") from None
+    value, kind = parse_threshold(text, found["threshold"], metric, byte_metrics=BYTE_METRICS)
+    if kind == "pt":
+        raise bad_rule(text, found["threshold"], f"pt (percentage points) is for a percentage metric, not {metric}")
+    return Rule(stripped, view, selector, metric, found["op"], value, kind)
 
 
-def _past(rule: SnapshotRule, before: float, after: float) -> bool:
+def _past(rule: Rule, before: float, after: float) -> bool:
     if rule.kind == "level":
         value = after
     elif rule.kind == "abs":
         value = after - before
     else:
         value = float("inf") if not before and after > 0 else 0.0 if not before else 100.0 * (after - before) / before
-    return {">": value > rule.threshold, ">=": value >= rule.threshold, "<": value < rule.threshold,
-            "<=": value <= rule.threshold}[rule.op]
+    return {
+        ">": value > rule.threshold,
+        ">=": value >= rule.threshold,
+        "<": value < rule.threshold,
+        "<=": value <= rule.threshold,
+    }[rule.op]
 
 
 def _by_name(profile: SnapshotProfile, view: str, metric: str) -> dict[str, float]:
@@ -114,7 +104,7 @@ def _totals(profile: SnapshotProfile) -> dict[str, float]:
 
 
 def evaluate_snapshot_rules(
-    before: SnapshotProfile, after: SnapshotProfile, rules: list[SnapshotRule]
+    before: SnapshotProfile, after: SnapshotProfile, rules: list[Rule]
 ) -> list[SnapshotFinding]:
     """Every rule's findings: one per site (or the matching sites summed), one per total."""
     findings = []

@@ -1,5 +1,5 @@
-"""A directory of per-rank memory snapshots (``profview summary runs/oom/``): each rank's totals,
-peak and OOMs, the rank with the highest peak and the rank that ran out of memory first.
+"""A directory of per-rank memory snapshots (``profview runs/oom/``, ``summary``, ``export``): each
+rank's totals, peak and OOMs, the rank with the highest peak and the rank that ran out of memory first.
 
 The snapshots are read one at a time (each released before the next), so the job needs the
 memory of its largest snapshot, not of all of them.
@@ -10,10 +10,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import polars as pl
+
 from ..errors import ProfviewError
 from ..parsers.snapshot.reader import looks_like_snapshot
 from ..profiles.snapshot_profile import load_snapshot
 from .inputs import rank_from_name
+
+#: The job's one view (``export DIR -o ranks.csv``, the viewer's table): one row per rank.
+RANKS_SCHEMA: dict[str, pl.DataType] = {
+    "rank": pl.Int64(), "peak_active_bytes": pl.Int64(), "ooms": pl.Int64(), "first_oom_time_us": pl.Int64(),
+    "first_oom": pl.Boolean(), "highest_peak": pl.Boolean(), "reserved_bytes": pl.Int64(),
+    "allocated_bytes": pl.Int64(), "peak_time_us": pl.Int64(), "first_oom_requested_bytes": pl.Int64(),
+    "top_site_at_peak": pl.String(), "file": pl.String(),
+}
+SNAPSHOT_JOB_VIEWS = {"ranks": "one per rank's snapshot: totals, peak, OOMs, and which rank peaked highest and "
+                      "ran out of memory first"}
 
 
 def snapshot_directory(path: str) -> list[str] | None:
@@ -36,7 +48,7 @@ def rank_rows(paths: list[str]) -> list[dict[str, Any]]:
     for place, path in enumerate(paths):
         profile = load_snapshot(path)
         figures = profile.summary(1)
-        first_oom = min(figures["oom_events"], key=lambda o: (o["time_us"] is None, o["time_us"]), default=None)
+        first_oom = min(figures["oom_events"], key=lambda o: (o["time_us"] is None, o["time_us"] or 0), default=None)
         peak = max(figures["devices"], key=lambda d: d["peak_active_bytes"], default=None)
         named = rank_from_name(path)
         rows.append({
@@ -67,3 +79,14 @@ def job_verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "highest_peak_rank": max(peaks, key=lambda r: r["peak_active_bytes"])["rank"] if peaks else None,
         "first_oom_rank": min(ooms, key=lambda r: r["first_oom_time_us"])["rank"] if ooms else None,
     }
+
+
+def ranks_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The rows of :func:`rank_rows` as the ``ranks`` view (:data:`RANKS_SCHEMA`), the verdict of
+    :func:`job_verdict` marked on its ranks (``highest_peak``, ``first_oom``)."""
+    verdict = job_verdict(rows)
+    return pl.DataFrame(
+        [{**row, "highest_peak": row["rank"] == verdict["highest_peak_rank"],
+          "first_oom": row["rank"] == verdict["first_oom_rank"]} for row in rows],
+        schema=RANKS_SCHEMA,
+    )

@@ -208,6 +208,15 @@ def snapshot_tables(profile: SnapshotProfile, label: str | None = None) -> Table
     return Tables({name: build(name) for name in SNAPSHOT_VIEWS}, SNAPSHOT_VIEWS)
 
 
+def snapshot_job_tables(paths: list[str], label: str) -> Tables:
+    """The table of a directory of per-rank memory snapshots: ``ranks`` (:data:`SNAPSHOT_JOB_VIEWS
+    <profview.jobs.snapshot_job.SNAPSHOT_JOB_VIEWS>`, as ``export DIR`` writes it), with ``trace``
+    (``label``) first; the snapshots are read when a query names it."""
+    from ..jobs.snapshot_job import SNAPSHOT_JOB_VIEWS, rank_rows, ranks_frame
+
+    return Tables({"ranks": lambda: _labelled(ranks_frame(rank_rows(paths)), label)}, SNAPSHOT_JOB_VIEWS)
+
+
 def job_tables(job: Job, label: str | None = None, use_cache: bool = True) -> Tables:
     """Every table of a job: its own (:data:`JOB_TABLES`, as ``export JOB --view NAME`` writes
     them) and each rank's trace tables stacked, with ``rank`` (every :data:`TRACE_TABLES` name a

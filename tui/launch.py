@@ -1,7 +1,8 @@
 """The viewer's one entry point: the CLI (and anyone else) opens the viewer through here.
 
 ``run`` (one trace), ``run_compare`` (two traces), ``run_job`` (a distributed job),
-``run_job_compare`` (two jobs) and ``run_snapshot`` (a memory snapshot) build the app, run it and
+``run_job_compare`` (two jobs), ``run_snapshot`` (a memory snapshot) and ``run_snapshot_job`` (a
+directory of per-rank snapshots) build the app, run it and
 turn its outcome into an exit code (:func:`finish_run`).  Textual is imported only when one of them
 runs, so ``profview summary`` never loads it.  It only launches: what every load does after
 parsing (the apps' side) is in :mod:`profview.tui.lifecycle`, which the apps import, so no import
@@ -93,6 +94,14 @@ def run_snapshot(path: str) -> int:
     return finish_run(app, app.run())
 
 
+def run_snapshot_job(path: str, snapshots: list[str]) -> int:
+    """Open the directory ``path`` of per-rank memory snapshots on its ranks screen; return the exit code."""
+    from .snapshot.job import SnapshotJobApp
+
+    app = SnapshotJobApp(path, snapshots)
+    return finish_run(app, app.run())
+
+
 def _start_resource_tracker() -> None:
     """The worker pool's resource tracker is started now, while stderr is still the terminal:
     started from inside the viewer (whose stderr is a capture with no file descriptor) it fails."""
@@ -161,4 +170,4 @@ def finish_run(app: ProfviewApp, code: int | None, *, workers: bool = False) -> 
     return app.return_code or code or 0
 
 
-__all__ = ["finish_run", "run", "run_compare", "run_job", "run_job_compare", "run_snapshot"]
+__all__ = ["finish_run", "run", "run_compare", "run_job", "run_job_compare", "run_snapshot", "run_snapshot_job"]

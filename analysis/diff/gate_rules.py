@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -89,39 +90,43 @@ class Rule:
     sql: str | None = None
 
 
-def _bad(text: str, token: str, why: str) -> ProfviewError:
+def bad_rule(text: str, token: str, why: str) -> ProfviewError:
+    """The one-line error of a rule: the rule, what is wrong, and the token at fault."""
     return ProfviewError(None, f"bad rule {_short(text, 120)!r}: {why} ({_short(token)!r})")
 
 
-def parse_threshold(text: str, token: str, metric: str) -> tuple[float, str]:
-    """``(value, kind)`` of a threshold token for ``metric`` (see the module doc)."""
+def parse_threshold(
+    text: str, token: str, metric: str, byte_metrics: Collection[str] = BYTE_METRICS
+) -> tuple[float, str]:
+    """``(value, kind)`` of a threshold token for ``metric`` (see the module doc); a byte unit fits
+    the metrics of ``byte_metrics`` (a memory snapshot's gate passes its own)."""
     found = _THRESHOLD.match(token)
     if found is None:
-        raise _bad(text, token, "a threshold is a number with an optional sign and unit, e.g. +5% or +256MiB")
+        raise bad_rule(text, token, "a threshold is a number with an optional sign and unit, e.g. +5% or +256MiB")
     value = float(found["number"])
     sign, unit = found["sign"], found["unit"].lower()
     if sign == "-":
         value = -value
     if unit == "%":
         if not sign and metric not in PERCENT_METRICS and metric != "value":  # a query says its own unit
-            raise _bad(
+            raise bad_rule(
                 text, token, f"an unsigned % is a level of a percentage metric, and {metric} is not one: "
                 f"write +{found['number']}% for a change",
             )
         return value, ("pct" if sign else "level")
     if unit == "pt":
         if metric not in PERCENT_METRICS:
-            raise _bad(text, token, f"pt (percentage points) is for a percentage metric, not {metric}")
+            raise bad_rule(text, token, f"pt (percentage points) is for a percentage metric, not {metric}")
         return value, ("pt" if sign else "level")
     kind = "abs" if sign else "level"
     if unit == "":
         return value, kind
     if unit not in _UNITS:
-        raise _bad(text, token, "unknown unit (%, pt, us, ms, s, B, KB, MB, GB, KiB, MiB, GiB)")
+        raise bad_rule(text, token, "unknown unit (%, pt, us, ms, s, B, KB, MB, GB, KiB, MiB, GiB)")
     family, scale = _UNITS[unit]
-    wanted = "bytes" if metric in BYTE_METRICS else ("time" if metric.endswith("_us") else None)
+    wanted = "bytes" if metric in byte_metrics else ("time" if metric.endswith("_us") else None)
     if wanted != family:
-        raise _bad(text, token, f"a {family} unit does not fit {metric}")
+        raise bad_rule(text, token, f"a {family} unit does not fit {metric}")
     return value * scale, kind
 
 
@@ -131,22 +136,22 @@ def parse_rule(text: str) -> Rule:
     if stripped.startswith("sql:"):
         tail = _SQL_TAIL.search(stripped)
         if tail is None:
-            raise _bad(text, stripped[-20:], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
+            raise bad_rule(text, stripped[-20:], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
         query = stripped[4 : tail.start()].strip().strip("'\"").strip()
         if not query:
-            raise _bad(text, "sql:", "an empty query")
+            raise bad_rule(text, "sql:", "an empty query")
         value, kind = parse_threshold(text, tail["threshold"], "value")
         return Rule(stripped, "sql", None, "value", tail["op"], value, kind, sql=query)
-    view, selector, found = _split_rule(text, stripped)
+    view, selector, found = split_rule(text, stripped)
     metric = found["metric"]
     if view not in VIEWS:
-        raise _bad(text, view, f"unknown view (views: {', '.join(VIEWS)}, sql:)")
+        raise bad_rule(text, view, f"unknown view (views: {', '.join(VIEWS)}, sql:)")
     if metric not in VIEWS[view]:
-        raise _bad(text, metric, f"{view} has no metric of that name (metrics: {', '.join(VIEWS[view])})")
+        raise bad_rule(text, metric, f"{view} has no metric of that name (metrics: {', '.join(VIEWS[view])})")
     if selector is not None:
         problem = pattern_problem(selector)  # Polars' engine runs it, so Polars' engine checks it
         if problem is not None:
-            raise _bad(text, _short(selector), f"not a regular expression the engine can run: {problem}")
+            raise bad_rule(text, _short(selector), f"not a regular expression the engine can run: {problem}")
     value, kind = parse_threshold(text, found["threshold"], metric)
     return Rule(stripped, view, selector, metric, found["op"], value, kind)
 
@@ -155,19 +160,19 @@ def _short(token: str, most: int = 60) -> str:
     return token if len(token) <= most else token[: most - 1] + "…"
 
 
-def _split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str]]:
+def split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str]]:
     """A rule's view, selector and the match of the rest (metric, operator, threshold), read left
     to right in time linear in the rule: the selector runs from its opening quote to the same
     quote before the rule's last ``]`` (a threshold or metric never holds one)."""
     head = _VIEW.match(stripped)
     if head is None:
-        raise _bad(text, _short(stripped.split()[0] if stripped.split() else text), _EXPECTED)
+        raise bad_rule(text, _short(stripped.split()[0] if stripped.split() else text), _EXPECTED)
     view, position, selector = head.group(1), head.end(), None
     if stripped.startswith("[", position):
         close = stripped.rfind("]")
         inner = stripped[position + 1 : close].strip() if close > position else ""
         if len(inner) < 2 or inner[0] not in "\"'" or inner[-1] != inner[0]:
-            raise _bad(text, _short(stripped[position:close + 1] or stripped[position:]),
+            raise bad_rule(text, _short(stripped[position:close + 1] or stripped[position:]),
                        'a selector is a quoted regex in brackets, e.g. kernels["gemm"]')
         selector, position = inner[1:-1], close + 1
     found = _TAIL.fullmatch(stripped, position)
@@ -176,7 +181,7 @@ def _split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str
         token = rest[0] if rest else stripped.split()[-1]
         if not re.search(r"(>=|<=|>|<)", stripped[position:]):
             token = rest[-1] if rest else stripped.split()[-1]
-        raise _bad(text, _short(token), _EXPECTED)
+        raise bad_rule(text, _short(token), _EXPECTED)
     return view, selector, found
 
 

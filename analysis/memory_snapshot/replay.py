@@ -195,10 +195,12 @@ def live_after(
     }
     unmatched = 0
     out: dict[int, LiveSet] = {}
-    own = (
-        with_alloc_stacks(events.filter(pl.col("device") == device))
-        .sort("index", descending=True)
-        .select("index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+    earliest = wanted[-1] if wanted else None
+    own = with_alloc_stacks(events.filter(pl.col("device") == device))
+    if earliest is not None:  # the walk stops at the earliest index asked for: the events before it are not read
+        own = own.filter(pl.col("index") > earliest)
+    own = own.sort("index", descending=True).select(
+        "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded"
     )
     pending = iter(wanted)
     target = next(pending, None)

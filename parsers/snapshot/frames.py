@@ -242,12 +242,13 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
             blocks["stack"].append(stacks.number(block.get("frames"), bwhere))
             if at is not None and size is not None:
                 address = at + size
-    events: dict[str, list[Any]] = {name: [] for name in EVENT_SCHEMA}
+    parts: list[pl.DataFrame] = []
     traces = snapshot.get("device_traces") or []
     for device, trace in enumerate(traces):
         if not isinstance(trace, list):
             raise ProfviewError(None, f"device_traces[{device}] is not a list")
-        _read_trace(device, trace, events, stacks)
+        parts.append(_trace_frame(device, trace, stacks))
+    events = pl.concat(parts) if parts else pl.DataFrame(schema=EVENT_SCHEMA)
     annotations: dict[str, list[Any]] = {name: [] for name in ANNOTATION_SCHEMA}
     raw_annotations = snapshot.get("external_annotations") or []
     if isinstance(raw_annotations, list):
@@ -273,7 +274,7 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     return SnapshotFrames(
         segments=segment_frame,
         blocks=pl.DataFrame(blocks, schema=BLOCK_SCHEMA),
-        events=pl.DataFrame(events, schema=EVENT_SCHEMA),
+        events=events,
         stacks=pl.DataFrame(stacks.columns, schema=STACK_SCHEMA),
         annotations=pl.DataFrame(annotations, schema=ANNOTATION_SCHEMA),
         settings=settings if isinstance(settings, dict) else {},
@@ -282,42 +283,59 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     )
 
 
-def _column(trace: list[dict[str, Any]], key: str, device: int) -> list[Any]:
-    """One whole-number field of every entry, checked in one pass by Polars (a bad entry is
-    then found and named by the slow path)."""
+def _column(trace: list[dict[str, Any]], key: str, device: int) -> pl.Series:
+    """One whole-number field of every entry as an Int64 column, checked in one pass by Polars
+    (and for bools, which Polars would take as 0 and 1); a bad entry is then found and named by
+    the slow path."""
     values = [e.get(key) for e in trace]
     try:
-        pl.Series(values, dtype=pl.Int64(), strict=True)
+        if bool in set(map(type, values)):
+            raise TypeError("a bool")
+        return pl.Series(key, values, dtype=pl.Int64(), strict=True)
     except (TypeError, OverflowError, pl.exceptions.PolarsError):
         for index, value in enumerate(values):
             _int(value, f"device_traces[{device}][{index}]", key)
         raise ProfviewError(None, f"device_traces[{device}]: {key!r} is not a whole number everywhere") from None
-    return values
 
 
-def _read_trace(device: int, trace: list[Any], events: dict[str, list[Any]], stacks: _Stacks) -> None:
-    """One device's trace entries appended to the event columns (column by column: a snapshot
-    of millions of events is read at list-comprehension speed)."""
-    for index, raw in enumerate(trace):
-        if type(raw) is not dict:
-            raise ProfviewError(None, f"device_traces[{device}][{index}] is a {type(raw).__name__}, not a dict")
+def _text_column(name: str, values: list[Any], blank: tuple[Any, ...] = ()) -> pl.Series:
+    """A text field of every entry as a String column: a value that is not a string is written as
+    its ``str``; one of ``blank`` (torch's placeholders) is null."""
+    try:
+        column = pl.Series(name, values, dtype=pl.String(), strict=True)
+    except (TypeError, pl.exceptions.PolarsError):
+        column = pl.Series(name, [_text(v) for v in values], dtype=pl.String())
+    if blank and column.null_count() < column.len():
+        column = column.set(column.is_in([str(b) for b in blank if b is not None]), None)  # type: ignore[arg-type]
+    return column
+
+
+def _stack_column(trace: list[dict[str, Any]], stacks: _Stacks, where: str) -> pl.Series:
+    """Each entry's stack number: the frames lists are numbered once per distinct list (the
+    pickle's memo shares one list between the entries with the same stack), then looked up."""
+    frames = [e.get("frames") for e in trace]
+    ids = list(map(id, frames))
+    numbers = {key: stacks.number(value, where) for key, value in dict(zip(ids, frames, strict=True)).items()}
+    return pl.Series("stack", [numbers[key] for key in ids], dtype=pl.Int64())
+
+
+def _trace_frame(device: int, trace: list[Any], stacks: _Stacks) -> pl.DataFrame:
+    """One device's trace entries as event rows (:data:`EVENT_SCHEMA`), built column by column:
+    a snapshot of millions of events is read at list-comprehension speed, each column converted
+    once."""
+    if not all(type(raw) is dict for raw in trace):
+        index, raw = next((i, r) for i, r in enumerate(trace) if type(r) is not dict)
+        raise ProfviewError(None, f"device_traces[{device}][{index}] is a {type(raw).__name__}, not a dict")
     count = len(trace)
-    events["device"].extend([device] * count)
-    events["index"].extend(range(count))
-    actions = [e.get("action") for e in trace]
-    events["action"].extend(a if a is None or type(a) is str else str(a) for a in actions)
-    for key, column in (("addr", "addr"), ("size", "size"), ("stream", "stream"), ("time_us", "time_us"),
-                        ("device_free", "device_free")):
-        events[column].extend(_column(trace, key, device))
-    known = stacks.by_id
-    number = stacks.number
-    events["stack"].extend(
-        None if not frames else known[id(frames)] if id(frames) in known else number(frames, f"device_traces[{device}]")
-        for frames in (e.get("frames") for e in trace)
-    )
-    events["compile_context"].extend(
-        None if c in (None, "N/A", "") else _text(c) for c in (e.get("compile_context") for e in trace)
-    )
-    events["user_metadata"].extend(
-        None if m in (None, "") else _text(m) for m in (e.get("user_metadata") for e in trace)
-    )
+    columns = {
+        "device": pl.repeat(device, count, dtype=pl.Int64(), eager=True).alias("device"),
+        "index": pl.int_range(count, dtype=pl.Int64(), eager=True).alias("index"),
+        "action": _text_column("action", [e.get("action") for e in trace]),
+        **{key: _column(trace, key, device) for key in ("addr", "size", "stream", "time_us", "device_free")},
+        "stack": _stack_column(trace, stacks, f"device_traces[{device}]"),
+        "compile_context": _text_column(
+            "compile_context", [e.get("compile_context") for e in trace], blank=(None, "N/A", "")
+        ),
+        "user_metadata": _text_column("user_metadata", [e.get("user_metadata") for e in trace], blank=(None, "")),
+    }
+    return pl.DataFrame(columns, schema=EVENT_SCHEMA)

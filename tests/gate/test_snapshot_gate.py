@@ -64,3 +64,20 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_bad_rules(rule: str) -> None:
     with pytest.raises(ProfviewError, match="bad rule"):
         parse_snapshot_rule(rule)
+
+
+def test_a_snapshot_rule_is_a_gate_rule() -> None:
+    """A snapshot's rule is read as every gate rule is: the same Rule, the same threshold kinds,
+    a bad threshold said in the gate's own words."""
+    from profview.analysis.diff.gate_rules import Rule, parse_rule
+
+    rule = parse_snapshot_rule('peak["softmax"].bytes > +256MiB')
+    assert isinstance(rule, Rule)
+    assert (rule.view, rule.selector, rule.metric, rule.op, rule.threshold, rule.kind) == (
+        "peak", "softmax", "bytes", ">", 256 * 2**20, "abs")
+    assert parse_snapshot_rule("totals.allocated_bytes > +10%").kind == parse_rule("memory.peak_bytes > +10%").kind
+    with pytest.raises(ProfviewError) as snapshot_error:
+        parse_snapshot_rule("sites.bytes > +5wk")
+    with pytest.raises(ProfviewError) as trace_error:
+        parse_rule("memory.peak_bytes > +5wk")
+    assert snapshot_error.value.problem.split(":", 1)[1] == trace_error.value.problem.split(":", 1)[1]

@@ -250,6 +250,18 @@ def test_a_malformed_entry_is_named(tmp_path: Path) -> None:
         read_snapshot(snap)
 
 
+@pytest.mark.parametrize(("value", "kind"), [(True, "bool"), (1.5, "float"), ("64", "str"), (2**64, "int")])
+def test_an_event_field_that_is_not_a_whole_number_is_named(tmp_path: Path, value: object, kind: str) -> None:
+    """An event whose size is not a 64-bit whole number (a bool too, which Polars alone would take
+    as 1) names its device, index and field, not a figure built on it."""
+    snap = tmp_path / "odd.pickle"
+    good = {"action": "alloc", "addr": 4096, "size": 512, "stream": 0, "time_us": 1}
+    bad = {"segments": [], "device_traces": [[good, {**good, "size": value}]]}
+    snap.write_bytes(pickle.dumps(bad, protocol=4))
+    with pytest.raises(ProfviewError, match=rf"odd\.pickle: device_traces\[0\]\[1\]: 'size' (is {kind}|= )"):
+        read_snapshot(snap)
+
+
 def test_memory_limit_refuses_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a memory limit too small for the snapshot's objects: one line, before unpickling."""
     monkeypatch.setenv("PROFVIEW_MEMORY_LIMIT", str(100 * 2**20))

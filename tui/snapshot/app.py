@@ -28,7 +28,7 @@ class SnapshotOpened(Message):
     profile: SnapshotProfile
 
 
-def _prepared(path: str) -> SnapshotProfile:
+def prepared_snapshot(path: str) -> SnapshotProfile:
     """The snapshot opened, with every view the screen shows computed (off the UI thread)."""
     profile = load_snapshot(path)
     profile.summary(5)
@@ -59,7 +59,7 @@ class SnapshotApp(ProfviewApp):
     def open_snapshot(self) -> None:
         """Read the snapshot and compute its views; post it, or why it cannot open."""
         try:
-            profile = detached(self.threads, lambda: _prepared(self.path), "profview-open")
+            profile = detached(self.threads, lambda: prepared_snapshot(self.path), "profview-open")
         except Cancelled:
             return
         except Exception as exc:
