@@ -42,6 +42,15 @@ class LaunchViews(ProfileHost):
             self._facts["launch_stats"] = launch_stats(model.host, model.gpu, self.span_start)
         frame: pl.DataFrame = self._facts["launch_stats"]
         if frame.height == 0:
+            from ..analysis.tables.launch_stats import LAUNCH_CALLS
+
+            calls = int(self.model.host["name"].cast(pl.String).is_in(LAUNCH_CALLS).sum())
+            if calls:  # the host asked, and the trace has no GPU record of what it asked for
+                raise ProfviewError(
+                    self.path,
+                    f"{calls:,} launch calls and no GPU event linked to them (GPU activities off, or the "
+                    "profiler's GPU buffers lost): launch delays are unknown",
+                )
             raise ProfviewError(self.path, NO_LAUNCHES)
         return frame
 

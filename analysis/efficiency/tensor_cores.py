@@ -25,8 +25,8 @@ from ..trace.name_rules import first_match
 #: (evidence, pattern, tensor_cores), in order: the first pattern a name contains decides.
 RULES: tuple[tuple[str, str, str], ...] = (
     ("ffma", r"(?i)ffma", "no"),  # FP32 fused multiply-add: the SIMT cores
-    ("simt", r"(?i)simt", "no"),  # CUTLASS's SIMT kernels (cutlass_80_simt_sgemm_…)
-    ("sgemm", r"(?i)sgemm", "no"),  # cuBLAS/cuDNN FP32 SIMT GEMMs (ampere_sgemm_…, implicit_convolve_sgemm)
+    ("simt", r"(?:^|_)simt_", "no"),  # CUTLASS's SIMT kernels (cutlass_80_simt_sgemm_…)
+    ("sgemm", r"(?:^|_)sgemm", "no"),  # cuBLAS/cuDNN FP32 SIMT GEMMs (ampere_sgemm_…, implicit_convolve_sgemm)
     ("f32f32", r"(?i)(?:^|[^t])f32f32", "no"),  # FP32 inputs (cuBLAS xmma naming), not tf32f32
     ("tf32", r"(?i)tf32", "yes"),
     ("bf16", r"(?i)bf16|bfloat16", "yes"),
@@ -43,9 +43,9 @@ PRECISIONS: tuple[tuple[str, str], ...] = (
     ("tf32", r"(?i)tf32"),
     ("bf16", r"(?i)bf16|bfloat16"),
     ("fp8", r"(?i)e4m3|e5m2|fp8|f8f8"),
-    ("int8", r"(?i)imma|int8|i8816|_i8"),
+    ("int8", r"(?i)imma|int8|i8816"),
     ("fp16", r"(?i)fp16|_f16|h884|h1688|h16816|hgemm|hmma"),
-    ("fp32", r"(?i)ffma|sgemm|(?:^|[^t])f32f32"),
+    ("fp32", r"(?i)ffma|(?:^|_)sgemm|(?:^|[^t])f32f32"),
     ("fp64", r"(?i)dgemm|fp64|f64f64"),
 )
 #: The kernel table's categories whose rows the table lists.
@@ -100,11 +100,12 @@ def fp32_simt_hint(table: pl.DataFrame) -> str | None:
     if share < FP32_SIMT_HINT_PCT or top is None:
         return None
     kernels = "kernel" if count == 1 else "kernels"
-    largest = top if len(top) <= 40 else top[:39] + "…"
+    simt = table.filter((pl.col("tensor_cores") == "no") & (pl.col("precision") == "fp32"))
+    what = "GEMMs and convolutions" if (simt["category"] == "convolution").any() else "GEMMs"
     return (
-        f"FP32 GEMMs without Tensor Cores take {share:.1f}% of kernel time ({count} {kernels}, e.g. {largest}): "
-        "use bf16/fp16 autocast, or TF32 on Ampere and newer (PyTorch: torch.set_float32_matmul_precision"
-        "('high')); --view tensor_cores lists them"
+        f"FP32 {what} without Tensor Cores take {share:.1f}% of kernel time ({count} {kernels}): use bf16/fp16 "
+        "autocast, or TF32 on Ampere and newer (torch.set_float32_matmul_precision('high')); the tensor_cores "
+        "view lists them"
     )
 
 

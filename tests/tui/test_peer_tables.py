@@ -103,3 +103,21 @@ async def test_overview_hints_fp32_gemms_without_tensor_cores() -> None:
         await wait_loaded(pilot, app)
         text = " ".join(screen_text(app).split())
         assert f"FP32 GEMMs without Tensor Cores take {share:.1f}% of kernel time" in text
+
+
+@pytest.mark.asyncio
+async def test_the_keys_work_where_the_perf_model_has_no_shapes() -> None:
+    """The AlexNet trace has no shapes (no efficiency table): its Efficiency tab says why, and ``t``
+    still opens Tensor Cores per GEMM kernel (its FP32 ``ampere_sgemm`` kernel: no)."""
+    path = SAMPLES / "hta_critical_path_alexnet.json.gz"
+    sgemm = {e["name"] for e in raw(path) if e.get("cat") == "kernel" and e["name"].startswith("ampere_sgemm")}
+    app = ProfviewApp(str(path), no_cache=True, profile=profview.load(path, use_cache=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app)
+        await pilot.press("8")
+        await pilot.pause()
+        assert "Efficiency: not available" in screen_text(app)
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen) and app.screen.view == "tensor_cores")
+        frame = app.screen.frame
+        assert set(frame.filter(frame["tensor_cores"] == "no")["name"].to_list()) == sgemm

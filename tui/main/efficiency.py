@@ -145,6 +145,7 @@ class EfficiencyUnavailable(Static):
     keys of the tables that need no shapes (``t``, ``l``, ``u``) still work."""
 
     BINDINGS = bindings("efficiency")
+    can_focus = True  # focused when its tab is shown (the screen focuses a pane), so that its keys work
 
     def action_peer(self, route: str) -> None:
         self.post_message(DrillRequested(route, {"name": route.removesuffix("_all")}))
