@@ -44,7 +44,8 @@ def export(
             "-v",
             help="kernels, ops, steps, launches, memory, memory_ops, memory_peaks, modules, sources, gpu_idle, "
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
-            "phases; a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
+            "phases, launch_stats, launch_names, queue_length, queue_series, tensor_cores; "
+            "a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
             "graph_nodes, graph_ops; a memory snapshot: segments, blocks, events, sites (the default), peak, "
             "timeline, ooms, annotations, stacks; a directory of memory snapshots: ranks.",
         ),

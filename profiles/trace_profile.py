@@ -9,7 +9,8 @@ launch index, and the default views (kernels, operators, steps, launches, the ov
 other views come from one mixin each: :mod:`.memory_views` (memory, modules, sources),
 :mod:`.path_views` (the timeline and the critical path), :mod:`.step_views` (one step) and
 :mod:`.efficiency_views` (kernel categories and the perf model), :mod:`.iteration_views` (serving
-and decode loops: iterations and phases), :mod:`.gate_views` (the gate's per-step samples).
+and decode loops: iterations and phases), :mod:`.gate_views` (the gate's per-step samples),
+:mod:`.launch_views` (launch statistics, queue length, Tensor Core use).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .efficiency_views import NO_MODELLED, NO_SHAPES, EfficiencyViews
 from .gate_views import GateViews
 from .graph_views import GraphViews
 from .iteration_views import IterationScope, IterationViews
+from .launch_views import LaunchViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
 from .path_views import NO_RUNTIME, PathViews
 from .step_views import StepViews
@@ -48,7 +50,7 @@ VIEWS = ("kernels", "ops", "steps", "launches")
 
 
 @dataclass
-class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, IterationViews, GateViews):
+class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, IterationViews, GateViews, LaunchViews):
     """One profile: a trace (``events_source`` set) or the views of a text format (``tables``).
 
     ``events_source`` is the events frame, or a function that reads it (a cache hit reads events
@@ -401,6 +403,11 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
                 # a trace without GPU work (no kernels view) still has its span, steps and hints
                 kernels = self.kernels() if self.available("kernels") else _no_kernels()
                 view = build_overview(self.model, self.steps(), kernels, self.metadata, self.communication())
+                from ..analysis.efficiency.tensor_cores import kernel_table_hint
+
+                tensor_cores = kernel_table_hint(kernels, self.comm_pattern)  # FP32 GEMMs off the Tensor Cores
+                if tensor_cores is not None:
+                    view.hints.append(tensor_cores)
                 view.notes = [*_unread_notes(self._trace_events()), *view.notes]
                 self._facts["overview"] = view
                 self.fresh_facts["overview"] = asdict(view)

@@ -24,6 +24,9 @@ ITERATION_VIEWS = ("iterations", "phases")
 #: Issue 40: the views ``--iteration N`` (an iteration's number) narrows to that iteration, as ``--step N``.
 ITERATION_NARROWED = ("kernels", "ops", "launches", "modules", "efficiency", "categories")
 VIEW_NAMES += ITERATION_VIEWS
+#: Launch statistics and queue length (HTA's definitions), Tensor Core use per GEMM kernel.
+PEER_VIEWS = ("launch_stats", "launch_names", "queue_length", "queue_series", "tensor_cores")
+VIEW_NAMES += PEER_VIEWS
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 #: Views that read the events frame themselves; every other view of a trace reads only the linked
@@ -249,6 +252,8 @@ def view_frame(
             if op not in set(names.to_list()):
                 raise _unknown(profile, "operator", op, names)
         return frame
+    if view in PEER_VIEWS:
+        return getattr(profile, view)()
     # memory and modules (issue 15)
     if view in ("memory", "memory_ops", "memory_peaks", "modules", "sources", "gpu_idle", "gaps"):
         return getattr(profile, view)()

@@ -48,6 +48,11 @@ TRACE_TABLES: dict[str, str] = {
     "critical_path": "one per step: its critical path and what bounds it",
     "critical_path_events": "one per event on a step's critical path",
     "critical_path_names": "one per name: its time on the critical path",
+    "launch_stats": "one per GPU event launched by one call: launch delay, call and GPU durations (HTA's)",
+    "launch_names": "one per GPU event name: its launch delays' distribution, short kernels, long delays",
+    "queue_length": "one per stream: launches outstanding, min/mean/max at its changes (HTA's)",
+    "queue_series": "one per change of a stream's queue length (+1 at a launch call, -1 at a GPU start)",
+    "tensor_cores": "one per GEMM or convolution kernel name: Tensor Cores yes/no/unknown from its name",
     "meta": "one per trace: the origin of every table's times (trace_origin_us, absolute as written)",
 }
 #: A job's own tables (``profview export JOB --view NAME``), by export name.

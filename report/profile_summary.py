@@ -224,6 +224,8 @@ def summary_numbers(
         "phases": blocks.phases_block(profile),
         "memory": blocks.memory_block(profile),
         "critical_path": blocks.critical_path_block(profile),
+        "launches": blocks.launches_block(profile),
+        "tensor_cores": blocks.tensor_cores_block(profile),
     }
 
 
@@ -351,7 +353,10 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
 
 
 #: The typed blocks of the document, in its order (report/summary_numbers.py).
-NUMBER_BLOCKS = ("communication", "categories", "efficiency", "graphs", "phases", "memory", "critical_path")
+NUMBER_BLOCKS = (
+    "communication", "categories", "efficiency", "graphs", "phases", "memory", "critical_path", "launches",
+    "tensor_cores",
+)
 
 
 def dump_json(document: dict[str, object]) -> str:

@@ -165,3 +165,38 @@ def critical_path_block(profile: Profile) -> dict[str, Any] | None:
             ],
         })
     return {"steps": steps, "unknown": None}
+
+
+def launches_block(profile: Profile) -> dict[str, Any] | None:
+    """The launch statistics (HTA's definitions; the ``launch_stats`` and ``queue_length`` views):
+    launches, short kernels, slow launches, long delays, the delay's median / p90 / max and each
+    stream's largest queue, or why there are none (``unknown``).  None for a text format."""
+    if not profile.is_trace:
+        return None
+    try:
+        profile.launch_stats()
+    except ProfviewError as exc:
+        return {"launches": None, "unknown": exc.problem}
+    figures = profile.launch_figures() or {}
+    return {**{k: finite(v) if isinstance(v, float) else v for k, v in figures.items()}, "unknown": None}
+
+
+def tensor_cores_block(profile: Profile) -> dict[str, Any] | None:
+    """Per GEMM and convolution kernel its Tensor Core use (the ``tensor_cores`` view) and the share
+    of kernel time in FP32 ones without (``fp32_simt_pct``), or why there is none (``unknown``)."""
+    if not profile.is_trace:
+        return None
+    from ..analysis.efficiency.tensor_cores import fp32_simt_share
+
+    try:
+        table = profile.tensor_cores()
+    except ProfviewError as exc:
+        return {"kernels": None, "fp32_simt_pct": None, "unknown": exc.problem}
+    share, _count, _top = fp32_simt_share(table)
+    kernels = [
+        {"name": n, "tensor_cores": t, "precision": p, "calls": int(c), "total_us": finite(u), "pct": finite(s)}
+        for n, t, p, c, u, s in table.select(
+            "name", "tensor_cores", "precision", "calls", "total_us", "pct"
+        ).iter_rows()
+    ]
+    return {"kernels": kernels, "fp32_simt_pct": finite(share), "unknown": None}

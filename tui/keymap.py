@@ -220,6 +220,12 @@ KEYMAP: tuple[Key, ...] = (
     Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
         "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),
     Key("efficiency", "efficiency.chart", "c", "toggle_chart", "chart", show=True),
+    Key("efficiency", "efficiency.tensor_cores", "t", "peer('tensor_cores_all')", "cores/launch/queue",
+        "Efficiency: t l u",
+        "Tensor Cores per GEMM kernel (yes/no/unknown from its name); launch delay per kernel and queue length "
+        "per stream (HTA's launch statistics); e exports each", show=True, key_display="t/l/u"),
+    Key("efficiency", "efficiency.launches", "l", "peer('launch_names_all')", "launches"),
+    Key("efficiency", "efficiency.queue", "u", "peer('queue_length_all')", "queues"),
     # -- graph replays (issue 36) ---------------------------------------------------------------
     Key("app", "pane.graphs", "9", "pane('graphs')", "graphs", "9",
         "Graphs: the CUDA/HIP graphs the trace replays, how much of their GPU time is attributed through a "

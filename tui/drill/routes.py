@@ -117,6 +117,33 @@ def _graph_ops(profile: Profile, row: dict[str, Any], path: list[str], step: obj
     return DrillScreen("graph_ops", frame, [*path[:1], f"operators through the capture{scope}"], profile=profile)
 
 
+def _peer_table(view: str, label: str) -> Route:
+    """A whole-trace table the Efficiency pane opens by a key (``t``: Tensor Cores per GEMM kernel,
+    ``l``: launch delays per name, ``u``: queue length per stream), as a drill-down under the
+    Efficiency crumb: filter, sort and export as any table.  Never narrowed to a step (it says so)."""
+
+    def route(profile: Profile, row: dict[str, Any], path: list[str], step: object = None) -> DrillScreen | str:
+        from ...errors import ProfviewError
+
+        try:
+            frame = getattr(profile, view)()
+        except ProfviewError as exc:
+            return exc.problem
+        scope = " · whole trace (not narrowed)" if step is not None else ""
+        return DrillScreen(view, frame, ["Efficiency", f"{label}{scope}"], profile=profile)
+
+    return route
+
+
+def _name_launches(profile: Profile, row: dict[str, Any], path: list[str], step: object = None) -> DrillScreen | str:
+    """A name of the launch-delay table → each of its launches (delay, call and GPU durations)."""
+    import polars as pl
+
+    name = row["name"]
+    frame = profile.launch_stats().filter(pl.col("name") == name)
+    return DrillScreen("launch_stats", frame, [*path, f"launches of {name}"], profile=profile)
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -130,4 +157,9 @@ ROUTES: dict[str, Route] = {
     "graphs": _graph_nodes,
     "graph_nodes": _node_origin,
     "graph_ops_all": _graph_ops,  # not a row's: the Graphs pane's o (tui/main/graphs.py)
+    # not a row's: the Efficiency pane's t, l, u (tui/main/efficiency.py)
+    "tensor_cores_all": _peer_table("tensor_cores", "Tensor Cores per GEMM kernel"),
+    "launch_names_all": _peer_table("launch_names", "launch delay per kernel"),
+    "queue_length_all": _peer_table("queue_length", "queue length per stream"),
+    "launch_names": _name_launches,
 }

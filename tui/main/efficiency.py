@@ -3,6 +3,8 @@
 The table is ``Profile.efficiency()`` (sortable and filterable like every table; Enter opens the
 GPU work the operator launched); the chart (:mod:`.roofline`) draws its rows against the device's
 two roofs, ``c`` hides or shows it.  A trace without shapes shows the one line that says so.
+``t``, ``l`` and ``u`` open the Tensor Core table (per GEMM kernel), the launch delays per kernel
+and the queue length per stream as drill-downs (they need no shapes).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ...profiles.iteration_scope import IterationScope
 from ...profiles.trace_profile import Profile
 from ...sanitize import clean
 from ..keymap import bindings
+from ..messages import DrillRequested
 from ..widgets.table_view import FrameView
 from .roofline import chart_caption, roofline_chart
 
@@ -132,10 +135,30 @@ class EfficiencyView(Vertical):
     def focus_table(self) -> None:
         self.query_one(FrameView).focus_table()
 
+    def action_peer(self, route: str) -> None:
+        """``t``, ``l``, ``u``: the Tensor Core, launch-delay or queue-length table, as a drill-down."""
+        self.post_message(DrillRequested(route, {"name": route.removesuffix("_all")}))
+
+
+class EfficiencyUnavailable(Static):
+    """The Efficiency pane of a trace the perf model cannot size (no shapes): its reason, and the
+    keys of the tables that need no shapes (``t``, ``l``, ``u``) still work."""
+
+    BINDINGS = bindings("efficiency")
+    can_focus = True  # focused when its tab is shown (the screen focuses a pane), so that its keys work
+
+    def action_peer(self, route: str) -> None:
+        self.post_message(DrillRequested(route, {"name": route.removesuffix("_all")}))
+
+    def action_toggle_chart(self) -> None:
+        self.app.notify("no roofline chart: this trace's efficiency table is not available", timeout=3)
+
 
 def efficiency_pane(profile: Profile, pane_id: str, deferred: bool = False) -> Widget:
     """The Efficiency pane, or the one line saying why this profile has none."""
     try:
         return EfficiencyView(profile, id=pane_id, deferred=deferred)
     except ProfviewError as exc:
-        return Static(Text(f"Efficiency: not available — {clean(exc.problem)}", style="italic"), id=pane_id)
+        text = Text(f"Efficiency: not available — {clean(exc.problem)}", style="italic")
+        text.append("\n t: Tensor Cores per GEMM kernel · l: launch delays · u: queue length per stream", style="dim")
+        return EfficiencyUnavailable(text, id=pane_id)

@@ -55,6 +55,9 @@ LEADING: dict[str, tuple[tuple[str, ...], int, tuple[str, ...]]] = {
     "ops": (("name", "device_total_us", "calls", "device_self_us", "host_total_us", "host_self_us"), 1, ()),
     # figures first, shapes last (docs/efficiency.md): calls, time, TFLOP/s and % of roof at 80 columns
     "efficiency": (("name", "calls", "kernel_us", "tflops_s", "pct_of_roofline", "tb_s", "bound"), 1, ()),
+    # a GEMM kernel's verdict and share beside its name; a kernel's launch delays beside its name
+    "tensor_cores": (("name", "tensor_cores", "precision", "pct", "total_us", "calls"), 1, ()),
+    "launch_names": (("name", "launches", "delay_median_us", "delay_p90_us", "delay_max_us", "short_kernels"), 1, ()),
 }
 #: Views whose figures come before the columns telling a repeated name apart (the details line has them).
 FIGURES_FIRST = frozenset({"efficiency"})
