@@ -22,6 +22,7 @@ a kernel then links only to the call of its own process, and a one-process expor
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ import polars as pl
 
 from ...errors import ProfviewError
 from ..schema import EVENT_SCHEMA
-from .database import Export
+from .database import Export, reads_at_once
 from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, copy_names, read_gpu, shape
 from .host import (
     DRIVER_CLASS,
@@ -107,12 +108,19 @@ def _read(export: Export) -> NsysTrace:
     metadata: dict[str, Any] = {"nsys": info, "deviceProperties": device_properties(export)}
     warnings: list[str] = []
     missing: dict[str, str] = {}
-    strings = export.frame("SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()})
-
-    gpu_tables = read_gpu(export)
-    lacking = list(gpu_tables.lacking)
-    runtime = read_runtime(export, lacking)
-    nvtx = read_nvtx(export, lacking)
+    runtime_lacking: list[str] = []
+    nvtx_lacking: list[str] = []
+    # The tables are read at once where the compiled reader runs them without the GIL.
+    with ThreadPoolExecutor(max_workers=reads_at_once()) as pool:
+        read_strings = pool.submit(
+            export.frame, "SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()}, "StringIds"
+        )
+        read_kernels = pool.submit(read_gpu, export)
+        read_calls = pool.submit(read_runtime, export, runtime_lacking)
+        read_ranges = pool.submit(read_nvtx, export, nvtx_lacking)
+        gpu_tables, runtime, nvtx = read_kernels.result(), read_calls.result(), read_ranges.result()
+        strings = read_strings.result()
+    lacking = [*gpu_tables.lacking, *runtime_lacking, *nvtx_lacking]
     if lacking:
         warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
 
@@ -259,12 +267,14 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     domains = named.filter(pl.col("eventType") == NVTX_DOMAIN_CREATE).select(
         "domainId", pl.col("_text").alias("_domain")
     )
-    named = named.join(domains.unique("domainId"), on="domainId", how="left", maintain_order="left")
+    named = named.join(
+        domains.unique("domainId", keep="first", maintain_order=True), on="domainId", how="left", maintain_order="left"
+    )
     kinds = named.filter(pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK]))
     ranges = kinds.filter(pl.col("eventType") != NVTX_MARK)
     unclosed = int(ranges["end"].null_count())
     kinds = kinds.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
-    parsed = kinds.with_columns(parse_ranges(pl.col("_text").fill_null("(unnamed range)")))
+    parsed = parse_ranges(kinds.with_columns(pl.col("_text").fill_null("(unnamed range)")), "_text")
     communication = pl.col("_domain").fill_null("").str.contains(COMMUNICATION_DOMAINS) | pl.col("name").str.contains(
         r"^nccl[A-Z]"
     )
@@ -354,14 +364,23 @@ def _unique_correlations(
 
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
     """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
-    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique()
+    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique(maintain_order=True)
     if used.height == 0:
         return pl.DataFrame()
-    processes = used.select("pid").unique().join(process_names(export), on="pid", how="inner")
+    processes = (
+        used.select("pid")
+        .unique(maintain_order=True)
+        .join(process_names(export), on="pid", how="inner", maintain_order="left")
+    )
     threads = _names(strings, thread_names(export), "nameId", "label").select(
         _process("globalTid").cast(pl.String).alias("pid"), _thread("globalTid").cast(pl.String).alias("tid"), "label"
     )
-    threads = used.join(threads.unique(["pid", "tid"]), on=["pid", "tid"], how="inner")
+    threads = used.join(
+        threads.unique(["pid", "tid"], keep="first", maintain_order=True),
+        on=["pid", "tid"],
+        how="inner",
+        maintain_order="left",
+    )
     meta = [pl.lit("M").alias("ph"), pl.lit("metadata").alias("kind"), pl.lit(0.0).alias("ts")]
     return pl.concat(
         [
