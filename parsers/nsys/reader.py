@@ -72,10 +72,13 @@ class NsysTrace:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def read_nsys(path: str) -> NsysTrace:
-    """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one."""
+def read_nsys(path: str, step_range: str | None = None) -> NsysTrace:
+    """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one.
+
+    ``step_range``: a regular expression (run by Polars, checked by the caller) naming the NVTX
+    push/pop ranges that are the steps, beside ``ProfilerStep#N`` (:func:`named_steps`)."""
     with Export(path) as export:
-        return _read(export)
+        return _read(export, step_range)
 
 
 def _process(column: str) -> pl.Expr:
@@ -93,7 +96,7 @@ def _us(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Float64) / 1000.0
 
 
-def _read(export: Export) -> NsysTrace:
+def _read(export: Export, step_range: str | None = None) -> NsysTrace:
     """:func:`read_nsys` on an open export."""
     found = [table for table in ACTIVITY_TABLES if table in export.tables]
     if not found:
@@ -141,6 +144,8 @@ def _read(export: Export) -> NsysTrace:
     if repeated:
         warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
     ranges, unclosed = _nvtx_events(nvtx, strings)
+    if step_range is not None:
+        ranges = named_steps(ranges, step_range, warnings)
     if unclosed:
         warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
     gpu, calls = _unique_correlations(gpu, calls, warnings)
@@ -304,6 +309,34 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
         "input_dims",
     )
     return events, unclosed
+
+
+def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.DataFrame:
+    """``ranges`` with the push/pop ranges whose whole name ``pattern`` matches somewhere (a
+    training loop's ``train_step``) made the steps: each process's, in start order, named
+    ``ProfilerStep#0``, ``#1``, ... (the name every step view reads), as ``user_annotation`` rows.
+    A pattern that names no range is said; ranges already named ``ProfilerStep#N`` stay steps."""
+    named = (
+        (pl.col("ph") == "X")
+        & ~pl.col("tid").str.ends_with(START_END_LANE)
+        & pl.col("name").str.contains(pattern)
+        & ~pl.col("name").str.contains(STEP_RANGE)
+    )
+    marked = ranges.with_columns(named.alias("_step"))
+    count = int(marked["_step"].sum())
+    if not count:
+        warnings.append(f"--step-range {pattern!r} names no NVTX push/pop range: no steps from it")
+        return ranges
+    if ranges["name"].str.contains(STEP_RANGE).any():
+        warnings.append(
+            f"the export has ProfilerStep#N ranges besides the {count:,} that --step-range {pattern!r} names: "
+            "both are steps"
+        )
+    number = pl.col("ts").rank("ordinal").over("pid", "_step").cast(pl.Int64) - 1
+    return marked.with_columns(
+        pl.when("_step").then(pl.lit("ProfilerStep#") + number.cast(pl.String)).otherwise("name").alias("name"),
+        pl.when("_step").then(pl.lit("user_annotation")).otherwise("kind").alias("kind"),
+    ).drop("_step")
 
 
 def _unique_correlations(
