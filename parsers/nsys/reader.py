@@ -148,6 +148,7 @@ def _read(export: Export, step_range: str | None = None) -> NsysTrace:
         ranges = named_steps(ranges, step_range, warnings)
     if unclosed:
         warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
+    info["processes"] = process_split(gpu, calls, export)
     gpu, calls = _unique_correlations(gpu, calls, warnings)
     kernels = gpu.filter(pl.col("kind") == "kernel")
     if calls.height and kernels.height:
@@ -309,6 +310,33 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
         "input_dims",
     )
     return events, unclosed
+
+
+def process_split(gpu: pl.DataFrame, calls: pl.DataFrame, export: Export) -> list[dict[str, Any]]:
+    """Per process of the export (pid order): its ``pid``, ``name`` (``PROCESSES``, None where not
+    named), the ``devices`` its kernels ran on, its ``kernels`` and their ``kernel_us``; kernels that
+    name no process are one entry with ``pid`` None.  An export of several processes (one per GPU
+    of a ``torchrun`` job) is split by this, not read as one rank."""
+    kernels = gpu.filter(pl.col("kind") == "kernel")
+    per = kernels.group_by("_proc").agg(
+        pl.col("device").drop_nulls().unique().sort().alias("devices"),
+        pl.len().alias("kernels"),
+        pl.col("dur").sum().alias("kernel_us"),
+    )
+    callers = calls.select(pl.col("_proc")).drop_nulls().unique()
+    known = pl.concat([per.select("_proc"), callers]).unique()
+    rows = known.join(per, on="_proc", how="left").sort("_proc", nulls_last=True)
+    names = dict(process_names(export).iter_rows())
+    return [
+        {
+            "pid": row["_proc"],
+            "name": names.get(str(row["_proc"])),
+            "devices": row["devices"] or [],
+            "kernels": row["kernels"] or 0,
+            "kernel_us": row["kernel_us"] or 0.0,
+        }
+        for row in rows.iter_rows(named=True)
+    ]
 
 
 def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.DataFrame:
