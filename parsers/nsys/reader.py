@@ -139,11 +139,15 @@ def _read(export: Export, step_range: str | None = None) -> NsysTrace:
             warnings.append(f"{untimed:,} rows of {table} have no start or end: left out of every view")
         if backwards:
             warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
+    del frame
     gpu = _gpu_events(export, gpu_tables.kernels, gpu_tables.memcpy, gpu_tables.memset, strings)
+    del gpu_tables  # each table's raw rows let go once converted: the read's peak is one copy, not two
     calls, repeated = _runtime_events(runtime, strings)
+    del runtime
     if repeated:
         warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
     ranges, unclosed = _nvtx_events(nvtx, strings)
+    del nvtx
     if step_range is not None:
         ranges = named_steps(ranges, step_range, warnings)
     if unclosed:
@@ -456,8 +460,13 @@ def _as_schema(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """The frames as one events frame with exactly :data:`EVENT_SCHEMA`'s columns and types."""
     if not frames:
         return pl.DataFrame(schema=EVENT_SCHEMA)
-    whole = pl.concat(frames, how="diagonal_relaxed")
-    return whole.select(
-        (pl.col(column) if column in whole.columns else pl.lit(None)).cast(dtype).alias(column)
-        for column, dtype in EVENT_SCHEMA.items()
-    )
+    # Each frame conformed on its own, then stacked: a column no frame holds stays one null
+    # scalar per frame (no buffer of nulls per row, which a diagonal concat would write for each).
+    conformed = [
+        frame.select(
+            (pl.col(column) if column in frame.columns else pl.lit(None)).cast(dtype).alias(column)
+            for column, dtype in EVENT_SCHEMA.items()
+        )
+        for frame in frames
+    ]
+    return pl.concat(conformed, how="vertical", rechunk=False)
