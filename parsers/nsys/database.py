@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -54,6 +55,9 @@ class Export:
         except sqlite3.Error as exc:
             raise self.error(exc) from None
         self.tables: dict[str, tuple[str, ...]] = {}
+        #: The tables are read from several threads (:func:`reads_at_once`): one call on the
+        #: connection at a time, whatever threading mode this SQLite was built with.
+        self.lock = threading.Lock()
         try:
             names = [row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
             for name in names:
@@ -77,7 +81,8 @@ class Export:
         if table not in self.tables:
             return 0
         try:
-            found = self.connection.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+            with self.lock:
+                found = self.connection.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
         except sqlite3.Error:
             return 0
         return int(found[0] or 0)
@@ -85,7 +90,8 @@ class Export:
     def scalar_rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """All rows of a small query (metadata, names)."""
         try:
-            return self.connection.execute(sql, parameters).fetchall()
+            with self.lock:
+                return self.connection.execute(sql, parameters).fetchall()
         except sqlite3.Error as exc:
             raise self.error(exc) from None
 
@@ -134,9 +140,11 @@ class Export:
     def _batches(self, sql: str, schema: dict[str, pl.DataType]) -> Iterator[pl.DataFrame]:
         """:meth:`frame`'s batches."""
         try:
-            cursor = self.connection.execute(sql)
+            with self.lock:
+                cursor = self.connection.execute(sql)
             while True:
-                batch = cursor.fetchmany(BATCH_ROWS)
+                with self.lock:
+                    batch = cursor.fetchmany(BATCH_ROWS)
                 if not batch:
                     return
                 yield pl.DataFrame(batch, schema=schema, orient="row")
