@@ -290,15 +290,26 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     )
     is_op = pl.col("emit_nvtx") & ~pl.col("name").str.contains(STEP_RANGE)
     thread = _thread("globalTid").cast(pl.String).fill_null("?")
-    events = parsed.select(
-        pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
-        pl.when(communication).then(pl.lit("nccl")).otherwise(pl.lit("nvtx")).alias("cat"),
+    kind = (
         pl.when(pl.col("eventType") == NVTX_MARK)
         .then(pl.lit("instant"))
         .when(is_op & (pl.col("eventType") == NVTX_PUSH_POP))
         .then(pl.lit("cpu_op"))
         .otherwise(pl.lit("user_annotation"))
-        .alias("kind"),
+    )
+    # The category Kineto writes for the same kind of event (the summary notes events of a category
+    # it does not know as not read); the NCCL domain's ranges keep ``nccl``.
+    category = (
+        pl.when(communication)
+        .then(pl.lit("nccl"))
+        .when(pl.col("eventType") == NVTX_MARK)
+        .then(pl.lit("cpu_instant_event"))
+        .otherwise(kind)
+    )
+    events = parsed.select(
+        pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
+        category.alias("cat"),
+        kind.alias("kind"),
         "name",
         _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
         pl.when(pl.col("eventType") == NVTX_START_END)
