@@ -1,15 +1,19 @@
 """An Nsight Systems export's cold open to the kernel table, against a bare ``sqlite3`` read of the
 same columns (the read's floor), and its re-open from the cache.
 
-    .venv/bin/python benchmarks/nsys_read.py [--size-mb 1024] [--source EXPORT] [--work /tmp/nsys_bench]
+    .venv/bin/python benchmarks/nsys_read.py [--size-mb 1024] [--source EXPORT] [--also EXPORT ...]
+        [--work /tmp/nsys_bench] [--runs 3] [--big-runs 1]
 
 A copy of a real export (default: ``../shared/formats/nsys/nsysai__mfu_2gpu_before.sqlite``, else the
 sample) is grown under ``--work`` (never in ``../shared``) by doubling the rows of its activity tables
 (kernels, memcpy, memset, runtime calls, NVTX events) with SQL ``INSERT … SELECT``, each copy shifted
 past the last in time and in correlation id, until the file reaches ``--size-mb``.  Each figure is
-one fresh interpreter (median of ``--runs``): ``bare`` fetches the columns profview reads, in batches,
-and drops them; ``profview`` is ``load(..., use_cache=False).kernels()``; ``cached`` is the second of
-two cached opens.  Peak memory is the process's maximum resident size.  Prints one markdown table.
+one fresh interpreter (median of ``--runs``; ``--big-runs`` on the grown file): ``bare`` runs, through
+``sqlite3``, the very queries the reader runs (built from ``profview.parsers.nsys``'s column lists and
+handed to it as text, so it imports nothing but sqlite3), fetching in batches and dropping the rows;
+``profview`` is ``load(..., use_cache=False).kernels()``; ``cached`` is the second of
+two cached opens.  Wall and CPU seconds are both given (on a shared machine the wall ratio moves
+with the load).  Peak memory is the process's maximum resident size.  Prints one markdown table.
 """
 
 from __future__ import annotations
@@ -35,80 +39,66 @@ GROWN = (
     "NVTX_EVENTS",
 )
 
-#: The columns the reader selects from each table (``profview.parsers.nsys``), written out here so
-#: that the bare read imports nothing but sqlite3.
-COLUMNS = {
-    "CUPTI_ACTIVITY_KIND_KERNEL": (
-        "start",
-        "end",
-        "deviceId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "graphNodeId",
-        "demangledName",
-        "shortName",
-        "registersPerThread",
-        "gridX",
-        "gridY",
-        "gridZ",
-        "blockX",
-        "blockY",
-        "blockZ",
-        "staticSharedMemory",
-        "dynamicSharedMemory",
-        "graphId",
-    ),
-    "CUPTI_ACTIVITY_KIND_MEMCPY": (
-        "start",
-        "end",
-        "deviceId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "graphNodeId",
-        "bytes",
-        "copyKind",
-    ),
-    "CUPTI_ACTIVITY_KIND_MEMSET": (
-        "start",
-        "end",
-        "deviceId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "graphNodeId",
-        "bytes",
-    ),
-    "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "globalTid", "correlationId", "nameId", "eventClass"),
-    "NVTX_EVENTS": ("start", "end", "eventType", "globalTid", "textId", "domainId", "text"),
-    "StringIds": ("id", "value"),
-}
 
-BARE = (
-    f"COLUMNS = {COLUMNS!r}\n"
-    + """
+def queries_of_reader() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Per table, the columns the reader selects and its filter (from ``profview.parsers.nsys``),
+    handed to the bare read as text: the timed interpreter imports nothing but sqlite3."""
+    from profview.parsers.nsys.gpu import (
+        KERNEL_COLUMNS,
+        KERNEL_TABLE,
+        MEMCPY_COLUMNS,
+        MEMCPY_TABLE,
+        MEMSET_COLUMNS,
+        MEMSET_TABLE,
+    )
+    from profview.parsers.nsys.host import (
+        NVTX_DOMAIN_CREATE,
+        NVTX_MARK,
+        NVTX_NUMBER_COLUMNS,
+        NVTX_PUSH_POP,
+        NVTX_START_END,
+        NVTX_TABLE,
+        RUNTIME_COLUMNS,
+        RUNTIME_TABLE,
+    )
+
+    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE))
+    columns = {
+        KERNEL_TABLE: KERNEL_COLUMNS,
+        MEMCPY_TABLE: MEMCPY_COLUMNS,
+        MEMSET_TABLE: MEMSET_COLUMNS,
+        RUNTIME_TABLE: RUNTIME_COLUMNS,
+        NVTX_TABLE: (*NVTX_NUMBER_COLUMNS, "text"),
+        "StringIds": ("id", "value"),
+    }
+    where = {NVTX_TABLE: f' WHERE "eventType" IN ({wanted})'}
+    return {table: (names, where.get(table, "")) for table, names in columns.items()}
+
+
+BARE = """
 import resource, sqlite3, sys, time
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro&immutable=1", uri=True)
+tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 rows = 0
-for table, columns in COLUMNS.items():
-    held = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-    if not held:
-        continue
-    cursor = db.execute("SELECT " + ", ".join(c if c in held else "NULL" for c in columns) + f" FROM {table}")
-    while batch := cursor.fetchmany(500_000):
-        rows += len(batch)
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, rows)
+for table, (columns, where) in QUERIES.items():
+    if table in tables:
+        held = {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
+        selected = ", ".join(f'"{c}"' if c in held else "NULL" for c in columns)
+        cursor = db.execute(f'SELECT {selected} FROM "{table}"{where}')
+        while batch := cursor.fetchmany(500_000):
+            rows += len(batch)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, time.process_time() - c, usage.ru_maxrss * 1024, rows)
 """
-)
 
 PROFVIEW = """
 import resource, sys, time
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 import profview
 table = profview.load(sys.argv[1], use_cache=sys.argv[2] == "1").kernels()
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, table.height)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, time.process_time() - c, usage.ru_maxrss * 1024, table.height)
 """
 
 
@@ -144,19 +134,43 @@ def grow(source: Path, target: Path, size_mb: int) -> None:
     db.close()
 
 
-def timed(script: str, *args: str) -> tuple[float, int, int]:
-    """(seconds, peak bytes, rows) printed by ``script`` run in a fresh interpreter."""
+def timed(script: str, *args: str) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, peak bytes, rows) printed by ``script`` run in a fresh interpreter."""
     out = subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True, text=True).stdout
-    seconds, peak, rows = out.split()
-    return float(seconds), int(peak), int(rows)
+    seconds, cpu, peak, rows = out.split()
+    return float(seconds), float(cpu), int(peak), int(rows)
+
+
+def measure(path: Path, runs: int, work: Path, queries: dict[str, tuple[tuple[str, ...], str]]) -> str:
+    """One markdown row: ``path``'s bare read, cold open and cached re-open (medians of ``runs``)."""
+    bare_script = f"QUERIES = {queries!r}\n" + BARE
+    bare = [timed(bare_script, str(path)) for _ in range(runs)]
+    cold = [timed(PROFVIEW, str(path), "0") for _ in range(runs)]
+    cache = work / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env_script = f"import os; os.environ['PROFVIEW_CACHE_DIR'] = {str(cache)!r}\n" + PROFVIEW
+    timed(env_script, str(path), "1")  # stores the entry
+    cached = [timed(env_script, str(path), "1") for _ in range(runs)]
+    shutil.rmtree(cache, ignore_errors=True)
+    b, bc = statistics.median(t[0] for t in bare), statistics.median(t[1] for t in bare)
+    c, cc = statistics.median(t[0] for t in cold), statistics.median(t[1] for t in cold)
+    r = statistics.median(t[0] for t in cached)
+    peaks = f"{max(t[2] for t in bare) / 2**20:.0f} / {max(t[2] for t in cold) / 2**20:.0f}"
+    size = path.stat().st_size / 2**20
+    return (
+        f"| {path.name} | {size:.1f} | {b:.2f} | {c:.2f} | {c / b:.2f}x | {bc:.2f} / {cc:.2f} ({cc / bc:.2f}x) "
+        f"| {peaks} | {r:.2f} |"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE if DEFAULT_SOURCE.is_file() else SAMPLE)
+    parser.add_argument("--also", type=Path, nargs="*", default=[], help="more exports to measure as they are")
     parser.add_argument("--work", type=Path, default=Path("/tmp/nsys_bench"))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--big-runs", type=int, default=1, help="runs on the grown export")
     options = parser.parse_args()
     options.work.mkdir(parents=True, exist_ok=True)
     big = options.work / f"grown_{options.size_mb}mb.sqlite"
@@ -167,22 +181,15 @@ def main() -> None:
             f"grew {options.source.name} to {big.stat().st_size / 2**20:.0f} MB "
             f"in {time.perf_counter() - started:.0f} s"
         )
-    print("| export | MB | bare sqlite3 s | profview cold s | ratio | peak MB (bare / profview) | cached re-open s |")
-    print("|---|---|---|---|---|---|---|")
-    for path in (options.source, big):
-        bare = [timed(BARE, str(path)) for _ in range(options.runs)]
-        cold = [timed(PROFVIEW, str(path), "0") for _ in range(options.runs)]
-        cache = options.work / "cache"
-        shutil.rmtree(cache, ignore_errors=True)
-        env_script = f"import os; os.environ['PROFVIEW_CACHE_DIR'] = {str(cache)!r}\n" + PROFVIEW
-        timed(env_script, str(path), "1")  # stores the entry
-        cached = [timed(env_script, str(path), "1") for _ in range(options.runs)]
-        b = statistics.median(s for s, _, _ in bare)
-        c = statistics.median(s for s, _, _ in cold)
-        r = statistics.median(s for s, _, _ in cached)
-        peaks = f"{max(p for _, p, _ in bare) / 2**20:.0f} / {max(p for _, p, _ in cold) / 2**20:.0f}"
-        size = path.stat().st_size / 2**20
-        print(f"| {path.name} | {size:.1f} | {b:.3f} | {c:.3f} | {c / b:.2f}x | {peaks} | {r:.3f} |")
+    queries = queries_of_reader()
+    print(
+        "| export | MB | bare sqlite3 s | profview cold s | ratio | CPU s bare / profview (ratio) "
+        "| peak MB (bare / profview) | cached re-open s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for path in (options.source, *options.also):
+        print(measure(path, options.runs, options.work, queries), flush=True)
+    print(measure(big, options.big_runs, options.work, queries), flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from .options import (
     RawFormulas,
     RunOption,
     SortOption,
+    StepRange,
     StrictOption,
     TopOption,
     Workers,
@@ -93,6 +94,7 @@ def export(
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
+    step_range: StepRange = None,
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
@@ -101,6 +103,7 @@ def export(
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
+    target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, PATH_VIEWS, refine, view_frame
     from ..report.export import check_target, export_format, write_table
@@ -116,10 +119,19 @@ def export(
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
         given_options = (
-            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
-            ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
-            ("--graph", graph), ("--iteration", iteration),
+            ("--op", op),
+            ("--kernel", kernel),
+            ("--step", step),
+            ("--module", module),
+            ("--source", source),
+            ("--what-if", what_if or None),
+            ("--category", category),
+            ("--peak-tflops", peak_tflops),
+            ("--peak-tbs", peak_tbs),
+            ("--on-path", on_path or None),
+            ("--capture", capture or None),
+            ("--graph", graph),
+            ("--iteration", iteration),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -136,10 +148,20 @@ def export(
         return
     if target.is_snapshot or target.snapshots:
         snapshot_options = (
-            ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
-            ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
-            ("--graph", graph), ("--iteration", iteration), ("--run", run),
+            ("--op", op),
+            ("--kernel", kernel),
+            ("--step", step),
+            ("--module", module),
+            ("--source", source),
+            ("--what-if", what_if or None),
+            ("--category", category),
+            ("--peak-tflops", peak_tflops),
+            ("--peak-tbs", peak_tbs),
+            ("--on-path", on_path or None),
+            ("--capture", capture or None),
+            ("--graph", graph),
+            ("--iteration", iteration),
+            ("--run", run),
         )
         single = [name for name, given in snapshot_options if given is not None]
         if single or by_shape:
@@ -163,15 +185,28 @@ def export(
             raise stdout_closed() from None
         say_written(written, frame.height, frame.width)
         return
-    profile = target.load(no_cache, run, comm_pattern)
+    profile = target.load(no_cache, run, comm_pattern, step_range)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
         profile.check_captures()  # a bad capture is refused before any work
     profile.release_events_after_link = view not in EVENT_VIEWS  # issue 25: less memory once linked
     frame = view_frame(
-        profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
-        what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tbs,
-        on_path=on_path, graph=graph, iteration=iteration,
+        profile,
+        view,
+        op=op,
+        kernel=kernel,
+        by_shape=by_shape,
+        step=step,
+        module=module,
+        source=source,
+        what_if=what_if,
+        rules=rules,
+        category=category,
+        peak_tflops=peak_tflops,
+        peak_tb_s=peak_tbs,
+        on_path=on_path,
+        graph=graph,
+        iteration=iteration,
     )
     if what_if:
         typer.echo(

@@ -48,6 +48,14 @@ CommPattern = Annotated[
         help="Regex: kernels whose name matches it also count as communication (e.g. NVSHMEM puts).",
     ),
 ]
+StepRange = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--step-range",
+        help="Regex: the NVTX ranges of an Nsight Systems export it names (e.g. '^train_step$') are the steps, "
+        "beside ProfilerStep#N.",
+    ),
+]
 RunOption = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--run", help="Which run of a file that holds several (TensorBoard-plugin JSON)."),

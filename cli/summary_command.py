@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
+from .options import (
+    CaptureOption,
+    CommPattern,
+    DaskOption,
+    NoCache,
+    PathArg,
+    RunOption,
+    StepRange,
+    StrictOption,
+    Workers,
+)
 from .output import stdout_closed
 from .target import Target
 
@@ -18,6 +28,7 @@ def summary(
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
+    step_range: StepRange = None,
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
@@ -28,8 +39,8 @@ def summary(
     format_: Annotated[
         str,
         typer.Option(
-            "--format", help="text, or json: the same figures as one JSON document with a schema version "
-            "(docs/query.md).",
+            "--format",
+            help="text, or json: the same figures as one JSON document with a schema version (docs/query.md).",
         ),
     ] = "text",
 ) -> None:
@@ -39,6 +50,7 @@ def summary(
 
         raise ProfviewError(None, f"--format {format_!r}: choose text or json")
     target = Target.of(path)
+    target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     from ..profiles.loading import remember_views
     from ..report.profile_summary import print_summary, print_summary_json
@@ -87,7 +99,7 @@ def summary(
         except BrokenPipeError:
             raise stdout_closed() from None
         return
-    profile = target.load(no_cache, run, comm_pattern)
+    profile = target.load(no_cache, run, comm_pattern, step_range)
     if capture:
         profile.use_capture(capture, use_cache=not no_cache)
         profile.check_captures()  # a bad capture is refused before anything is printed

@@ -63,15 +63,28 @@ class Target:
 
             start(self.paths[0], use_cache=not no_cache)
 
-    def load(self, no_cache: bool = False, run: str | None = None, comm_pattern: str | None = None) -> Profile:
+    def load(
+        self,
+        no_cache: bool = False,
+        run: str | None = None,
+        comm_pattern: str | None = None,
+        step_range: str | None = None,
+    ) -> Profile:
         """The one trace, loaded; its warnings go to stderr."""
         from ..profiles.loading import load
 
         self.refuse_snapshot_directory()
-        profile = load(self.trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
+        profile = load(self.trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern, step_range=step_range)
         for warning in profile.warnings:
             typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
         return profile
+
+    def refuse_step_range(self, step_range: str | None) -> None:
+        """``--step-range`` reads one Nsight Systems export: given for a job or a snapshot, one line."""
+        if step_range is not None and (self.is_job or self.is_snapshot or self.snapshots):
+            from ..errors import ProfviewError
+
+            raise ProfviewError(None, "--step-range: one Nsight Systems export's option, not a job's or a snapshot's")
 
     def refuse_snapshot_directory(self) -> None:
         """A directory of memory snapshots is a job to the viewer, ``summary`` and ``export``: elsewhere, one line."""
@@ -103,8 +116,13 @@ class Target:
         progress = ProgressLine()
         try:
             job = open_job(
-                list(self.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
-                progress=progress, strict=strict,
+                list(self.paths),
+                workers=workers,
+                dask=dask,
+                comm_pattern=comm_pattern,
+                use_cache=not no_cache,
+                progress=progress,
+                strict=strict,
             )
         finally:
             progress.finish()

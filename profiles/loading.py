@@ -41,16 +41,20 @@ def load(
     use_cache: bool = True,
     run: str | None = None,
     comm_pattern: str | None = None,
+    step_range: str | None = None,
 ) -> Profile:
     """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
 
     ``run`` picks one run of a file that holds several (TensorBoard-plugin JSON); ``use_cache``
     allows re-opening a trace from the parsed-frame cache (see :mod:`profview.store.trace_cache`), which holds
     parsed events only, so ``comm_pattern`` (a regex naming more kernels as communication, set
-    on the returned Profile) applies to cached and fresh loads alike.
+    on the returned Profile) applies to cached and fresh loads alike.  ``step_range`` (a regex
+    naming the NVTX ranges of an Nsight Systems export that are its steps) changes the events
+    themselves: an entry is used only for the ``step_range`` it was parsed with (another one parses
+    the export again and replaces the entry).
     """
     try:
-        return _load(path, use_cache=use_cache, run=run, comm_pattern=comm_pattern)
+        return _load(path, use_cache=use_cache, run=run, comm_pattern=comm_pattern, step_range=step_range)
     finally:
         resume_after_read()  # the command's start is over once its first trace is read (profview.collector)
 
@@ -61,20 +65,33 @@ def _load(
     use_cache: bool = True,
     run: str | None = None,
     comm_pattern: str | None = None,
+    step_range: str | None = None,
 ) -> Profile:
     """:func:`load`'s work."""
+    from ..parsers.nsys.magic import is_sqlite
+
     name = os.fspath(path)
+    if step_range is not None and not is_sqlite(name):
+        check_pattern(name, step_range, "--step-range")
+        profile = _load(path, use_cache=use_cache, run=run, comm_pattern=comm_pattern)
+        profile.warnings = [*profile.warnings, STEP_RANGE_IGNORED]
+        return profile
     note(name)  # an input: never a write's target (profview.reads)
     if comm_pattern is not None:
         check_pattern(name, comm_pattern)
+    if step_range is not None:
+        check_pattern(name, step_range, "--step-range")
     if use_cache and os.path.isfile(name):
         hit = cache.lookup(name, EVENT_SCHEMA)
+        if hit is not None and _step_range_of(hit.fields) != step_range:
+            cache.discard(hit.entry)  # parsed with other steps: parsed again, and the entry replaced
+            hit = None
         if hit is not None:
             check_memory(name, BASE_MEMORY)  # even saved views need room to be read
             settings = {"comm_pattern": comm_pattern} if comm_pattern else {}
             profile = Profile(
                 path=name,
-                events_source=partial(_cached_events, hit, name),
+                events_source=partial(_cached_events, hit, name, step_range),
                 saved=hit.views(settings),
                 saved_model=partial(_cached_model, hit),
                 saved_gpu=hit.model_gpu,
@@ -85,41 +102,56 @@ def _load(
                 **hit.fields,
             )
             return _single_run(profile, run)
-    profile = _single_run(_parse(name, use_cache, run), run)
+    profile = _single_run(_parse(name, use_cache, run, step_range), run)
     profile.comm_pattern = comm_pattern
     profile.open_capture = load
     return profile
 
 
-def check_pattern(name: str, pattern: str) -> None:
+def check_pattern(name: str, pattern: str, option: str = "--comm-pattern") -> None:
     """Raise :class:`ProfviewError` if ``pattern`` is not a regular expression the engine that
     runs it can run (:mod:`profview.analysis.trace.name_rules`: no look-around)."""
     from ..analysis.trace.name_rules import pattern_problem
 
     problem = pattern_problem(pattern)
     if problem is not None:
-        raise ProfviewError(name, f"--comm-pattern {pattern!r} is not a valid regular expression ({problem})")
+        raise ProfviewError(name, f"{option} {pattern!r} is not a valid regular expression ({problem})")
 
 
-def _cached_events(hit: cache.CachedTrace, name: str) -> pl.DataFrame:
+#: What a ``--step-range`` on another format than an Nsight Systems export becomes.
+STEP_RANGE_IGNORED = (
+    "--step-range names NVTX ranges of an Nsight Systems export: ignored here (steps are its ProfilerStep#N ranges)"
+)
+#: Where an Nsight Systems export's entry keeps the ``--step-range`` it was parsed with.
+STEP_RANGE_KEY = "step_range"
+
+
+def _step_range_of(fields: dict[str, Any]) -> str | None:
+    """The ``step_range`` a cache entry's events were parsed with (None: steps by name only)."""
+    nsys = fields.get("metadata", {}).get("nsys")
+    found = nsys.get(STEP_RANGE_KEY) if isinstance(nsys, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def _cached_events(hit: cache.CachedTrace, name: str, step_range: str | None = None) -> pl.DataFrame:
     """The events of a cache entry; if the entry was damaged since it was found, parse again
     (and replace the entry)."""
     try:
         return hit.events()
     except (OSError, pl.exceptions.PolarsError):
         cache.discard(hit.entry)
-        profile = _parse(name, use_cache=True, run=None)
+        profile = _parse(name, use_cache=True, run=None, step_range=step_range)
         assert profile.events is not None
         return profile.events
 
 
-def _read_events_again(name: str, use_cache: bool, event_count: int) -> pl.DataFrame:
+def _read_events_again(name: str, use_cache: bool, event_count: int, step_range: str | None = None) -> pl.DataFrame:
     """The events of a trace parsed earlier in this process, whose frame was let go
     (:meth:`Profile.release_events`): from the cache entry written then, else parsed again."""
     hit = cache.lookup(name, EVENT_SCHEMA) if use_cache else None
-    if hit is not None and hit.fields.get("event_count") == event_count:
-        return _cached_events(hit, name)
-    events = _parse(name, use_cache=False, run=None).events
+    if hit is not None and hit.fields.get("event_count") == event_count and _step_range_of(hit.fields) == step_range:
+        return _cached_events(hit, name, step_range)
+    events = _parse(name, use_cache=False, run=None, step_range=step_range).events
     if events is None or events.height != event_count:
         raise ProfviewError(name, "the trace changed while it was being read; open it again")
     return events
@@ -200,7 +232,7 @@ def unsupported_devices(events: pl.DataFrame) -> list[str]:
     return warnings
 
 
-def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
+def _parse(name: str, use_cache: bool, run: str | None, step_range: str | None = None) -> Profile:
     """Read and parse ``name`` (the parsers are imported here: a cache hit never needs them)."""
     from ..parsers.chrome_trace import read_chrome
     from ..parsers.nsys.magic import is_nsys_report, is_sqlite, report_refusal
@@ -218,7 +250,7 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
 
         with open(name, "rb") as head:
             refuse_foreign(name, head.read(100))  # a rocpd or RPD database is named, not read as nsys
-        return _parse_nsys(name, use_cache)
+        return _parse_nsys(name, use_cache, step_range)
     if is_nsys_report(name):
         raise report_refusal(name)
     before = _version(name) if use_cache else None  # the identity the cache may store it under
@@ -268,13 +300,16 @@ def _parse(name: str, use_cache: bool, run: str | None) -> Profile:
     return Profile(path=source.path, **vars(views))
 
 
-def _parse_nsys(name: str, use_cache: bool) -> Profile:
+def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None) -> Profile:
     """Read an Nsight Systems SQLite export (:mod:`profview.parsers.nsys`) as a trace: the same
-    events frame, cached and checked for memory as a Chrome trace's is."""
+    events frame, cached and checked for memory as a Chrome trace's is; ``step_range`` is kept in
+    its metadata, so that a cache entry is used only for the steps it was parsed with."""
     from ..parsers.nsys.reader import FORMAT, read_nsys
 
     before = _version(name) if use_cache else None
-    trace = read_nsys(name)
+    trace = read_nsys(name, step_range)
+    if step_range is not None:
+        trace.metadata["nsys"][STEP_RANGE_KEY] = step_range
     events = trace.events
     needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
     check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
@@ -292,14 +327,12 @@ def _parse_nsys(name: str, use_cache: bool) -> Profile:
         path=name,
         events_source=events,
         cacheable=use_cache,
-        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
+        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"], step_range),
         **fields,
     )
 
 
-def _events_profile(
-    name: str, file: TraceFile, events: pl.DataFrame, fields: TraceFields, use_cache: bool
-) -> Profile:
+def _events_profile(name: str, file: TraceFile, events: pl.DataFrame, fields: TraceFields, use_cache: bool) -> Profile:
     """The profile of a parsed events frame, stored in the cache first (when the file's identity is known)."""
     if use_cache and file.identity is not None:
         cache.store(name, events, fields, version=file.identity)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import polars as pl
 from rich.console import Console, Group
@@ -153,6 +153,8 @@ class SummaryFigures:
     overview: Overview | None = None
     rank: str | None = None
     device_note: str | None = None
+    #: an Nsight Systems export of several processes: one line each (:func:`process_lines`)
+    processes: list[str] = field(default_factory=list)
     communication: list[str] = field(default_factory=list)
     efficiency: list[str] = field(default_factory=list)
     graphs: list[str] = field(default_factory=list)
@@ -181,6 +183,7 @@ def summary_figures(profile: Profile, top: int, numbers: bool = False) -> Summar
         view = figures.overview = profile.overview()
         figures.rank = rank_line(view)
         figures.device_note = device_note(view)
+        figures.processes = process_lines(profile.metadata)
         figures.communication = communication_lines(view)
         efficiency = profile.efficiency_figures()  # kernel categories, model FLOPs, MFU
         figures.efficiency = [] if efficiency is None else efficiency_text(efficiency)
@@ -229,6 +232,28 @@ def summary_numbers(
     }
 
 
+def process_lines(metadata: dict[str, Any]) -> list[str]:
+    """For an Nsight Systems export that holds several processes (one per GPU of a job), how many,
+    then each one's pid, name, GPUs, kernels and kernel time: the tables below sum them all."""
+    nsys = metadata.get("nsys")
+    processes = nsys.get("processes") if isinstance(nsys, dict) else None
+    if not isinstance(processes, list) or len(processes) < 2:
+        return []
+    lines = [f"{len(processes)} processes in this export; every figure below sums them:"]
+    for process in processes:
+        pid = process.get("pid")
+        who = "kernels naming no process" if pid is None else f"pid {pid}"
+        if process.get("name"):
+            who += f" ({process['name']})"
+        devices = process.get("devices") or []
+        where = f"on GPU {', '.join(str(d) for d in devices)}" if devices else "no GPU work"
+        lines.append(
+            f"  {who} {where}: {process.get('kernels', 0):,} kernels, "
+            f"{fmt_us(float(process.get('kernel_us') or 0.0))} of kernel time"
+        )
+    return lines
+
+
 def print_summary(profile: Profile, top: int, console: Console | None = None, wide: bool = False) -> None:
     """Print what a user wants first about a profile (``wide``: names whole, not cut to the width)."""
     print_figures(summary_figures(profile, top), console, wide)
@@ -247,6 +272,8 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
             console.print(Text(f"  device {clean(device)}"))
         if figures.device_note:
             console.print(Text(f"  {figures.device_note}"))
+        for line in figures.processes:
+            console.print(Text(f"  {clean(line)}"))
         console.print(
             Text(
                 f"  span {fmt_us(view.span_us)}, "
@@ -317,13 +344,17 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
 
     overview = None
     if figures.overview is not None:
-        overview = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                    for k, v in asdict(figures.overview).items()}
+        overview = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in asdict(figures.overview).items()
+        }
     step_columns = ["step", "duration_us", *(f"{c}_us" for c in CATEGORIES)]
     outliers = None
     if figures.outliers is not None:
-        outliers = {"threshold_us": figures.outliers.threshold_us,
-                    "steps": [{"step": s, "duration_us": d} for s, d in figures.outliers.steps]}
+        outliers = {
+            "threshold_us": figures.outliers.threshold_us,
+            "steps": [{"step": s, "duration_us": d} for s, d in figures.outliers.steps],
+        }
     numbers = figures.numbers or dict.fromkeys(NUMBER_BLOCKS)
     return {
         "schema": SUMMARY_SCHEMA,
@@ -395,7 +426,7 @@ def outlier_figures(steps: pl.DataFrame) -> Outliers | None:
 
 
 def outlier_text(outliers: Outliers) -> str:
-    """"outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)"."""
+    """ "outlier steps (duration > 116.3 ms: median + 3×1.4826×MAD, at least +5%): 17 (123.4 ms)"."""
     listed = ", ".join(f"{s} ({fmt_us(d)})" for s, d in outliers.steps)
     return f"outlier steps (duration > {fmt_us(outliers.threshold_us)}: median + 3×1.4826×MAD, at least +5%): {listed}"
 

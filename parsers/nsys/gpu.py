@@ -84,7 +84,7 @@ def read_table(export: Export, table: str, columns: tuple[str, ...], lacking: li
     if missing:
         lacking.append(f"{table}: {', '.join(missing)}")
     selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in columns)
-    return export.frame(f'SELECT {selected} FROM "{table}"', schema)
+    return export.frame(f'SELECT {selected} FROM "{table}"', schema, table)
 
 
 def read_gpu(export: Export) -> GpuTables:

@@ -46,7 +46,7 @@ def read_nvtx(export: Export, lacking: list[str]) -> pl.DataFrame:
         lacking.append(f"{NVTX_TABLE}: {', '.join(missing)}")
     selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in schema)
     wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE))
-    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({wanted})', schema)
+    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({wanted})', schema, NVTX_TABLE)
 
 
 def process_names(export: Export) -> pl.DataFrame:
@@ -55,7 +55,9 @@ def process_names(export: Export) -> pl.DataFrame:
     if not export.has("PROCESSES", "pid", "name"):
         return pl.DataFrame(schema=schema)
     rows = export.scalar_rows("SELECT DISTINCT pid, name FROM PROCESSES WHERE pid IS NOT NULL AND name IS NOT NULL")
-    return pl.DataFrame([(str(pid), str(name)) for pid, name in rows], schema=schema, orient="row").unique("pid")
+    return pl.DataFrame([(str(pid), str(name)) for pid, name in rows], schema=schema, orient="row").unique(
+        "pid", keep="first", maintain_order=True
+    )
 
 
 def thread_names(export: Export) -> pl.DataFrame:
@@ -64,4 +66,4 @@ def thread_names(export: Export) -> pl.DataFrame:
     if not export.has("ThreadNames", "globalTid", "nameId"):
         return pl.DataFrame(schema=schema)
     rows = export.scalar_rows("SELECT globalTid, nameId FROM ThreadNames WHERE globalTid IS NOT NULL")
-    return pl.DataFrame(rows, schema=schema, orient="row").unique("globalTid", keep="last")
+    return pl.DataFrame(rows, schema=schema, orient="row").unique("globalTid", keep="last", maintain_order=True)

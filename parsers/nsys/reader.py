@@ -22,6 +22,7 @@ a kernel then links only to the call of its own process, and a one-process expor
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ import polars as pl
 
 from ...errors import ProfviewError
 from ..schema import EVENT_SCHEMA
-from .database import Export
+from .database import Export, reads_at_once
 from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, copy_names, read_gpu, shape
 from .host import (
     DRIVER_CLASS,
@@ -71,10 +72,13 @@ class NsysTrace:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def read_nsys(path: str) -> NsysTrace:
-    """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one."""
+def read_nsys(path: str, step_range: str | None = None) -> NsysTrace:
+    """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one.
+
+    ``step_range``: a regular expression (run by Polars, checked by the caller) naming the NVTX
+    push/pop ranges that are the steps, beside ``ProfilerStep#N`` (:func:`named_steps`)."""
     with Export(path) as export:
-        return _read(export)
+        return _read(export, step_range)
 
 
 def _process(column: str) -> pl.Expr:
@@ -92,7 +96,7 @@ def _us(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Float64) / 1000.0
 
 
-def _read(export: Export) -> NsysTrace:
+def _read(export: Export, step_range: str | None = None) -> NsysTrace:
     """:func:`read_nsys` on an open export."""
     found = [table for table in ACTIVITY_TABLES if table in export.tables]
     if not found:
@@ -107,12 +111,19 @@ def _read(export: Export) -> NsysTrace:
     metadata: dict[str, Any] = {"nsys": info, "deviceProperties": device_properties(export)}
     warnings: list[str] = []
     missing: dict[str, str] = {}
-    strings = export.frame("SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()})
-
-    gpu_tables = read_gpu(export)
-    lacking = list(gpu_tables.lacking)
-    runtime = read_runtime(export, lacking)
-    nvtx = read_nvtx(export, lacking)
+    runtime_lacking: list[str] = []
+    nvtx_lacking: list[str] = []
+    # The tables are read at once where the compiled reader runs them without the GIL.
+    with ThreadPoolExecutor(max_workers=reads_at_once()) as pool:
+        read_strings = pool.submit(
+            export.frame, "SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()}, "StringIds"
+        )
+        read_kernels = pool.submit(read_gpu, export)
+        read_calls = pool.submit(read_runtime, export, runtime_lacking)
+        read_ranges = pool.submit(read_nvtx, export, nvtx_lacking)
+        gpu_tables, runtime, nvtx = read_kernels.result(), read_calls.result(), read_ranges.result()
+        strings = read_strings.result()
+    lacking = [*gpu_tables.lacking, *runtime_lacking, *nvtx_lacking]
     if lacking:
         warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
 
@@ -128,13 +139,20 @@ def _read(export: Export) -> NsysTrace:
             warnings.append(f"{untimed:,} rows of {table} have no start or end: left out of every view")
         if backwards:
             warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
+    del frame
     gpu = _gpu_events(export, gpu_tables.kernels, gpu_tables.memcpy, gpu_tables.memset, strings)
+    del gpu_tables  # each table's raw rows let go once converted: the read's peak is one copy, not two
     calls, repeated = _runtime_events(runtime, strings)
+    del runtime
     if repeated:
         warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
     ranges, unclosed = _nvtx_events(nvtx, strings)
+    del nvtx
+    if step_range is not None:
+        ranges = named_steps(ranges, step_range, warnings)
     if unclosed:
         warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
+    info["processes"] = process_split(gpu, calls, export)
     gpu, calls = _unique_correlations(gpu, calls, warnings)
     kernels = gpu.filter(pl.col("kind") == "kernel")
     if calls.height and kernels.height:
@@ -259,26 +277,39 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     domains = named.filter(pl.col("eventType") == NVTX_DOMAIN_CREATE).select(
         "domainId", pl.col("_text").alias("_domain")
     )
-    named = named.join(domains.unique("domainId"), on="domainId", how="left", maintain_order="left")
+    named = named.join(
+        domains.unique("domainId", keep="first", maintain_order=True), on="domainId", how="left", maintain_order="left"
+    )
     kinds = named.filter(pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK]))
     ranges = kinds.filter(pl.col("eventType") != NVTX_MARK)
     unclosed = int(ranges["end"].null_count())
     kinds = kinds.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
-    parsed = kinds.with_columns(parse_ranges(pl.col("_text").fill_null("(unnamed range)")))
+    parsed = parse_ranges(kinds.with_columns(pl.col("_text").fill_null("(unnamed range)")), "_text")
     communication = pl.col("_domain").fill_null("").str.contains(COMMUNICATION_DOMAINS) | pl.col("name").str.contains(
         r"^nccl[A-Z]"
     )
     is_op = pl.col("emit_nvtx") & ~pl.col("name").str.contains(STEP_RANGE)
     thread = _thread("globalTid").cast(pl.String).fill_null("?")
-    events = parsed.select(
-        pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
-        pl.when(communication).then(pl.lit("nccl")).otherwise(pl.lit("nvtx")).alias("cat"),
+    kind = (
         pl.when(pl.col("eventType") == NVTX_MARK)
         .then(pl.lit("instant"))
         .when(is_op & (pl.col("eventType") == NVTX_PUSH_POP))
         .then(pl.lit("cpu_op"))
         .otherwise(pl.lit("user_annotation"))
-        .alias("kind"),
+    )
+    # The category Kineto writes for the same kind of event (the summary notes events of a category
+    # it does not know as not read); the NCCL domain's ranges keep ``nccl``.
+    category = (
+        pl.when(communication)
+        .then(pl.lit("nccl"))
+        .when(pl.col("eventType") == NVTX_MARK)
+        .then(pl.lit("cpu_instant_event"))
+        .otherwise(kind)
+    )
+    events = parsed.select(
+        pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
+        category.alias("cat"),
+        kind.alias("kind"),
         "name",
         _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
         pl.when(pl.col("eventType") == NVTX_START_END)
@@ -294,6 +325,61 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
         "input_dims",
     )
     return events, unclosed
+
+
+def process_split(gpu: pl.DataFrame, calls: pl.DataFrame, export: Export) -> list[dict[str, Any]]:
+    """Per process of the export (pid order): its ``pid``, ``name`` (``PROCESSES``, None where not
+    named), the ``devices`` its kernels ran on, its ``kernels`` and their ``kernel_us``; kernels that
+    name no process are one entry with ``pid`` None.  An export of several processes (one per GPU
+    of a ``torchrun`` job) is split by this, not read as one rank."""
+    kernels = gpu.filter(pl.col("kind") == "kernel")
+    per = kernels.group_by("_proc").agg(
+        pl.col("device").drop_nulls().unique().sort().alias("devices"),
+        pl.len().alias("kernels"),
+        pl.col("dur").sum().alias("kernel_us"),
+    )
+    callers = calls.select(pl.col("_proc")).drop_nulls().unique()
+    known = pl.concat([per.select("_proc"), callers]).unique()
+    rows = known.join(per, on="_proc", how="left").sort("_proc", nulls_last=True)
+    names = dict(process_names(export).iter_rows())
+    return [
+        {
+            "pid": row["_proc"],
+            "name": names.get(str(row["_proc"])),
+            "devices": row["devices"] or [],
+            "kernels": row["kernels"] or 0,
+            "kernel_us": row["kernel_us"] or 0.0,
+        }
+        for row in rows.iter_rows(named=True)
+    ]
+
+
+def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.DataFrame:
+    """``ranges`` with the push/pop ranges whose whole name ``pattern`` matches somewhere (a
+    training loop's ``train_step``) made the steps: each process's, in start order, named
+    ``ProfilerStep#0``, ``#1``, ... (the name every step view reads), as ``user_annotation`` rows.
+    A pattern that names no range is said; ranges already named ``ProfilerStep#N`` stay steps."""
+    named = (
+        (pl.col("ph") == "X")
+        & ~pl.col("tid").str.ends_with(START_END_LANE)
+        & pl.col("name").str.contains(pattern)
+        & ~pl.col("name").str.contains(STEP_RANGE)
+    )
+    marked = ranges.with_columns(named.alias("_step"))
+    count = int(marked["_step"].sum())
+    if not count:
+        warnings.append(f"--step-range {pattern!r} names no NVTX push/pop range: no steps from it")
+        return ranges
+    if ranges["name"].str.contains(STEP_RANGE).any():
+        warnings.append(
+            f"the export has ProfilerStep#N ranges besides the {count:,} that --step-range {pattern!r} names: "
+            "both are steps"
+        )
+    number = pl.col("ts").rank("ordinal").over("pid", "_step").cast(pl.Int64) - 1
+    return marked.with_columns(
+        pl.when("_step").then(pl.lit("ProfilerStep#") + number.cast(pl.String)).otherwise("name").alias("name"),
+        pl.when("_step").then(pl.lit("user_annotation")).otherwise("kind").alias("kind"),
+    ).drop("_step")
 
 
 def _unique_correlations(
@@ -354,14 +440,23 @@ def _unique_correlations(
 
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
     """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
-    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique()
+    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique(maintain_order=True)
     if used.height == 0:
         return pl.DataFrame()
-    processes = used.select("pid").unique().join(process_names(export), on="pid", how="inner")
+    processes = (
+        used.select("pid")
+        .unique(maintain_order=True)
+        .join(process_names(export), on="pid", how="inner", maintain_order="left")
+    )
     threads = _names(strings, thread_names(export), "nameId", "label").select(
         _process("globalTid").cast(pl.String).alias("pid"), _thread("globalTid").cast(pl.String).alias("tid"), "label"
     )
-    threads = used.join(threads.unique(["pid", "tid"]), on=["pid", "tid"], how="inner")
+    threads = used.join(
+        threads.unique(["pid", "tid"], keep="first", maintain_order=True),
+        on=["pid", "tid"],
+        how="inner",
+        maintain_order="left",
+    )
     meta = [pl.lit("M").alias("ph"), pl.lit("metadata").alias("kind"), pl.lit(0.0).alias("ts")]
     return pl.concat(
         [
@@ -376,8 +471,13 @@ def _as_schema(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """The frames as one events frame with exactly :data:`EVENT_SCHEMA`'s columns and types."""
     if not frames:
         return pl.DataFrame(schema=EVENT_SCHEMA)
-    whole = pl.concat(frames, how="diagonal_relaxed")
-    return whole.select(
-        (pl.col(column) if column in whole.columns else pl.lit(None)).cast(dtype).alias(column)
-        for column, dtype in EVENT_SCHEMA.items()
-    )
+    # Each frame conformed on its own, then stacked: a column no frame holds stays one null
+    # scalar per frame (no buffer of nulls per row, which a diagonal concat would write for each).
+    conformed = [
+        frame.select(
+            (pl.col(column) if column in frame.columns else pl.lit(None)).cast(dtype).alias(column)
+            for column, dtype in EVENT_SCHEMA.items()
+        )
+        for frame in frames
+    ]
+    return pl.concat(conformed, how="vertical", rechunk=False)

@@ -33,7 +33,7 @@ def test_emit_nvtx_text_parses_back(
     name: str, seq: int | None, op_id: int | None, sizes: list[list[int]] | None
 ) -> None:
     text = get_nvtx_str(name, seq, op_id, sizes)
-    row = pl.DataFrame({"text": [text]}).select(parse_ranges(pl.col("text"))).row(0, named=True)
+    row = parse_ranges(pl.DataFrame({"text": [text]}), "text").row(0, named=True)
     assert row["name"] == name
     assert row["sequence_number"] == seq and row["op_id"] == op_id
     assert (json.loads(row["input_dims"]) if row["input_dims"] is not None else None) == (sizes or None)
