@@ -54,3 +54,27 @@ def resume() -> None:
         _held = False
         gc.freeze()
         gc.enable()
+
+
+class Paused:
+    """No cyclic collection from construction until :meth:`end` (collection restored as it was):
+    for building many small acyclic objects at once, such as the documents and summaries of a
+    re-opened job's 10,000 ranks, over which the collector's older generations would otherwise
+    rescan everything built so far (measured: about a fifth of that re-open's time) and find
+    nothing to free.  A context manager: its exit ends it."""
+
+    def __init__(self) -> None:
+        self._enabled = gc.isenabled()
+        gc.disable()
+
+    def end(self) -> None:
+        """Collection as it was before (once; again: nothing)."""
+        if self._enabled:
+            self._enabled = False
+            gc.enable()
+
+    def __enter__(self) -> Paused:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.end()

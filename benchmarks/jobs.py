@@ -3,8 +3,15 @@
     .venv/bin/python benchmarks/jobs.py            # 16, 32, 64 ranks
     .venv/bin/python benchmarks/jobs.py --big      # ... and 128, 256
     .venv/bin/python benchmarks/jobs.py --scale    # 8, 256, 1,024 tiny ranks: cold and re-open
-    .venv/bin/python benchmarks/jobs.py --goals --base /work/base-729457a/.venv/bin/python   # issue 32
+    .venv/bin/python benchmarks/jobs.py --goals --base /work/base-db37547/.venv/bin/python   # the scale goals
+    .venv/bin/python benchmarks/jobs.py --reopen-goals --base-cold /work/base-729457a/.venv/bin/python
     .venv/bin/python benchmarks/jobs.py --memory --base /work/base-db37547/.venv/bin/python  # flat memory
+
+``--goals``: every goal of the scale work, each with this run's figure, its baseline and PASS or
+FAIL: the ``--memory`` runs of 8 and 1,024 DLRM ranks (beside ``--base``, db37547's checkout) and
+of 8 and 10,000 tiny ranks, the tiny jobs re-opened ``--runs`` more times (medians), the 8 DLRM
+ranks on a Dask cluster against the pool, byte for byte, and with ``--base-cold`` (729457a's
+checkout) a 128-rank cold open beside it.
 
 ``--memory``: the peak memory of a job's processes as its ranks grow.  DLRM ranks (the eight of
 samples/param_dlrm_8rank_v100.tar.gz fanned out to 8, 128 and 1,024 with their rank rewritten) and
@@ -16,9 +23,9 @@ CSVs of both are compared byte for byte.  The goals: 1,024 DLRM ranks' parent at
 8-rank one's and at most the base's; 10,000 ranks open, re-open within 2x the 8-rank re-open,
 peak within 3x the 8-rank peak.
 
-``--goals`` (issues 32 and 42) prints two ratios in one run: a 128-rank job's cold open (each rank
+``--reopen-goals`` prints two ratios in one run: a 128-rank job's cold open (each rank
 samples/gpt2_train_bf16, plain JSON) against the same with ``--base`` (another checkout's Python,
-e.g. commit 729457a in its own worktree and venv), interleaved, medians of ``--runs``: wall time and
+``--base-cold``, e.g. commit 729457a in its own worktree and venv), interleaved, medians of ``--runs``: wall time and
 the CPU time of every process (the child's and its workers', from ``RUSAGE_CHILDREN``; goal ≤ 0.9x,
 issue 42); and ``profview summary`` of a 1,024-rank job re-opened against an 8-rank one's (tiny
 ranks, as ``--scale``; goal ≤ 1.6x, issue 42).  Both sides run ``profview.load(DIR, use_cache=False)`` and the
@@ -241,48 +248,93 @@ def memory_child(folder: str, out: str) -> None:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = time.process_time() - cpu0 + usage.ru_utime + usage.ru_stime
     parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({
-        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "ranks": ranks, "parent_mb": round(parent / 1024),
-        "worker_mb": max((round(k / 1024) for k in workers.values()), default=0),
-    }))
+    print(
+        json.dumps(
+            {
+                "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "ranks": ranks,
+                "parent_mb": round(parent / 1024),
+                "worker_mb": max((round(k / 1024) for k in workers.values()), default=0),
+            }
+        )
+    )
 
 
-def memory(sizes: list[int], tiny: int, base: str | None) -> None:
-    """The ``--memory`` table and its goals (see the module's doc)."""
+def memory(
+    sizes: list[int], tiny: int, base: str | None, tiny_sizes: tuple[int, ...] = (), base_tiny: bool = True
+) -> dict:
+    """The ``--memory`` table (see the module's doc); what each run gave, by (job, run, side),
+    ``"csv same"`` by (job, run) where ``base`` ran too.  ``tiny_sizes``: more tiny-rank jobs
+    (the small job the tiny goals divide by); ``base_tiny``: the base runs the tiny jobs too (its
+    10,000-rank cold open takes minutes, and no goal compares with it)."""
     sides = [("this", sys.executable)] + ([("base", base)] if base else [])
-    print(f"{'job':>16} {'run':>7} " + "  ".join(
-        f"{label + ' wall s':>11} {'CPU s':>6} {'parent MB':>9} {'worker MB':>9}" for label, _ in sides))
+    print(
+        f"{'job':>16} {'run':>7} "
+        + "  ".join(f"{label + ' wall s':>11} {'CPU s':>6} {'parent MB':>9} {'worker MB':>9}" for label, _ in sides)
+    )
     found: dict[tuple[str, str, str], dict] = {}
     scratch = Path(tempfile.mkdtemp(prefix="profview-bench-"))
     try:
-        jobs = [(f"{n} DLRM ranks", n, "--make-dlrm") for n in sizes] + (
-            [(f"{tiny:,} tiny ranks", tiny, "--make-tiny")] if tiny else [])
+        jobs = [(f"{n} DLRM ranks", n, "--make-dlrm") for n in sizes] + [
+            (f"{n:,} tiny ranks", n, "--make-tiny") for n in (*tiny_sizes, *([tiny] if tiny else []))
+        ]
         for label, n, maker in jobs:
             folder = scratch / f"job{n}{maker}"
             folder.mkdir()
             subprocess.run([sys.executable, __file__, maker, str(folder), str(n)], check=True)
             for run in ("cold", "re-open"):
                 cells = []
-                for side, python in sides:
+                for side, python in sides if base_tiny or maker != "--make-tiny" else sides[:1]:
                     env = {**os.environ, "PROFVIEW_CACHE_DIR": str(scratch / f"cache-{side}-{n}{maker}")}
                     out = scratch / f"{side}-{n}{maker}-{run}.csv"
                     done = subprocess.run(
                         [python, __file__, "--memory-child", str(folder), str(out)],
-                        check=True, capture_output=True, text=True, env=env,
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                        env=env,
                     )
                     got = json.loads(done.stdout.strip().splitlines()[-1])
                     assert got["ranks"] == n, got
                     found[(label, run, side)] = got
                     cells.append(f"{got['wall_s']:>11} {got['cpu_s']:>6} {got['parent_mb']:>9} {got['worker_mb']:>9}")
                 same = ""
-                if base:
-                    same = "  CSV same" if (scratch / f"this-{n}{maker}-{run}.csv").read_bytes() == (
-                        scratch / f"base-{n}{maker}-{run}.csv").read_bytes() else "  CSV DIFFERS"
+                if base and len(cells) == len(sides):
+                    ours, theirs = (
+                        (scratch / f"{side}-{n}{maker}-{run}.csv").read_bytes() for side in ("this", "base")
+                    )
+                    comparable = ours.split(b"\n", 1)[0] == theirs.split(b"\n", 1)[0]  # the same columns
+                    found[(label, run, "csv same")] = {"same": ours == theirs, "comparable": comparable}
+                    same = "  CSV same" if ours == theirs else "  CSV DIFFERS" if comparable else "  CSV columns differ"
                 print(f"{label:>16} {run:>7} " + "  ".join(cells) + same, flush=True)
+            if reopens := REOPENS.get(n if maker == "--make-tiny" else -1):
+                found[(label, "re-opens", "this")] = _reopens(folder, scratch / f"cache-this-{n}{maker}", reopens)
             shutil.rmtree(folder)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    peak = {key: max(got["parent_mb"], got["worker_mb"]) for key, got in found.items()}
+    return found
+
+
+#: Tiny-rank jobs re-opened this many more times (``--goals``: medians), by rank count.
+REOPENS: dict[int, int] = {}
+
+
+def _reopens(folder: Path, cache: Path, runs: int) -> dict:
+    """More re-opens of ``folder`` from ``cache``: each run's wall and CPU, and their medians."""
+    env = {"PROFVIEW_CACHE_DIR": str(cache)}
+    command = [sys.executable, __file__, "--memory-child", str(folder), os.devnull]
+    got = [timed(command, env) for _ in range(runs)]
+    return {
+        "walls": [w for w, _c, _l in got],
+        "wall_s": median([w for w, _c, _l in got]),
+        "cpu_s": median([c for _w, c, _l in got]),
+    }
+
+
+def print_memory_goals(found: dict, sizes: list[int], tiny: int, base: bool) -> None:
+    """``--memory``'s goal lines (this run's ratios)."""
+    peak = {key: max(got["parent_mb"], got["worker_mb"]) for key, got in found.items() if "parent_mb" in got}
     small, large = f"{sizes[0]} DLRM ranks", f"{sizes[-1]} DLRM ranks"
     print("\nGoals (this run):")
     ratio = found[(large, "cold", "this")]["parent_mb"] / found[(small, "cold", "this")]["parent_mb"]
@@ -295,8 +347,155 @@ def memory(sizes: list[int], tiny: int, base: str | None) -> None:
         ratio = found[(many, "re-open", "this")]["wall_s"] / found[(small, "re-open", "this")]["wall_s"]
         print(f"  {many}: re-open wall / {small}'s (goal ≤ 2x)           {ratio:6.2f}x")
         ratio = max(peak[(many, run, "this")] for run in ("cold", "re-open")) / max(
-            peak[(small, run, "this")] for run in ("cold", "re-open"))
+            peak[(small, run, "this")] for run in ("cold", "re-open")
+        )
         print(f"  {many}: largest process's peak / {small}'s (goal ≤ 3x) {ratio:6.2f}x")
+
+
+#: The tiny-rank job of the scale goals, and the job its goals divide by.
+TINY_GOAL, TINY_SMALL = 10_000, 8
+
+
+def dask_child(folder: str, out: str) -> None:
+    """The job opened on a Dask cluster in this process (no cache: every rank summarised there),
+    its collectives view written to ``out``."""
+    import distributed
+
+    from profview.jobs.job import open_job
+
+    with (
+        distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster,
+        open_job(folder, dask=cluster.scheduler_address, use_cache=False) as job,
+    ):
+        job.collectives().write_csv(out)
+
+
+def dask_same_bytes(ranks: int = 8) -> bool:
+    """Whether a DLRM job of ``ranks`` opened on Dask writes the collectives CSV the pool writes."""
+    with tempfile.TemporaryDirectory(prefix="profview-bench-") as scratch:
+        folder, pool, dask = Path(scratch) / "job", Path(scratch) / "pool.csv", Path(scratch) / "dask.csv"
+        folder.mkdir()
+        subprocess.run([sys.executable, __file__, "--make-dlrm", str(folder), str(ranks)], check=True)
+        env = {**os.environ, "PROFVIEW_CACHE_DIR": str(Path(scratch) / "cache")}
+        subprocess.run(
+            [sys.executable, __file__, "--memory-child", str(folder), str(pool)],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
+        subprocess.run(
+            [sys.executable, __file__, "--dask-child", str(folder), str(dask)], check=True, capture_output=True, env=env
+        )
+        return pool.read_bytes() == dask.read_bytes()
+
+
+def cold_open_medians(base: str, ranks: int, runs: int) -> dict[str, tuple[float, float]]:
+    """(median wall, median CPU of every process) of a ``ranks``-rank job's cold open (each rank
+    the gpt2 sample), this checkout and ``base`` interleaved, ``runs`` each."""
+    with tempfile.TemporaryDirectory(prefix="profview-bench-") as scratch:
+        folder = Path(scratch) / f"job{ranks}"
+        folder.mkdir()
+        make(folder, ranks)
+        found: dict[str, list[tuple[float, float, int]]] = {"this": [], "base": []}
+        for _ in range(runs):
+            for side, python in (("this", sys.executable), ("base", base)):
+                found[side].append(timed([python, "-c", COLD_OPEN, str(folder)]))
+    return {side: (median([w for w, _c, _l in got]), median([c for _w, c, _l in got])) for side, got in found.items()}
+
+
+def scale_goals(
+    base: str | None, base_cold: str | None, runs: int, dlrm: tuple[int, int] = (8, 1024), tiny: int = TINY_GOAL
+) -> None:
+    """Every goal of the scale work with this run's figure, its baseline and PASS or FAIL: the
+    ``--memory`` jobs (8 and 1,024 DLRM ranks, ``base``: db37547's checkout beside; 8 and 10,000
+    tiny ranks, this checkout only), the tiny jobs re-opened ``runs`` more times (medians), a Dask run's bytes,
+    and with ``base_cold`` (729457a's checkout) a 128-rank cold open beside it."""
+    REOPENS.update({TINY_SMALL: runs, tiny: runs})
+    sizes = list(dlrm)
+    found = memory(sizes, tiny, base, tiny_sizes=(TINY_SMALL,), base_tiny=False)
+    print_memory_goals(found, sizes, 0, bool(base))
+    rows: list[tuple[str, str, str, str]] = []
+
+    def goal(what: str, figure: str, baseline: str, met: bool | None) -> None:
+        rows.append((what, figure, baseline, "not measured" if met is None else "PASS" if met else "FAIL"))
+
+    few_dlrm, many_dlrm = (f"{n} DLRM ranks" for n in sizes)
+    small, large = found[(few_dlrm, "cold", "this")], found[(many_dlrm, "cold", "this")]
+    goal(
+        f"{many_dlrm}: parent peak ≤ 2x the {few_dlrm}' (cold)",
+        f"{large['parent_mb']} MB",
+        f"{few_dlrm} {small['parent_mb']} MB ({large['parent_mb'] / small['parent_mb']:.2f}x)",
+        large["parent_mb"] <= 2 * small["parent_mb"],
+    )
+    if base:
+        theirs = found[(many_dlrm, "cold", "base")]
+        goal(
+            f"{many_dlrm}: parent peak ≤ db37547's (cold)",
+            f"{large['parent_mb']} MB",
+            f"db37547 {theirs['parent_mb']} MB",
+            large["parent_mb"] <= theirs["parent_mb"],
+        )
+        checks = [got for key, got in found.items() if key[2] == "csv same"]
+        if all(got["comparable"] for got in checks):
+            same = all(got["same"] for got in checks)
+            goal("the DLRM jobs' collectives CSV: db37547's bytes", "same" if same else "DIFFERS", "db37547", same)
+        else:  # the view itself changed between the two versions: bytes say nothing of this work
+            goal("the DLRM jobs' collectives CSV: db37547's bytes", "its columns differ", "db37547", None)
+    else:
+        goal(f"{many_dlrm}: parent peak ≤ db37547's (cold)", "-", "no --base", None)
+    many, few = f"{tiny:,} tiny ranks", f"{TINY_SMALL} tiny ranks"
+    goal(
+        f"{many}: the job opens (cold, and re-opened)", f"{found[(many, 'cold', 'this')]['wall_s']} s cold", "-", True
+    )  # memory() stops with an error on a job that does not open
+    ours, theirs = found[(many, "re-opens", "this")], found[(few, "re-opens", "this")]
+    goal(
+        f"{many}: re-open wall ≤ 2x the {TINY_SMALL}-rank re-open (medians of {runs})",
+        f"{ours['wall_s']:.2f} s (CPU {ours['cpu_s']:.2f} s)",
+        f"{theirs['wall_s']:.2f} s (CPU {theirs['cpu_s']:.2f} s): {ours['wall_s'] / theirs['wall_s']:.2f}x "
+        f"(CPU {ours['cpu_s'] / theirs['cpu_s']:.2f}x)",
+        ours["wall_s"] <= 2 * theirs["wall_s"],
+    )
+    ours_peak = max(
+        max(found[(many, run, "this")]["parent_mb"], found[(many, run, "this")]["worker_mb"])
+        for run in ("cold", "re-open")
+    )
+    their_peak = max(
+        max(found[(few, run, "this")]["parent_mb"], found[(few, run, "this")]["worker_mb"])
+        for run in ("cold", "re-open")
+    )
+    goal(
+        f"{many}: the largest process's peak ≤ 3x the {TINY_SMALL}-rank job's",
+        f"{ours_peak} MB",
+        f"{their_peak} MB ({ours_peak / their_peak:.2f}x)",
+        ours_peak <= 3 * their_peak,
+    )
+    if base_cold:
+        cold = cold_open_medians(base_cold, 128, runs)
+        (wall, cpu), (base_wall, base_cpu) = cold["this"], cold["base"]
+        goal(
+            f"128-rank cold open: wall ≤ 0.9x 729457a's (medians of {runs})",
+            f"{wall:.2f} s",
+            f"{base_wall:.2f} s ({wall / base_wall:.2f}x)",
+            wall <= 0.9 * base_wall,
+        )
+        goal(
+            "128-rank cold open: CPU of every process ≤ 0.9x 729457a's",
+            f"{cpu:.2f} s",
+            f"{base_cpu:.2f} s ({cpu / base_cpu:.2f}x)",
+            cpu <= 0.9 * base_cpu,
+        )
+    else:
+        goal("128-rank cold open ≤ 0.9x 729457a, wall and CPU", "-", "no --base-cold", None)
+    same = dask_same_bytes()
+    goal(
+        "8 DLRM ranks on Dask: the pool's collectives CSV, byte for byte",
+        "same" if same else "DIFFERS",
+        "the pool",
+        same,
+    )
+    print("\nScale goals (this run):")
+    for what, figure, baseline, verdict in rows:
+        print(f"  {verdict:<12} {what}\n               this run: {figure}; baseline: {baseline}")
 
 
 COLD_OPEN = (
@@ -440,18 +639,29 @@ def main() -> None:
     )
     parser.add_argument("--scale-child", help=argparse.SUPPRESS)
     parser.add_argument("--make-tiny", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--goals", action="store_true", help="issue 42's ratios (see --base, --ranks, --runs)")
-    parser.add_argument("--base", help="--goals: another checkout's Python to compare the cold open with")
+    parser.add_argument("--goals", action="store_true", help="the scale goals, PASS/FAIL (see --base, --base-cold)")
+    parser.add_argument("--reopen-goals", action="store_true", help="the earlier cold-open and re-open ratios")
+    parser.add_argument("--base", help="--memory, --goals: the memory baseline's Python (db37547's checkout)")
+    parser.add_argument("--base-cold", help="--goals, --reopen-goals: the cold-open baseline's Python (729457a's)")
+    parser.add_argument("--dask-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--ranks", type=int, default=128, help="--goals: ranks of the cold-open job")
     parser.add_argument("--runs", type=int, default=3, help="--goals: runs of each measurement")
     parser.add_argument("--memory", action="store_true", help="peak memory as the ranks grow (see --dlrm, --tiny)")
-    parser.add_argument("--dlrm", type=int, nargs="+", default=[8, 128, 1024], help="--memory: DLRM job sizes")
-    parser.add_argument("--tiny", type=int, default=10_000, help="--memory: ranks of the tiny job (0: none)")
+    parser.add_argument(
+        "--dlrm", type=int, nargs="+", default=[8, 128, 1024], help="--memory: DLRM job sizes (--goals: first, last)"
+    )
+    parser.add_argument("--tiny", type=int, default=10_000, help="--memory, --goals: ranks of the tiny job (0: none)")
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--make-dlrm", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory:
-        memory(args.dlrm, args.tiny, args.base)
+        print_memory_goals(memory(args.dlrm, args.tiny, args.base), args.dlrm, args.tiny, bool(args.base))
+        return
+    if args.goals:
+        scale_goals(args.base, args.base_cold, args.runs, (args.dlrm[0], args.dlrm[-1]), args.tiny)
+        return
+    if args.dask_child:
+        dask_child(*args.dask_child)
         return
     if args.memory_child:
         memory_child(*args.memory_child)
@@ -459,8 +669,8 @@ def main() -> None:
     if args.make_dlrm:
         make_dlrm_job(Path(args.make_dlrm[0]), int(args.make_dlrm[1]))
         return
-    if args.goals:
-        goals(args.base, args.ranks, args.runs, (args.sizes[0], args.sizes[-1]))
+    if args.reopen_goals:
+        goals(args.base_cold, args.ranks, args.runs, (args.sizes[0], args.sizes[-1]))
         return
     if args.scale_child:
         scale_child(args.scale_child)

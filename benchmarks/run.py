@@ -43,11 +43,16 @@ PARTS += ("floor",)
 #: Issue 42: the cached CLI re-open alone (``big`` measures it too, after HTA and the cold exports).
 PARTS += ("cached",)
 #: ``--goals``: issue 32's and issue 42's goals in one run (with ``--runs 3``).
-GOAL_PARTS = "big,json649,first,reopen,floor"
+GOAL_PARTS = "big,json649,first,reopen,floor,fraction"
 #: Another checkout's Python (``--base-python``): the figures it gives, printed beside ours.
 BASE: dict[str, str] = {}
 #: Goals that are a yes or no (a trace opens under a limit), printed with the ratios.
 OUTCOMES: dict[str, str] = {}
+#: ``--goals``: the scale goals, each (goal, this run's figure, its baseline's figure, ratio, limit,
+#: whether the ratio must be at most the limit), printed with PASS or FAIL at the end.
+GOALS: list[tuple[str, str, str, float, float, bool]] = []
+#: Issue 54: the parallel fraction of the read from each thread's CPU seconds (benchmarks/parallel_fraction.py).
+PARTS += ("fraction",)
 
 
 def compile_bytecode(python: str = sys.executable) -> None:
@@ -408,6 +413,16 @@ def reopen_overview_ratio(trace: Path, runs: int = 5) -> None:
         print(f"  the base checkout's viewer re-opened: {sorted(theirs)[runs // 2]:.2f} s")
     RATIOS["re-open: viewer's whole Overview / cached summary (goal ≤ 1.5x)"] = ours / base
     RATIOS["re-open: viewer's whole Overview / (import polars + cached reads) (goal ≤ 1.3x)"] = ours / floor
+    GOALS.append(
+        (
+            f"the viewer's cached re-open ≤ 1.3x import polars + the cached reads (medians of {runs})",
+            f"{ours:.2f} s",
+            f"import polars + {len(views)} reads {floor:.2f} s",
+            ours / floor,
+            1.3,
+            True,
+        )
+    )
     RATIOS["  the floor: (cached reads + an empty Textual app) / cached summary"] = app / base
     RATIOS["  the viewer's whole Overview / that floor"] = ours / app
     RATIOS["  the viewer's imports alone / cached summary"] = imported / base
@@ -700,6 +715,16 @@ def first_screen_ratio(trace: Path, out: Path, runs: int = 3) -> None:
         f"= {ours / base:.2f}x (issue 42: goal ≤ 1.2x)"
     )
     RATIOS["first screen: viewer cold / cold kernel export (issue 42: goal ≤ 1.2x)"] = ours / base
+    GOALS.append(
+        (
+            f"first screen of the viewer (cold, 100x30) ≤ 1.2x the cold kernel export (medians of {runs})",
+            f"{ours:.2f} s",
+            f"export {base:.2f} s",
+            ours / base,
+            1.2,
+            True,
+        )
+    )
 
 
 def bench_viewer(traces: list[Path]) -> None:
@@ -759,6 +784,7 @@ def main() -> None:
     parser.add_argument("--goals", action="store_true", help=f"issues 32, 42: --quick --parts {GOAL_PARTS}")
     parser.add_argument("--runs", type=int, default=1, help="runs of the cold export and HTA, interleaved (medians)")
     parser.add_argument("--pin", default="0,1", help="--parts cores: the cores the pinned export runs on")
+    parser.add_argument("--fraction-trace", help="--parts fraction: the trace (default: the big one; a 1 GB one)")
     parser.add_argument(
         "--base-python", help="another checkout's Python: its figures beside ours (big, json649, reopen)"
     )
@@ -805,6 +831,8 @@ def main() -> None:
         cores_ratio(BIG, out, args.pin, max(args.runs, 3))
     if "floor" in parts:
         read_floor(BIG, max(args.runs, 5))
+    if "fraction" in parts:
+        fraction_goal(Path(args.fraction_trace) if args.fraction_trace else BIG, max(args.runs, 3))
     if args.quick:
         if "viewer" in parts:
             bench_viewer([BIG])
@@ -820,8 +848,45 @@ def main() -> None:
     print_ratios()
 
 
+def fraction_goal(trace: Path, runs: int) -> None:
+    """16 cores against 2 on ``trace``, projected by Amdahl's law from the read's parallel fraction
+    (each thread's CPU seconds at 2 threads: benchmarks/parallel_fraction.py); goal ≥ 3x."""
+    from parallel_fraction import SERIAL, probe
+
+    found = [probe(trace, 2) for _ in range(runs)]
+    cpu = {name: sorted(run.get(name, 0.0) for run in found)[runs // 2] for name in found[0] if name != "process"}
+    serial = sum(cpu.get(name, 0.0) for name in SERIAL) / sum(cpu.values())
+    two, sixteen = serial + (1 - serial) / 2, serial + (1 - serial) / 16
+    print(
+        f"\n{trace.name}: the read's CPU by thread at 2 threads (medians of {runs}): "
+        + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in cpu.items())
+        + f"\n  serial s = {serial:.3f}; Amdahl, 16 cores / 2: (s + (1-s)/2) / (s + (1-s)/16) = {two / sixteen:.2f}x"
+    )
+    GOALS.append(
+        (
+            f"{trace.name}: 16 cores ≥ 3x faster than 2 (Amdahl from the parallel fraction at 2 threads)",
+            f"serial fraction {serial:.3f}",
+            "2 cores",
+            two / sixteen,
+            3.0,
+            False,
+        )
+    )
+
+
+def print_goals() -> None:
+    """The scale goals measured in this run, each with its figure, its baseline and PASS or FAIL."""
+    if not GOALS:
+        return
+    print("\nScale goals (this run):")
+    for what, figure, baseline, ratio, limit, at_most in GOALS:
+        met = ratio <= limit if at_most else ratio >= limit
+        print(f"  {'PASS' if met else 'FAIL'}  {what}\n        this run: {figure}; baseline: {baseline}; {ratio:.2f}x")
+
+
 def print_ratios() -> None:
     """The ratios the issues set goals for, together (issue 13: in one run)."""
+    print_goals()
     print("\nRatios (this run):")
     for label, ratio in RATIOS.items():
         print(f"  {label:<66} {ratio:6.2f}x")

@@ -16,6 +16,7 @@ from functools import cached_property, partial
 import numpy as np
 import polars as pl
 
+from ..collector import Paused
 from ..errors import ProfviewError
 from ..store.rank_frames import INDEX, RankFrames
 from .executors import Progress, map_ranks
@@ -36,7 +37,14 @@ JOB_VIEWS += ("rank_paths",)
 #: The straggler's collectives on its critical path, and how long the other ranks waited at each
 #: (issue 26): what making the straggler's path shorter would release.
 STRAGGLER_PATH_COLUMNS = (
-    "collective", "name", "rank", "start_us", "duration_us", "waiting_ranks", "others_wait_us", "max_wait_us",
+    "collective",
+    "name",
+    "rank",
+    "start_us",
+    "duration_us",
+    "waiting_ranks",
+    "others_wait_us",
+    "max_wait_us",
 )
 #: The job-wide kernels view: per kernel name, totals across ranks and the spread of per-rank totals.
 JOB_KERNEL_COLUMNS = (
@@ -130,11 +138,20 @@ class Job:
 
     @cached_property
     def _matched(self) -> tuple[pl.DataFrame, dict[int, float]]:
-        from ..analysis.distributed.collectives import match_collectives
+        from ..analysis.distributed.collectives import match_collectives, match_stacked
 
-        per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
-        view, offsets = match_collectives(per_rank)
+        if self.rank_frames is None or self.frame_keys is None:
+            per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
+            view, offsets = match_collectives(per_rank)
+        else:  # every rank's calls in one frame: no frame per rank
+            view, offsets = match_stacked(self._with_rank(self._stacked("calls")), sorted(self.ranks))
         return view.with_columns((pl.col("start_us") - self._origin(offsets)).round(3)), offsets
+
+    def _stacked(self, kind: str) -> pl.DataFrame:
+        """Every column of every held rank's ``kind`` frame, in one frame with ``_index``, its text decoded."""
+        held = self.rank_frames() if self.rank_frames is not None else RankFrames()
+        columns = list(dict.fromkeys(c for group in held.groups(kind) for c in group.frame.columns if c != INDEX))
+        return held.stacked(kind, columns, decode=True).select(*columns, INDEX)
 
     def _origin(self, offsets: dict[int, float]) -> float:
         """The job's start on the corrected clock (what the collectives' ``start_us`` counts from)."""
@@ -166,8 +183,11 @@ class Job:
             )
             for r, s in self._pairs()
         ]
-        frame = pl.concat(windows) if windows else pl.DataFrame(
-            schema={"rank": pl.Int64, "step": pl.Int64, "start_us": pl.Float64, "end_us": pl.Float64})
+        frame = (
+            pl.concat(windows)
+            if windows
+            else pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "start_us": pl.Float64, "end_us": pl.Float64})
+        )
         return step_waits(frame, self.collectives())
 
     def collectives(self) -> pl.DataFrame:
@@ -180,10 +200,14 @@ class Job:
 
     @cached_property
     def _ranks_view(self) -> pl.DataFrame:
-        from ..analysis.distributed.ranks import rank_table
+        from ..analysis.distributed.ranks import rank_table, stacked_rank_table
 
-        rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
-        return rank_table(rows, self.collectives(), self.clock_offsets())
+        if self.rank_frames is None or self.frame_keys is None:
+            rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
+            return rank_table(rows, self.collectives(), self.clock_offsets())
+        facts = [(r, s.facts) for r, s in self._pairs()]
+        steps = self._with_rank(self._stacked("steps"))  # every rank's steps in one frame
+        return stacked_rank_table(steps, facts, self.collectives(), self.clock_offsets())
 
     def ranks_view(self) -> pl.DataFrame:
         """The ranks view (see :mod:`profview.analysis.distributed.ranks`)."""
@@ -198,18 +222,14 @@ class Job:
         if self.rank_frames is None or self.frame_keys is None:
             frames = [s.steps.select(pl.lit(r, dtype=pl.Int64).alias("rank"), pl.all()) for r, s in self._pairs()]
             return pl.concat(frames, how="diagonal_relaxed")
-        held = self.rank_frames()
-        columns = list(dict.fromkeys(c for group in held.groups("steps") for c in group.frame.columns if c != INDEX))
-        table = self._with_rank(held.stacked("steps", columns, decode=True))
-        return table.select("rank", *columns)
+        stacked = self._stacked("steps")
+        return self._with_rank(stacked).select("rank", *(c for c in stacked.columns if c != INDEX))
 
     def _with_rank(self, table: pl.DataFrame) -> pl.DataFrame:
         """``table`` (rows of held frames, with ``_index``) with each row's ``rank`` in place of its
         ``_index``, in rank order (each rank's rows in their own order)."""
         assert self.frame_keys is not None
-        ranks = pl.DataFrame(
-            {INDEX: self.frame_keys, "rank": self.ranks}, schema={INDEX: pl.Int32, "rank": pl.Int64}
-        )
+        ranks = pl.DataFrame({INDEX: self.frame_keys, "rank": self.ranks}, schema={INDEX: pl.Int32, "rank": pl.Int64})
         joined = table.join(ranks, on=INDEX, how="inner", maintain_order="left")
         return joined.sort("rank", maintain_order=True).drop(INDEX)
 
@@ -310,9 +330,7 @@ class Job:
             traces = [self.trace_path(r) for r in todo]
             extracted = [t != self.summary(r).path or self._is_extracted(t) for r, t in zip(todo, traces, strict=True)]
             cache = self.use_cache and not any(extracted)  # no entries keyed by a temporary copy
-            found = map_ranks(
-                rank_path_or_fail, traces, self.comm_pattern, cache, workers=self.workers, dask=self.dask
-            )
+            found = map_ranks(rank_path_or_fail, traces, self.comm_pattern, cache, workers=self.workers, dask=self.dask)
             for rank, result in zip(todo, found, strict=True):
                 kept = RankPath(problem=result.problem) if isinstance(result, RankFailure) else result
                 self.summary(rank).critical_path = kept
@@ -354,9 +372,25 @@ def open_job(
     its saved summary (:mod:`profview.store.job_summaries`), an archive without extracting it.
     """
     from ..collector import resume_after_read
-    from ..store import job_summaries as job_store
 
     resume_after_read()  # the command's start is over: a job's work collects as usual (profview.collector)
+    with Paused() as pause:  # a re-open's per-rank documents and summaries: many small acyclic objects
+        return _open_job(args, workers, dask, comm_pattern, use_cache, progress, strict, pause)
+
+
+def _open_job(
+    args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    workers: int | None,
+    dask: str | None,
+    comm_pattern: str | None,
+    use_cache: bool,
+    progress: Progress | None,
+    strict: bool,
+    pause: Paused,
+) -> Job:
+    """:func:`open_job`'s work; ``pause`` is ended unless the job is read back from its saved summary."""
+    from ..store import job_summaries as job_store
+
     names = [os.fspath(args)] if isinstance(args, (str, os.PathLike)) else [os.fspath(a) for a in args]
     listing = list_inputs(names)
     if comm_pattern is not None:
@@ -380,6 +414,7 @@ def open_job(
         if progress:
             progress(len(summaries), len(summaries), 0.0)
     else:
+        pause.end()  # the ranks are summarised: a long run that collects as usual
         inputs = find_inputs(listing)
     run_notes: list[str] = []  # this run's (fewer workers than asked): not saved with the job
     try:
@@ -521,8 +556,15 @@ def _summaries(
     if found and progress:
         progress(done, len(paths), 0.0)
     computed = map_ranks(
-        summarise_or_fail, [paths[i] for i in todo], comm_pattern, cache, workers=workers, dask=dask, progress=advance,
-        notes=notes, keep=lambda position, result: _held(held, todo[position], result),
+        summarise_or_fail,
+        [paths[i] for i in todo],
+        comm_pattern,
+        cache,
+        workers=workers,
+        dask=dask,
+        progress=advance,
+        notes=notes,
+        keep=lambda position, result: _held(held, todo[position], result),
     )
     found.update(zip(todo, computed, strict=True))
     if cache and todo:

@@ -134,6 +134,20 @@ def identity(path: str) -> dict[str, Any]:
     }
 
 
+def file_stat(path: str) -> list[Any]:
+    """:func:`identity`'s per-file part as a list (name, size, modification and change times,
+    inode): what a key over many files (a job's) holds per file, the code's identity once beside
+    (:func:`code_identity`).  Raises OSError if the file cannot be looked at."""
+    stat = os.stat(path)
+    return [exact_path(os.path.abspath(path)), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+
+
+def code_identity() -> dict[str, Any]:
+    """:func:`identity`'s part that is the same for every file: profview's version, the cache's
+    format and the code's digest."""
+    return {"version": __version__, "format": CACHE_FORMAT, "code": code_digest()}
+
+
 def key(fields: dict[str, Any]) -> str:
     """A short stable hash of ``fields`` (an identity, or analysis settings)."""
     return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]

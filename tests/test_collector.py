@@ -70,3 +70,24 @@ def test_the_viewer_collects_again_at_its_first_screen(tmp_path: Path) -> None:
     text = fresh_python_output(VIEWER, str(TESTS), str(sample(TRACE)), tmp_path=tmp_path)
     assert "AFTER THE READ: False" in text
     assert "FIRST SCREEN: True True" in text
+
+
+PAUSED = """
+import gc
+from profview.collector import Paused
+seen = []
+with Paused() as pause:
+    seen.append(gc.isenabled())
+    pause.end()
+    seen.append(gc.isenabled())
+seen.append(gc.isenabled())
+gc.disable()  # a program that had stopped collection keeps it stopped
+with Paused():
+    seen.append(gc.isenabled())
+seen.append(gc.isenabled())
+print("SEEN:", seen)
+"""
+
+
+def test_a_pause_stops_collection_and_restores_it_as_it_was(tmp_path: Path) -> None:
+    assert "SEEN: [False, True, True, False, False]" in fresh_python_output(PAUSED, tmp_path=tmp_path)

@@ -239,10 +239,24 @@ def _members(group_ranks: str | None) -> list[int] | None:
 def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
     """``calls`` of one rank (``rank``: its global rank) with ``match`` (what it was matched on,
     or why not: a key of :data:`UNMATCHED`) and ``key`` (shared across ranks; null: unmatched)."""
-    calls = _with_call_columns(calls).sort("start", maintain_order=True)
-    members = [_members(g) for g in calls["group_ranks"].to_list()]
-    outside = [rank is not None and m is not None and rank not in m for m in members]
-    pair = [m is not None and len(m) == 2 for m in members]
+    ranked = calls.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank"))
+    return stacked_match_keys(ranked).drop("rank")
+
+
+def stacked_match_keys(calls: pl.DataFrame) -> pl.DataFrame:
+    """:func:`match_keys` of every rank at once: ``calls`` holds the calls of many ranks with a
+    ``rank`` column (each rank's rows together); each rank's rows come back sorted by ``start``, as
+    :func:`match_keys` gives them, its ordinals counted within the rank.  One frame for the whole
+    job, so a job of 10,000 ranks is matched without a frame per rank."""
+    calls = _with_call_columns(calls).sort("rank", "start", maintain_order=True)
+    members: dict[str | None, list[int] | None] = {}
+    outside, pair = [], []
+    for group, rank in zip(calls["group_ranks"].to_list(), calls["rank"].to_list(), strict=True):
+        if group not in members:
+            members[group] = _members(group)
+        found = members[group]
+        outside.append(rank is not None and found is not None and rank not in found)
+        pair.append(found is not None and len(found) == 2)
     calls = calls.with_columns(
         pl.Series("_outside", outside, dtype=pl.Boolean),
         ((pl.col("group_size") == 2).fill_null(False) | pl.Series(pair, dtype=pl.Boolean)).alias("_pair"),
@@ -267,9 +281,9 @@ def match_keys(calls: pl.DataFrame, rank: int | None = None) -> pl.DataFrame:
     # would shift them
     ordinal = ~pl.col("_outside") & ~pl.col("_p2p") & ~has_id
     calls = calls.with_columns(ordinal.alias("_ordinal"))
-    stream_no = pl.col("stream").rank("dense").over("_ordinal").cast(pl.Int64)
-    by_pg = pl.int_range(pl.len()).over("_ordinal", "process_group")
-    by_stream = pl.int_range(pl.len()).over("_ordinal", "stream")
+    stream_no = pl.col("stream").rank("dense").over("rank", "_ordinal").cast(pl.Int64)
+    by_pg = pl.int_range(pl.len()).over("rank", "_ordinal", "process_group")
+    by_stream = pl.int_range(pl.len()).over("rank", "_ordinal", "stream")
     match = (
         pl.when(pl.col("_outside"))
         .then(pl.lit("not_member"))
@@ -426,12 +440,21 @@ def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) ->
     ``per_rank``: :func:`rank_collectives` of each rank; ``origin``: the job's start (µs, on the
     lowest rank's clock), which ``start_us`` counts from.
     """
-    ranks = sorted(per_rank)
-    frames = [match_keys(f, r).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
-    empty = pl.Schema(
-        {**RANK_CALL_SCHEMA, "match": pl.String(), "key": pl.String(), "_space": pl.String(), "rank": pl.Int64()}
-    )
-    calls = pl.concat(frames) if frames else pl.DataFrame(schema=empty)
+    frames = [_with_call_columns(f).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
+    stacked = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema=_STACKED_SCHEMA)
+    return match_stacked(stacked, sorted(per_rank), origin)
+
+
+_STACKED_SCHEMA = pl.Schema({**RANK_CALL_SCHEMA, "rank": pl.Int64()})
+
+
+def match_stacked(
+    stacked: pl.DataFrame, ranks: list[int], origin: float = 0.0
+) -> tuple[pl.DataFrame, dict[int, float]]:
+    """:func:`match_collectives` of every rank's calls in one frame: ``stacked`` holds the
+    :func:`rank_collectives` rows of every rank with a ``rank`` column; ``ranks``: every rank of
+    the job (those without calls included)."""
+    calls = stacked_match_keys(stacked) if stacked.height else pl.DataFrame(schema=_STACKED_SCHEMA)
     if calls.height == 0:
         return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
     calls = _seen_peers(_agreeing_order(calls))

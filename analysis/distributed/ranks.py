@@ -50,20 +50,54 @@ RANK_COLUMNS: tuple[str, ...] = (
 RANK_PATH_COLUMNS: tuple[str, ...] = ("rank", "critical_path_us", *(f"path_{b}_pct" for b in PATH_BOUNDS))
 
 
+#: The steps view's columns the ranks view takes a mean per step of.
+STEP_MEANS: tuple[str, ...] = ("duration_us", *(f"{c}_us" for c in CATEGORIES))
+
+
 def rank_table(
     ranks: Sequence[tuple[int, pl.DataFrame, dict[str, Any]]],
     collectives: pl.DataFrame,
     offsets: dict[int, float],
 ) -> pl.DataFrame:
     """The ranks view from each rank's (rank, steps view, facts) and the collectives view."""
+    stats = [(rank, steps.height, {c: _mean(steps, c) for c in STEP_MEANS}, facts) for rank, steps, facts in ranks]
+    return _rank_table(stats, collectives, offsets)
+
+
+def stacked_rank_table(
+    steps: pl.DataFrame,
+    facts: Sequence[tuple[int, dict[str, Any]]],
+    collectives: pl.DataFrame,
+    offsets: dict[int, float],
+) -> pl.DataFrame:
+    """:func:`rank_table` from every rank's steps in one frame (``steps``: the steps views of
+    every rank with a ``rank`` column; a rank without steps has no rows) and each rank's (rank,
+    facts): the same table, without a frame per rank."""
+    present = [c for c in STEP_MEANS if c in steps.columns]
+    grouped = steps.group_by("rank").agg(pl.len().alias("_steps"), *(pl.col(c).mean() for c in present))
+    found = {row["rank"]: row for row in grouped.iter_rows(named=True)}
+    stats = []
+    for rank, rank_facts in facts:
+        row = found.get(rank)
+        count = int(row["_steps"]) if row else 0
+        means = {c: _rounded(row.get(c)) if row else None for c in STEP_MEANS}
+        stats.append((rank, count, means, rank_facts))
+    return _rank_table(stats, collectives, offsets)
+
+
+def _rank_table(
+    ranks: Sequence[tuple[int, int, dict[str, float | None], dict[str, Any]]],
+    collectives: pl.DataFrame,
+    offsets: dict[int, float],
+) -> pl.DataFrame:
+    """The ranks view from each rank's (rank, step count, the means of :data:`STEP_MEANS`, facts)."""
     rows = []
-    for rank, steps, facts in ranks:
-        count = steps.height
+    for rank, count, means, facts in ranks:
         row: dict[str, Any] = {"rank": rank, "steps": count}
-        row["step_us"] = _mean(steps, "duration_us")
+        row["step_us"] = means["duration_us"]
         for category in CATEGORIES:
             name = "step_communication_us" if category == "communication" else f"{category}_us"
-            row[name] = _mean(steps, f"{category}_us")
+            row[name] = means[f"{category}_us"]
         comm = facts.get("comm_us")
         row["communication_us"] = round(comm / count, 3) if count and comm is not None else None
         exposed = round(facts.get("exposed_us", 0.0) / count, 3) if count else None
@@ -106,7 +140,12 @@ def rank_path_table(ranks: Sequence[tuple[int, dict[str, Any]]]) -> pl.DataFrame
 
 
 def _mean(steps: pl.DataFrame, column: str) -> float | None:
-    return round(float(steps[column].mean()), 3) if steps.height and column in steps.columns else None  # type: ignore[arg-type]
+    return _rounded(steps[column].mean()) if steps.height and column in steps.columns else None  # type: ignore[arg-type]
+
+
+def _rounded(mean: float | None) -> float | None:
+    """A mean of the steps view as the ranks view shows it (to the ns; None: no value)."""
+    return round(float(mean), 3) if mean is not None else None
 
 
 def step_waits(windows: pl.DataFrame, collectives: pl.DataFrame) -> pl.DataFrame:
