@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
+from textual.message import Message
 from textual.worker import get_current_worker
 
 from ..errors import ProfviewError
@@ -86,4 +87,28 @@ def load_failed(exc: Exception, subject: str, what: str, doing: str) -> LoadFail
     return LoadFailed(f"{subject}: internal error while {doing}: {type(exc).__name__}: {exc}")
 
 
-__all__ = ["Cancelled", "DetachedThreads", "detached", "load_failed"]
+class OpeningApp(Protocol):
+    """What :func:`open_detached` needs of the app: its detached threads and its message queue."""
+
+    threads: DetachedThreads
+
+    def post_message(self, message: Message) -> bool: ...
+
+
+def open_detached(
+    app: OpeningApp, work: Callable[[], T], opened: Callable[[T], Message], subject: str, what: str, doing: str
+) -> None:
+    """From inside a thread worker: run the open ``work`` detached and post ``opened(result)``, or the
+    one line of why it failed (:func:`load_failed`); nothing once the worker is cancelled.  Every
+    screen that opens something (a trace, a job, two jobs, snapshots) ends its worker this way."""
+    try:
+        result = detached(app.threads, work, "profview-open")
+    except Cancelled:
+        return
+    except Exception as exc:
+        app.post_message(load_failed(exc, subject, what, doing))
+        return
+    app.post_message(opened(result))
+
+
+__all__ = ["Cancelled", "DetachedThreads", "OpeningApp", "detached", "load_failed", "open_detached"]

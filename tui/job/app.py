@@ -22,7 +22,7 @@ from ..keymap import user_keymap
 from ..main.screen import MainScreen
 from ..messages import DrillRequested, JobOpened, LoadPhase, RankOpened
 from ..widgets.table_view import FrameView
-from ..workers import Cancelled, detached, load_failed
+from ..workers import Cancelled, detached, open_detached
 from .screen import JobScreen, collective_ranks, rank_of
 
 
@@ -64,14 +64,7 @@ class JobApp(ProfviewApp):
         def progress(done: int, total: int, elapsed: float) -> None:
             self.post_message(LoadPhase(_ranks_left(done, total, elapsed)))
 
-        try:
-            job = detached(self.threads, lambda: opener(progress), "profview-open")
-        except Cancelled:
-            return
-        except Exception as exc:
-            self.post_message(load_failed(exc, self.path, "open the job", "opening the job"))
-            return
-        self.post_message(JobOpened(job))
+        open_detached(self, lambda: opener(progress), JobOpened, self.path, "open the job", "opening the job")
 
     def on_job_opened(self, message: JobOpened) -> None:
         job = message.job

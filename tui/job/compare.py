@@ -29,7 +29,7 @@ from ..drill.screen import DrillScreen
 from ..keymap import bindings, user_keymap
 from ..messages import DrillRequested, JobsCompared, LoadPhase
 from ..widgets.table_view import FrameView
-from ..workers import Cancelled, detached, load_failed
+from ..workers import open_detached
 
 JOB_COMPARE_TITLES = {"ranks": "Ranks (medians)", "stragglers": "Stragglers", "kernels": "Kernels"}
 #: Columns shown first, so that 80 columns show the change first.
@@ -141,14 +141,8 @@ class JobCompareApp(ProfviewApp):
         def progress(done: int, total: int, elapsed: float) -> None:
             self.post_message(LoadPhase(_ranks_done(done, total, elapsed)))
 
-        try:
-            comparison = detached(self.threads, lambda: self.opener(progress), "profview-open")
-        except Cancelled:
-            return
-        except Exception as exc:
-            self.post_message(load_failed(exc, self.path, "compare the jobs", "opening the jobs"))
-            return
-        self.post_message(JobsCompared(comparison))
+        opener = self.opener
+        open_detached(self, lambda: opener(progress), JobsCompared, self.path, "compare the jobs", "opening the jobs")
 
     def on_jobs_compared(self, message: JobsCompared) -> None:
         comparison = message.comparison

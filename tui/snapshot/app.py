@@ -17,7 +17,7 @@ from ..drill.screen import DrillScreen
 from ..keymap import user_keymap
 from ..messages import DrillRequested
 from ..widgets.table_view import FrameView
-from ..workers import Cancelled, detached, load_failed
+from ..workers import open_detached
 from .screen import SnapshotScreen, site_first
 
 
@@ -58,14 +58,10 @@ class SnapshotApp(ProfviewApp):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def open_snapshot(self) -> None:
         """Read the snapshot and compute its views; post it, or why it cannot open."""
-        try:
-            profile = detached(self.threads, lambda: prepared_snapshot(self.path), "profview-open")
-        except Cancelled:
-            return
-        except Exception as exc:
-            self.post_message(load_failed(exc, self.path, "open the snapshot", "opening the snapshot"))
-            return
-        self.post_message(SnapshotOpened(profile))
+        path = self.path
+        open_detached(
+            self, lambda: prepared_snapshot(path), SnapshotOpened, path, "open the snapshot", "opening the snapshot"
+        )
 
     def on_snapshot_opened(self, message: SnapshotOpened) -> None:
         self.snapshot = message.profile

@@ -25,7 +25,7 @@ from ..messages import DrillRequested
 from ..widgets.filter_bar import FilterBar
 from ..widgets.footer import WholeFooter
 from ..widgets.table_view import FrameView
-from ..workers import Cancelled, detached, load_failed
+from ..workers import open_detached
 from .app import SnapshotApp, SnapshotOpened, prepared_snapshot
 from .screen import SnapshotScreen
 
@@ -98,14 +98,10 @@ class SnapshotJobApp(SnapshotApp):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def read_ranks(self) -> None:
         """Read every rank's snapshot (one at a time) into its row; post the rows, or why not."""
-        try:
-            rows = detached(self.threads, lambda: rank_rows(self.snapshots), "profview-open")
-        except Cancelled:
-            return
-        except Exception as exc:
-            self.post_message(load_failed(exc, self.path, "open the snapshots", "opening the snapshots"))
-            return
-        self.post_message(RanksRead(rows))
+        snapshots = self.snapshots
+        open_detached(
+            self, lambda: rank_rows(snapshots), RanksRead, self.path, "open the snapshots", "opening the snapshots"
+        )
 
     def on_ranks_read(self, message: RanksRead) -> None:
         self.loaded = True
