@@ -113,27 +113,28 @@ def export(
 
     if out != "-":  # an output that cannot be written is said before the work, not after it
         check_target(out, inputs=(*target.paths, *target.snapshots, *capture_inputs(capture)), overwrite=force)
+    trace_options = (  # one trace's options: a job or a memory snapshot refuses them
+        ("--op", op),
+        ("--kernel", kernel),
+        ("--step", step),
+        ("--module", module),
+        ("--source", source),
+        ("--what-if", what_if or None),
+        ("--category", category),
+        ("--peak-tflops", peak_tflops),
+        ("--peak-tbs", peak_tbs),
+        ("--on-path", on_path or None),
+        ("--capture", capture or None),
+        ("--graph", graph),
+        ("--iteration", iteration),
+    )
+    trace_only = [name for name, given in trace_options if given is not None]
     if target.is_job:
         from ..jobs.job import JOB_VIEWS
 
         if view not in JOB_VIEWS:
             raise ProfviewError(None, f"a job has no {view!r} view: choose one of {', '.join(JOB_VIEWS)}")
-        given_options = (
-            ("--op", op),
-            ("--kernel", kernel),
-            ("--step", step),
-            ("--module", module),
-            ("--source", source),
-            ("--what-if", what_if or None),
-            ("--category", category),
-            ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs),
-            ("--on-path", on_path or None),
-            ("--capture", capture or None),
-            ("--graph", graph),
-            ("--iteration", iteration),
-        )
-        single = [name for name, given in given_options if given is not None]
+        single = trace_only
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
         with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
@@ -147,23 +148,7 @@ def export(
         say_written(written, frame.height, frame.width)
         return
     if target.is_snapshot or target.snapshots:
-        snapshot_options = (
-            ("--op", op),
-            ("--kernel", kernel),
-            ("--step", step),
-            ("--module", module),
-            ("--source", source),
-            ("--what-if", what_if or None),
-            ("--category", category),
-            ("--peak-tflops", peak_tflops),
-            ("--peak-tbs", peak_tbs),
-            ("--on-path", on_path or None),
-            ("--capture", capture or None),
-            ("--graph", graph),
-            ("--iteration", iteration),
-            ("--run", run),
-        )
-        single = [name for name, given in snapshot_options if given is not None]
+        single = [*trace_only, *(["--run"] if run is not None else [])]
         if single or by_shape:
             named = ", ".join(single or ["--by-shape"])
             raise ProfviewError(None, f"{named}: a trace's option, not a memory snapshot's")

@@ -8,6 +8,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 from support import SAMPLES, SHARED
 
 #: The exports every test runs on: the samples in the checkout, and the shared corpus where present.
@@ -28,6 +29,16 @@ PYTORCH_EXPORTS = ("nsysai__h100_2gpu_1s.sqlite", "nsysai__mfu_2gpu_before.sqlit
 def export_path(name: str) -> Path:
     """Where an export named in the lists above lives."""
     return SAMPLES / name if name in SAMPLE_EXPORTS else SHARED / "formats" / "nsys" / name
+
+
+def export_for_test(name: str, request: pytest.FixtureRequest) -> Path:
+    """The export ``name`` for a test: a shared one needs ``../shared`` (the test skips without it)."""
+    if name not in SAMPLE_EXPORTS:
+        request.getfixturevalue("shared_dir")
+    path = export_path(name)
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path
 
 
 def connect(path: Path) -> sqlite3.Connection:

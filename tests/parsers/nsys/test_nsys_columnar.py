@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from nsys_witness import SAMPLE_EXPORTS, SHARED_EXPORTS, export_path
+from nsys_witness import SAMPLE_EXPORTS, SHARED_EXPORTS, export_for_test, export_path
 
 from profview.errors import ProfviewError
 from profview.parsers.nsys import database
@@ -19,13 +19,7 @@ from profview.parsers.nsys.reader import read_nsys
 pytestmark = pytest.mark.skipif(database._sqlite_columns is None, reason="the compiled reader was not built")
 
 
-def _path(name: str, request: pytest.FixtureRequest) -> Path:
-    if name not in SAMPLE_EXPORTS:
-        request.getfixturevalue("shared_dir")
-    path = export_path(name)
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    return path
+_path = export_for_test
 
 
 @pytest.mark.parametrize("name", (*SAMPLE_EXPORTS, *SHARED_EXPORTS))

@@ -11,7 +11,7 @@ from nsys_witness import (
     SHARED_EXPORTS,
     cuda_gpu_kern_sum,
     device_self_by_containment,
-    export_path,
+    export_for_test,
 )
 
 import profview
@@ -19,13 +19,7 @@ import profview
 ALL = (*SAMPLE_EXPORTS, *SHARED_EXPORTS)
 
 
-def _path(name: str, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    if name not in SAMPLE_EXPORTS:
-        request.getfixturevalue("shared_dir")
-    path = export_path(name)
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    return path
+_path = export_for_test
 
 
 @pytest.mark.parametrize("name", ALL)
