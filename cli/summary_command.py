@@ -7,14 +7,24 @@ from typing import Annotated
 
 import typer
 
-from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
+from .options import (
+    MAX_TOP,
+    CaptureOption,
+    CommPattern,
+    DaskOption,
+    NoCache,
+    PathArg,
+    RunOption,
+    StrictOption,
+    Workers,
+)
 from .output import stdout_closed
 from .target import Target
 
 
 def summary(
     path: PathArg,
-    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Rows of each table.")] = 10,
+    top: Annotated[int, typer.Option("--top", "-n", min=0, max=MAX_TOP, help="Rows of each table.")] = 10,
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,

@@ -4,7 +4,7 @@ false-discovery correction, accepted regressions, and the verdict.
 Verdicts, by precedence: ``incomparable`` (the comparability block refuses), ``regression`` (a
 test is a regression not accepted), ``inconclusive`` (only when the gate is told
 ``inconclusive = "fail"``: a test is past its threshold within the noise, or a rule found nothing
-to test), ``pass``.
+to test; with ``strict``: a rule's selector matches no name on either side), ``pass``.
 """
 
 from __future__ import annotations
@@ -188,8 +188,15 @@ def evaluate_sides(
     results = []
     for index, rule in enumerate(rules):
         started = time.perf_counter()
-        b = [] if rule.kind == "level" else _samples(before, rule)
-        a = _samples(after, rule, names_before)
+        try:
+            b = [] if rule.kind == "level" else _samples(before, rule)
+            a = _samples(after, rule, names_before)
+        except ProfviewError as error:
+            if rule.view != "phases":
+                raise
+            # a trace without iterations has no phase to test: this rule is untested, the others run
+            results.append(RuleResult(rule, note=f"{error.path}: {error.problem}" if error.path else error.problem))
+            continue
         calls = None
         few = min(_steps_of(a), _steps_of(b) if b else MIN_STEPS) < MIN_STEPS
         if few and len(before) == 1 and len(after) == 1 and rule.view in ("kernels", "ops"):
@@ -204,7 +211,15 @@ def evaluate_sides(
 
 
 def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateResult:
-    """The gate of ``before_side`` against ``after_side`` (see the module doc)."""
+    """The gate of ``before_side`` against ``after_side`` (see the module doc); every capture of
+    both sides is held at once, so each one's memory check counts the others'."""
+    from ..parsers.source import held_together
+
+    with held_together():
+        return _run_gate(before_side, after_side, options)
+
+
+def _run_gate(before_side: str, after_side: str, options: GateOptions) -> GateResult:
     started = time.perf_counter()
     rules = check_options(options)
     before_paths, after_paths = capture_paths(before_side), capture_paths(after_side)
@@ -231,6 +246,8 @@ def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRes
         result.findings("not significant") or any(not r.tests for r in results)
     ):
         result.verdict = "inconclusive"
+    elif options.strict and any(r.matched_nothing for r in results):
+        result.verdict = "inconclusive"  # a selector that finds no name (a typo) tested nothing
     from ..profiles.loading import remember_views
 
     for profile in (*before, *after):

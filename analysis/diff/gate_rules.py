@@ -224,6 +224,9 @@ class RuleResult:
     note: str | None = None
     outside: tuple[float, float] = (0.0, 0.0)
     seconds: float = 0.0
+    #: Its selector matches no name on either side (a typo, or the wrong view): said always, and
+    #: a failure under ``--strict``.
+    matched_nothing: bool = False
 
     @property
     def methods(self) -> list[str]:
@@ -377,7 +380,11 @@ def evaluate(
         names = kept
     if not names:
         if not names_before and not names_after:
-            result.note = "no samples on either side"
+            result.matched_nothing = rule.selector is not None and any(f.height for f in (*before, *after))
+            result.note = (
+                f"the selector {rule.selector!r} matches no name of {rule.view} on either side (a typo?)"
+                if result.matched_nothing else "no samples on either side"
+            )
         return result
     fill = 0.0 if rule.view in ADDITIVE else None
     after_m = _matrices(after, names, metric, fill)
