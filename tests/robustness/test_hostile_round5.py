@@ -7,6 +7,9 @@ Linearity is shown by ratios (the work at two sizes, :mod:`scaling`), never by a
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -690,3 +693,228 @@ def test_55_10_a_shape_holds_ints_only_property() -> None:
             assert shape == entry
 
     check()
+
+
+# ---- item 7: memory limits in diff and the gate ----------------------------------------------
+
+
+def many_kernels_trace(path: Path, count: int) -> Path:
+    """A trace of one step of ``count`` kernels of 50 names (a frame of a few MB, stored in a fraction)."""
+    step = {
+        "name": "ProfilerStep#1",
+        "ph": "X",
+        "cat": "user_annotation",
+        "ts": 0,
+        "dur": 20 * count + 10,
+        "pid": 1,
+        "tid": 1,
+    }
+    kernels = [{**KERNEL, "name": f"k{i % 50}", "ts": 1 + 20 * i, "dur": 5} for i in range(count)]
+    path.write_text(json.dumps({"traceEvents": [step, *kernels]}))
+    return path
+
+
+def profview_run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``profview ARGS`` in its own process (a refusal for memory ends the process at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "profview", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("mode", [["--summary"], ["--fail-if", "kernels.total_us > +5%"]])
+def test_55_7_a_two_sides_that_fit_alone_but_not_together_are_one_line(
+    tmp_path: Path, cached: bool, mode: list[str]
+) -> None:
+    """Each side's memory check counted that side alone (and a cached one the compressed file:
+    3.9 MB on disk for 185 MB of events), so two traces that fit one at a time passed, and Polars'
+    allocator aborted (exit 134) under ``ulimit -v``.  Under a limit between one side's need and
+    both sides' needs: one line, exit 2."""
+    from profview.parsers.source import BASE_MEMORY
+    from profview.profiles.loading import ANALYSIS_MEMORY_FACTOR, load
+    from profview.store.trace_cache import EVENTS_FILE
+
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(tmp_path / "cache")}
+    before = str(many_kernels_trace(tmp_path / "a.json", 100_000))
+    after = str(many_kernels_trace(tmp_path / "b.json", 100_000))
+    if cached:
+        for side in (before, after):  # parsed and stored by another command: the diff's own views are not
+            assert profview_run(["summary", side], env).returncode == 0
+    if cached:  # the frame as read back from the cache (null columns are stored, not shared)
+        events = pl.read_ipc(sorted((tmp_path / "cache").glob(f"*/{EVENTS_FILE}"))[0])
+    else:
+        parsed = load(before, use_cache=False).events
+        assert parsed is not None
+        events = parsed
+    one = int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR)  # the witness: one side's need
+    limited = {**env, "PROFVIEW_MEMORY_LIMIT": str(BASE_MEMORY + one * 3 // 2)}
+    done = profview_run(["diff", before, after, *mode, *([] if cached else ["--no-cache"])], limited)
+    err = done.stderr.strip()
+    assert done.returncode == 2, err[-500:]
+    assert len(err.splitlines()) == 1 and "needs about" in err and "the other trace this command holds" in err, repr(
+        err
+    )
+    roomy = {**env, "PROFVIEW_MEMORY_LIMIT": str(BASE_MEMORY + one * 5 // 2)}  # room for both: it runs
+    assert profview_run(["diff", before, after, *mode], roomy).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("mode", [["--summary"], ["--fail-if", "kernels.total_us > +5%"]])
+def test_55_7_b_ulimit_v_on_the_big_trace_is_one_line_never_an_abort(
+    shared_dir: Path, tmp_path: Path, mode: list[str]
+) -> None:
+    """``ulimit -v 1048576; profview diff BIG BIG --fail-if …`` (and ``--summary``), the cache
+    warm: "memory allocation of 3993554 bytes failed", SIGABRT (exit 134), 3 of 3 runs."""
+    import shlex
+
+    big = str(shared_dir / "traces" / "gpt2_train_big.pt.trace.json.gz")
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PROFVIEW_MEMORY_LIMIT": ""}
+    warm = profview_run(["summary", big], env)
+    assert warm.returncode == 0, warm.stderr[-500:]
+    command = shlex.join([sys.executable, "-m", "profview", "diff", big, big, *mode])
+    done = subprocess.run(
+        ["bash", "-c", f"ulimit -v 1048576; {command}"], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    *notes, line = done.stderr.strip().splitlines()  # the diff's notes on each side may come first
+    assert all(n.startswith("profview: note: ") for n in notes), done.stderr[-500:]
+    assert line.startswith(f"profview: error: {big}: needs about") and "ulimit -v" in line
+
+
+# ---- medium: the gate's options and untested rules ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--capture", "/nonexistent"],
+        ["--match", "normalized"],
+        ["--filter", "gemm"],
+        ["--top", "3"],
+        ["--sort", "total_us"],
+        ["--step", "1"],
+        ["-j", "2"],
+        ["--per-step"],
+        ["--tolerance", "9"],
+    ],
+)
+def test_55_medium_options_the_gate_does_not_read_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    """``diff --fail-if`` silently ignored ``--capture /nonexistent``, ``--match``, ``--filter``,
+    ``--top``, ``--sort``, ``--step`` and ``-j`` (exit 0, as if they held)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    code = run_cli(["diff", trace, trace, "--fail-if", "kernels.total_us > +5%", *extra, "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    option = {"-j": "--workers"}.get(extra[0], extra[0])
+    assert code == 2 and err == (
+        f"profview: error: {option}: not an option of the gate (--fail-if/--gate), which would ignore it: leave it out"
+    )
+
+
+def test_55_medium_a_selector_that_matches_nothing_is_said_and_fails_under_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A selector that matches nothing (a typo) passed with exit 0 even under ``--strict``: it is
+    said always (the rule untested, with why), and fails (exit 3) under ``--strict``."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "gemm_a"}]))
+    typo = 'kernels["gemmm"].total_us > +5%'
+    assert run_cli(["diff", trace, trace, "--fail-if", typo, "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "the selector 'gemmm' matches no name of kernels on either side" in out
+    assert run_cli(["diff", trace, trace, "--fail-if", typo, "--strict", "--no-cache"]) == 3
+    assert "verdict: inconclusive" in capsys.readouterr().out
+    found = 'kernels["gemm"].total_us > +5%'  # the name is there: the same gate under --strict passes
+    assert run_cli(["diff", trace, trace, "--fail-if", found, "--strict", "--no-cache"]) == 0
+    assert "matches no name" not in capsys.readouterr().out
+
+
+def test_55_medium_a_phases_rule_on_a_trace_without_iterations_is_untested(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``phases`` rule on a trace without iterations failed the whole gate (exit 2), its other
+    rules untested: now that rule is untested, with why, and the others run."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [{**KERNEL, "ts": 1 + 10 * i} for i in range(5)]}))  # no step
+    trace = str(path)
+    code = run_cli(
+        [
+            "diff",
+            trace,
+            trace,
+            "--fail-if",
+            "phases.gpu_us > +5%",
+            "--fail-if",
+            "kernels.total_us > +5%",
+            "--format",
+            "json",
+            "--no-cache",
+        ]
+    )
+    assert code == 0
+    results = {r["rule"]: r for r in json.loads(capsys.readouterr().out)["rules"]}
+    assert results["phases.gpu_us > +5%"]["tested"] == 0 and results["phases.gpu_us > +5%"]["status"] == "untested"
+    assert "no iterations" in results["phases.gpu_us > +5%"]["note"]
+    assert results["kernels.total_us > +5%"]["tested"] == 1  # the kernel k, tested
+    code = run_cli(["diff", trace, trace, "--fail-if", "phases.gpu_us > +5%", "--inconclusive", "fail", "--no-cache"])
+    assert code == 3  # nothing to test: inconclusive when told so, as any untested rule
+
+
+@pytest.mark.parametrize(
+    "command", [["summary", "{t}"], ["export", "{t}", "-v", "kernels", "-o", "-"], ["diff", "{t}", "{t}", "--summary"]]
+)
+def test_55_medium_top_past_int64_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """``--top 99999999999999999999999`` was an internal error (OverflowError in the engine)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    args = [trace if a == "{t}" else a for a in command]
+    assert run_cli([*args, "--top", "99999999999999999999999", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "is not in the range 0<=x<=9223372036854775807" in err
+    assert run_cli([*args, "--top", str(2**63 - 1), "--no-cache"]) == 0  # the largest N is taken
+
+
+def test_55_medium_a_query_answer_is_printed_a_batch_at_a_time() -> None:
+    """``query "SELECT * FROM events"`` to a terminal or pipe took 2.26 GB (a string per cell of
+    512,907 rows, all held): now the peak is a batch's, the same for 2 and 8 batches of rows, and
+    the lines are those of one frame printed whole (the witness: widths measured over all rows)."""
+    import tracemalloc
+
+    from profview.report.frame_text import BATCH_ROWS, frame_lines, print_frame
+
+    def table(rows: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "name": [f"kernel_{i % 997}" * (1 + i % 3) for i in range(rows)],
+                "us": [i / 7 for i in range(rows)],
+                "n": list(range(rows)),
+            }
+        )
+
+    class Sink:
+        def __init__(self) -> None:
+            self.written = 0
+            self.lines: list[str] = []
+
+        def write(self, text: str) -> None:
+            self.written += len(text)
+            if len(self.lines) < 3:
+                self.lines.extend(text.splitlines()[: 3 - len(self.lines)])
+
+    def peak(frame: pl.DataFrame) -> tuple[int, Sink]:
+        sink = Sink()
+        tracemalloc.start()
+        print_frame(frame, sink)  # type: ignore[arg-type]
+        most = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return most, sink
+
+    small, _ = peak(table(2 * BATCH_ROWS))
+    frame = table(8 * BATCH_ROWS)
+    large, sink = peak(frame)
+    assert large < 1.5 * small, (small, large, sink.written)  # held all at once, it grew 4x
+    rows = frame.height
+    widths = [max(len("name"), *(len(n) for n in frame["name"])), len(f"{(rows - 1) / 7:.3f}"), len(str(rows - 1))]
+    assert sink.lines[0] == f"{'name'.ljust(widths[0])}  {'us'.rjust(widths[1])}  {'n'.rjust(widths[2])}"
+    assert sink.lines[2] == f"{'kernel_0'.ljust(widths[0])}  {'0.000'.rjust(widths[1])}  {'0'.rjust(widths[2])}"
+    assert len(frame_lines(frame)) == rows + 2
