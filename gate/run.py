@@ -150,9 +150,15 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
         raise ProfviewError(None, f"sql: the query {query!r} returns no numeric column")
     texts = [c for c, t in frame.schema.items() if t in (pl.String, pl.Categorical)]
     name = "name" if "name" in frame.columns else (texts[0] if texts else None)
+    if "step" in frame.columns and not frame.schema["step"].is_integer():
+        raise ProfviewError(
+            None, f"sql: the query {query!r} returns a step column of {frame.schema['step']}, not whole numbers"
+        )
+    if name is not None and frame.schema[name] not in (pl.String, pl.Categorical, pl.Enum):
+        raise ProfviewError(None, f"sql: the query {query!r} returns a name column of {frame.schema[name]}, not text")
     return frame.select(
         (pl.col(name).cast(pl.String) if name else pl.lit("sql")).alias("name"),
-        (pl.col("step").cast(pl.Int64) if "step" in frame.columns else pl.lit(0, dtype=pl.Int64))
+        (pl.col("step").cast(pl.Int64, strict=False) if "step" in frame.columns else pl.lit(0, dtype=pl.Int64))
         .alias("step"),
         pl.col(numeric[-1]).cast(pl.Float64).alias("value"),
     )

@@ -132,7 +132,9 @@ def parse_rule(text: str) -> Rule:
         tail = _SQL_TAIL.search(stripped)
         if tail is None:
             raise _bad(text, stripped[-20:], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
-        query = stripped[4 : tail.start()].strip().strip("'\"").strip()
+        query = stripped[4 : tail.start()].strip()
+        if len(query) >= 2 and query[0] == query[-1] and query[0] in "'\"":  # sql:'SELECT …' > +5%
+            query = query[1:-1].strip()  # one pair, never a quote the query's own text ends with
         if not query:
             raise _bad(text, "sql:", "an empty query")
         value, kind = parse_threshold(text, tail["threshold"], "value")

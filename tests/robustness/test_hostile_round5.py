@@ -918,3 +918,70 @@ def test_55_medium_a_query_answer_is_printed_a_batch_at_a_time() -> None:
     assert sink.lines[0] == f"{'name'.ljust(widths[0])}  {'us'.rjust(widths[1])}  {'n'.rjust(widths[2])}"
     assert sink.lines[2] == f"{'kernel_0'.ljust(widths[0])}  {'0.000'.rjust(widths[1])}  {'0'.rjust(widths[2])}"
     assert len(frame_lines(frame)) == rows + 2
+
+
+@pytest.mark.parametrize(
+    ("sql", "cell"),
+    [
+        ("SELECT [1, 2] AS v", json.dumps([1, 2], separators=(",", ":"))),
+        ("SELECT [[1], [2, 3]] AS v", json.dumps([[1], [2, 3]], separators=(",", ":"))),
+        ("SELECT CAST('ab' AS BLOB) AS v", b"ab".hex()),
+        ("SELECT INTERVAL '1 day' AS v", "P1D"),
+    ],
+)
+@pytest.mark.parametrize("suffix", [".csv", ".json", "-"])
+def test_55_medium_nested_binary_and_duration_query_columns_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str, cell: str, suffix: str
+) -> None:
+    """A list, bytes or a duration in a query's answer was an internal error in CSV ("CSV format
+    does not support nested data") and bytes in JSON (a panic): now text (JSON, hex, ISO 8601)."""
+    import csv
+
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    out = "-" if suffix == "-" else str(tmp_path / f"answer{suffix}")
+    assert run_cli(["query", trace, "-q", sql, "-o", out, "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err
+    text = captured.out if out == "-" else Path(out).read_text()
+    if suffix == ".json":
+        (row,) = json.loads(text)
+        expected = json.loads(cell) if cell.startswith("[") else {"P1D": f"PT{24 * 3600}S"}.get(cell, cell)
+        assert row["v"] == expected  # Polars' JSON writes a duration in seconds, ISO 8601 too
+    else:
+        (row,) = list(csv.DictReader(text.splitlines()))
+        assert row["v"] == cell
+
+
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("SELECT 'x' AS step, 1 AS v", "returns a step column of String, not whole numbers"),
+        ("SELECT 1e300 AS step, 2 AS v", "returns a step column of Float64, not whole numbers"),
+        ("SELECT 1.5 AS step, 2 AS v", "not whole numbers"),  # was read as step 1
+        ("SELECT [1] AS name, 1 AS v", "returns a name column of List(Int64), not text"),
+    ],
+)
+def test_55_medium_sql_rule_columns_of_the_wrong_type_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str, problem: str
+) -> None:
+    """A ``sql:`` rule whose ``step`` is text or a float past int64, or whose ``name`` is a list,
+    ended in an internal error (a strict cast); a fractional step was cut to a whole one."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"profview: error: sql: the query {sql!r} {problem}" or (problem in err and "\n" not in err), err
+    assert "internal error" not in err
+
+
+def test_55_medium_a_sql_rule_may_end_in_a_quote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sql:SELECT … WHERE name > 'a' > +5%``: the rule's quotes were stripped from both ends of the
+    query, its own closing quote with them (``Unterminated string literal``): valid SQL refused."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "b"}, {"dur": 4, "name": "a"}]))
+    rule = "sql:SELECT name, total_us FROM kernels WHERE name > 'a' > +5%"
+    assert run_cli(["diff", trace, trace, "--fail-if", rule, "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert [r["name"] for r in result["results"]] == ["b"]  # the query's own WHERE: names after 'a'
+    quoted = "sql:'SELECT name, total_us FROM kernels' > +5%"  # a quoted query: one pair stripped
+    assert run_cli(["diff", trace, trace, "--fail-if", quoted, "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert sorted(r["name"] for r in result["results"]) == ["a", "b"]
