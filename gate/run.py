@@ -77,8 +77,12 @@ def _threshold_text(rule: Rule) -> str:
 
 def parse_date(text: str, what: str = "--until") -> dt.date:
     """An ISO date (YYYY-MM-DD), or a one-line error naming it."""
+    stripped = text.strip()
+    # fromisoformat also takes ISO week dates (2026-W05-1) and compact forms (20260126): not YYYY-MM-DD
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", stripped, flags=re.ASCII):
+        raise ProfviewError(None, f"{what} must be a date YYYY-MM-DD, not {text!r}")
     try:
-        return dt.date.fromisoformat(text.strip())
+        return dt.date.fromisoformat(stripped)
     except ValueError:
         raise ProfviewError(None, f"{what} must be a date YYYY-MM-DD, not {text!r}") from None
 

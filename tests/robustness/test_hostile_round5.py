@@ -985,3 +985,95 @@ def test_55_medium_a_sql_rule_may_end_in_a_quote(tmp_path: Path, capsys: pytest.
     assert run_cli(["diff", trace, trace, "--fail-if", quoted, "--format", "json", "--no-cache"]) == 0
     (result,) = json.loads(capsys.readouterr().out)["rules"]
     assert sorted(r["name"] for r in result["results"]) == ["a", "b"]
+
+
+def test_55_memory_limits_property() -> None:
+    """*Memory limits give one line*: within one command that holds several traces, each trace's
+    check refuses exactly when its need and the needs of the traces already held beside it pass
+    the limit, in one line that says both; outside such a command each trace counts alone."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from profview.parsers.source import BASE_MEMORY, check_memory, held_together
+
+    mib = 2**20
+
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=150)
+    @given(st.lists(st.integers(0, 2_000), min_size=1, max_size=6), st.integers(0, 4_000))
+    def holds(needs: list[int], limit_mib: int) -> None:
+        limit = BASE_MEMORY + limit_mib * mib
+        old = os.environ.get("PROFVIEW_MEMORY_LIMIT")
+        os.environ["PROFVIEW_MEMORY_LIMIT"] = str(limit)
+        try:
+            held = passed = 0  # the witness: the sum of the needs of the traces that passed, and their count
+            with held_together():
+                for index, need in enumerate(needs):
+                    needed = BASE_MEMORY + need * mib
+                    try:
+                        check_memory(f"t{index}.json", needed, whole_process=True)
+                    except ProfviewError as refused:
+                        assert needed + held > limit and refused.out_of_memory
+                        assert "\n" not in str(refused) and str(refused).startswith(f"t{index}.json: needs about")
+                        assert ("other trace" in str(refused)) == (passed > 0)  # said when others are held
+                        continue
+                    assert needed + held <= limit
+                    held += need * mib
+                    passed += 1
+            for need in needs:  # outside: each alone
+                needed = BASE_MEMORY + need * mib
+                try:
+                    check_memory("alone.json", needed, whole_process=True)
+                except ProfviewError:
+                    assert needed > limit
+                else:
+                    assert needed <= limit
+        finally:
+            if old is None:
+                del os.environ["PROFVIEW_MEMORY_LIMIT"]
+            else:
+                os.environ["PROFVIEW_MEMORY_LIMIT"] = old
+
+    holds()
+
+
+# ---- low ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("until", ["2099-W05-1", "20990126", "2099-026", "２０９９-01-26"])
+def test_55_low_until_is_a_calendar_date_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], until: str) -> None:
+    """ISO week dates (``2099-W05-1``), compact and ordinal dates were taken as ``--until``."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    args = [
+        "diff",
+        trace,
+        trace,
+        "--fail-if",
+        "kernels.total_us > +5%",
+        "--accept",
+        'kernels["k"].total_us <= +12%',
+        "--reason",
+        "known",
+        "--no-cache",
+    ]
+    assert run_cli([*args, "--until", until]) == 2
+    assert capsys.readouterr().err.strip() == f"profview: error: --until must be a date YYYY-MM-DD, not {until!r}"
+    assert run_cli([*args, "--until", "2099-01-26"]) == 0  # a calendar date is taken
+
+
+@pytest.mark.parametrize("digits", ["٣", "²", "１"])
+def test_55_low_iteration_numbers_are_ascii_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], digits: str
+) -> None:
+    """``--iteration ٣`` (an Arabic-Indic 3) was read as iteration 3: ``str.isdigit`` takes any digit."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}], steps=3))
+    assert run_cli(["export", trace, "-v", "kernels", "--iteration", digits, "-o", "-", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "an iteration's number, not" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("tolerance", ["1e400", "inf", "nan"])
+def test_55_low_tolerance_is_finite(tmp_path: Path, capsys: pytest.CaptureFixture[str], tolerance: str) -> None:
+    """``--tolerance 1e400`` (inf: no change would ever count) was taken."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["diff", trace, trace, "--summary", "--tolerance", tolerance, "--no-cache"]) == 2
+    assert "--tolerance must be a finite number, 0 or more" in capsys.readouterr().err
