@@ -1077,3 +1077,39 @@ def test_55_low_tolerance_is_finite(tmp_path: Path, capsys: pytest.CaptureFixtur
     trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
     assert run_cli(["diff", trace, trace, "--summary", "--tolerance", tolerance, "--no-cache"]) == 2
     assert "--tolerance must be a finite number, 0 or more" in capsys.readouterr().err
+
+
+def test_55_medium_the_gates_memory_per_tested_name_is_small() -> None:
+    """The bootstrap held a ``names × draws`` matrix and its scaled copies (85 KB a tested name;
+    16,000 devices: 1.42 GB): now a few names at a time, with the same resamples for every name, so
+    each variance is the one the whole matrix gives (the witness)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from profview.analysis.diff.gate_stats import _scaled, resampled_means
+
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def peak(names: int) -> float:
+        frame = pl.DataFrame(
+            {
+                "name": [f"k{i}" for _ in range(10) for i in range(names)],
+                "step": [s for s in range(10) for _ in range(names)],
+                "total_us": [float(1 + (i * 7 + s) % 13) for s in range(10) for i in range(names)],
+            }
+        )
+        tracemalloc.start()
+        assert len(evaluate(rule, [frame], [frame]).tests) == names
+        most = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return float(most)
+
+    per_name = (peak(4_000) - peak(1_000)) / 3_000
+    assert per_name < 16 * 1024, per_name  # was about 47 KB a name over 10 steps
+    from profview.analysis.diff.gate_stats import resampled_variance
+
+    matrix = np.random.default_rng(1).random((300, 12))
+    centre = matrix.mean(axis=1)
+    whole = np.var(_scaled(resampled_means(matrix, np.random.default_rng(5), 500), centre[:, None], "pct"), axis=1)
+    assert np.allclose(resampled_variance(matrix, centre, "pct", np.random.default_rng(5), 500), whole)
