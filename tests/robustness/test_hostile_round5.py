@@ -1113,3 +1113,38 @@ def test_55_medium_the_gates_memory_per_tested_name_is_small() -> None:
     centre = matrix.mean(axis=1)
     whole = np.var(_scaled(resampled_means(matrix, np.random.default_rng(5), 500), centre[:, None], "pct"), axis=1)
     assert np.allclose(resampled_variance(matrix, centre, "pct", np.random.default_rng(5), 500), whole)
+
+
+def test_55_low_a_side_naming_one_file_twice_is_one_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``a.json,./a.json`` (or a link to it) was two captures: two identical runs, no noise between them."""
+    trace = write_trace(tmp_path / "a.json", [{"dur": 4}], steps=4)
+    (tmp_path / "link.json").symlink_to(trace)
+    monkeypatch.chdir(tmp_path)
+    side = "a.json,./a.json,link.json"
+    assert (
+        run_cli(["diff", side, "a.json", "--fail-if", "kernels.total_us > +5%", "--format", "json", "--no-cache"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["before"] == ["a.json"] and report["after"] == ["a.json"]
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("min_share = 150", "min_share must be 0 or more and under 100 (a %), not 150"),
+        ("fdr = 1.5", "fdr must be between 0 and 1, not 1.5"),
+        ("fdr = 0", "fdr must be between 0 and 1, not 0"),
+    ],
+)
+def test_55_low_a_gate_files_values_are_named_by_their_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, problem: str
+) -> None:
+    """``min_share = 150`` in a gate file was refused as ``--min-share must be …``: an option the
+    user never gave; now the file and its key."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    gate = tmp_path / "gate.toml"
+    gate.write_text(f'{line}\nrules = ["kernels.total_us > +5%"]\n')
+    assert run_cli(["diff", trace, trace, "--gate", str(gate), "--no-cache"]) == 2
+    assert capsys.readouterr().err.strip() == f"profview: error: {gate}: {problem}"
