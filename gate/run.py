@@ -164,7 +164,9 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
         (pl.col(name).cast(pl.String) if name else pl.lit("sql")).alias("name"),
         (pl.col("step").cast(pl.Int64, strict=False) if "step" in frame.columns else pl.lit(0, dtype=pl.Int64))
         .alias("step"),
-        pl.col(numeric[-1]).cast(pl.Float64).alias("value"),
+        # NaN or ±inf is no measurement: unknown (was NaN, then 0 in the matrices: "0 -> 0")
+        pl.when(pl.col(numeric[-1]).cast(pl.Float64).is_finite()).then(pl.col(numeric[-1]).cast(pl.Float64))
+        .alias("value"),
     )
 
 

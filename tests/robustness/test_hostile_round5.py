@@ -1148,3 +1148,12 @@ def test_55_low_a_gate_files_values_are_named_by_their_key(
     gate.write_text(f'{line}\nrules = ["kernels.total_us > +5%"]\n')
     assert run_cli(["diff", trace, trace, "--gate", str(gate), "--no-cache"]) == 2
     assert capsys.readouterr().err.strip() == f"profview: error: {gate}: {problem}"
+
+
+def test_55_low_nan_in_a_sql_rule_is_unknown_not_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``CAST('nan' AS DOUBLE)`` as a ``sql:`` rule's value was tested as 0 -> 0 (a pass on nothing)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "a"}, {"dur": 6, "name": "b"}]))
+    sql = "SELECT name, CASE WHEN name = 'a' THEN CAST('nan' AS DOUBLE) ELSE total_us END AS v FROM kernels"
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert [(r["name"], r["before"]) for r in result["results"]] == [("b", 6.0)]  # a: unknown, untested
