@@ -1157,3 +1157,12 @@ def test_55_low_nan_in_a_sql_rule_is_unknown_not_zero(tmp_path: Path, capsys: py
     assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--format", "json", "--no-cache"]) == 0
     (result,) = json.loads(capsys.readouterr().out)["rules"]
     assert [(r["name"], r["before"]) for r in result["results"]] == [("b", 6.0)]  # a: unknown, untested
+
+
+def test_55_low_a_parsers_debug_struct_is_not_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``SELECT {'a': 1}`` printed the SQL parser's Rust debug struct (``Dictionary([DictionaryField
+    { key: Ident { value: "a", quote_style: …, span: Span(Location(0,0)..…``) as the reason."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["query", trace, "-q", "SELECT {'a': 1} AS s", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "profview: error: bad query: expression Dictionary(…) is not currently supported", err
