@@ -1166,3 +1166,28 @@ def test_55_low_a_parsers_debug_struct_is_not_printed(tmp_path: Path, capsys: py
     assert run_cli(["query", trace, "-q", "SELECT {'a': 1} AS s", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "profview: error: bad query: expression Dictionary(…) is not currently supported", err
+
+
+@pytest.mark.parametrize(
+    "info",
+    [
+        {"rank": 2**63, "world_size": 2**63 + 1},
+        {"rank": 1.5, "world_size": 4},
+        {"rank": -1, "world_size": 4},
+        {"rank": 2, "world_size": 1 << 20},
+    ],
+)
+def test_55_low_an_implausible_rank_is_unknown_in_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], info: dict
+) -> None:
+    """``distributedInfo`` rank 2^63 was shown by ``summary`` (``rank 9223372036854775808 of …``)
+    where a job refuses it: a rank or world size that is no plausible count is unknown."""
+    from profview.analysis.tables.overview import distributed_rank
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"distributedInfo": {"backend": "nccl", **info}, "traceEvents": [KERNEL]}))
+    assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    overview = json.loads(capsys.readouterr().out)["overview"]
+    plausible = {k: v for k, v in info.items() if isinstance(v, int) and 0 <= v < 1 << 20}  # the witness
+    assert (overview["rank"], overview["world_size"]) == (plausible.get("rank"), plausible.get("world_size"))
+    assert distributed_rank({"distributedInfo": {"rank": 3, "world_size": 8}})[:2] == (3, 8)  # plausible: kept
