@@ -379,6 +379,19 @@ def evaluate(
         kept = [n for n in names if share(n) >= min_share]
         result.below_share = len(names) - len(kept)
         result.one_side = [n for n in result.one_side if share(n) >= min_share]
+        if not kept and names:  # every name is small: their sum is tested, so +10% of all is seen
+            label = f"(all {len(names):,} names, each under min_share {min_share:g}%)"
+
+            def summed(frames: list[pl.DataFrame], chosen_names: list[str] = names) -> list[pl.DataFrame]:
+                return [
+                    f.filter(pl.col("name").cast(pl.String).is_in(chosen_names)).with_columns(
+                        pl.lit(label, dtype=pl.String).alias("name")
+                    )
+                    for f in frames
+                ]
+
+            before, after = summed(before), summed(after)
+            kept = [label]
         names = kept
     if not names:
         if not names_before and not names_after:

@@ -1191,3 +1191,26 @@ def test_55_low_an_implausible_rank_is_unknown_in_summary(
     plausible = {k: v for k, v in info.items() if isinstance(v, int) and 0 <= v < 1 << 20}  # the witness
     assert (overview["rank"], overview["world_size"]) == (plausible.get("rank"), plausible.get("world_size"))
     assert distributed_rank({"distributedInfo": {"rank": 3, "world_size": 8}})[:2] == (3, 8)  # plausible: kept
+
+
+def test_55_low_a_view_of_small_names_only_tests_their_sum() -> None:
+    """Every kernel under ``min_share`` (300 names of 0.33% each), all 10% slower: the gate passed
+    with nothing tested.  Now their sum is the one test: 300 × 10 µs a step against 300 × 11 µs."""
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def side(us: float) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "name": [f"k{i}" for _ in range(5) for i in range(300)],
+                "step": [s for s in range(5) for _ in range(300)],
+                "total_us": [us] * 1500,
+            }
+        )
+
+    result = evaluate(rule, [side(10.0)], [side(11.0)], min_share=0.5, draws=200)
+    (test,) = result.tests
+    assert test.name == "(all 300 names, each under min_share 0.5%)" and result.below_share == 300
+    assert (test.before, test.after) == (300 * 10.0, 300 * 11.0)
+    assert abs(test.change - 10.0) < 1e-9
+    shown = evaluate(rule, [side(10.0)], [side(11.0)], min_share=0.2, draws=200)  # each over 0.2%: each tested
+    assert len(shown.tests) == 300
