@@ -31,6 +31,18 @@ def _is_snapshot(path: str) -> bool:
     return looks_like_snapshot(path)
 
 
+def _refuse_ignored_by_gate(given: dict[str, bool]) -> None:
+    """One line naming the options the gate does not read, rather than a gate that silently ignores them."""
+    ignored = [option for option, used in given.items() if used]
+    if ignored:
+        which = "them" if len(ignored) > 1 else "it"
+        raise ProfviewError(
+            None,
+            f"{', '.join(ignored)}: not an option of the gate (--fail-if/--gate), which would ignore {which}: "
+            f"leave {which} out",
+        )
+
+
 def diff(
     before: Annotated[
         str, typer.Argument(help="The profile before the change (trace or table; or a job: directory, glob, archive).")
@@ -125,6 +137,15 @@ def diff(
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
     --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 not comparable or not enough
     evidence with --inconclusive fail, 4 internal error)."""
+    if fail_if or gate_file is not None:
+        _refuse_ignored_by_gate(
+            {
+                "--capture": bool(capture), "--match": match != "exact", "--filter": filter_ is not None,
+                "--top": top is not None, "--sort": sort is not None, "--asc": asc, "--step": step is not None,
+                "--workers": workers is not None, "--per-step": per_step, "--tolerance": tolerance != 5.0,
+                "--raw-formulas": raw_formulas,
+            }
+        )
     if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
         from .snapshot_diff import gate_snapshots
 
@@ -204,29 +225,32 @@ def diff(
 
             note_input(before, after, *(capture or []))
         check_diff_target(out, (before, after), force)  # said before the work, not after it
-    comparison = load_comparison(
-        before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
-        tolerance_pct=tolerance, capture=capture,
-    )
-    comparison.step = step
-    for side in (comparison.before, comparison.after):
-        for warning in side.warnings:
-            typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
-    noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
-    for note in (line for v in noted for line in comparison.notes(v)):
-        typer.echo(f"profview: note: {clean(note)}", err=True)
-    explained = [view or "kernels"] if out is not None else ["kernels", "steps"]  # as the viewer's note line
-    for note in dict.fromkeys(line for v in explained for line in comparison.explanations(v)):
-        typer.echo(f"profview: note: {clean(note)}", err=True)
-    try:
-        if summary_:
-            from ..report.diff_summary import print_diff_summary
+    from ..parsers.source import held_together
 
-            print_diff_summary(comparison, top if top is not None else 10)
-            sys.stdout.flush()
-        if out is not None:
-            write_diff_view(comparison.view(view or "kernels"), out, (before, after), pattern=filter_, sort=sort,
-                            ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
-    except BrokenPipeError:
-        raise stdout_closed() from None
-    remember(comparison)
+    with held_together():  # both sides are held at once: each one's memory check counts the other's
+        comparison = load_comparison(
+            before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
+            tolerance_pct=tolerance, capture=capture,
+        )
+        comparison.step = step
+        for side in (comparison.before, comparison.after):
+            for warning in side.warnings:
+                typer.echo(f"profview: warning: {clean(side.path)}: {clean(warning)}", err=True)
+        noted = [view or "kernels"] if out is not None else ["kernels", "ops"]
+        for note in (line for v in noted for line in comparison.notes(v)):
+            typer.echo(f"profview: note: {clean(note)}", err=True)
+        explained = [view or "kernels"] if out is not None else ["kernels", "steps"]  # as the viewer's note line
+        for note in dict.fromkeys(line for v in explained for line in comparison.explanations(v)):
+            typer.echo(f"profview: note: {clean(note)}", err=True)
+        try:
+            if summary_:
+                from ..report.diff_summary import print_diff_summary
+
+                print_diff_summary(comparison, top if top is not None else 10)
+                sys.stdout.flush()
+            if out is not None:
+                write_diff_view(comparison.view(view or "kernels"), out, (before, after), pattern=filter_, sort=sort,
+                                ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
+        except BrokenPipeError:
+            raise stdout_closed() from None
+        remember(comparison)

@@ -11,6 +11,13 @@ from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, R
 from .target import Target
 
 
+def _ascii_digits(text: str) -> bool:
+    """Whether ``text`` (spaces around it aside) is ASCII digits: ``str.isdigit`` also takes
+    ``٣`` and ``²``, which are no number profview prints."""
+    text = text.strip()
+    return text.isascii() and text.isdigit()
+
+
 def open_viewer(
     path: PathArg,
     no_cache: NoCache = False,
@@ -40,7 +47,7 @@ def open_viewer(
     if iteration is not None:  # issue 40: said before the viewer takes the terminal
         from ..errors import ProfviewError
 
-        if target.is_job or not iteration.strip().isdigit():
+        if target.is_job or not _ascii_digits(iteration):
             given = iteration[:40]
             raise ProfviewError(None, f"--iteration in the viewer: one trace's iteration number, not {given!r}")
         number = int(iteration)
@@ -48,7 +55,8 @@ def open_viewer(
     if step is not None:  # said before the viewer takes the terminal, as --iteration
         from ..errors import ProfviewError
 
-        if target.is_job or iteration is not None or not step.strip().lstrip("-").isdigit() or len(step) > 12:
+        whole = _ascii_digits(step.strip().removeprefix("-"))
+        if target.is_job or iteration is not None or not whole or len(step) > 12:
             given = step[:40]
             raise ProfviewError(
                 None, f"--step in the viewer: one trace's step number (not with --iteration), not {given!r}"

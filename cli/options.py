@@ -19,7 +19,11 @@ FilterOption = Annotated[
 ]
 SortOption = Annotated[Optional[str], typer.Option(help="Sort by this column (descending).")]  # noqa: UP045
 AscOption = Annotated[bool, typer.Option("--asc", help="Sort ascending.")]
-TopOption = Annotated[Optional[int], typer.Option("--top", "-n", min=0, help="Keep the first N rows.")]  # noqa: UP045
+#: The most rows ``--top`` may keep: the engine counts rows in 64 bits (a larger N was an internal error).
+MAX_TOP = 2**63 - 1
+TopOption = Annotated[
+    Optional[int], typer.Option("--top", "-n", min=0, max=MAX_TOP, help="Keep the first N rows.")  # noqa: UP045
+]
 OnPathOption = Annotated[
     bool,
     typer.Option(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .options import (
+    MAX_TOP,
     CaptureOption,
     CommPattern,
     DaskOption,
@@ -24,7 +25,7 @@ from .target import Target
 
 def summary(
     path: PathArg,
-    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Rows of each table.")] = 10,
+    top: Annotated[int, typer.Option("--top", "-n", min=0, max=MAX_TOP, help="Rows of each table.")] = 10,
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,

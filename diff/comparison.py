@@ -6,6 +6,7 @@ the figures come from :mod:`profview.analysis.diff.compare` over each profile's 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -357,8 +358,8 @@ def load_comparison(
     check_inputs(before, after)
     if match not in MATCH_MODES:
         raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
-    if not tolerance_pct >= 0:
-        raise ProfviewError(None, f"--tolerance must be 0 or more, not {tolerance_pct}")
+    if not 0 <= tolerance_pct < math.inf:  # 1e400 is read as inf: no change would ever count
+        raise ProfviewError(None, f"--tolerance must be a finite number, 0 or more, not {tolerance_pct}")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in (before, after)]
         profiles = [f.result() for f in futures]

@@ -181,8 +181,8 @@ def load_job_comparison(
         raise ProfviewError(None, f"{before} and {after} are no jobs: compare two traces with load_comparison")
     if match not in MATCH_MODES:
         raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
-    if not tolerance_pct >= 0:
-        raise ProfviewError(None, f"--tolerance must be 0 or more, not {tolerance_pct}")
+    if not 0 <= tolerance_pct < float("inf"):  # 1e400 is read as inf: no change would ever count
+        raise ProfviewError(None, f"--tolerance must be a finite number, 0 or more, not {tolerance_pct}")
     first = open_job(before, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
     try:
         second = open_job(after, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)

@@ -89,6 +89,10 @@ def read_gate_file(path: str) -> dict[str, Any]:
                 raise ProfviewError(path, f"{key} has the wrong type ({type(data[key]).__name__})")
             if key != "strict" and (data[key] < 0 or not math.isfinite(data[key])):
                 raise ProfviewError(path, f"{key} must be a finite number of 0 or more, not {data[key]}")
+            if key == "fdr" and not 0 < data[key] < 1:  # said here, by its key, not as the option --fdr
+                raise ProfviewError(path, f"fdr must be between 0 and 1, not {data[key]}")
+            if key == "min_share" and not data[key] < 100:
+                raise ProfviewError(path, f"min_share must be 0 or more and under 100 (a %), not {data[key]}")
             settings[key] = data[key]
     if "inconclusive" in data:
         if data["inconclusive"] not in ("pass", "fail"):

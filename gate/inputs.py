@@ -30,9 +30,27 @@ def capture_paths(side: str) -> list[str]:
         files.extend(p for p in listing.all_files() if looks_like_trace(p))
     if not files:
         raise ProfviewError(side, "no traces found")
+    files = _distinct(files)
     if len(files) > MAX_CAPTURES:
         raise ProfviewError(side, f"{len(files)} captures: the gate reads at most {MAX_CAPTURES} a side")
     return files
+
+
+def _distinct(files: list[str]) -> list[str]:
+    """``files`` with each file once, however it is named (``a.json,./a.json``, a link to it): one
+    file named twice is one capture, not two identical runs (which would count as no noise)."""
+    seen: set[tuple[int, int] | str] = set()
+    out = []
+    for file in files:
+        try:
+            stat = os.stat(file)
+            key: tuple[int, int] | str = (stat.st_dev, stat.st_ino)
+        except OSError:  # said by the reader, as for any unreadable trace
+            key = os.path.abspath(file)
+        if key not in seen:
+            seen.add(key)
+            out.append(file)
+    return out
 
 
 def load_side(paths: list[str], *, use_cache: bool, comm_pattern: str | None) -> list[Profile]:

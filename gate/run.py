@@ -4,7 +4,7 @@ false-discovery correction, accepted regressions, and the verdict.
 Verdicts, by precedence: ``incomparable`` (the comparability block refuses), ``regression`` (a
 test is a regression not accepted), ``inconclusive`` (only when the gate is told
 ``inconclusive = "fail"``: a test is past its threshold within the noise, or a rule found nothing
-to test), ``pass``.
+to test; with ``strict``: a rule's selector matches no name on either side), ``pass``.
 """
 
 from __future__ import annotations
@@ -77,8 +77,12 @@ def _threshold_text(rule: Rule) -> str:
 
 def parse_date(text: str, what: str = "--until") -> dt.date:
     """An ISO date (YYYY-MM-DD), or a one-line error naming it."""
+    stripped = text.strip()
+    # fromisoformat also takes ISO week dates (2026-W05-1) and compact forms (20260126): not YYYY-MM-DD
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", stripped, flags=re.ASCII):
+        raise ProfviewError(None, f"{what} must be a date YYYY-MM-DD, not {text!r}")
     try:
-        return dt.date.fromisoformat(text.strip())
+        return dt.date.fromisoformat(stripped)
     except ValueError:
         raise ProfviewError(None, f"{what} must be a date YYYY-MM-DD, not {text!r}") from None
 
@@ -150,11 +154,19 @@ def _sql_samples(profile: Profile, query: str) -> pl.DataFrame:
         raise ProfviewError(None, f"sql: the query {query!r} returns no numeric column")
     texts = [c for c, t in frame.schema.items() if t in (pl.String, pl.Categorical)]
     name = "name" if "name" in frame.columns else (texts[0] if texts else None)
+    if "step" in frame.columns and not frame.schema["step"].is_integer():
+        raise ProfviewError(
+            None, f"sql: the query {query!r} returns a step column of {frame.schema['step']}, not whole numbers"
+        )
+    if name is not None and frame.schema[name] not in (pl.String, pl.Categorical, pl.Enum):
+        raise ProfviewError(None, f"sql: the query {query!r} returns a name column of {frame.schema[name]}, not text")
     return frame.select(
         (pl.col(name).cast(pl.String) if name else pl.lit("sql")).alias("name"),
-        (pl.col("step").cast(pl.Int64) if "step" in frame.columns else pl.lit(0, dtype=pl.Int64))
+        (pl.col("step").cast(pl.Int64, strict=False) if "step" in frame.columns else pl.lit(0, dtype=pl.Int64))
         .alias("step"),
-        pl.col(numeric[-1]).cast(pl.Float64).alias("value"),
+        # NaN or ±inf is no measurement: unknown (was NaN, then 0 in the matrices: "0 -> 0")
+        pl.when(pl.col(numeric[-1]).cast(pl.Float64).is_finite()).then(pl.col(numeric[-1]).cast(pl.Float64))
+        .alias("value"),
     )
 
 
@@ -188,8 +200,15 @@ def evaluate_sides(
     results = []
     for index, rule in enumerate(rules):
         started = time.perf_counter()
-        b = [] if rule.kind == "level" else _samples(before, rule)
-        a = _samples(after, rule, names_before)
+        try:
+            b = [] if rule.kind == "level" else _samples(before, rule)
+            a = _samples(after, rule, names_before)
+        except ProfviewError as error:
+            if rule.view != "phases":
+                raise
+            # a trace without iterations has no phase to test: this rule is untested, the others run
+            results.append(RuleResult(rule, note=f"{error.path}: {error.problem}" if error.path else error.problem))
+            continue
         calls = None
         few = min(_steps_of(a), _steps_of(b) if b else MIN_STEPS) < MIN_STEPS
         if few and len(before) == 1 and len(after) == 1 and rule.view in ("kernels", "ops"):
@@ -204,7 +223,15 @@ def evaluate_sides(
 
 
 def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateResult:
-    """The gate of ``before_side`` against ``after_side`` (see the module doc)."""
+    """The gate of ``before_side`` against ``after_side`` (see the module doc); every capture of
+    both sides is held at once, so each one's memory check counts the others'."""
+    from ..parsers.source import held_together
+
+    with held_together():
+        return _run_gate(before_side, after_side, options)
+
+
+def _run_gate(before_side: str, after_side: str, options: GateOptions) -> GateResult:
     started = time.perf_counter()
     rules = check_options(options)
     before_paths, after_paths = capture_paths(before_side), capture_paths(after_side)
@@ -231,6 +258,8 @@ def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRes
         result.findings("not significant") or any(not r.tests for r in results)
     ):
         result.verdict = "inconclusive"
+    elif options.strict and any(r.matched_nothing for r in results):
+        result.verdict = "inconclusive"  # a selector that finds no name (a typo) tested nothing
     from ..profiles.loading import remember_views
 
     for profile in (*before, *after):

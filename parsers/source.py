@@ -11,8 +11,10 @@ from __future__ import annotations
 import mmap
 import os
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -235,21 +237,62 @@ def economise_address_space() -> None:
         return
 
 
+class _HeldTogether:
+    """The traces one command holds at once (both sides of a diff, every capture of a gate):
+    what each whole-process check passed with, beyond the libraries, so the next one counts it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.needs: list[int] | None = None  # None: each trace is checked on its own
+
+
+_HELD = _HeldTogether()
+
+
+@contextmanager
+def held_together() -> Iterator[None]:
+    """Within the block, each trace's whole-process check (:func:`check_memory`) counts what
+    the traces checked before it in the block need: a diff of two traces that each fit, but not
+    together, is one line (it was Polars' allocation abort, exit 134, under ``ulimit -v``).
+    A block inside another is part of it."""
+    with _HELD.lock:
+        outer = _HELD.needs is not None
+        if not outer:
+            _HELD.needs = []
+    try:
+        yield
+    finally:
+        if not outer:
+            with _HELD.lock:
+                _HELD.needs = None
+
+
 def check_memory(path: str, needed: int, *, whole_process: bool = False) -> None:
     """Fail early, with a clear message, when a trace needs more memory than is available.
 
     ``whole_process``: ``needed`` is this process's whole peak (the events frame and the
-    libraries it already holds included), compared with the room left plus what it holds.
+    libraries it already holds included), compared with the room left plus what it holds;
+    within :func:`held_together`, plus what the other traces held with it need.
     """
-    budget = memory_budget(held=whole_process)
-    if budget is not None and needed > budget[0]:
-        available, source = budget
-        raise ProfviewError(
-            path,
-            f"needs about {_size(needed)} of memory to load, but only {_size(available)} "
-            f"is available ({source}; open the trace on a larger machine or raise the limit)",
-            out_of_memory=True,
-        )
+    with _HELD.lock:
+        others = list(_HELD.needs or []) if whole_process else []
+        beside = sum(others)
+        budget = memory_budget(held=whole_process)
+        if budget is not None and needed + beside > budget[0]:
+            available, source = budget
+            with_others = ","
+            if len(others) == 1:
+                with_others = f", and the other trace this command holds {_size(beside)},"
+            elif others:
+                with_others = f", and the {len(others)} other traces this command holds {_size(beside)},"
+            raise ProfviewError(
+                path,
+                f"needs about {_size(needed)} of memory to load{with_others} but only {_size(available)} "
+                f"is available ({source}; open the trace on a larger machine or raise the limit)",
+                out_of_memory=True,
+            )
+        if whole_process and _HELD.needs is not None:
+            _HELD.needs.append(max(0, needed - BASE_MEMORY))
 
 
 #: Names at least this long are counted again (:data:`LONG_NAME_COPIES`) by the memory checks.

@@ -181,7 +181,7 @@ def view_frame(
             raise ProfviewError(None, f"--iteration N narrows {narrowed} (a regex: iterations, phases), not {view}")
         if step is not None:
             raise ProfviewError(None, "--step and --iteration: give one")
-        if not iteration.strip().isdigit():
+        if not (iteration.strip().isascii() and iteration.strip().isdigit()):
             raise ProfviewError(None, f"--iteration with --view {view}: an iteration's number, not {iteration[:40]!r}")
         scope = profile.iteration_scope(int(iteration))
         if view == "modules":

@@ -135,9 +135,16 @@ def _execute(context: pl.SQLContext, sql: str) -> pl.DataFrame:
     return done[0]
 
 
+#: A Rust debug struct of the SQL parser's tree in a message (``Dictionary([DictionaryField { key:
+#: Ident { …, span: Span(Location(0,0)..…) } }])``): its kind is kept, the rest shown as ``(…)``.
+_DEBUG_STRUCT = re.compile(r"\b([A-Z][A-Za-z]*)\((?=.*\bspan: Span\().*\)")
+
+
 def _one_line(text: str) -> str:
-    """The first line of a Polars message (its plans follow on the next lines), trimmed."""
+    """The first line of a Polars message (its plans follow on the next lines), trimmed, a
+    parser's debug struct shown by its kind only."""
     line = next((part.strip() for part in text.splitlines() if part.strip()), text.strip())
+    line = _DEBUG_STRUCT.sub(r"\1(…)", line)
     return line if len(line) <= 300 else line[:299] + "…"
 
 

@@ -79,6 +79,26 @@ def export_format(target: str) -> str:
     return fmt
 
 
+def writable(frame: pl.DataFrame, fmt: str) -> pl.DataFrame:
+    """``frame`` with the columns ``fmt`` cannot hold written as text (a query can answer with
+    any type; each was an internal error): bytes as hex (CSV and JSON), and in CSV a duration as
+    ISO 8601 (``P1DT0.000005S``) and a list, array or struct as its JSON (``[1,2]``); a null stays
+    null.  Parquet holds them all as they are."""
+    columns = []
+    for name, dtype in frame.schema.items():
+        column = pl.col(name)
+        if fmt == "parquet":
+            break
+        if dtype == pl.Binary:
+            columns.append(column.bin.encode("hex"))
+        elif fmt == "csv" and isinstance(dtype, pl.Duration):
+            columns.append(column.dt.to_string("iso"))
+        elif fmt == "csv" and dtype.is_nested():
+            as_json = pl.struct(column.alias("x")).struct.json_encode().str.slice(len('{"x":')).str.strip_suffix("}")
+            columns.append(pl.when(column.is_not_null()).then(as_json).alias(name))
+    return frame.with_columns(columns) if columns else frame
+
+
 def write_table(
     frame: pl.DataFrame,
     target: str,
@@ -91,6 +111,7 @@ def write_table(
     # Categorical text (the events frame's repeated values) is written, and guarded, as text.
     frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
     fmt = export_format(target)
+    frame = writable(frame, fmt)
     if fmt == "csv" and not raw_formulas:
         frame = neutralise_formulas(frame)
     if target == "-" and _is_terminal(sys.stdout):

@@ -137,7 +137,9 @@ def parse_rule(text: str) -> Rule:
         tail = _SQL_TAIL.search(stripped)
         if tail is None:
             raise bad_rule(text, stripped[-20:], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
-        query = stripped[4 : tail.start()].strip().strip("'\"").strip()
+        query = stripped[4 : tail.start()].strip()
+        if len(query) >= 2 and query[0] == query[-1] and query[0] in "'\"":  # sql:'SELECT …' > +5%
+            query = query[1:-1].strip()  # one pair, never a quote the query's own text ends with
         if not query:
             raise bad_rule(text, "sql:", "an empty query")
         value, kind = parse_threshold(text, tail["threshold"], "value")
@@ -229,6 +231,9 @@ class RuleResult:
     note: str | None = None
     outside: tuple[float, float] = (0.0, 0.0)
     seconds: float = 0.0
+    #: Its selector matches no name on either side (a typo, or the wrong view): said always, and
+    #: a failure under ``--strict``.
+    matched_nothing: bool = False
 
     @property
     def methods(self) -> list[str]:
@@ -379,10 +384,27 @@ def evaluate(
         kept = [n for n in names if share(n) >= min_share]
         result.below_share = len(names) - len(kept)
         result.one_side = [n for n in result.one_side if share(n) >= min_share]
+        if not kept and names:  # every name is small: their sum is tested, so +10% of all is seen
+            label = f"(all {len(names):,} names, each under min_share {min_share:g}%)"
+
+            def summed(frames: list[pl.DataFrame], chosen_names: list[str] = names) -> list[pl.DataFrame]:
+                return [
+                    f.filter(pl.col("name").cast(pl.String).is_in(chosen_names)).with_columns(
+                        pl.lit(label, dtype=pl.String).alias("name")
+                    )
+                    for f in frames
+                ]
+
+            before, after = summed(before), summed(after)
+            kept = [label]
         names = kept
     if not names:
         if not names_before and not names_after:
-            result.note = "no samples on either side"
+            result.matched_nothing = rule.selector is not None and any(f.height for f in (*before, *after))
+            result.note = (
+                f"the selector {rule.selector!r} matches no name of {rule.view} on either side (a typo?)"
+                if result.matched_nothing else "no samples on either side"
+            )
         return result
     fill = 0.0 if rule.view in ADDITIVE else None
     after_m = _matrices(after, names, metric, fill)

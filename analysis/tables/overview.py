@@ -48,15 +48,23 @@ def used_devices(gpu: pl.DataFrame) -> set[int] | None:
     return {int(d) for d in found} or None
 
 
+#: Ranks (and world sizes) at or above this are implausible: unknown in a trace's summary, refused
+#: in a job (``profview.jobs.inputs.MAX_RANKS``, the same bound): no job has a million ranks.
+MAX_RANKS = 1 << 20
+
+
 def distributed_rank(metadata: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
-    """(rank, world size, backend) from ``distributedInfo``; None for what it does not say."""
+    """(rank, world size, backend) from ``distributedInfo``; None for what it does not say, or
+    says implausibly (a rank of 2^63, a fraction, :data:`MAX_RANKS` or more)."""
     info = metadata.get("distributedInfo")
     if not isinstance(info, dict):
         return None, None, None
 
     def number(key: str) -> int | None:
         value = info.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < MAX_RANKS:
+            return None
+        return int(value) if value == int(value) else None
 
     backend = info.get("backend")
     rank, world = number("rank"), number("world_size")

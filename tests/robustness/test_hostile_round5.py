@@ -7,6 +7,9 @@ Linearity is shown by ratios (the work at two sizes, :mod:`scaling`), never by a
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -690,3 +693,524 @@ def test_55_10_a_shape_holds_ints_only_property() -> None:
             assert shape == entry
 
     check()
+
+
+# ---- item 7: memory limits in diff and the gate ----------------------------------------------
+
+
+def many_kernels_trace(path: Path, count: int) -> Path:
+    """A trace of one step of ``count`` kernels of 50 names (a frame of a few MB, stored in a fraction)."""
+    step = {
+        "name": "ProfilerStep#1",
+        "ph": "X",
+        "cat": "user_annotation",
+        "ts": 0,
+        "dur": 20 * count + 10,
+        "pid": 1,
+        "tid": 1,
+    }
+    kernels = [{**KERNEL, "name": f"k{i % 50}", "ts": 1 + 20 * i, "dur": 5} for i in range(count)]
+    path.write_text(json.dumps({"traceEvents": [step, *kernels]}))
+    return path
+
+
+def profview_run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``profview ARGS`` in its own process (a refusal for memory ends the process at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "profview", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("mode", [["--summary"], ["--fail-if", "kernels.total_us > +5%"]])
+def test_55_7_a_two_sides_that_fit_alone_but_not_together_are_one_line(
+    tmp_path: Path, cached: bool, mode: list[str]
+) -> None:
+    """Each side's memory check counted that side alone (and a cached one the compressed file:
+    3.9 MB on disk for 185 MB of events), so two traces that fit one at a time passed, and Polars'
+    allocator aborted (exit 134) under ``ulimit -v``.  Under a limit between one side's need and
+    both sides' needs: one line, exit 2."""
+    from profview.parsers.source import BASE_MEMORY
+    from profview.profiles.loading import ANALYSIS_MEMORY_FACTOR, load
+    from profview.store.trace_cache import EVENTS_FILE
+
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(tmp_path / "cache")}
+    before = str(many_kernels_trace(tmp_path / "a.json", 100_000))
+    after = str(many_kernels_trace(tmp_path / "b.json", 100_000))
+    if cached:
+        for side in (before, after):  # parsed and stored by another command: the diff's own views are not
+            assert profview_run(["summary", side], env).returncode == 0
+    if cached:  # the frame as read back from the cache (null columns are stored, not shared)
+        events = pl.read_ipc(sorted((tmp_path / "cache").glob(f"*/{EVENTS_FILE}"))[0])
+    else:
+        parsed = load(before, use_cache=False).events
+        assert parsed is not None
+        events = parsed
+    one = int(events.estimated_size() * ANALYSIS_MEMORY_FACTOR)  # the witness: one side's need
+    limited = {**env, "PROFVIEW_MEMORY_LIMIT": str(BASE_MEMORY + one * 3 // 2)}
+    done = profview_run(["diff", before, after, *mode, *([] if cached else ["--no-cache"])], limited)
+    err = done.stderr.strip()
+    assert done.returncode == 2, err[-500:]
+    assert len(err.splitlines()) == 1 and "needs about" in err and "the other trace this command holds" in err, repr(
+        err
+    )
+    roomy = {**env, "PROFVIEW_MEMORY_LIMIT": str(BASE_MEMORY + one * 5 // 2)}  # room for both: it runs
+    assert profview_run(["diff", before, after, *mode], roomy).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("mode", [["--summary"], ["--fail-if", "kernels.total_us > +5%"]])
+def test_55_7_b_ulimit_v_on_the_big_trace_is_one_line_never_an_abort(
+    shared_dir: Path, tmp_path: Path, mode: list[str]
+) -> None:
+    """``ulimit -v 1048576; profview diff BIG BIG --fail-if …`` (and ``--summary``), the cache
+    warm: "memory allocation of 3993554 bytes failed", SIGABRT (exit 134), 3 of 3 runs."""
+    import shlex
+
+    big = str(shared_dir / "traces" / "gpt2_train_big.pt.trace.json.gz")
+    env = {**os.environ, "PROFVIEW_CACHE_DIR": str(tmp_path / "cache"), "PROFVIEW_MEMORY_LIMIT": ""}
+    warm = profview_run(["summary", big], env)
+    assert warm.returncode == 0, warm.stderr[-500:]
+    command = shlex.join([sys.executable, "-m", "profview", "diff", big, big, *mode])
+    done = subprocess.run(
+        ["bash", "-c", f"ulimit -v 1048576; {command}"], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    *notes, line = done.stderr.strip().splitlines()  # the diff's notes on each side may come first
+    assert all(n.startswith("profview: note: ") for n in notes), done.stderr[-500:]
+    assert line.startswith(f"profview: error: {big}: needs about") and "ulimit -v" in line
+
+
+# ---- medium: the gate's options and untested rules ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--capture", "/nonexistent"],
+        ["--match", "normalized"],
+        ["--filter", "gemm"],
+        ["--top", "3"],
+        ["--sort", "total_us"],
+        ["--step", "1"],
+        ["-j", "2"],
+        ["--per-step"],
+        ["--tolerance", "9"],
+    ],
+)
+def test_55_medium_options_the_gate_does_not_read_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    """``diff --fail-if`` silently ignored ``--capture /nonexistent``, ``--match``, ``--filter``,
+    ``--top``, ``--sort``, ``--step`` and ``-j`` (exit 0, as if they held)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    code = run_cli(["diff", trace, trace, "--fail-if", "kernels.total_us > +5%", *extra, "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    option = {"-j": "--workers"}.get(extra[0], extra[0])
+    assert code == 2 and err == (
+        f"profview: error: {option}: not an option of the gate (--fail-if/--gate), which would ignore it: leave it out"
+    )
+
+
+def test_55_medium_a_selector_that_matches_nothing_is_said_and_fails_under_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A selector that matches nothing (a typo) passed with exit 0 even under ``--strict``: it is
+    said always (the rule untested, with why), and fails (exit 3) under ``--strict``."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "gemm_a"}]))
+    typo = 'kernels["gemmm"].total_us > +5%'
+    assert run_cli(["diff", trace, trace, "--fail-if", typo, "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "the selector 'gemmm' matches no name of kernels on either side" in out
+    assert run_cli(["diff", trace, trace, "--fail-if", typo, "--strict", "--no-cache"]) == 3
+    assert "verdict: inconclusive" in capsys.readouterr().out
+    found = 'kernels["gemm"].total_us > +5%'  # the name is there: the same gate under --strict passes
+    assert run_cli(["diff", trace, trace, "--fail-if", found, "--strict", "--no-cache"]) == 0
+    assert "matches no name" not in capsys.readouterr().out
+
+
+def test_55_medium_a_phases_rule_on_a_trace_without_iterations_is_untested(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``phases`` rule on a trace without iterations failed the whole gate (exit 2), its other
+    rules untested: now that rule is untested, with why, and the others run."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [{**KERNEL, "ts": 1 + 10 * i} for i in range(5)]}))  # no step
+    trace = str(path)
+    code = run_cli(
+        [
+            "diff",
+            trace,
+            trace,
+            "--fail-if",
+            "phases.gpu_us > +5%",
+            "--fail-if",
+            "kernels.total_us > +5%",
+            "--format",
+            "json",
+            "--no-cache",
+        ]
+    )
+    assert code == 0
+    results = {r["rule"]: r for r in json.loads(capsys.readouterr().out)["rules"]}
+    assert results["phases.gpu_us > +5%"]["tested"] == 0 and results["phases.gpu_us > +5%"]["status"] == "untested"
+    assert "no iterations" in results["phases.gpu_us > +5%"]["note"]
+    assert results["kernels.total_us > +5%"]["tested"] == 1  # the kernel k, tested
+    code = run_cli(["diff", trace, trace, "--fail-if", "phases.gpu_us > +5%", "--inconclusive", "fail", "--no-cache"])
+    assert code == 3  # nothing to test: inconclusive when told so, as any untested rule
+
+
+@pytest.mark.parametrize(
+    "command", [["summary", "{t}"], ["export", "{t}", "-v", "kernels", "-o", "-"], ["diff", "{t}", "{t}", "--summary"]]
+)
+def test_55_medium_top_past_int64_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """``--top 99999999999999999999999`` was an internal error (OverflowError in the engine)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    args = [trace if a == "{t}" else a for a in command]
+    assert run_cli([*args, "--top", "99999999999999999999999", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "is not in the range 0<=x<=9223372036854775807" in err
+    assert run_cli([*args, "--top", str(2**63 - 1), "--no-cache"]) == 0  # the largest N is taken
+
+
+def test_55_medium_a_query_answer_is_printed_a_batch_at_a_time() -> None:
+    """``query "SELECT * FROM events"`` to a terminal or pipe took 2.26 GB (a string per cell of
+    512,907 rows, all held): now the peak is a batch's, the same for 2 and 8 batches of rows, and
+    the lines are those of one frame printed whole (the witness: widths measured over all rows)."""
+    import tracemalloc
+
+    from profview.report.frame_text import BATCH_ROWS, frame_lines, print_frame
+
+    def table(rows: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "name": [f"kernel_{i % 997}" * (1 + i % 3) for i in range(rows)],
+                "us": [i / 7 for i in range(rows)],
+                "n": list(range(rows)),
+            }
+        )
+
+    class Sink:
+        def __init__(self) -> None:
+            self.written = 0
+            self.lines: list[str] = []
+
+        def write(self, text: str) -> None:
+            self.written += len(text)
+            if len(self.lines) < 3:
+                self.lines.extend(text.splitlines()[: 3 - len(self.lines)])
+
+    def peak(frame: pl.DataFrame) -> tuple[int, Sink]:
+        sink = Sink()
+        tracemalloc.start()
+        print_frame(frame, sink)  # type: ignore[arg-type]
+        most = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return most, sink
+
+    small, _ = peak(table(2 * BATCH_ROWS))
+    frame = table(8 * BATCH_ROWS)
+    large, sink = peak(frame)
+    assert large < 1.5 * small, (small, large, sink.written)  # held all at once, it grew 4x
+    rows = frame.height
+    widths = [max(len("name"), *(len(n) for n in frame["name"])), len(f"{(rows - 1) / 7:.3f}"), len(str(rows - 1))]
+    assert sink.lines[0] == f"{'name'.ljust(widths[0])}  {'us'.rjust(widths[1])}  {'n'.rjust(widths[2])}"
+    assert sink.lines[2] == f"{'kernel_0'.ljust(widths[0])}  {'0.000'.rjust(widths[1])}  {'0'.rjust(widths[2])}"
+    assert len(frame_lines(frame)) == rows + 2
+
+
+@pytest.mark.parametrize(
+    ("sql", "cell"),
+    [
+        ("SELECT [1, 2] AS v", json.dumps([1, 2], separators=(",", ":"))),
+        ("SELECT [[1], [2, 3]] AS v", json.dumps([[1], [2, 3]], separators=(",", ":"))),
+        ("SELECT CAST('ab' AS BLOB) AS v", b"ab".hex()),
+        ("SELECT INTERVAL '1 day' AS v", "P1D"),
+    ],
+)
+@pytest.mark.parametrize("suffix", [".csv", ".json", "-"])
+def test_55_medium_nested_binary_and_duration_query_columns_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str, cell: str, suffix: str
+) -> None:
+    """A list, bytes or a duration in a query's answer was an internal error in CSV ("CSV format
+    does not support nested data") and bytes in JSON (a panic): now text (JSON, hex, ISO 8601)."""
+    import csv
+
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    out = "-" if suffix == "-" else str(tmp_path / f"answer{suffix}")
+    assert run_cli(["query", trace, "-q", sql, "-o", out, "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err
+    text = captured.out if out == "-" else Path(out).read_text()
+    if suffix == ".json":
+        (row,) = json.loads(text)
+        expected = json.loads(cell) if cell.startswith("[") else {"P1D": f"PT{24 * 3600}S"}.get(cell, cell)
+        assert row["v"] == expected  # Polars' JSON writes a duration in seconds, ISO 8601 too
+    else:
+        (row,) = list(csv.DictReader(text.splitlines()))
+        assert row["v"] == cell
+
+
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("SELECT 'x' AS step, 1 AS v", "returns a step column of String, not whole numbers"),
+        ("SELECT 1e300 AS step, 2 AS v", "returns a step column of Float64, not whole numbers"),
+        ("SELECT 1.5 AS step, 2 AS v", "not whole numbers"),  # was read as step 1
+        ("SELECT [1] AS name, 1 AS v", "returns a name column of List(Int64), not text"),
+    ],
+)
+def test_55_medium_sql_rule_columns_of_the_wrong_type_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str, problem: str
+) -> None:
+    """A ``sql:`` rule whose ``step`` is text or a float past int64, or whose ``name`` is a list,
+    ended in an internal error (a strict cast); a fractional step was cut to a whole one."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"profview: error: sql: the query {sql!r} {problem}" or (problem in err and "\n" not in err), err
+    assert "internal error" not in err
+
+
+def test_55_medium_a_sql_rule_may_end_in_a_quote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sql:SELECT … WHERE name > 'a' > +5%``: the rule's quotes were stripped from both ends of the
+    query, its own closing quote with them (``Unterminated string literal``): valid SQL refused."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "b"}, {"dur": 4, "name": "a"}]))
+    rule = "sql:SELECT name, total_us FROM kernels WHERE name > 'a' > +5%"
+    assert run_cli(["diff", trace, trace, "--fail-if", rule, "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert [r["name"] for r in result["results"]] == ["b"]  # the query's own WHERE: names after 'a'
+    quoted = "sql:'SELECT name, total_us FROM kernels' > +5%"  # a quoted query: one pair stripped
+    assert run_cli(["diff", trace, trace, "--fail-if", quoted, "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert sorted(r["name"] for r in result["results"]) == ["a", "b"]
+
+
+def test_55_memory_limits_property() -> None:
+    """*Memory limits give one line*: within one command that holds several traces, each trace's
+    check refuses exactly when its need and the needs of the traces already held beside it pass
+    the limit, in one line that says both; outside such a command each trace counts alone."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from profview.parsers.source import BASE_MEMORY, check_memory, held_together
+
+    mib = 2**20
+
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=150)
+    @given(st.lists(st.integers(0, 2_000), min_size=1, max_size=6), st.integers(0, 4_000))
+    def holds(needs: list[int], limit_mib: int) -> None:
+        limit = BASE_MEMORY + limit_mib * mib
+        old = os.environ.get("PROFVIEW_MEMORY_LIMIT")
+        os.environ["PROFVIEW_MEMORY_LIMIT"] = str(limit)
+        try:
+            held = passed = 0  # the witness: the sum of the needs of the traces that passed, and their count
+            with held_together():
+                for index, need in enumerate(needs):
+                    needed = BASE_MEMORY + need * mib
+                    try:
+                        check_memory(f"t{index}.json", needed, whole_process=True)
+                    except ProfviewError as refused:
+                        assert needed + held > limit and refused.out_of_memory
+                        assert "\n" not in str(refused) and str(refused).startswith(f"t{index}.json: needs about")
+                        assert ("other trace" in str(refused)) == (passed > 0)  # said when others are held
+                        continue
+                    assert needed + held <= limit
+                    held += need * mib
+                    passed += 1
+            for need in needs:  # outside: each alone
+                needed = BASE_MEMORY + need * mib
+                try:
+                    check_memory("alone.json", needed, whole_process=True)
+                except ProfviewError:
+                    assert needed > limit
+                else:
+                    assert needed <= limit
+        finally:
+            if old is None:
+                del os.environ["PROFVIEW_MEMORY_LIMIT"]
+            else:
+                os.environ["PROFVIEW_MEMORY_LIMIT"] = old
+
+    holds()
+
+
+# ---- low ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("until", ["2099-W05-1", "20990126", "2099-026", "２０９９-01-26"])
+def test_55_low_until_is_a_calendar_date_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], until: str) -> None:
+    """ISO week dates (``2099-W05-1``), compact and ordinal dates were taken as ``--until``."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    args = [
+        "diff",
+        trace,
+        trace,
+        "--fail-if",
+        "kernels.total_us > +5%",
+        "--accept",
+        'kernels["k"].total_us <= +12%',
+        "--reason",
+        "known",
+        "--no-cache",
+    ]
+    assert run_cli([*args, "--until", until]) == 2
+    assert capsys.readouterr().err.strip() == f"profview: error: --until must be a date YYYY-MM-DD, not {until!r}"
+    assert run_cli([*args, "--until", "2099-01-26"]) == 0  # a calendar date is taken
+
+
+@pytest.mark.parametrize("digits", ["٣", "²", "１"])
+def test_55_low_iteration_numbers_are_ascii_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], digits: str
+) -> None:
+    """``--iteration ٣`` (an Arabic-Indic 3) was read as iteration 3: ``str.isdigit`` takes any digit."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}], steps=3))
+    assert run_cli(["export", trace, "-v", "kernels", "--iteration", digits, "-o", "-", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "an iteration's number, not" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("tolerance", ["1e400", "inf", "nan"])
+def test_55_low_tolerance_is_finite(tmp_path: Path, capsys: pytest.CaptureFixture[str], tolerance: str) -> None:
+    """``--tolerance 1e400`` (inf: no change would ever count) was taken."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["diff", trace, trace, "--summary", "--tolerance", tolerance, "--no-cache"]) == 2
+    assert "--tolerance must be a finite number, 0 or more" in capsys.readouterr().err
+
+
+def test_55_medium_the_gates_memory_per_tested_name_is_small() -> None:
+    """The bootstrap held a ``names × draws`` matrix and its scaled copies (85 KB a tested name;
+    16,000 devices: 1.42 GB): now a few names at a time, with the same resamples for every name, so
+    each variance is the one the whole matrix gives (the witness)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from profview.analysis.diff.gate_stats import _scaled, resampled_means
+
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def peak(names: int) -> float:
+        frame = pl.DataFrame(
+            {
+                "name": [f"k{i}" for _ in range(10) for i in range(names)],
+                "step": [s for s in range(10) for _ in range(names)],
+                "total_us": [float(1 + (i * 7 + s) % 13) for s in range(10) for i in range(names)],
+            }
+        )
+        tracemalloc.start()
+        assert len(evaluate(rule, [frame], [frame]).tests) == names
+        most = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return float(most)
+
+    per_name = (peak(4_000) - peak(1_000)) / 3_000
+    assert per_name < 16 * 1024, per_name  # was about 47 KB a name over 10 steps
+    from profview.analysis.diff.gate_stats import resampled_variance
+
+    matrix = np.random.default_rng(1).random((300, 12))
+    centre = matrix.mean(axis=1)
+    whole = np.var(_scaled(resampled_means(matrix, np.random.default_rng(5), 500), centre[:, None], "pct"), axis=1)
+    assert np.allclose(resampled_variance(matrix, centre, "pct", np.random.default_rng(5), 500), whole)
+
+
+def test_55_low_a_side_naming_one_file_twice_is_one_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``a.json,./a.json`` (or a link to it) was two captures: two identical runs, no noise between them."""
+    trace = write_trace(tmp_path / "a.json", [{"dur": 4}], steps=4)
+    (tmp_path / "link.json").symlink_to(trace)
+    monkeypatch.chdir(tmp_path)
+    side = "a.json,./a.json,link.json"
+    assert (
+        run_cli(["diff", side, "a.json", "--fail-if", "kernels.total_us > +5%", "--format", "json", "--no-cache"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["before"] == ["a.json"] and report["after"] == ["a.json"]
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("min_share = 150", "min_share must be 0 or more and under 100 (a %), not 150"),
+        ("fdr = 1.5", "fdr must be between 0 and 1, not 1.5"),
+        ("fdr = 0", "fdr must be between 0 and 1, not 0"),
+    ],
+)
+def test_55_low_a_gate_files_values_are_named_by_their_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, problem: str
+) -> None:
+    """``min_share = 150`` in a gate file was refused as ``--min-share must be …``: an option the
+    user never gave; now the file and its key."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    gate = tmp_path / "gate.toml"
+    gate.write_text(f'{line}\nrules = ["kernels.total_us > +5%"]\n')
+    assert run_cli(["diff", trace, trace, "--gate", str(gate), "--no-cache"]) == 2
+    assert capsys.readouterr().err.strip() == f"profview: error: {gate}: {problem}"
+
+
+def test_55_low_nan_in_a_sql_rule_is_unknown_not_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``CAST('nan' AS DOUBLE)`` as a ``sql:`` rule's value was tested as 0 -> 0 (a pass on nothing)."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4, "name": "a"}, {"dur": 6, "name": "b"}]))
+    sql = "SELECT name, CASE WHEN name = 'a' THEN CAST('nan' AS DOUBLE) ELSE total_us END AS v FROM kernels"
+    assert run_cli(["diff", trace, trace, "--fail-if", f"sql:{sql} > +5%", "--format", "json", "--no-cache"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["rules"]
+    assert [(r["name"], r["before"]) for r in result["results"]] == [("b", 6.0)]  # a: unknown, untested
+
+
+def test_55_low_a_parsers_debug_struct_is_not_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``SELECT {'a': 1}`` printed the SQL parser's Rust debug struct (``Dictionary([DictionaryField
+    { key: Ident { value: "a", quote_style: …, span: Span(Location(0,0)..…``) as the reason."""
+    trace = str(write_trace(tmp_path / "t.json", [{"dur": 4}]))
+    assert run_cli(["query", trace, "-q", "SELECT {'a': 1} AS s", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "profview: error: bad query: expression Dictionary(…) is not currently supported", err
+
+
+@pytest.mark.parametrize(
+    "info",
+    [
+        {"rank": 2**63, "world_size": 2**63 + 1},
+        {"rank": 1.5, "world_size": 4},
+        {"rank": -1, "world_size": 4},
+        {"rank": 2, "world_size": 1 << 20},
+    ],
+)
+def test_55_low_an_implausible_rank_is_unknown_in_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], info: dict
+) -> None:
+    """``distributedInfo`` rank 2^63 was shown by ``summary`` (``rank 9223372036854775808 of …``)
+    where a job refuses it: a rank or world size that is no plausible count is unknown."""
+    from profview.analysis.tables.overview import distributed_rank
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"distributedInfo": {"backend": "nccl", **info}, "traceEvents": [KERNEL]}))
+    assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    overview = json.loads(capsys.readouterr().out)["overview"]
+    plausible = {k: v for k, v in info.items() if isinstance(v, int) and 0 <= v < 1 << 20}  # the witness
+    assert (overview["rank"], overview["world_size"]) == (plausible.get("rank"), plausible.get("world_size"))
+    assert distributed_rank({"distributedInfo": {"rank": 3, "world_size": 8}})[:2] == (3, 8)  # plausible: kept
+
+
+def test_55_low_a_view_of_small_names_only_tests_their_sum() -> None:
+    """Every kernel under ``min_share`` (300 names of 0.33% each), all 10% slower: the gate passed
+    with nothing tested.  Now their sum is the one test: 300 × 10 µs a step against 300 × 11 µs."""
+    rule = parse_rule("kernels.total_us > +5%")
+
+    def side(us: float) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "name": [f"k{i}" for _ in range(5) for i in range(300)],
+                "step": [s for s in range(5) for _ in range(300)],
+                "total_us": [us] * 1500,
+            }
+        )
+
+    result = evaluate(rule, [side(10.0)], [side(11.0)], min_share=0.5, draws=200)
+    (test,) = result.tests
+    assert test.name == "(all 300 names, each under min_share 0.5%)" and result.below_share == 300
+    assert (test.before, test.after) == (300 * 10.0, 300 * 11.0)
+    assert abs(test.change - 10.0) < 1e-9
+    shown = evaluate(rule, [side(10.0)], [side(11.0)], min_share=0.2, draws=200)  # each over 0.2%: each tested
+    assert len(shown.tests) == 300
