@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from .recording_advice import fit_advice
 
 if TYPE_CHECKING:
     from ..analysis.critical_path.frames import StepPaths
@@ -100,7 +101,7 @@ class PathViews(ProfileHost):
         if rules not in RULES:
             raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
         if self.model.gpu.height and not has_runtime(self.model):
-            raise ProfviewError(self.path, NO_RUNTIME)
+            raise ProfviewError(self.path, fit_advice(self.format, NO_RUNTIME))
         if step is not None and step not in step_ranges(self.model)["step"].to_list():
             raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
         comm = self.model_communication().is_not_null().to_numpy()
