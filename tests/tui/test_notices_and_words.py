@@ -163,3 +163,21 @@ async def test_the_details_line_wraps_a_long_name_at_whole_words(size: tuple[int
         await pilot.pause(0.3)
         details = screen_text(app).split("─" * 20, 1)[1]
     assert whole_words_shown(details, name, size[0]) == []
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_choosing_the_one_row_of_a_step_less_trace_says_whole_trace(size: tuple[int, int]) -> None:
+    """Steps, Enter on the one row of a trace without ProfilerStep ranges: the notice says the whole
+    trace is shown, not ``all steps`` of a trace that has none."""
+    name = "tracelens_b200_nccl_eager_no_steps.json.gz"
+    assert not any(str(e.get("name", "")).startswith("ProfilerStep#") for e in raw_events(name))
+    app = viewer(name)
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app, path=False)
+        await pilot.press("4")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(n.startswith("now:") for n in app.notices))
+        said = [n for n in app.notices if n.startswith("now:")]
+        text = screen_text(app)
+    assert said == ["now: whole trace"] and "all steps" not in text.splitlines()[1]

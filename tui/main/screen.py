@@ -422,7 +422,7 @@ class MainScreen(Screen[None]):
         if timelines:
             timelines.first().show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
-        self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
+        self.notify(f"now: {self.whole_phrase()}" if message.step is None else f"now: step {message.step}")
 
     def on_iteration_chosen(self, message: IterationChosen) -> None:
         """Enter on an iteration narrows every view to it, as a step does (``a``: all)."""
