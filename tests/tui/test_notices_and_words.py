@@ -181,3 +181,26 @@ async def test_choosing_the_one_row_of_a_step_less_trace_says_whole_trace(size: 
         said = [n for n in app.notices if n.startswith("now:")]
         text = screen_text(app)
     assert said == ["now: whole trace"] and "all steps" not in text.splitlines()[1]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_straggler_line_says_what_the_last_column_shows(job, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """The job screen names the straggler on the least wait and says which other ranks the ranks
+    table's ``last`` column shows arriving last as often: read from the table on screen."""
+    from profview.tui.job.app import JobApp
+    from profview.tui.job.screen import JobScreen
+    from profview.tui.widgets.table_view import FrameView
+
+    app = JobApp(job)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, JobScreen))
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#ranks-table", FrameView).displayed
+        header = " ".join(screen_text(app).split())
+    last = dict(zip(table["rank"].to_list(), table["last_arrivals"].to_list(), strict=True))
+    waits = dict(zip(table["rank"].to_list(), table["wait_us"].to_list(), strict=True))
+    named = min(waits, key=lambda r: waits[r])
+    ties = sorted(r for r, n in last.items() if r != named and n == last[named] and n > 0)
+    assert len(ties) == 2 and not any(n > last[named] for n in last.values())  # ranks 4 and 7 tie with 5
+    expected = f"straggler: rank {named}, named by the least total wait"
+    assert expected in header and f"as do ranks {', '.join(map(str, ties))}" in header
