@@ -4,6 +4,7 @@ events' names (read with the standard library), the screen's first row."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -204,3 +205,33 @@ async def test_the_straggler_line_says_what_the_last_column_shows(job, size: tup
     assert len(ties) == 2 and not any(n > last[named] for n in last.values())  # ranks 4 and 7 tie with 5
     expected = f"straggler: rank {named}, named by the least total wait"
     assert expected in header and f"as do ranks {', '.join(map(str, ties))}" in header
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_dead_key_on_the_overview_lists_every_tab_with_a_table(size: tuple[int, int]) -> None:
+    """``:`` and ``/`` on the Overview (no table there) say where they act: every tab that shows a
+    table on this trace is named, found by visiting each tab."""
+    from profview.tui.main.screen import PANES
+
+    app = viewer("resnet50_train_amp.pt.trace.json.gz")
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot, app, path=False)
+        with_table = []
+        for index, pane in enumerate(PANES, 1):
+            await pilot.press(str(index % 10))
+            await pilot.pause(0.2)
+            if pane not in ("steps", "trace"):  # Steps is a list of bars, the Timeline lanes
+                await wait_until(pilot, lambda: app.frame_view() is not None, 3)
+            if app.frame_view() is not None:
+                with_table.append(str(index % 10))
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        said = []
+        for key in ("colon", "slash"):
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            said.append(app.notices[-1])
+    assert {"2", "3", "5", "6", "8"} <= set(with_table)  # this trace records memory, modules and shapes
+    for reason in said:
+        listed = set(re.findall(r"\b\d\b", reason))  # the tab keys it names
+        assert set(with_table) <= listed, (reason, with_table)
