@@ -46,7 +46,7 @@ def export(
             "gaps, critical_path, critical_path_events, critical_path_names, efficiency, categories, iterations, "
             "phases; a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
             "graph_nodes, graph_ops; a memory snapshot: segments, blocks, events, sites (the default), peak, "
-            "timeline, ooms, annotations, stacks.",
+            "timeline, ooms, annotations, stacks; a time range's per-name aggregates: range (with --range).",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -97,6 +97,11 @@ def export(
     strict: StrictOption = False,
     capture: CaptureOption = None,
     graph: Annotated[Optional[int], typer.Option("--graph", help="graph_nodes: only this graph.")] = None,  # noqa: UP045
+    time_range: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--range", help="range: START:END in µs from the trace's start (the Timeline's { and }).",
+                     metavar="START:END"),
+    ] = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
@@ -118,7 +123,7 @@ def export(
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
             ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
-            ("--graph", graph), ("--iteration", iteration),
+            ("--graph", graph), ("--iteration", iteration), ("--range", time_range),
         )
         single = [name for name, given in given_options if given is not None]
         if single or by_shape:
@@ -138,7 +143,7 @@ def export(
             ("--op", op), ("--kernel", kernel), ("--step", step), ("--module", module), ("--source", source),
             ("--what-if", what_if or None), ("--category", category), ("--peak-tflops", peak_tflops),
             ("--peak-tbs", peak_tbs), ("--on-path", on_path or None), ("--capture", capture or None),
-            ("--graph", graph), ("--iteration", iteration), ("--run", run),
+            ("--graph", graph), ("--iteration", iteration), ("--run", run), ("--range", time_range),
         )
         single = [name for name, given in snapshot_options if given is not None]
         if single or by_shape:
@@ -162,7 +167,7 @@ def export(
     frame = view_frame(
         profile, view, op=op, kernel=kernel, by_shape=by_shape, step=step, module=module, source=source,
         what_if=what_if, rules=rules, category=category, peak_tflops=peak_tflops, peak_tb_s=peak_tbs,
-        on_path=on_path, graph=graph, iteration=iteration,
+        on_path=on_path, graph=graph, iteration=iteration, time_range=parse_range(time_range),
     )
     if what_if:
         typer.echo(
@@ -185,3 +190,19 @@ def export(
 
     remember_views(profile, model=view in DRILL_VIEWS)  # a drill-down re-uses the linked model
     say_written(written, frame.height, frame.width)
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    """``--range START:END`` (µs from the trace's start, each a finite number) as ``(start, end)``."""
+    import math
+
+    if text is None:
+        return None
+    start, colon, end = text.partition(":")
+    try:
+        window = (float(start), float(end))
+    except ValueError:
+        window = None
+    if not colon or window is None or not all(math.isfinite(v) for v in window):
+        raise ProfviewError(None, f"--range {text[:40]!r}: give START:END in µs from the trace's start, e.g. 0:1500")
+    return window

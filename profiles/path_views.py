@@ -39,6 +39,17 @@ NO_RUNTIME = (
 class PathViews(ProfileHost):
     """The timeline (idle gaps, lanes) and each step's critical path with its what-if scalings."""
 
+    def range_aggregates(self, start_us: float, end_us: float) -> pl.DataFrame:
+        """Per name, the events of ``[start_us, end_us)`` (µs from the trace's start, as the
+        Timeline shows them): count, time in the range and its share
+        (:func:`profview.analysis.tables.range_aggregates.range_aggregates`)."""
+        from ..analysis.tables.range_aggregates import range_aggregates
+
+        if not end_us > start_us:
+            raise ProfviewError(self.path, f"--range {start_us:g}:{end_us:g}: the end must come after the start")
+        origin = self.span_start
+        return range_aggregates(self.model.gpu, self.model.host, origin + start_us, origin + end_us)
+
     # -- the timeline (issue 15) ------------------------------------------------------------------
     @cached_property
     def _idle(self) -> tuple[pl.DataFrame, pl.DataFrame]:

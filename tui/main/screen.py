@@ -57,7 +57,7 @@ SHORT_TITLES |= {"iterations": "Iter"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
 #: The first crumb of a table a pane's key opens (Graphs' o: operators through the capture).
-TITLES |= {"graph_ops_all": "Graphs"}
+TITLES |= {"graph_ops_all": "Graphs", "timeline_range": "Timeline"}
 
 
 def tab_line(current: str, width: int, path: str = "", empty: frozenset[str] = frozenset()) -> Text:
