@@ -48,7 +48,8 @@ def export(
             "phases, launch_stats, launch_names, queue_length, queue_series, tensor_cores; "
             "a job: ranks, collectives, steps, kernels, straggler_path, rank_paths; graph replays: graphs, "
             "graph_nodes, graph_ops; a memory snapshot: segments, blocks, events, sites (the default), peak, "
-            "timeline, ooms, annotations, stacks; a directory of memory snapshots: ranks.",
+            "timeline, ooms, annotations, stacks; a directory of memory snapshots: ranks; a time range's "
+            "per-name aggregates: range (with --range).",
         ),
     ] = "kernels",
     op: Annotated[Optional[str], typer.Option(help="launches: the operator to drill into.")] = None,  # noqa: UP045
@@ -100,6 +101,11 @@ def export(
     strict: StrictOption = False,
     capture: CaptureOption = None,
     graph: Annotated[Optional[int], typer.Option("--graph", help="graph_nodes: only this graph.")] = None,  # noqa: UP045
+    time_range: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--range", help="range: START:END in µs from the trace's start (the Timeline's { and }).",
+                     metavar="START:END"),
+    ] = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
     target = Target.of(path)
@@ -127,6 +133,7 @@ def export(
         ("--capture", capture or None),
         ("--graph", graph),
         ("--iteration", iteration),
+        ("--range", time_range),
     )
     trace_only = [name for name, given in trace_options if given is not None]
     if target.is_job:
@@ -192,6 +199,7 @@ def export(
         on_path=on_path,
         graph=graph,
         iteration=iteration,
+        time_range=parse_range(time_range),
     )
     if what_if:
         typer.echo(
@@ -214,3 +222,19 @@ def export(
 
     remember_views(profile, model=view in DRILL_VIEWS)  # a drill-down re-uses the linked model
     say_written(written, frame.height, frame.width)
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    """``--range START:END`` (µs from the trace's start, each a finite number) as ``(start, end)``."""
+    import math
+
+    if text is None:
+        return None
+    start, colon, end = text.partition(":")
+    try:
+        window = (float(start), float(end))
+    except ValueError:
+        window = None
+    if not colon or window is None or not all(math.isfinite(v) for v in window):
+        raise ProfviewError(None, f"--range {text[:40]!r}: give START:END in µs from the trace's start, e.g. 0:1500")
+    return window

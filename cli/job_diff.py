@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import typer
 
 from ..errors import ProfviewError
+from ..report.wording import plural
 from ..sanitize import clean
 
 
@@ -94,7 +95,8 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
             )
             sys.stdout.flush()
             if written != "-":
-                typer.echo(f"wrote {frame.height} rows × {frame.width} columns to {clean(written)}", err=True)
+                shape = f"{plural(frame.height, 'row')} × {plural(frame.width, 'column')}"
+                typer.echo(f"wrote {shape} to {clean(written)}", err=True)
 
 
 def _viewer(before: str, after: str, options: JobDiffOptions) -> int:

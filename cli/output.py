@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from ..report.wording import plural
 from ..sanitize import clean
 
 
@@ -31,4 +32,4 @@ def stdout_closed() -> typer.Exit:
 def say_written(written: str, rows: int, columns: int) -> None:
     """``wrote N rows × M columns to FILE`` on stderr (nothing when the table went to stdout)."""
     if written != "-":
-        typer.echo(f"wrote {rows} rows × {columns} columns to {clean(written)}", err=True)
+        typer.echo(f"wrote {plural(rows, 'row')} × {plural(columns, 'column')} to {clean(written)}", err=True)

@@ -117,8 +117,8 @@ def _notes(gate: GateResult, result: RuleResult) -> list[str]:
     outside_us, outside_calls = result.outside
     if outside_us:
         extra.append(
-            f"{outside_us / 1000:.3f} ms in {outside_calls:.0f} calls outside every step (launched before the "
-            "profiling window or outside the steps): their own sample, not compared"
+            f"{outside_us / 1000:.3f} ms in {plural(int(outside_calls), 'call')} outside every step (launched "
+            "before the profiling window or outside the steps): their own sample, not compared"
         )
     if result.note:
         extra.append(result.note)

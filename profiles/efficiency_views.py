@@ -15,6 +15,7 @@ import polars as pl
 
 from ..errors import ProfviewError
 from .iteration_scope import IterationScope
+from .recording_advice import fit_advice
 
 if TYPE_CHECKING:
     from .host import ProfileHost
@@ -267,7 +268,7 @@ class EfficiencyViews(ProfileHost):
         if calls.height:
             return
         if self.model.host["input_dims"].drop_nulls().len() == 0:
-            raise ProfviewError(self.path, NO_SHAPES)
+            raise ProfviewError(self.path, fit_advice(self.format, NO_SHAPES))
         raise ProfviewError(self.path, NO_MODELLED)
 
     def efficiency(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import ProfviewError
+from .recording_advice import fit_advice
 
 if TYPE_CHECKING:
     from ..analysis.critical_path.frames import StepPaths
@@ -37,6 +38,17 @@ NO_RUNTIME = (
 
 class PathViews(ProfileHost):
     """The timeline (idle gaps, lanes) and each step's critical path with its what-if scalings."""
+
+    def range_aggregates(self, start_us: float, end_us: float) -> pl.DataFrame:
+        """Per name, the events of ``[start_us, end_us)`` (µs from the trace's start, as the
+        Timeline shows them): count, time in the range and its share
+        (:func:`profview.analysis.tables.range_aggregates.range_aggregates`)."""
+        from ..analysis.tables.range_aggregates import range_aggregates
+
+        if not end_us > start_us:
+            raise ProfviewError(self.path, f"--range {start_us:g}:{end_us:g}: the end must come after the start")
+        origin = self.span_start
+        return range_aggregates(self.model.gpu, self.model.host, origin + start_us, origin + end_us)
 
     # -- the timeline (issue 15) ------------------------------------------------------------------
     @cached_property
@@ -100,7 +112,7 @@ class PathViews(ProfileHost):
         if rules not in RULES:
             raise ProfviewError(None, f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
         if self.model.gpu.height and not has_runtime(self.model):
-            raise ProfviewError(self.path, NO_RUNTIME)
+            raise ProfviewError(self.path, fit_advice(self.format, NO_RUNTIME))
         if step is not None and step not in step_ranges(self.model)["step"].to_list():
             raise ProfviewError(self.path, f"no step {step} (steps: {self.step_numbers()})")
         comm = self.model_communication().is_not_null().to_numpy()

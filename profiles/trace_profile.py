@@ -34,6 +34,7 @@ from .iteration_views import IterationScope, IterationViews
 from .launch_views import LaunchViews
 from .memory_views import NO_MEMORY, NO_MODULES, NO_SOURCES, MemoryViews
 from .path_views import NO_RUNTIME, PathViews
+from .recording_advice import fit_advice
 from .step_views import StepViews
 
 if TYPE_CHECKING:
@@ -421,7 +422,7 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
             raise ProfviewError(self.path, f"a {self.format} has no {view} view")
         frame = self._default_view(view, compute)
         if frame.height == 0:
-            raise ProfviewError(self.path, why)
+            raise ProfviewError(self.path, fit_advice(self.format, why))
         return frame
 
 

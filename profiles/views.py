@@ -27,6 +27,8 @@ VIEW_NAMES += ITERATION_VIEWS
 #: Launch statistics and queue length (HTA's definitions), Tensor Core use per GEMM kernel.
 PEER_VIEWS = ("launch_stats", "launch_names", "queue_length", "queue_series", "tensor_cores")
 VIEW_NAMES += PEER_VIEWS
+#: A time range's per-name aggregates (the Timeline's { and }; ``--range START:END``).
+VIEW_NAMES += ("range",)
 #: Views that walk the linked model (drill-downs): their export stores the model in the cache.
 DRILL_VIEWS = ("launches",)
 #: Views that read the events frame themselves; every other view of a trace reads only the linked
@@ -155,6 +157,7 @@ def view_frame(
     on_path: bool = False,
     graph: int | None = None,
     iteration: str | None = None,
+    time_range: tuple[float, float] | None = None,
 ) -> pl.DataFrame:
     """The frame of ``view``; ``launches`` needs ``op`` (kernels under it), ``kernel`` or ``module``.
 
@@ -166,7 +169,16 @@ def view_frame(
     ``peak_tflops``/``peak_tb_s``: the peaks efficiency and steps read instead of the device's.
     ``on_path``: kernels and ops with each name's time on the critical path (:func:`with_on_path`).
     ``graph``: graph_nodes of that graph only (issue 36).
-    ``iteration``: iterations and phases: the iterations are the host ranges matching this regex."""
+    ``iteration``: iterations and phases: the iterations are the host ranges matching this regex.
+    ``time_range``: the ``range`` view's ``(start, end)``, µs from the trace's start."""
+    if view == "range" or time_range is not None:
+        if view != "range":
+            raise ProfviewError(None, f"--range goes with --view range, not {view}")
+        if time_range is None:
+            raise ProfviewError(profile.path, "--view range needs --range START:END (µs from the trace's start)")
+        if not profile.is_trace:
+            raise ProfviewError(profile.path, f"a {profile.format} has no range view (it has no timeline)")
+        return profile.range_aggregates(*time_range)
     check_peak("--peak-tflops", peak_tflops, MAX_PEAK_TFLOPS, "TFLOP/s")
     check_peak("--peak-tbs", peak_tb_s, MAX_PEAK_TB_S, "TB/s")
     if graph is not None and view != "graph_nodes":

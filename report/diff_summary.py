@@ -50,6 +50,22 @@ def _cell(column: str, value: object, status: str) -> Text:
     return Text(_number(value))
 
 
+def steps_title(comparison: Comparison) -> tuple[str, str]:
+    """The step table's title and name header: ``Mean step`` where both sides have steps; a side
+    without ProfilerStep ranges is one row, its whole trace, and the title says so."""
+
+    def stepped(which: str) -> bool:
+        profile = comparison.side(which)
+        return not profile.is_trace or bool(profile.step_numbers())
+
+    before, after = stepped("before"), stepped("after")
+    if before and after:
+        return "Mean step", "mean step"
+    if not before and not after:
+        return "Whole trace (no steps on either side)", "whole trace"
+    return f"Mean step against the whole trace ({'BEFORE' if not before else 'AFTER'} has no steps)", "time"
+
+
 def _diff_table(title: str, frame: pl.DataFrame, columns: dict[str, str], width: int) -> Table:
     """A borderless table of diff rows: a change glyph, the name (gives way), then the figures (full width)."""
     rows = []
@@ -142,9 +158,10 @@ def print_diff_summary(comparison: Comparison, top: int, console: Console | None
     console.print(Text(f"  {comparison.settings_line()}"))
     if comparison.before.available("steps") and comparison.after.available("steps"):
         steps = comparison.steps()
-        cols = {"name": "mean step", "mean_us_before": "before", "mean_us_after": "after", "delta_us": "delta",
+        title, head = steps_title(comparison)
+        cols = {"name": head, "mean_us_before": "before", "mean_us_after": "after", "delta_us": "delta",
                 "delta_pct": "%"}
-        console.print(_diff_table("Mean step", steps, cols, console.width))
+        console.print(_diff_table(title, steps, cols, console.width))
     if comparison.serving():  # issue 31: serving runs per phase
         for line in phase_lines(comparison):
             console.print(line)

@@ -131,10 +131,28 @@ def straggler_line(job: Job, figures: dict[str, object] | None = None) -> str:
     ranks: list[int] = found["ranks"]  # type: ignore[assignment]
     wait = found["wait_us"]
     return (
-        f"straggler: {ranks_phrase(ranks)} (arrives last at {found['last_arrivals']} of "
-        f"{found['collectives_matched']} collectives, waits least: {fmt_us(wait if isinstance(wait, float) else 0.0)}"
-        f"{waits})"
+        f"straggler: {ranks_phrase(ranks)}, named by the least total wait at matched collectives "
+        f"({fmt_us(wait if isinstance(wait, float) else 0.0)}{waits}); it arrives last at "
+        f"{found['last_arrivals']} of {found['collectives_matched']} collectives{arrivals_note(job, ranks)}"
     )
+
+
+def arrivals_note(job: Job, stragglers: list[int]) -> str:
+    """What the ranks table's ``last`` column shows beside the straggler, so the name is not read
+    against it: the other ranks that arrive last as often (``, as do ranks 4, 7``), or more often
+    (``; rank 2 arrives last more often, at 2``)."""
+    view = job.ranks_view().select("rank", "last_arrivals").drop_nulls()
+    if view.height == 0:
+        return ""
+    mine = view.filter(pl.col("rank").is_in(stragglers))["last_arrivals"].max()
+    others = view.filter(~pl.col("rank").is_in(stragglers))
+    more = others.filter(pl.col("last_arrivals") > mine).sort("last_arrivals", descending=True)
+    if more.height:
+        most = int(more["last_arrivals"][0])
+        ranks = more.filter(pl.col("last_arrivals") == most)["rank"].to_list()
+        return f"; {ranks_phrase(ranks)} {'arrives' if len(ranks) == 1 else 'arrive'} last more often, at {most}"
+    same = others.filter((pl.col("last_arrivals") == mine) & (pl.col("last_arrivals") > 0))["rank"].to_list()
+    return f", as {'does' if len(same) == 1 else 'do'} {ranks_phrase(same)}" if same else ""
 
 
 #: The version of ``summary JOB --format json``'s document (docs/query.md).

@@ -20,6 +20,7 @@ import polars as pl
 from textual import events, work
 from textual.app import App
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -439,7 +440,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if route is None:
             return
         main = self.main_screen()
-        title = TITLES.get(message.view, "")
+        title = TITLES.get(message.view) or (TITLES.get(main.pane, "") if main is not None else "")  # never rootless
         first = main.crumb(title) if main is not None else title  # issue 34: "rank 7 › Kernels" in a job
         path = list(self.screen.path) if isinstance(self.screen, DrillScreen) else [first]
         # Issue 13: computed in a worker (tui/drill/worker.py); Esc cancels a slow one.
@@ -469,8 +470,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         """Every notice goes to the screen's message line in the header row (tui/message_line.py),
         so no toast covers the rows, the details or the tab bar; a warning or error is marked as
         one and shows longer.  A notice made while no screen with a message line is up (the trace's
-        warnings, posted as the loading screen gives way) waits for the next screen; only a screen
-        without one (a job's) gets a toast."""
+        warnings, posted as the loading screen gives way) waits for the next screen; a dialog's notice
+        goes to the header line of the screen under it."""
         self.notices = [*self.notices[-99:], f"{title}: {message}" if title else message]
         self.show_notice(message, title, severity, timeout, markup, wait=50)
 
@@ -479,18 +480,27 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
     ) -> None:
         """The notice on the current screen's message line; else once the next screen is up (looked
         for ``wait`` more times, a tenth of a second apart)."""
-        lines = list(self.screen.query(MessageLine)) if self.screen_stack else []
+        lines = self.message_lines()
         if lines:
             if severity != "information" and not title:
                 title = str(severity)
             seconds = timeout if timeout is not None else 5.0 if severity == "information" else 8.0
             lines[0].show(message, title, seconds)
             return
-        if wait and self.screen_stack and isinstance(self.screen, LoadingScreen | MainScreen | DrillScreen):
+        if wait and self.screen_stack and not isinstance(self.screen, ModalScreen):  # a screen not up yet
             later = functools.partial(self.show_notice, message, title, severity, timeout, markup, wait - 1)
             self.set_timer(0.1, later)
             return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def message_lines(self) -> list[MessageLine]:
+        """The message lines a notice may go to: the current screen's; under a dialog (help, export,
+        a progress screen drawn over its screen), the header line of the screen it is drawn over."""
+        for screen in reversed(self.screen_stack):
+            lines = list(screen.query(MessageLine))
+            if lines or not isinstance(screen, ModalScreen):
+                return lines
+        return []
 
     # -- export -----------------------------------------------------------------------------
     def steps_frame(self) -> pl.DataFrame | None:

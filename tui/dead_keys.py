@@ -7,14 +7,17 @@ line the app shows instead.  Pure text, as data: no widget here.
 
 from __future__ import annotations
 
+#: The main screen's tabs with a table (Kernels, Operators, Memory, Modules, Efficiency, Graphs,
+#: Iterations), by their keys: where a table key acts (a trace lacking one says so on its tab).
+TABLE_TABS = "2 3 5 6 8 9 0"
 #: Why an app key does nothing, by action, where no table is on screen.
 REASONS = {
-    "export": "e exports the table on screen (or the Steps list) to CSV: open one (2 3 4, a drill-down)",
+    "export": f"e exports the table on screen (or the Steps list) to CSV: open one ({TABLE_TABS}, 4, a drill-down)",
     "group": "b groups Kernels by launch shape, Operators by input shapes, Modules by source line",
-    "goto": ": goes to a row of a table (or searches it): open one (2 3)",
+    "goto": f": goes to a row of a table (or searches it): open one ({TABLE_TABS})",
     "copy_name": "y copies the name of a table row, or of the Timeline's selected event",
-    "search": "n N go to the next / previous row matching a : search: open a table (2 3)",
-    "filter": "/ filters a table, or marks matching events on the Timeline: open one (2 3 7)",
+    "search": f"n N go to the next / previous row matching a : search: open a table ({TABLE_TABS})",
+    "filter": f"/ filters a table ({TABLE_TABS}), or marks matching events on the Timeline (7)",
     "next_run": "r shows the next run of a file holding several; this one holds one",
 }
 #: The same on the Timeline, where the reason is more precise.
@@ -35,4 +38,4 @@ def dead_key_reason(action: str, pane: str | None) -> str | None:
     return REASONS.get(action)
 
 
-__all__ = ["OVERVIEW_ENTER", "dead_key_reason"]
+__all__ = ["OVERVIEW_ENTER", "TABLE_TABS", "dead_key_reason"]

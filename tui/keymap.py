@@ -216,6 +216,10 @@ KEYMAP: tuple[Key, ...] = (
     Key("trace_timeline", "tl.drill", "enter", "drill", "drill", "Timeline: Enter",
         "this event's drill-down: a kernel's launch path and Python stack; an operator call's GPU work",
         show=True),
+    Key("trace_timeline", "tl.range_start", "left_curly_bracket", "mark_range(0)", "range from",
+        "Timeline: { }",
+        "a range's start / end (selected event, else cursor); } opens its per-name aggregates"),
+    Key("trace_timeline", "tl.range_end", "right_curly_bracket", "mark_range(1)", "range to"),
     # -- efficiency (issue 24) ------------------------------------------------------------------
     Key("app", "pane.efficiency", "8", "pane('efficiency')", "efficiency", "8, c",
         "Efficiency: TFLOP/s and % of roofline per operator and shapes, under a roofline chart (c: hide/show)"),

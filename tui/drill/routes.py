@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...frames import fmt_us
 from ...profiles.trace_profile import Profile
 from .screen import DrillScreen
 
@@ -144,6 +145,15 @@ def _name_launches(profile: Profile, row: dict[str, Any], path: list[str], step:
     return DrillScreen("launch_stats", frame, [*path, f"launches of {name}"], profile=profile)
 
 
+def _time_range(profile: Profile, row: dict[str, Any], path: list[str], step: object = None) -> DrillScreen | str:
+    """The Timeline's marked range → its per-name aggregates (the range view, as ``export --view
+    range --range START:END`` writes it)."""
+    start, end = float(row["start_us"]), float(row["end_us"])
+    frame = profile.range_aggregates(start, end)
+    crumb = f"range {fmt_us(start)} … {fmt_us(end)} ({fmt_us(end - start)})"
+    return DrillScreen("range", frame, [*path, crumb], profile=profile)
+
+
 #: The table a row is in → where Enter on it leads.
 ROUTES: dict[str, Route] = {
     "kernels": _kernel_origins,
@@ -153,6 +163,7 @@ ROUTES: dict[str, Route] = {
     "modules": _module_kernels,
     "timeline_gpu": _gpu_event,  # one event: the step chosen in Steps changes nothing
     "timeline_host": _host_event,
+    "timeline_range": _time_range,  # the Timeline's { and }: a range, not a row of a table
     "efficiency": _shape_launches,
     "graphs": _graph_nodes,
     "graph_nodes": _node_origin,

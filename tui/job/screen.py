@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
 
@@ -24,6 +24,7 @@ from ..keymap import bindings
 from ..messages import DrillRequested
 from ..widgets.filter_bar import FilterBar
 from ..widgets.footer import WholeFooter
+from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .grid import SHADE_BY, RankGrid, shade_label
 
@@ -43,7 +44,9 @@ class JobScreen(Screen[None]):
         self.tab = "ranks"
 
     def compose(self) -> ComposeResult:
-        yield Static(id="tabs")
+        with Horizontal(id="context-row"):  # notices at the right of the tabs, not toasts over the rows
+            yield Static(id="tabs")
+            yield MessageLine()
         yield Static(id="job-reason")
         with ContentSwitcher(initial="ranks", id="panes"):
             with Vertical(id="ranks"):

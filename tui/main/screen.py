@@ -56,6 +56,8 @@ SHORT_TITLES |= {"graphs": "Grph"}
 SHORT_TITLES |= {"iterations": "Iter"}
 #: The first crumb of a drill-down from one event of the Timeline (tui/drill/routes.py).
 TITLES |= {"timeline_gpu": "Timeline", "timeline_host": "Timeline"}
+#: The first crumb of a table a pane's key opens (Graphs' o: operators through the capture).
+TITLES |= {"graph_ops_all": "Graphs", "timeline_range": "Timeline"}
 
 
 def tab_line(current: str, width: int, path: str = "", empty: frozenset[str] = frozenset()) -> Text:
@@ -420,7 +422,7 @@ class MainScreen(Screen[None]):
         if timelines:
             timelines.first().show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
-        self.notify("now: all steps" if message.step is None else f"now: step {message.step}")
+        self.notify(f"now: {self.whole_phrase()}" if message.step is None else f"now: step {message.step}")
 
     def on_iteration_chosen(self, message: IterationChosen) -> None:
         """Enter on an iteration narrows every view to it, as a step does (``a``: all)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
 
@@ -23,6 +23,7 @@ from ...sanitize import clean
 from ..keymap import bindings
 from ..widgets.filter_bar import FilterBar
 from ..widgets.footer import WholeFooter
+from ..widgets.message_line import MessageLine
 from ..widgets.table_view import FrameView
 from .chart import chart_lines
 
@@ -58,7 +59,9 @@ class SnapshotScreen(Screen[None]):
         self.tab = "summary"
 
     def compose(self) -> ComposeResult:
-        yield Static(id="tabs")
+        with Horizontal(id="context-row"):  # notices at the right of the tabs, not toasts over the rows
+            yield Static(id="tabs")
+            yield MessageLine()
         yield Static(id="snapshot-line")
         with ContentSwitcher(initial="summary", id="panes"):
             with VerticalScroll(id="summary"):

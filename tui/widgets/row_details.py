@@ -63,11 +63,11 @@ def text_lines(items: list[tuple[str, str]], width: int, lines: int) -> list[Tex
         item = Text(f"{column} ", style="dim") + Text(value)
         if inside[column]:
             item.append(f" ({', '.join(inside[column])} in it)", style="dim")
-        need = -(-item.cell_len // max(width, 1))
-        if len(out) + need > lines and out:
+        wrapped = cap_lines(item, width, lines)  # at spaces: whole words, a path longer than a line folded
+        if len(out) + len(wrapped) > lines and out:
             left += 1
             continue
-        out += cap_lines(item, width, min(need, lines), at_spaces=False)  # alone, cut only past all lines
+        out += wrapped  # alone, cut only past all lines
     if left and out:
         out[-1] = out[-1] + Text(f" · +{left} more", style="dim")
     return out
@@ -112,6 +112,6 @@ def details_text(
     lines += [Text("")] * (FIGURE_LINES - len(lines))
     lines += text_lines([(c, clean(row[c])) for c in words], width, TEXT_LINES)
     if name_column is not None:
-        full = cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, NAME_LINES, at_spaces=False)
+        full = cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, NAME_LINES)
         lines += full + [Text("")] * (min(name_lines, NAME_LINES) - len(full))
     return Text("\n").join(lines)

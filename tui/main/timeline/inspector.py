@@ -39,7 +39,7 @@ def kernel_lines(
     where = f"GPU{event.device if event.device is not None else '?'} stream {event.stream}"
     head = Text(f"{event.kind} {fmt_us(event.dur)} at {fmt_us(event.ts - origin)}", style="bold")
     head.append(f" · {where} · correlation {event.correlation if event.correlation is not None else '–'}")
-    lines = [head, *cap_lines(Text(clean(event.name), style="bold"), width, 2, at_spaces=False)]
+    lines = [head, *cap_lines(Text(clean(event.name), style="bold"), width, 2)]
     if event.kind == "kernel":
         args = [
             f"grid {clean(event.grid or '–')}",
@@ -81,7 +81,7 @@ def op_lines(event: OpInstance, origin: float, width: int) -> list[Text]:
     head.append(f" · thread {clean(call.tid)} · {plural(len(event.children), 'child', 'children')}")
     gpu = f"GPU work {plural(event.gpu_events, 'event')} {fmt_us(event.gpu_us)}" if event.gpu_events else "no GPU work"
     head.append(f" · {gpu}")
-    lines = [head, *cap_lines(Text(clean(call.name), style="bold"), width, 2, at_spaces=False)]
+    lines = [head, *cap_lines(Text(clean(call.name), style="bold"), width, 2)]
     inputs = _inputs(call)
     lines += cap_lines(Text(inputs or "no input dims or types recorded", style="" if inputs else "dim"), width, 2)
     if event.children:

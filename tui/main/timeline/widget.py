@@ -70,6 +70,8 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
         self.path: list[tuple[int, int]] | None = None
         self.finding_path = False  # the path is being found off the UI thread (``c`` pressed)
         self.on_path: dict[int, np.ndarray] = {}
+        #: ``{`` and ``}``: the marked range's start and end (trace µs; None: not marked yet).
+        self.range_marks: list[float | None] = [None, None]
 
     def first_gpu_lane(self) -> int:
         return next((i for i, lane in enumerate(self.lanes.lanes) if lane.kind == "gpu"), 0)
@@ -396,6 +398,33 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
         self.selected = None
         self.refresh()
 
+    def action_mark_range(self, edge: int) -> None:
+        """``{`` / ``}``: mark a range's start / end at the selected event's start / end, else at
+        the cursor's instant; once both are marked (the end after the start), open the range's
+        per-name aggregates."""
+        event = self.selected_event()
+        if event is not None:
+            lane = self.lanes.lanes[event[0]]
+            at = float((lane.end if edge else lane.start)[event[1]])
+        else:
+            at = self.instant()
+        self.range_marks[edge] = at
+        start, end = self.range_marks
+        if start is None or end is None:
+            said = (
+                f"range from {fmt_us(at - self.start)}: }} marks its end"
+                if edge == 0
+                else (f"range to {fmt_us(at - self.start)}: {{ marks its start")
+            )
+            self.notify(said)
+            return
+        if end <= start:
+            self.notify(f"a range ends after its start ({fmt_us(start - self.start)})", severity="warning")
+            return
+        rel = (start - self.start, end - self.start)
+        name = f"range {fmt_us(rel[0])} … {fmt_us(rel[1])}"
+        self.post_message(DrillRequested("timeline_range", {"name": name, "start_us": rel[0], "end_us": rel[1]}))
+
     def action_drill(self) -> None:
         """Enter: this one event's drill-down: a GPU event's launch path and Python stack; a host
         call's GPU work (this call's, not every call of its name)."""
@@ -410,4 +439,3 @@ class TraceTimeline(TimelineLines, ZoomPan, Widget, can_focus=True):
             self.post_message(DrillRequested("timeline_gpu", {"name": name, "gpu_row": row, "at": at}))
         else:
             self.post_message(DrillRequested("timeline_host", {"name": name, "host_row": row, "at": at}))
-
