@@ -71,6 +71,12 @@ def telling_cuts(names: list[str], width: int, cut: Callable[[str, int], str] = 
     for index, text in enumerate(shown):
         groups.setdefault(text, []).append(index)
     taken = set(groups)  # a telling cut may not read like another row's cut
+    room = max(1, width // 9 - 1)  # the windows beside the start
+    choices: tuple[Callable[[list[int]], list[int]], ...] = (
+        lambda at: [0, *at],
+        lambda at: [0, *at[-room:]],
+        lambda at: at,
+    )
     for members in groups.values():
         distinct = sorted({names[i] for i in members})
         if len(distinct) < 2:
@@ -79,9 +85,10 @@ def telling_cuts(names: list[str], width: int, cut: Callable[[str, int], str] = 
         for order, name in enumerate(distinct):
             others = distinct if len(distinct) <= TELLING_GROUP else distinct[max(0, order - 1) : order + 2]
             parts[name] = sorted({_shared_prefix(name, other) for other in others if other != name})
-        # the name's start first (its family: ``sm90_xmma_wgrad``), else the parting places alone
-        for head in (True, False):
-            telling = {name: _telling_cut(name, width, [0, *at] if head else at) for name, at in parts.items()}
+        # the name's start first (its family: ``sm90_xmma_wgrad``) with its first parting places, or
+        # with its last ones; else the parting places alone
+        for choose in choices:
+            telling = {name: _telling_cut(name, width, choose(at)) for name, at in parts.items()}
             if len(set(telling.values())) == len(telling) and not taken & set(telling.values()):
                 for i in members:
                     shown[i] = telling[names[i]]
