@@ -363,8 +363,10 @@ def load_comparison(
     if not tolerance_pct >= 0:
         raise ProfviewError(None, f"--tolerance must be 0 or more, not {tolerance_pct}")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        options = {"use_cache": use_cache, "comm_pattern": comm_pattern, "step_range": step_range}
-        futures = [pool.submit(load, p, **options) for p in (before, after)]
+        futures = [
+            pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern, step_range=step_range)
+            for p in (before, after)
+        ]
         profiles = [f.result() for f in futures]
     if capture:
         for profile in profiles:

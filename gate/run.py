@@ -210,9 +210,10 @@ def run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRes
     started = time.perf_counter()
     rules = check_options(options)
     before_paths, after_paths = capture_paths(before_side), capture_paths(after_side)
-    sides = {"use_cache": options.use_cache, "comm_pattern": options.comm_pattern, "step_range": options.step_range}
-    before = load_side(before_paths, **sides)
-    after = load_side(after_paths, **sides)
+    before, after = (
+        load_side(paths, use_cache=options.use_cache, comm_pattern=options.comm_pattern, step_range=options.step_range)
+        for paths in (before_paths, after_paths)
+    )
     kernels_before = pl.concat([p.gate_samples("kernels") for p in before])
     kernels_after = pl.concat([p.gate_samples("kernels") for p in after])
     block = compare_sides(before, after, kernels_before, kernels_after, max_one_side_pct=options.max_one_side_pct)
