@@ -1,6 +1,6 @@
 """NVTX ranges carry the category Kineto writes for their kind, so the summary does not say that they
 were not read; the NCCL domain's ranges (``ncclCommCount``, ``ncclGroupStart``) are user annotations
-read like the others."""
+read like the others; a record another reader gave a kind of work is read whatever its category."""
 
 from __future__ import annotations
 
