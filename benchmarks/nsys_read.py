@@ -52,7 +52,6 @@ def queries_of_reader() -> dict[str, tuple[tuple[str, ...], str]]:
         MEMSET_TABLE,
     )
     from profview.parsers.nsys.host import (
-        NVTX_DOMAIN_CREATE,
         NVTX_MARK,
         NVTX_NUMBER_COLUMNS,
         NVTX_PUSH_POP,
@@ -62,7 +61,7 @@ def queries_of_reader() -> dict[str, tuple[tuple[str, ...], str]]:
         RUNTIME_TABLE,
     )
 
-    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE))
+    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END))
     columns = {
         KERNEL_TABLE: KERNEL_COLUMNS,
         MEMCPY_TABLE: MEMCPY_COLUMNS,

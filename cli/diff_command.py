@@ -19,6 +19,7 @@ from .options import (
     NoCache,
     RawFormulas,
     SortOption,
+    StepRange,
     TopOption,
     Workers,
 )
@@ -85,6 +86,7 @@ def diff(
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
+    step_range: StepRange = None,
     workers: Workers = None,
     fail_if: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -146,6 +148,8 @@ def diff(
                 "--raw-formulas": raw_formulas,
             }
         )
+    if step_range is not None and any(_is_snapshot(side) for side in (before, after)):
+        raise ProfviewError(None, "--step-range: one Nsight Systems export's option, not a memory snapshot's")
     if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
         from .snapshot_diff import gate_snapshots
 
@@ -162,7 +166,7 @@ def diff(
             before, after,
             GateArgs(
                 fail_if or [], gate_file, gate_format, out, force, inconclusive, accept or [], reason or [],
-                until or [], fdr, min_share, seed, strict, no_cache, comm_pattern,
+                until or [], fdr, min_share, seed, strict, no_cache, comm_pattern, step_range,
             ),
         )
         return
@@ -189,8 +193,8 @@ def diff(
 
         check_capture_paths(capture)
     if diff_kind(before, after) == "jobs":
-        if capture:
-            raise ProfviewError(None, "--capture: one trace's option, not a job's")
+        if capture or step_range is not None:
+            raise ProfviewError(None, "--capture and --step-range: one trace's options, not a job's")
         from .job_diff import JobDiffOptions, check_job_options, diff_jobs
 
         check_job_options(per_step, step)
@@ -215,8 +219,8 @@ def diff(
 
         raise typer.Exit(
             run_compare(
-                before, after, no_cache=no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
-                tolerance_pct=tolerance,
+                before, after, no_cache=no_cache, comm_pattern=comm_pattern, step_range=step_range,
+                per_step=per_step, match=match, tolerance_pct=tolerance,
             )
         )
     if out is not None:
@@ -230,7 +234,7 @@ def diff(
     with held_together():  # both sides are held at once: each one's memory check counts the other's
         comparison = load_comparison(
             before, after, use_cache=not no_cache, comm_pattern=comm_pattern, per_step=per_step, match=match,
-            tolerance_pct=tolerance, capture=capture,
+            tolerance_pct=tolerance, capture=capture, step_range=step_range,
         )
         comparison.step = step
         for side in (comparison.before, comparison.after):

@@ -41,6 +41,7 @@ class GateArgs:
     strict: bool
     no_cache: bool
     comm_pattern: str | None
+    step_range: str | None = None
 
 
 def _accepted(args: GateArgs) -> list:
@@ -76,6 +77,7 @@ def gate(before: str, after: str, args: GateArgs) -> None:
         inconclusive=inconclusive or "pass",
         use_cache=not args.no_cache,
         comm_pattern=args.comm_pattern,
+        step_range=args.step_range,
     )
     from ..gate.inputs import capture_paths
     from ..gate.run import check_options

@@ -7,7 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import CaptureOption, CommPattern, DaskOption, NoCache, PathArg, RunOption, StrictOption, Workers
+from .options import (
+    CaptureOption,
+    CommPattern,
+    DaskOption,
+    NoCache,
+    PathArg,
+    RunOption,
+    StepRange,
+    StrictOption,
+    Workers,
+)
 from .target import Target
 
 
@@ -23,6 +33,7 @@ def open_viewer(
     no_cache: NoCache = False,
     run: RunOption = None,
     comm_pattern: CommPattern = None,
+    step_range: StepRange = None,
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
@@ -38,6 +49,7 @@ def open_viewer(
 ) -> None:
     """Open the interactive viewer on PATH."""
     target = Target.of(path)
+    target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     if target.is_job and capture:
         from ..errors import ProfviewError
@@ -100,11 +112,14 @@ def open_viewer(
     if os.path.isfile(trace):  # the parse starts now and overlaps the viewer's imports (issue 13)
         from ..profiles.background import BackgroundLoad
 
-        pending = BackgroundLoad(trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern)
+        pending = BackgroundLoad(
+            trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern, step_range=step_range
+        )
     from ..tui.launch import run as run_viewer
 
     code = run_viewer(
-        trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, pending=pending, capture=capture,
+        trace, no_cache=no_cache, run=run, comm_pattern=comm_pattern, step_range=step_range, pending=pending,
+        capture=capture,
         iteration=number, step=step_number,
     )
     raise typer.Exit(code)

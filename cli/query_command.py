@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..errors import ProfviewError
-from .options import CaptureOption, CommPattern, DaskOption, ForceOption, NoCache, RawFormulas, StrictOption, Workers
+from .options import (
+    CaptureOption,
+    CommPattern,
+    DaskOption,
+    ForceOption,
+    NoCache,
+    RawFormulas,
+    StepRange,
+    StrictOption,
+    Workers,
+)
 from .output import say_written, stdout_closed
 
 if TYPE_CHECKING:
@@ -46,6 +56,7 @@ def query(
     raw_formulas: RawFormulas = False,
     no_cache: NoCache = False,
     comm_pattern: CommPattern = None,
+    step_range: StepRange = None,
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
@@ -69,7 +80,9 @@ def query(
     if capture and (jobs or len(paths) > 1):
         raise ProfviewError(None, "--capture: one trace's option, not a job's or several traces'")
     with contextlib.ExitStack() as stack:
-        sources, inputs, profiles = _open(paths, jobs, stack, no_cache, comm_pattern, workers, dask, strict, capture)
+        sources, inputs, profiles = _open(
+            paths, jobs, stack, no_cache, comm_pattern, workers, dask, strict, capture, step_range
+        )
         if out not in (None, "-"):  # and never over a job's own traces or archives
             check_target(out, inputs=inputs, overwrite=force)
         from ..query.tables import stacked
@@ -96,10 +109,11 @@ def query(
 
 def _open(
     paths: list[str], jobs: list[str], stack: contextlib.ExitStack, no_cache: bool, comm_pattern: str | None,
-    workers: int | None, dask: str | None, strict: bool, capture: list[str] | None,
+    workers: int | None, dask: str | None, strict: bool, capture: list[str] | None, step_range: str | None = None,
 ) -> tuple[list[Tables], tuple[str, ...], list[Profile]]:
     """Each input's tables (a job's kept open by ``stack``), the files never to write over, and
-    the trace profiles (whose views are cached once the query has run)."""
+    the trace profiles (whose views are cached once the query has run); ``step_range``: each
+    Nsight Systems export's ``--step-range`` (a job or a memory snapshot refuses it)."""
     from ..query.tables import job_tables, snapshot_job_tables, snapshot_tables, trace_tables
     from .target import Target
 
@@ -108,6 +122,7 @@ def _open(
     profiles: list[Profile] = []
     for path in paths:
         target = Target.of([path])
+        target.refuse_step_range(step_range)
         if target.snapshots:
             if capture:
                 raise ProfviewError(path, "--capture: a trace's option, not a memory snapshot's")
@@ -126,7 +141,7 @@ def _open(
             continue
         if len(paths) == 1:
             target.start_reading(no_cache)
-        profile = target.load(no_cache, None, comm_pattern)
+        profile = target.load(no_cache, None, comm_pattern, step_range)
         if capture:
             profile.use_capture(capture, use_cache=not no_cache)
         profiles.append(profile)

@@ -345,12 +345,15 @@ def load_comparison(
     match: str = "exact",
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     capture: list[str] | None = None,
+    step_range: str | None = None,
 ) -> Comparison:
     """Load BEFORE and AFTER (in two threads: parsing releases the GIL) as a :class:`Comparison`.
 
     ``capture``: graph captures (``--capture``) given to both sides; each side's replays are
     attributed through the captures that fit its graphs (a capture of the other side's graph fits
-    none of this side's and is not used here), every capture read before anything is printed."""
+    none of this side's and is not used here), every capture read before anything is printed;
+    ``step_range`` (``--step-range``): the NVTX ranges of an Nsight Systems export that are each
+    side's steps."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..profiles.loading import load
@@ -361,7 +364,10 @@ def load_comparison(
     if not 0 <= tolerance_pct < math.inf:  # 1e400 is read as inf: no change would ever count
         raise ProfviewError(None, f"--tolerance must be a finite number, 0 or more, not {tolerance_pct}")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in (before, after)]
+        futures = [
+            pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern, step_range=step_range)
+            for p in (before, after)
+        ]
         profiles = [f.result() for f in futures]
     if capture:
         for profile in profiles:

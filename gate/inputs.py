@@ -53,10 +53,14 @@ def _distinct(files: list[str]) -> list[str]:
     return out
 
 
-def load_side(paths: list[str], *, use_cache: bool, comm_pattern: str | None) -> list[Profile]:
-    """Each capture loaded (two at a time: parsing releases the GIL)."""
+def load_side(
+    paths: list[str], *, use_cache: bool, comm_pattern: str | None, step_range: str | None = None
+) -> list[Profile]:
+    """Each capture loaded (two at a time: parsing releases the GIL); ``step_range``: ``--step-range``."""
     from ..profiles.loading import load
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern) for p in paths]
+        futures = [
+            pool.submit(load, p, use_cache=use_cache, comm_pattern=comm_pattern, step_range=step_range) for p in paths
+        ]
         return [f.result() for f in futures]

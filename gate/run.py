@@ -102,6 +102,8 @@ class GateOptions:
     max_one_side_pct: float = MAX_ONE_SIDE_PCT
     use_cache: bool = True
     comm_pattern: str | None = None
+    #: ``--step-range``: the NVTX ranges of an Nsight Systems export that are its steps.
+    step_range: str | None = None
     today: dt.date = field(default_factory=dt.date.today)
 
 
@@ -235,8 +237,10 @@ def _run_gate(before_side: str, after_side: str, options: GateOptions) -> GateRe
     started = time.perf_counter()
     rules = check_options(options)
     before_paths, after_paths = capture_paths(before_side), capture_paths(after_side)
-    before = load_side(before_paths, use_cache=options.use_cache, comm_pattern=options.comm_pattern)
-    after = load_side(after_paths, use_cache=options.use_cache, comm_pattern=options.comm_pattern)
+    before, after = (
+        load_side(paths, use_cache=options.use_cache, comm_pattern=options.comm_pattern, step_range=options.step_range)
+        for paths in (before_paths, after_paths)
+    )
     kernels_before = pl.concat([p.gate_samples("kernels") for p in before])
     kernels_after = pl.concat([p.gate_samples("kernels") for p in after])
     block = compare_sides(before, after, kernels_before, kernels_after, max_one_side_pct=options.max_one_side_pct)

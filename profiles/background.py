@@ -19,10 +19,16 @@ class BackgroundLoad:
     """``loading.load(path, ...)`` running on a daemon thread from construction on."""
 
     def __init__(
-        self, path: str, *, use_cache: bool = True, run: str | None = None, comm_pattern: str | None = None
+        self,
+        path: str,
+        *,
+        use_cache: bool = True,
+        run: str | None = None,
+        comm_pattern: str | None = None,
+        step_range: str | None = None,
     ) -> None:
         self.path = path
-        self._options = {"use_cache": use_cache, "run": run, "comm_pattern": comm_pattern}
+        self._options = {"use_cache": use_cache, "run": run, "comm_pattern": comm_pattern, "step_range": step_range}
         self._profile: Profile | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()

@@ -229,6 +229,7 @@ def summary_numbers(
         "critical_path": blocks.critical_path_block(profile),
         "launches": blocks.launches_block(profile),
         "tensor_cores": blocks.tensor_cores_block(profile),
+        "processes": blocks.processes_block(profile.metadata),
     }
 
 
@@ -365,6 +366,7 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
         "lines": {
             "rank": figures.rank,
             "device_note": figures.device_note,
+            "processes": figures.processes,
             "communication": figures.communication,
             "efficiency": figures.efficiency,
             "graphs": figures.graphs,
@@ -386,7 +388,7 @@ def summary_document(figures: SummaryFigures) -> dict[str, object]:
 #: The typed blocks of the document, in its order (report/summary_numbers.py).
 NUMBER_BLOCKS = (
     "communication", "categories", "efficiency", "graphs", "phases", "memory", "critical_path", "launches",
-    "tensor_cores",
+    "tensor_cores", "processes",
 )
 
 

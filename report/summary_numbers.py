@@ -121,6 +121,27 @@ def phases_block(profile: Profile) -> list[dict[str, Any]] | None:
     return [{c: finite(row.get(c)) for c in PHASE_COLUMNS} for row in rows.iter_rows(named=True)]
 
 
+def processes_block(metadata: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The per-process lines of an Nsight Systems export that holds several processes (one per GPU
+    of a job), as numbers: each process's ``pid`` (null for the kernels that name no process),
+    ``name`` (``PROCESSES``; null where not named), the ``gpus`` its kernels ran on, its ``kernels``
+    and their summed ``kernel_us``. None for any other profile (one process, or another format)."""
+    nsys = metadata.get("nsys")
+    processes = nsys.get("processes") if isinstance(nsys, dict) else None
+    if not isinstance(processes, list) or len(processes) < 2:
+        return None
+    return [
+        {
+            "pid": process.get("pid"),
+            "name": process.get("name"),
+            "gpus": [int(device) for device in process.get("devices") or []],
+            "kernels": int(process.get("kernels") or 0),
+            "kernel_us": finite(float(process.get("kernel_us") or 0.0)),
+        }
+        for process in processes
+    ]
+
+
 def memory_block(profile: Profile) -> list[dict[str, Any]] | None:
     """The peak memory per device (``peak_memory_bytes`` allocated, ``peak_reserved_bytes``, when
     ``ts_us`` and in which operator); None for a trace recorded without profile_memory."""

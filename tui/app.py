@@ -74,6 +74,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         run: str | None = None,
         profile: Profile | None = None,
         comm_pattern: str | None = None,
+        step_range: str | None = None,
         compare: dict[str, Any] | None = None,
         pending: BackgroundLoad | None = None,
         capture: list[str] | None = None,
@@ -83,7 +84,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         """``iteration`` (issue 40: ``--iteration N``): open narrowed to that iteration (its number in
         the Iterations tab); ``profile``: one already loaded from ``path`` (a notebook, the tests),
         shown without reading again;
-        ``comm_pattern``: ``--comm-pattern``, for loads made here; ``compare``: compare mode, ``path``
+        ``comm_pattern``: ``--comm-pattern``, for loads made here; ``step_range``: ``--step-range``,
+        likewise; ``compare``: compare mode, ``path``
         is BEFORE and this holds ``after`` and the :func:`profview.diff.comparison.load_comparison` options;
         ``pending``: the load of ``path`` already started (the CLI starts it before importing Textual)."""
         super().__init__()
@@ -97,6 +99,7 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         self.no_cache = no_cache
         self.run_name = run
         self.comm_pattern = comm_pattern
+        self.step_range = step_range
         self.capture = capture  # issue 36: --capture, attributing graph replays
         self.iteration = iteration
         self.start_step = step  # --step N: the step the views open narrowed to
@@ -149,7 +152,11 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             if preloaded is None and pending is not None:
                 preloaded = pending.result()
             profile = preloaded or load(
-                self.path, use_cache=not self.no_cache, run=self.run_name, comm_pattern=self.comm_pattern
+                self.path,
+                use_cache=not self.no_cache,
+                run=self.run_name,
+                comm_pattern=self.comm_pattern,
+                step_range=self.step_range,
             )
             if self.capture:
                 profile.use_capture(self.capture, use_cache=not self.no_cache)

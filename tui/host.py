@@ -27,6 +27,7 @@ class ViewerApp(Protocol):
     path: str
     no_cache: bool
     comm_pattern: str | None
+    step_range: str | None
     profile: Profile | None
     compare: dict[str, Any] | None
     comparison: Comparison | None

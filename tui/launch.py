@@ -41,6 +41,7 @@ def run(
     no_cache: bool = False,
     run: str | None = None,
     comm_pattern: str | None = None,
+    step_range: str | None = None,
     pending: BackgroundLoad | None = None,
     capture: list[str] | None = None,
     iteration: int | None = None,
@@ -62,6 +63,7 @@ def run(
         no_cache=no_cache,
         run=run,
         comm_pattern=comm_pattern,
+        step_range=step_range,
         pending=pending,
         capture=capture,
         iteration=iteration,
@@ -71,7 +73,7 @@ def run(
 
 
 def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern: str | None = None,
-                **options: Any) -> int:
+                step_range: str | None = None, **options: Any) -> int:
     """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
     ``tolerance_pct`` (see :func:`profview.diff.comparison.load_comparison`)."""
     if (missing := _missing(before, after)) is not None:
@@ -79,7 +81,9 @@ def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern
         return 2
     from .app import ProfviewApp
 
-    app = ProfviewApp(before, no_cache=no_cache, comm_pattern=comm_pattern, compare={"after": after, **options})
+    app = ProfviewApp(
+        before, no_cache=no_cache, comm_pattern=comm_pattern, step_range=step_range, compare={"after": after, **options}
+    )
     return finish_run(app, app.run())
 
 

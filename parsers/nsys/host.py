@@ -14,11 +14,10 @@ from .gpu import read_table
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX_TABLE = "NVTX_EVENTS"
 RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId", "eventClass")
-NVTX_NUMBER_COLUMNS = ("start", "end", "eventType", "globalTid", "textId", "domainId")
+NVTX_NUMBER_COLUMNS = ("start", "end", "eventType", "globalTid", "textId")
 
-#: NVTX event types (``ENUM_NSYS_EVENT_TYPE``): a mark, a push/pop range, a start/end range, a
-#: domain's creation (its ``text`` is the domain's name).
-NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE = 34, 59, 60, 75
+#: NVTX event types (``ENUM_NSYS_EVENT_TYPE``): a mark, a push/pop range, a start/end range.
+NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END = 34, 59, 60
 #: ``eventClass`` of a CUDA driver call in the runtime table (``ENUM_NSYS_EVENT_CLASS``).
 DRIVER_CLASS = 1
 #: nsys's version suffix of an API name (``cudaLaunchKernel_v7000``), which its reports strip.
@@ -45,7 +44,7 @@ def read_nvtx(export: Export, lacking: list[str]) -> pl.DataFrame:
     if missing:
         lacking.append(f"{NVTX_TABLE}: {', '.join(missing)}")
     selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in schema)
-    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE))
+    wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END))
     return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({wanted})', schema, NVTX_TABLE)
 
 

@@ -34,7 +34,6 @@ from .database import Export, reads_at_once
 from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, copy_names, read_gpu, shape
 from .host import (
     DRIVER_CLASS,
-    NVTX_DOMAIN_CREATE,
     NVTX_MARK,
     NVTX_PUSH_POP,
     NVTX_START_END,
@@ -56,8 +55,6 @@ ACTIVITY_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, RUNTIME_TABLE, NVTX
 START_END_LANE = " (NVTX start/end)"
 #: Where a process's number sits in a combined correlation id.
 PROCESS_SHIFT = 2**32
-#: NVTX domains whose ranges are communication (``ncclSend``, ``ncclAllReduce`` ...).
-COMMUNICATION_DOMAINS = r"(?i)^(nccl|rccl)"
 STEP_RANGE = r"^ProfilerStep#[0-9]{1,18}$"
 
 
@@ -274,20 +271,11 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     named = _names(strings, nvtx, "textId", "_registered").with_columns(
         pl.coalesce("text", "_registered").alias("_text")
     )
-    domains = named.filter(pl.col("eventType") == NVTX_DOMAIN_CREATE).select(
-        "domainId", pl.col("_text").alias("_domain")
-    )
-    named = named.join(
-        domains.unique("domainId", keep="first", maintain_order=True), on="domainId", how="left", maintain_order="left"
-    )
     kinds = named.filter(pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK]))
     ranges = kinds.filter(pl.col("eventType") != NVTX_MARK)
     unclosed = int(ranges["end"].null_count())
     kinds = kinds.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
     parsed = parse_ranges(kinds.with_columns(pl.col("_text").fill_null("(unnamed range)")), "_text")
-    communication = pl.col("_domain").fill_null("").str.contains(COMMUNICATION_DOMAINS) | pl.col("name").str.contains(
-        r"^nccl[A-Z]"
-    )
     is_op = pl.col("emit_nvtx") & ~pl.col("name").str.contains(STEP_RANGE)
     thread = _thread("globalTid").cast(pl.String).fill_null("?")
     kind = (
@@ -298,14 +286,10 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
         .otherwise(pl.lit("user_annotation"))
     )
     # The category Kineto writes for the same kind of event (the summary notes events of a category
-    # it does not know as not read); the NCCL domain's ranges keep ``nccl``.
-    category = (
-        pl.when(communication)
-        .then(pl.lit("nccl"))
-        .when(pl.col("eventType") == NVTX_MARK)
-        .then(pl.lit("cpu_instant_event"))
-        .otherwise(kind)
-    )
+    # it does not know as not read). The NCCL domain's ranges (``ncclAllReduce``, ``ncclGroupStart``)
+    # are user annotations like Kineto's ``nccl:all_reduce``: host ranges around a launch, which the
+    # communication rules leave to the NCCL kernels they launch.
+    category = pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("cpu_instant_event")).otherwise(kind)
     events = parsed.select(
         pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
         category.alias("cat"),

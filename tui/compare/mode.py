@@ -43,7 +43,7 @@ class CompareMode:
         try:
             self.post_message(LoadPhase("reading and parsing both profiles"))
             comparison = load_comparison(self.path, use_cache=not self.no_cache, comm_pattern=self.comm_pattern,
-                                         **self.compare)
+                                         step_range=self.step_range, **self.compare)
             for which in ("before", "after"):
                 self.post_message(LoadPhase(f"linking {which.upper()}"))
                 lifecycle.prepare(comparison.side(which), lambda _phase: None)

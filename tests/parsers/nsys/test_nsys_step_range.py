@@ -8,32 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from nsys_witness import connect, export_path
+from nsys_witness import export_path, saxpy_steps
 from support import run_cli
 
 import profview
 
 SAXPY = export_path("nsys_saxpy_mpi_a100_2022.sqlite")
-
-
-def saxpy_steps(path: Path) -> list[tuple[int, int]]:
-    """Per ``saxpy`` push/pop range, in start order: (start, end) in ns, its end being the later of
-    the range's own end and the end of the GPU work whose launch call starts inside it on its thread."""
-    with connect(path) as db:
-        ranges = db.execute(
-            "SELECT e.start, e.end, e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
-            "WHERE e.eventType = 59 AND coalesce(e.text, s.value) = 'saxpy' ORDER BY e.start"
-        ).fetchall()
-        calls = db.execute("SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
-        work = {}
-        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
-            for correlation, end in db.execute(f"SELECT correlationId, end FROM {table}"):
-                work[correlation] = max(work.get(correlation, end), end)
-    steps = []
-    for start, end, thread in ranges:
-        launched = [work[c] for s, t, c in calls if t == thread and start <= s <= end and c in work]
-        steps.append((start, max([end, *launched])))
-    return steps
 
 
 def test_the_ranges_a_regex_names_are_the_steps() -> None:

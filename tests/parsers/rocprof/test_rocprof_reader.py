@@ -10,11 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from rocprof_witness import SAMPLE, SHARED_FILE, document, kernel_witness, traced_run, write
-from support import sample
+from support import run_cli, sample
 
 import profview
 from profview.analysis.efficiency.device_peaks import trace_device
-from profview.parsers.schema import EVENT_SCHEMA
+from profview.parsers.schema import EVENT_SCHEMA, unknown_categories
 
 
 def assert_kernel_table(profile: profview.Profile, witness: dict[str, tuple[int, int, int, int]]) -> None:
@@ -123,3 +123,18 @@ def test_a_cached_reopen_is_the_same_profile(tmp_path: Path, monkeypatch: pytest
     assert (again.format, again.missing) == (fresh.format, fresh.missing)
     assert again.kernels().equals(kernels)
     assert again.metadata["deviceProperties"] == fresh.metadata["deviceProperties"]
+
+
+def test_rocprofv3_records_read_as_work_are_not_said_unread(capsys: pytest.CaptureFixture[str]) -> None:
+    """A rocprofv3 record keeps its record kind as its category (``KERNEL_DISPATCH``): its kernels are
+    read (as many as the document's dispatches, counted with json), so no note says otherwise."""
+    path = sample(SAMPLE)
+    dispatches = len(document(path)["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"])
+    events = profview.load(path, use_cache=False).events
+    assert events is not None
+    kernels = events.filter(pl.col("kind") == "kernel")
+    assert kernels.height == dispatches > 0
+    assert set(kernels["cat"].cast(pl.String).to_list()) == {"KERNEL_DISPATCH"}  # not a Kineto category
+    assert unknown_categories(events) == (0, [])
+    assert run_cli(["summary", str(path), "--no-cache", "-n", "1"]) == 0
+    assert "were not read" not in capsys.readouterr().out
