@@ -9,6 +9,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ProfviewError
+from ..jobs.archives import ARCHIVE_NAME
 from ..jobs.inputs import list_inputs, looks_like_trace
 from ..profiles.trace_profile import Profile
 
@@ -21,7 +22,7 @@ def capture_paths(side: str) -> list[str]:
     parts = [p for p in side.split(",") if p] if "," in side and not os.path.exists(side) else [side]
     files: list[str] = []
     for part in parts:
-        if os.path.isfile(part):
+        if os.path.isfile(part) and not ARCHIVE_NAME.search(part):
             files.append(part)
             continue
         listing = list_inputs([part])

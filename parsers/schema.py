@@ -117,14 +117,14 @@ KNOWN_UNREAD_CATEGORIES = frozenset({
 
 
 def unknown_categories(events: pl.DataFrame) -> tuple[int, list[str]]:
-    """Events whose ``cat`` profview does not know (so they are not read as work): how many, and
-    their categories, most events first.  A duration event that its reader gave a kind of work
-    (an Nsight Systems or rocprofv3 record, whose category is its own table's or record kind's
-    name) was read, whatever its category; a Chrome trace's event of an unknown category has
-    kind ``other``."""
+    """Events whose ``cat`` profview does not know and that were not read as work (their ``kind``
+    is ``other``; a reader that names its own categories, as rocprofv3's ``KERNEL_DISPATCH``, gives
+    their events a kind): how many, and their categories, most events first."""
     known = {*CATEGORY_KINDS, *KNOWN_UNREAD_CATEGORIES}
-    unread = pl.col("ph").is_in(["i", "I"]) | (pl.col("ph").is_in(["X", "B", "E"]) & (pl.col("kind") == "other"))
-    cats = events.filter(pl.col("cat").is_not_null() & unread)
+    unread = (
+        pl.col("kind").is_null() | (pl.col("kind").cast(pl.String) == "other") if "kind" in events.columns else True
+    )
+    cats = events.filter(pl.col("cat").is_not_null() & pl.col("ph").is_in(["X", "B", "E", "i", "I"]) & unread)
     per_cat = cats.group_by(pl.col("cat").cast(pl.String)).len().sort(["len", "cat"], descending=[True, False])
     unknown = per_cat.filter(~pl.col("cat").str.to_lowercase().is_in(list(known)))
     return int(unknown["len"].sum()), unknown["cat"].to_list()

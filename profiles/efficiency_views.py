@@ -8,6 +8,7 @@ and operator tables' categories need no model: issue 32, :func:`profview.profile
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -556,7 +557,8 @@ def efficiency_text(figures: dict[str, Any]) -> list[str]:
         line += f" (no MFU: {model['mfu_unknown']})"
     else:
         mfu = model["mfu_pct"]
-        shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu == 0 else f"{mfu:.2g}"
+        # two significant digits, never in exponent form (0.000028, not 2.8e-05)
+        shown = f"{mfu:.1f}" if mfu >= 0.1 or mfu <= 0 else f"{mfu:.{1 - math.floor(math.log10(mfu))}f}"
         peak = f"{model['peak_name']} {model['precision']} peak {model['peak_tflops_per_s']:g} TFLOP/s"
         line += f", MFU {shown}% of the {peak}"
         mix = model["precision_mix_text"]

@@ -614,7 +614,7 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
     events = profile._trace_events()
     found = find_captures(profile.model, GraphViews._launch_kernels(events), file, batch_size)
     if not found:
-        from ..analysis.graphs.capture import BEGIN_CAPTURE
+        from ..analysis.trace.runtime_calls import BEGIN_CAPTURE
 
         begins = int(profile.model.host["name"].str.contains(BEGIN_CAPTURE).sum())
         if begins:  # there is a begin: saying there is none sent people looking for the wrong thing
@@ -623,6 +623,5 @@ def _captures_of(file: str, batch_size: int | None, use_cache: bool, load: Calla
                 f"no complete graph capture in this trace ({begins} *StreamBeginCapture, none with a "
                 "*StreamEndCapture after it on its thread: the profiling window cut the capture)",
             )
-        raise capture_error(file, "no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)"
-        )
+        raise capture_error(file, "no graph capture in this trace (no cudaStreamBeginCapture/hipStreamBeginCapture)")
     return found

@@ -240,7 +240,10 @@ def process_lines(metadata: dict[str, Any]) -> list[str]:
     processes = nsys.get("processes") if isinstance(nsys, dict) else None
     if not isinstance(processes, list) or len(processes) < 2:
         return []
-    lines = [f"{len(processes)} processes in this export; every figure below sums them:"]
+    named = sum(1 for process in processes if process.get("pid") is not None)
+    unnamed = " and kernels naming no process" if named < len(processes) else ""
+    who = f"{named} {'process' if named == 1 else 'processes'}{unnamed}"
+    lines = [f"{who} in this export; every figure below sums them:"]
     for process in processes:
         pid = process.get("pid")
         who = "kernels naming no process" if pid is None else f"pid {pid}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any, TextIO
 
 import polars as pl
@@ -57,8 +58,10 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
     lines.extend(_verdict(figures))
     for device in figures["devices"]:
         lines.append("")
-        when = "before the first recorded event" if device["peak_event_index"] < 0 else (
-            f"after event {device['peak_event_index']:,} of {device['events']:,}"
+        when = (
+            "before the first recorded event"
+            if device["peak_event_index"] < 0
+            else (f"after event {device['peak_event_index']:,} of {device['events']:,}")
         )
         lines.append(f"device {device['device']}: peak active {fmt_bytes(device['peak_active_bytes'])} {when}")
         lines.append(
@@ -69,23 +72,45 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
         at_peak = [row for row in figures["top_sites_at_peak"] if row["device"] == device["device"]]
         if at_peak:
             lines.append(f"top sites live at the peak (sum to {fmt_bytes(device['peak_active_bytes'])}):")
-            lines.extend("  " + line for line in frame_lines(_site_rows(at_peak), room))
+            lines.extend("  " + line for line in frame_lines(_site_rows(at_peak), _inside(room)))
     if figures["top_sites"]:
         lines.append("")
         lines.append(f"top sites live at the snapshot (sum to {fmt_bytes(allocated)} allocated):")
-        lines.extend("  " + line for line in frame_lines(_site_rows(figures["top_sites"]), room))
+        lines.extend("  " + line for line in frame_lines(_site_rows(figures["top_sites"]), _inside(room)))
     if figures["largest_allocations"]:
         lines.append("")
         lines.append("largest live allocations:")
         largest = pl.DataFrame(figures["largest_allocations"]).select(
-            "device", pl.col("size").map_elements(fmt_bytes, return_dtype=pl.String).alias("size"),
+            "device",
+            pl.col("size").map_elements(fmt_bytes, return_dtype=pl.String).alias("size"),
             pl.col("requested_size").map_elements(fmt_bytes, return_dtype=pl.String).alias("requested"),
-            "state", "site",
+            "state",
+            "site",
         )
-        lines.extend("  " + line for line in frame_lines(largest, room))
+        lines.extend("  " + line for line in frame_lines(largest, _inside(room)))
     for warning in figures["warnings"]:
         lines.append(f"warning: {clean(warning)}")
-    return lines
+    return _folded(lines, room)
+
+
+def _inside(room: int | None) -> int | None:
+    """The width of a table printed two spaces in."""
+    return None if room is None else room - 2
+
+
+def _folded(lines: list[str], room: int | None) -> list[str]:
+    """Each line longer than ``room`` folded at spaces, the rest indented two more than its start
+    (``room`` None: the lines whole)."""
+    if room is None:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= room:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out.extend(textwrap.wrap(line, room, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False))
+    return out
 
 
 def _site_rows(rows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -28,8 +28,8 @@ from ..tables.launches import _launch_paths
 from ..tables.modules import module_paths, source_line, source_stacks
 from ..trace.at_time import innermost_open
 from ..trace.model import TraceModel
+from ..trace.runtime_calls import BEGIN_CAPTURE
 
-BEGIN_CAPTURE = r"^(cuda|hip|cu)StreamBeginCapture"
 END_CAPTURE = r"^(cuda|hip|cu)StreamEndCapture"
 #: Launch calls that put a node into a graph under capture, by the GPU work they make.
 LAUNCH_KINDS: tuple[tuple[str, str], ...] = (

@@ -360,7 +360,8 @@ def _capture_tokens(model: TraceModel) -> tuple[int, int | None] | None:
     """The tokens (and batch) of the first embedding call inside each graph capture of the trace,
     where every capture that embeds gives the same; None otherwise (no capture, no embedding in
     one, or captures of different shapes)."""
-    from ..graphs.capture import BEGIN_CAPTURE, END_CAPTURE
+    from ..graphs.capture import END_CAPTURE
+    from ..trace.runtime_calls import BEGIN_CAPTURE
 
     host = model.host
     calls = host.filter(pl.col("kind").is_in(["runtime", "driver"]))

@@ -166,7 +166,13 @@ def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = 
                 "other ranks): overlap it with compute, or look for a slow rank."
             )
         cpu = view.average_step.get("cpu_exec", 0.0) / step * 100
-        if cpu > 30 and not (view.gpu_events == 0 and runtime.launches):
+        if cpu > 30 and runtime.captures:
+            out.append(
+                f"The host is busy {cpu:.1f}% of {the} with the GPU idle, inside {runtime.captures:,} graph "
+                f"capture(s) ({runtime.api} StreamBeginCapture): captured launches are recorded, not run, "
+                "so this is no sign of a CPU-bound run."
+            )
+        elif cpu > 30 and not (view.gpu_events == 0 and runtime.launches):
             out.append(f"The host is busy {cpu:.1f}% of {the} with the GPU idle: {the} is CPU-bound.")
     if view.gpu_events and view.gpu_busy_pct < 50:
         out.append(f"The GPU is idle {100 - view.gpu_busy_pct:.0f}% of the profiled span.")

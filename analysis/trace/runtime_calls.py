@@ -34,6 +34,7 @@ GRAPH_LAUNCH = r"GraphLaunch"
 #: (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``hipExtModuleLaunchKernel``, ``cudaMemcpyAsync``).
 GPU_LAUNCH = r"Launch|Memcpy\w*Async|Memset\w*Async"
 RUNTIME_KINDS = ("runtime", "driver")
+BEGIN_CAPTURE = r"^(cuda|hip|cu)StreamBeginCapture"
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class RuntimeFacts:
     top_blocking: str | None = None
     top_blocking_us: float = 0.0
     launches: int = 0
+    #: Stream captures begun (``cudaStreamBeginCapture``): work launched inside one is recorded
+    #: into a graph, not run, so a GPU idle beside a busy host says nothing about a CPU bound.
+    captures: int = 0
 
     @property
     def blocking_pct(self) -> float:
@@ -76,4 +80,5 @@ def runtime_facts(host: pl.DataFrame) -> RuntimeFacts:
         top_blocking=str(blocking["name"][0]) if blocking.height else None,
         top_blocking_us=float(blocking["dur"][0]) if blocking.height else 0.0,
         launches=int(per_name.filter(names.str.contains(GPU_LAUNCH))["n"].sum()),
+        captures=int(per_name.filter(names.str.contains(BEGIN_CAPTURE))["n"].sum()),
     )

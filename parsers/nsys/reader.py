@@ -324,7 +324,7 @@ def process_split(gpu: pl.DataFrame, calls: pl.DataFrame, export: Export) -> lis
     )
     callers = calls.select(pl.col("_proc")).drop_nulls().unique()
     known = pl.concat([per.select("_proc"), callers]).unique()
-    rows = known.join(per, on="_proc", how="left").sort("_proc", nulls_last=True)
+    rows = known.join(per, on="_proc", how="left", nulls_equal=True).sort("_proc", nulls_last=True)
     names = dict(process_names(export).iter_rows())
     return [
         {

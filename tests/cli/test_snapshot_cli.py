@@ -35,8 +35,16 @@ def test_summary_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     """``summary --format json``: the schema and the keys the issue names, per device too."""
     document = json.loads(_summary(SAMPLE, capsys, "--format", "json"))
     assert document["schema"] == "profview.memory-snapshot/1"
-    for key in ("segments", "reserved_bytes", "allocated_bytes", "requested_bytes", "free_internal_bytes",
-                "free_external_bytes", "events", "devices"):
+    for key in (
+        "segments",
+        "reserved_bytes",
+        "allocated_bytes",
+        "requested_bytes",
+        "free_internal_bytes",
+        "free_external_bytes",
+        "events",
+        "devices",
+    ):
         assert key in document
     for device in document["devices"]:
         assert {"device", "events", "peak_active_bytes", "peak_time_us"} <= set(device)
@@ -76,8 +84,9 @@ def _answers_alike(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     answers = []
     for copy in _copies(source, tmp_path):
         monkeypatch.chdir(copy.parent)
-        answers.append((_summary(Path("snap.pickle"), capsys), _summary(Path("snap.pickle"), capsys, "--format",
-                                                                         "json")))
+        answers.append(
+            (_summary(Path("snap.pickle"), capsys), _summary(Path("snap.pickle"), capsys, "--format", "json"))
+        )
     assert answers[0] == answers[1] == answers[2]
 
 
@@ -151,3 +160,21 @@ def test_query_lists_the_snapshot_tables(capsys: pytest.CaptureFixture[str]) -> 
     for view in SNAPSHOT_VIEWS:
         assert f"{view}: {SNAPSHOT_VIEWS[view]}" in listed
     assert re.search(r"^  active_bytes +Int64  \[bytes\]$", listed, re.MULTILINE)
+
+
+def test_summary_fits_80_columns(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns no line of the text summary is wider: prose folds at spaces, the tables printed
+    two spaces in fit the rest; the figures stay (the allocated bytes, summed here from the blocks)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with SAMPLE.open("rb") as handle:
+        snapshot = _PlainData(handle).load()
+    allocated = sum(
+        block["size"]
+        for segment in snapshot["segments"]
+        for block in segment["blocks"]
+        if block["state"] == "active_allocated"
+    )
+    out = _summary(SAMPLE, capsys)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert f"allocated  {fmt_bytes(allocated):>11}" in out
+    assert "a request above the largest free block" in " ".join(out.split())

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from nsys_witness import SAMPLE_EXPORTS, SHARED_EXPORTS, connect, export_path
+from nsys_witness import SAMPLE_EXPORTS, SHARED_EXPORTS, connect, export_for_test, export_path
 from support import run_cli
 
 import profview
@@ -98,3 +98,22 @@ def test_one_process_is_null_in_the_json(name: str, capsys: pytest.CaptureFixtur
     assert len(per_process(path)) == 1
     document = summary_json(path, capsys)
     assert document["processes"] is None and document["lines"]["processes"] == []
+
+
+def test_kernels_naming_no_process_are_counted(
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An export whose kernel table has no ``globalPid`` (a stripped schema): its kernels are the
+    entry naming no process, with their count and time, not a row of zero kernels."""
+    path = export_for_test("nsysai__healthy_1pct.SYNTHETIC.sqlite", request)
+    with connect(path) as db:
+        count, ns = db.execute('SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()
+        devices = [row[0] for row in db.execute("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+    listed = profview.load(path, use_cache=False).metadata["nsys"]["processes"]
+    nameless = [p for p in listed if p["pid"] is None]
+    assert len(nameless) == 1 and nameless[0]["kernels"] == count > 0
+    assert round(nameless[0]["kernel_us"] * 1000) == ns and nameless[0]["devices"] == devices
+    assert run_cli(["summary", str(path), "--no-cache", "-n", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 process and kernels naming no process in this export" in out
+    assert f"kernels naming no process on GPU {devices[0]}: {count:,} kernels" in out

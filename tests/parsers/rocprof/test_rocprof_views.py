@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from pilot import screen_text, wait_loaded, wait_until
-from rocprof_witness import SAMPLE, kernel_witness
+from rocprof_witness import SAMPLE, SHARED_FILE, document, kernel_witness
 from support import run_cli, sample
 
 from profview.tui.app import ProfviewApp
@@ -25,6 +25,23 @@ def test_summary_names_the_format_the_device_and_what_is_missing(capsys: pytest.
     text = capsys.readouterr().out
     assert "(rocprofv3 JSON)" in text and "AMD Instinct MI350X" in text
     assert "no ops view: this rocprofv3 run recorded no HIP API calls" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("shared", (False, True))
+def test_dispatches_read_as_kernels_are_not_said_unread(
+    shared: bool, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """rocprofv3 names its records' kinds (``KERNEL_DISPATCH``): the dispatches are the kernels the
+    summary counts, so no note says they were not read."""
+    if shared:
+        request.getfixturevalue("shared_dir")
+    path = SHARED_FILE if shared else sample(SAMPLE)
+    dispatches = sum(len(p["buffer_records"]["kernel_dispatch"]) for p in document(path)["rocprofiler-sdk-tool"])
+    assert dispatches > 0
+    assert run_cli(["summary", str(path), "--no-cache", "-n", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"({dispatches:,} GPU events)" in text
+    assert "were not read" not in text
 
 
 def test_export_writes_the_kernel_table_of_the_raw_records(tmp_path: Path) -> None:
