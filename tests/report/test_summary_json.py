@@ -90,7 +90,7 @@ def test_a_job(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: 
     text = _summary(capsys, job, "-j", "2")
     assert doc["schema"] == JOB_SUMMARY_SCHEMA and doc["lines"][0] == "8 of 8 ranks" and doc["backends"] == ["nccl"]
     assert doc["lines"][1].startswith("collectives: 3 matched across ranks")  # the AllReduces (tests/jobs)
-    assert doc["straggler"].startswith("straggler: rank 5 ") and doc["straggler"] in text
+    assert doc["straggler"].startswith("straggler: rank 5, ") and doc["straggler"] in text
     out = tmp_path / "ranks.parquet"
     assert run_cli(["export", str(job), "-v", "ranks", "-o", str(out), "-j", "2"]) == 0
     exported = pl.read_parquet(out).select(*RANK_COLUMNS, "straggler").to_dicts()
