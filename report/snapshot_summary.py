@@ -153,11 +153,16 @@ def _verdict(figures: dict[str, Any]) -> list[str]:
             f"largest free block ({fmt_bytes(largest)}) needs a new segment"
         )
     for device in figures["devices"]:
-        if reserved and device["peak_active_bytes"]:
+        peak, held = device["peak_active_bytes"], device["reserved_bytes"]
+        if reserved and peak and peak <= held:
             lines.append(
-                f"device {device['device']}: peak {fmt_bytes(device['peak_active_bytes'])} active = "
-                f"{_pct(device['peak_active_bytes'], device['reserved_bytes'])} of the "
-                f"{fmt_bytes(device['reserved_bytes'])} reserved at the snapshot"
+                f"device {device['device']}: peak {fmt_bytes(peak)} active = {_pct(peak, held)} of the "
+                f"{fmt_bytes(held)} reserved at the snapshot"
+            )
+        elif reserved and peak:  # a share of what was reserved later would read above 100%
+            lines.append(
+                f"device {device['device']}: peak {fmt_bytes(peak)} active, above the {fmt_bytes(held)} "
+                "reserved at the snapshot: segments were released after the peak"
             )
     return lines
 

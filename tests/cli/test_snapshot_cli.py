@@ -178,3 +178,18 @@ def test_summary_fits_80_columns(capsys: pytest.CaptureFixture[str], monkeypatch
     assert max(len(line) for line in out.splitlines()) <= 80
     assert f"allocated  {fmt_bytes(allocated):>11}" in out
     assert "a request above the largest free block" in " ".join(out.split())
+
+
+def test_a_peak_above_what_is_reserved_at_the_end_is_no_share(
+    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A snapshot whose cache released segments after its peak (reserved at the end 250 MiB, the
+    active peak over the recorded events 2.10 GiB): the peak is said to lie above what is reserved,
+    never as a share of it (it read 860.4%); no percentage of the summary is above 100."""
+    path = shared_dir / "formats/memory-snapshots/mosaic__output.SYNTHETIC.pickle"
+    with path.open("rb") as handle:
+        snapshot = _PlainData(handle).load()
+    reserved = sum(segment["total_size"] for segment in snapshot["segments"])
+    out = " ".join(_summary(path, capsys).split())
+    assert f"above the {fmt_bytes(reserved)} reserved at the snapshot: segments were released after the peak" in out
+    assert all(float(share) <= 100 for share in re.findall(r"(\d+(?:\.\d+)?)%", out))
