@@ -35,6 +35,26 @@ def _missing(*paths: str) -> str | None:
     return None
 
 
+def _no_terminal(instead: str) -> str | None:
+    """The one-line error when the viewer has no terminal to draw on or read keys from (its output
+    piped or redirected, ``profview T | less``, or its input not a terminal): its escape sequences
+    would land in the pipe.  ``instead``: the command that gives the same figures as text."""
+    for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+        isatty = getattr(stream, "isatty", None)
+        if stream is None or isatty is None or not isatty():
+            return f"profview: error: the viewer needs a terminal and {name} is not one: {instead}"
+    return None
+
+
+def _refused(*paths: str, instead: str) -> int | None:
+    """Exit code 2 with its line when a path is missing or there is no terminal, else ``None``."""
+    problem = _missing(*paths) or _no_terminal(instead)
+    if problem is None:
+        return None
+    print(problem, file=sys.stderr)
+    return 2
+
+
 def run(
     path: str,
     *,
@@ -52,10 +72,10 @@ def run(
     (``--step N``).
 
     ``pending``: the load of ``path`` with these options, already started (see
-    :mod:`profview.profiles.background`); ``capture``: ``--capture`` paths (issue 36)."""
-    if (missing := _missing(path, *(capture or []))) is not None:
-        print(missing, file=sys.stderr)
-        return 2
+    :mod:`profview.profiles.background`); ``capture``: ``--capture`` paths."""
+    instead = f"profview summary {clean(path)} prints the figures"
+    if (refused := _refused(path, *(capture or []), instead=instead)) is not None:
+        return refused
     from .app import ProfviewApp
 
     app = ProfviewApp(
@@ -76,9 +96,9 @@ def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern
                 step_range: str | None = None, **options: Any) -> int:
     """Open the viewer in compare mode on BEFORE and AFTER; ``options``: ``per_step``, ``match``,
     ``tolerance_pct`` (see :func:`profview.diff.comparison.load_comparison`)."""
-    if (missing := _missing(before, after)) is not None:
-        print(missing, file=sys.stderr)
-        return 2
+    instead = f"profview diff {clean(before)} {clean(after)} --summary prints the comparison"
+    if (refused := _refused(before, after, instead=instead)) is not None:
+        return refused
     from .app import ProfviewApp
 
     app = ProfviewApp(
@@ -89,9 +109,8 @@ def run_compare(before: str, after: str, *, no_cache: bool = False, comm_pattern
 
 def run_snapshot(path: str) -> int:
     """Open the memory snapshot ``path`` on its own screen; return the exit code."""
-    if (missing := _missing(path)) is not None:
-        print(missing, file=sys.stderr)
-        return 2
+    if (refused := _refused(path, instead=f"profview summary {clean(path)} prints the figures")) is not None:
+        return refused
     from .snapshot.app import SnapshotApp
 
     app = SnapshotApp(path)
@@ -100,6 +119,8 @@ def run_snapshot(path: str) -> int:
 
 def run_snapshot_job(path: str, snapshots: list[str]) -> int:
     """Open the directory ``path`` of per-rank memory snapshots on its ranks screen; return the exit code."""
+    if (refused := _refused(path, instead=f"profview summary {clean(path)} prints the figures")) is not None:
+        return refused
     from .snapshot.job import SnapshotJobApp
 
     app = SnapshotJobApp(path, snapshots)
@@ -119,6 +140,8 @@ def run_job(job: Job | Callable[[Progress], Job], label: str = "job") -> int:
 
     A job opened here is closed (its extracted archive removed) when the viewer ends.
     """
+    if (refused := _refused(instead=f"profview summary {clean(label)} prints the job's figures")) is not None:
+        return refused
     from ..jobs.job import Job
     from .job.app import JobApp
 
@@ -138,6 +161,8 @@ def run_job_compare(opener: Callable[[Progress], JobComparison], label: str) -> 
 
     The jobs' extracted archives are removed when the viewer ends.
     """
+    if (refused := _refused(instead="profview diff BEFORE AFTER --summary prints the comparison")) is not None:
+        return refused
     from .job.compare import JobCompareApp
 
     _start_resource_tracker()
