@@ -78,7 +78,7 @@ def test_ids_are_unique_and_help_comes_from_the_keymap() -> None:
 
 async def test_help_screen_lists_every_help_line() -> None:
     app = viewer(RESNET)
-    async with app.run_test(size=(160, 100)) as pilot:
+    async with app.run_test(size=(160, 140)) as pilot:  # tall enough for every line without scrolling
         await wait_loaded(pilot, app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
