@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import ProfviewError
 from ..sanitize import clean
-from .diff_output import check_diff_target, write_diff_view
+from .diff_output import DiffOutput, check_diff_target, summary_then_view
 from .options import (
     AscOption,
     CaptureOption,
@@ -246,15 +245,12 @@ def diff(
         explained = [view or "kernels"] if out is not None else ["kernels", "steps"]  # as the viewer's note line
         for note in dict.fromkeys(line for v in explained for line in comparison.explanations(v)):
             typer.echo(f"profview: note: {clean(note)}", err=True)
-        try:
-            if summary_:
-                from ..report.diff_summary import print_diff_summary
+        from ..report.diff_summary import print_diff_summary
 
-                print_diff_summary(comparison, top if top is not None else 10)
-                sys.stdout.flush()
-            if out is not None:
-                write_diff_view(comparison.view(view or "kernels"), out, (before, after), pattern=filter_, sort=sort,
-                                ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
-        except BrokenPipeError:
-            raise stdout_closed() from None
+        output = DiffOutput(out, (before, after), filter_, sort, asc, top, force, raw_formulas)
+        summary_then_view(
+            (lambda: print_diff_summary(comparison, top if top is not None else 10)) if summary_ else None,
+            lambda: comparison.view(view or "kernels"),
+            output,
+        )
         remember(comparison)

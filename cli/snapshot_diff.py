@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ProfviewError
-from .diff_output import check_diff_target, write_diff_view
-from .output import stdout_closed
+from .diff_output import DiffOutput, check_diff_target, summary_then_view
 
 
 def diff_snapshots(
@@ -23,17 +22,13 @@ def diff_snapshots(
     if out is not None:
         check_diff_target(out, (before, after), force)
     comparison = load_snapshot_comparison(before, after)
-    try:
-        if summary:
-            from ..report.snapshot_diff_summary import print_snapshot_diff_summary
+    from ..report.snapshot_diff_summary import print_snapshot_diff_summary
 
-            print_snapshot_diff_summary(comparison, top if top is not None else 10)
-            sys.stdout.flush()
-        if out is not None:
-            write_diff_view(comparison.view(view or "sites"), out, (before, after), pattern=filter_, sort=sort,
-                            ascending=asc, top=top, force=force, raw_formulas=raw_formulas)
-    except BrokenPipeError:
-        raise stdout_closed() from None
+    summary_then_view(
+        (lambda: print_snapshot_diff_summary(comparison, top if top is not None else 10)) if summary else None,
+        lambda: comparison.view(view or "sites"),
+        DiffOutput(out, (before, after), filter_, sort, asc, top, force, raw_formulas),
+    )
 
 
 def gate_snapshots(before: str, after: str, rules: list[str]) -> None:
