@@ -16,10 +16,19 @@ import re
 
 #: The format name of a Kineto (PyTorch) Chrome trace (profiles/loading.py's ``TRACE_FORMAT``).
 PYTORCH_TRACE = "Chrome trace"
-#: Format names (profiles/loading.py) → the profiler named in the advice.
+#: Format names (profiles/loading.py) → what the advice calls the input.
 PROFILERS = {
-    "Chrome trace without categories (JAX/XLA/TensorFlow style)": "JAX/XLA/TensorFlow",
-    "PaddlePaddle Chrome trace": "PaddlePaddle",
+    "Chrome trace without categories (JAX/XLA/TensorFlow style)": "a JAX/XLA/TensorFlow trace",
+    "PaddlePaddle Chrome trace": "a PaddlePaddle trace",
+    "Nsight Systems SQLite export": "an Nsight Systems export",
+    "rocprofv3 JSON": "a rocprofv3 run",
+}
+#: PyTorch options that another profiler's run of PyTorch can record too: format → option → its
+#: remedy there (under nsys, ``emit_nvtx`` writes the input shapes into its NVTX ranges).
+NATIVE_REMEDIES = {
+    "Nsight Systems SQLite export": {
+        "record_shapes=True": "record under nsys with torch.autograd.profiler.emit_nvtx(record_shapes=True)",
+    },
 }
 _REMEDY = re.compile(r"[:(]\s*record with (?P<how>.*?)\)?$")
 
@@ -38,8 +47,11 @@ def fit_advice(trace_format: str, why: str) -> str:
     head = why[: found.start()].rstrip(" :")
     if head.count("(") > head.count(")"):  # the remedy ended a parenthesis of its own
         head += ")"
-    who = PROFILERS.get(trace_format, trace_format)
-    return f"{head} (a {who} trace: profview reads this from PyTorch's {how})"
+    who = PROFILERS.get(trace_format, f"a {trace_format} trace")
+    native = NATIVE_REMEDIES.get(trace_format, {}).get(how)
+    if native is not None:
+        return f"{head} ({who}: {native})"
+    return f"{head} ({who}: profview reads this from PyTorch's {how})"
 
 
-__all__ = ["PROFILERS", "PYTORCH_TRACE", "fit_advice"]
+__all__ = ["NATIVE_REMEDIES", "PROFILERS", "PYTORCH_TRACE", "fit_advice"]

@@ -5,6 +5,8 @@ makes each view empty)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import raw_events, run_cli, sample
 
@@ -45,3 +47,19 @@ def test_a_pytorch_trace_keeps_its_torch_remedy() -> None:
     assert not any(e.get("name") == "[memory]" for e in events)  # recorded without profile_memory
     said = problem(profview.load(sample(DDP), use_cache=False), "memory")
     assert said.endswith("(record with torch.profiler.profile(profile_memory=True))"), said
+
+
+def test_an_nsys_export_without_shapes_is_told_emit_nvtx(shared_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A PyTorch run under nsys whose emit_nvtx ranges carry no ``sizes = [...]`` (by sqlite3): the
+    remedy is emit_nvtx's own option, which nsys records, not torch.profiler's."""
+    import sqlite3
+
+    path = shared_dir / "formats/nsys/nsysai__mfu_2gpu_before.sqlite"
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        texts = [row[0] for row in db.execute("SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL")]
+    assert texts and not any("sizes = [" in text for text in texts)
+    assert run_cli(["summary", str(path), "--no-cache"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "model FLOPs: none" in out
+    remedy = "record under nsys with torch.autograd.profiler.emit_nvtx(record_shapes=True)"
+    assert f"an Nsight Systems export: {remedy}" in out
