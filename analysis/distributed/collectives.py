@@ -265,17 +265,17 @@ def stacked_match_keys(calls: pl.DataFrame) -> pl.DataFrame:
     # The peer a point-to-point call names (a send its Dst Rank, a recv its Src Rank): the channel
     # sender -> receiver, whose n-th send is the receiver's n-th recv from that sender (NCCL keeps
     # the order of the point-to-point calls between two ranks).
-    me = pl.lit(rank, dtype=pl.Int64)
+    me = pl.col("rank")  # each row's own rank: the frame holds many
     names_dst = (pl.col("dst_rank").is_not_null() & (pl.col("dst_rank") != me)).fill_null(False)
     names_src = (pl.col("src_rank").is_not_null() & (pl.col("src_rank") != me)).fill_null(False)
-    peer = pl.col("_p2p") & (names_dst ^ names_src) & pl.lit(rank is not None)
+    peer = pl.col("_p2p") & (names_dst ^ names_src) & me.is_not_null()
     sender = pl.when(names_dst).then(me).otherwise(pl.col("src_rank"))
     receiver = pl.when(names_dst).then(pl.col("dst_rank")).otherwise(me)
     calls = calls.with_columns(
         peer.alias("_peer"),
         pl.format("{}->{}", sender, receiver).alias("_channel"),
     )
-    by_channel = pl.int_range(pl.len()).over("_peer", "process_group", "_channel")
+    by_channel = pl.int_range(pl.len()).over("rank", "_peer", "process_group", "_channel")
     has_id = pl.col("seq").is_not_null() | pl.col("comms_id").is_not_null()
     # ordinals count the blocking collectives only: a point-to-point call between other ranks
     # would shift them
