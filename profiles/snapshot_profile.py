@@ -163,7 +163,10 @@ class SnapshotProfile:
             "annotations": frames.annotations.height,
             "devices": devices,
             "torch_segsum": segsum_totals(frames.segments, frames.blocks),
-            "top_sites": sites.head(top).to_dicts(),
+            # the devices as numbers (the sites view joins them into one text, "0,1", for its table)
+            "top_sites": sites.head(top)
+            .with_columns(pl.col("devices").str.split(",").list.eval(pl.element().cast(pl.Int64)))
+            .to_dicts(),
             "top_sites_at_peak": [row for d in devices for row in
                                   at_peak.filter(pl.col("device") == d["device"]).head(top).to_dicts()],
             "largest_allocations": largest.select("device", "address", "size", "requested_size", "state", "site")

@@ -193,3 +193,17 @@ def test_a_peak_above_what_is_reserved_at_the_end_is_no_share(
     out = " ".join(_summary(path, capsys).split())
     assert f"above the {fmt_bytes(reserved)} reserved at the snapshot: segments were released after the peak" in out
     assert all(float(share) <= 100 for share in re.findall(r"(\d+(?:\.\d+)?)%", out))
+
+
+def test_the_json_gives_each_top_site_its_devices_as_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    """``top_sites[].devices`` is a list of device numbers (the sites table joins them as "0"), the
+    devices of the site's live blocks in the plain load."""
+    with SAMPLE.open("rb") as handle:
+        snapshot = _PlainData(handle).load()
+    devices = sorted({segment["device"] for segment in snapshot["segments"]})
+    assert run_cli(["summary", str(SAMPLE), "--no-cache", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["top_sites"] and all(
+        isinstance(site["devices"], list) and set(site["devices"]) <= set(devices) and site["devices"]
+        for site in document["top_sites"]
+    )
