@@ -63,11 +63,15 @@ def text_lines(items: list[tuple[str, str]], width: int, lines: int) -> list[Tex
         item = Text(f"{column} ", style="dim") + Text(value)
         if inside[column]:
             item.append(f" ({', '.join(inside[column])} in it)", style="dim")
-        wrapped = cap_lines(item, width, lines)  # at spaces: whole words, a path longer than a line folded
-        if len(out) + len(wrapped) > lines and out:
+        room = lines - len(out)
+        wrapped = cap_lines(item, width, lines + 1)  # at spaces: whole words, a path longer than a line folded
+        if len(wrapped) > room:  # whole words take a line more: every line full (a path's two lines)
+            tight = cap_lines(item, width, lines + 1, at_spaces=False)
+            wrapped = tight if len(tight) < len(wrapped) else wrapped
+        if len(wrapped) > room and out:
             left += 1
             continue
-        out += wrapped  # alone, cut only past all lines
+        out += wrapped[:lines] if len(wrapped) <= lines else cap_lines(item, width, lines)  # alone, cut past all
     if left and out:
         out[-1] = out[-1] + Text(f" · +{left} more", style="dim")
     return out
@@ -112,6 +116,11 @@ def details_text(
     lines += [Text("")] * (FIGURE_LINES - len(lines))
     lines += text_lines([(c, clean(row[c])) for c in words], width, TEXT_LINES)
     if name_column is not None:
-        full = cap_lines(Text(clean(row.get(name_column) or ""), style="bold"), width, NAME_LINES)
+        name = Text(clean(row.get(name_column) or ""), style="bold")
+        # whole words where the name fits its lines so; a longer one (a C++ signature) fills every
+        # line, so that as much of it shows as the lines hold
+        full = cap_lines(name, width, NAME_LINES + 1)
+        if len(full) > NAME_LINES:
+            full = cap_lines(name, width, NAME_LINES, at_spaces=False)
         lines += full + [Text("")] * (min(name_lines, NAME_LINES) - len(full))
     return Text("\n").join(lines)
