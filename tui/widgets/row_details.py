@@ -116,11 +116,11 @@ def details_text(
     lines += [Text("")] * (FIGURE_LINES - len(lines))
     lines += text_lines([(c, clean(row[c])) for c in words], width, TEXT_LINES)
     if name_column is not None:
-        name = Text(clean(row.get(name_column) or ""), style="bold")
+        title = Text(clean(row.get(name_column) or ""), style="bold")
         # whole words where the name fits its lines so; a longer one (a C++ signature) fills every
         # line, so that as much of it shows as the lines hold
-        full = cap_lines(name, width, NAME_LINES + 1)
+        full = cap_lines(title, width, NAME_LINES + 1)
         if len(full) > NAME_LINES:
-            full = cap_lines(name, width, NAME_LINES, at_spaces=False)
+            full = cap_lines(title, width, NAME_LINES, at_spaces=False)
         lines += full + [Text("")] * (min(name_lines, NAME_LINES) - len(full))
     return Text("\n").join(lines)
