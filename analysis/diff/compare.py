@@ -318,7 +318,8 @@ def _joined(
     steps: tuple[int, int] | None,
     extra: tuple[str, ...] = (),
 ) -> pl.DataFrame:
-    """The pairs of names with both sides' values (0 where a side lacks the name); rows a table cut
+    """The pairs of names with both sides' values (0 where a side lacks the name, null where it holds
+    the value as unknown); rows a table cut
     short are first given the whole name they stand for where it is certain (:func:`resolve_cut_rows`)."""
     before, rules = resolve_cut_rows(before, after, values + extra)
     after, rules_after = resolve_cut_rows(after, before, values + extra)
@@ -333,9 +334,14 @@ def _joined(
     b = _side(before, values + extra, "before", steps[0] if steps else None)
     a = _side(after, values + extra, "after", steps[1] if steps else None)
     joined = pairs.join(b, on="name_before", how="left").join(a, on="name_after", how="left")
+    # A side that lacks the name has 0 of it; a value a side holds as unknown (null) stays unknown.
     return joined.with_columns(
         pl.coalesce("name_before", "name_after").alias("name"),
-        *(pl.col(f"{v}_{s}").fill_null(0) for v in values for s in ("before", "after")),
+        *(
+            pl.when(pl.col(f"name_{s}").is_null()).then(0).otherwise(pl.col(f"{v}_{s}")).alias(f"{v}_{s}")
+            for v in values
+            for s in ("before", "after")
+        ),
     )
 
 
@@ -400,8 +406,9 @@ def diff_ops(
     ]
     frame = joined.with_columns(
         *deltas,
-        (pl.col("host_self_us_before") + pl.col("device_self_us_before")).alias("self_us_before"),
-        (pl.col("host_self_us_after") + pl.col("device_self_us_after")).alias("self_us_after"),
+        # GPU work no operator launched has no host time: its own time is its device time.
+        (pl.col("host_self_us_before").fill_null(0) + pl.col("device_self_us_before")).alias("self_us_before"),
+        (pl.col("host_self_us_after").fill_null(0) + pl.col("device_self_us_after")).alias("self_us_after"),
     ).with_columns((pl.col("self_us_after") - pl.col("self_us_before")).alias("delta_us"))
     frame = frame.with_columns(
         _pct("delta_us", "self_us_before"), status_expr("self_us_before", "self_us_after", "delta_us", tolerance_pct)

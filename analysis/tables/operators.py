@@ -95,7 +95,8 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
     ``unattributed_gpu`` is the GPU work no operator launched; it becomes one row so that the
     device_self column adds up to all GPU time.  Where it has ``cut_graph``/``cut_replay`` (the
     graph and replay of a replay launched before the window: cut by it, or queued), that work is a
-    :data:`~profview.frames.CUT_REPLAY` row per graph instead, ``calls`` those replays.
+    :data:`~profview.frames.CUT_REPLAY` row per graph instead, ``calls`` those replays.  Such a
+    row's host times are null: no operator ran on the host for it, so it has none to give.
     """
     keys = ["name", "input_dims"] if by_shapes else ["name"]
     table = (
@@ -125,8 +126,9 @@ def operator_table(rows: pl.DataFrame, unattributed_gpu: pl.DataFrame, by_shapes
             "name": [name],
             "kind": ["gpu"],
             "calls": [calls],
-            "host_self_us": [0.0],
-            "host_total_us": [0.0],
+            # GPU work no operator launched has no host time to give: unknown, not 0.
+            "host_self_us": [None],
+            "host_total_us": [None],
             "device_self_us": [gpu_time],
             "device_total_us": [gpu_time],
         }
