@@ -76,8 +76,8 @@ def grid_text(
     text = Text()
     more = f" (+{len(step_ids) - len(shown)} more)" if len(step_ids) > len(shown) else ""
     where = shown_ranks(visible, len(order)) if len(visible) < len(order) else ""
-    span = f"{shown[0]}…{shown[-1]}" if shown else ""
-    text.append(f"  rank  steps {span}{more}{where}\n", style="bold")
+    span = f"steps {shown[0]}…{shown[-1]}" if len(shown) > 1 else (f"step {shown[0]}" if shown else "steps")
+    text.append(f"  rank  {span}{more}{where}\n", style="bold")
     cells = {(r, s): v for r, s, v in steps.select("rank", "step", column).iter_rows()}
     for rank in visible:
         text.append("›" if rank == cursor else " ", style="bold")

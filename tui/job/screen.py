@@ -163,10 +163,10 @@ def collective_ranks(job: Job, row: dict[str, object]) -> DrillScreen:
 
 def ranks_table(job: Job) -> pl.DataFrame:
     """The ranks view as the Ranks tab lists it: led by a ``name`` (``rank 7``) that ``/`` filters
-    and the details line names, ``straggler`` in words (not a boolean), the rank's number last."""
+    and the details line names, ``straggler`` in words (``yes`` or blank, not a boolean), the rank's number last."""
     view = job.ranks_view()
     name = pl.format("rank {}", pl.col("rank")).alias("name")
-    marked = pl.when(pl.col("straggler")).then(pl.lit("◀ straggler")).otherwise(pl.lit("")).alias("straggler")
+    marked = pl.when(pl.col("straggler")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("straggler")
     return view.select(name, pl.exclude("rank", "straggler"), marked, pl.col("rank"))
 
 
