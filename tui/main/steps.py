@@ -125,6 +125,14 @@ class StepList(Widget, can_focus=True):
     def action_jump(self, index: int) -> None:
         self.action_move((index % self.steps.height) - self.cursor)
 
+    def has_steps(self) -> bool:
+        """Whether the trace has steps to choose (a step-less trace's one row is the whole trace)."""
+        return "step" in self.order.columns and bool(self.order.filter(pl.col("step") >= 0).height)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter and a choose a step, so a trace without steps does not offer them in the footer."""
+        return action not in ("choose", "all") or self.has_steps()
+
     def action_choose(self) -> None:
         step = self.highlighted()["step"]
         self.chosen = step if step is not None and step >= 0 else None
