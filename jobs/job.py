@@ -34,7 +34,7 @@ from .rank_summary import (
 
 if TYPE_CHECKING:
     from ..profiles.trace_profile import Profile
-    from .process_job import ExportProcesses
+    from .processes import ExportProcesses
 
 JOB_VIEWS: tuple[str, ...] = ("ranks", "collectives", "steps", "kernels", "straggler_path")
 #: Issue 32: each rank's critical path, computed when asked for (not by opening the job).
