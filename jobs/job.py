@@ -99,7 +99,12 @@ class Job:
     one_clock: bool = False
     _extracted: JobInputs | None = None
 
-    format = "distributed job"
+    @property
+    def format(self) -> str:
+        """What the job was read from, in words (the summary's first line)."""
+        if self.processes is not None:
+            return "distributed job: the processes of one Nsight Systems export"
+        return "distributed job"
 
     def __enter__(self) -> Job:
         return self
