@@ -237,10 +237,15 @@ class Job:
 
         if self.rank_frames is None or self.frame_keys is None:
             rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
-            return rank_table(rows, self.collectives(), self.clock_offsets())
-        facts = [(r, s.facts) for r, s in self._pairs()]
-        steps = self._with_rank(self._stacked("steps"))  # every rank's steps in one frame
-        return stacked_rank_table(steps, facts, self.collectives(), self.clock_offsets())
+            table = rank_table(rows, self.collectives(), self.clock_offsets())
+        else:
+            facts = [(r, s.facts) for r, s in self._pairs()]
+            steps = self._with_rank(self._stacked("steps"))  # every rank's steps in one frame
+            table = stacked_rank_table(steps, facts, self.collectives(), self.clock_offsets())
+        if self.processes is not None:  # which process each rank is (ranks numbered by pid)
+            pids = dict(zip(self.ranks, self.processes.pids, strict=True))
+            table = table.insert_column(1, table["rank"].replace_strict(pids, return_dtype=pl.Int64).alias("pid"))
+        return table
 
     def ranks_view(self) -> pl.DataFrame:
         """The ranks view (see :mod:`profview.analysis.distributed.ranks`)."""

@@ -251,11 +251,14 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
         box=None,
         padding=(0, 1),
     )
-    for header in RANK_COLUMNS.values():
+    columns = dict(RANK_COLUMNS)
+    if "pid" in figures.ranks.columns:  # the ranks of one export are its processes: each one's pid
+        columns = {"rank": "rank", "pid": "pid", **columns}
+    for header in columns.values():
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for row in figures.ranks.iter_rows(named=True):
-        cells = [_cell(c, row[c]) for c in RANK_COLUMNS]
+        cells = [Text(str(row[c])) if c == "pid" else _cell(c, row[c]) for c in columns]
         table.add_row(*cells, Text("◀" if row["straggler"] else ""))
     console.print(table)
     instances = figures.collectives
