@@ -369,10 +369,10 @@ class Job:
 
             for rank in todo:
                 try:
-                    found = profile_path(self.load_rank(rank))
+                    computed = profile_path(self.load_rank(rank))
                 except ProfviewError as exc:
-                    found = RankPath(problem=exc.problem)
-                self.summary(rank).critical_path = found
+                    computed = RankPath(problem=exc.problem)
+                self.summary(rank).critical_path = computed
         elif todo:
             traces = [self.trace_path(r) for r in todo]
             extracted = [t != self.summary(r).path or self._is_extracted(t) for r, t in zip(todo, traces, strict=True)]

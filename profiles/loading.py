@@ -330,7 +330,7 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, proce
 
     use_cache = use_cache and process is None
     before = _version(name) if use_cache else None
-    trace = read_nsys(name, step_range, process)
+    trace = read_nsys(name, step_range) if process is None else read_nsys(name, step_range, process)
     if step_range is not None:
         trace.metadata["nsys"][STEP_RANGE_KEY] = step_range
     events = trace.events
