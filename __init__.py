@@ -41,14 +41,22 @@ def load(path, **options):  # type: ignore[no-untyped-def]
     """A :class:`Profile` of one trace or table, or a :class:`Job` when ``path`` names a job.
 
     A job is a directory, a glob, a list of paths or an archive of rank traces (see
-    :func:`profview.jobs.job.open_job`, whose options it takes); anything else goes to
-    :func:`profview.profiles.loading.load` with ``options``.
+    :func:`profview.jobs.job.open_job`, whose options it takes), or with ``as_job=True`` one Nsight
+    Systems export whose processes are its ranks (:func:`profview.jobs.process_job.open_process_job`);
+    anything else goes to :func:`profview.profiles.loading.load` with ``options``.
     """
     from os import fspath
 
     from profview.jobs.inputs import is_job
 
     names = [fspath(p) for p in path] if isinstance(path, (list, tuple)) else [fspath(path)]
+    if options.pop("as_job", False):
+        from profview.errors import ProfviewError
+        from profview.jobs.process_job import open_process_job
+
+        if len(names) != 1:
+            raise ProfviewError(None, "as_job makes one Nsight Systems export a job of its processes: name one")
+        return open_process_job(names[0], **options)
     if is_job(names):  # the job machinery (and NumPy with it) only for a job
         from profview.jobs.job import open_job
 

@@ -14,6 +14,7 @@ from ..errors import ProfviewError
 from ..sanitize import clean
 from .options import (
     AscOption,
+    AsJob,
     CaptureOption,
     CommPattern,
     DaskOption,
@@ -99,6 +100,7 @@ def export(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    as_job: AsJob = False,
     capture: CaptureOption = None,
     graph: Annotated[Optional[int], typer.Option("--graph", help="graph_nodes: only this graph.")] = None,  # noqa: UP045
     time_range: Annotated[
@@ -108,7 +110,7 @@ def export(
     ] = None,
 ) -> None:
     """Write a view (with filter, sort and top applied) to a file."""
-    target = Target.of(path)
+    target = Target.of(path, as_job)
     target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     from ..profiles.views import DRILL_VIEWS, EVENT_VIEWS, PATH_VIEWS, refine, view_frame
@@ -144,7 +146,7 @@ def export(
         single = trace_only
         if single or by_shape:
             raise ProfviewError(None, f"{', '.join(single or ['--by-shape'])}: one trace's option, not a job's")
-        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict, step_range) as job:
             frame = refine(job.view(view), pattern=filter_, sort=sort, ascending=asc, top=top)
             inputs = (*target.paths, *job.input_files())  # the job's own traces are inputs too
             try:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (
+    AsJob,
     CaptureOption,
     CommPattern,
     DaskOption,
@@ -37,6 +38,7 @@ def open_viewer(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    as_job: AsJob = False,
     capture: CaptureOption = None,
     iteration: Annotated[
         Optional[str],  # noqa: UP045
@@ -48,7 +50,7 @@ def open_viewer(
     ] = None,
 ) -> None:
     """Open the interactive viewer on PATH."""
-    target = Target.of(path)
+    target = Target.of(path, as_job)
     target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     if target.is_job and capture:
@@ -91,19 +93,18 @@ def open_viewer(
 
         raise typer.Exit(run_snapshot(target.trace))
     if target.is_job:
-        from functools import partial
-
-        from ..jobs.inputs import list_inputs
-        from ..jobs.job import open_job
         from ..tui.launch import run_job
 
-        list_inputs(list(target.paths))  # a pattern that matches nothing is said before the terminal is taken
+        if target.processes:  # an export without two processes of GPU work is said before the terminal is taken
+            from ..jobs.processes import export_processes
 
-        opener = partial(
-            open_job, list(target.paths), workers=workers, dask=dask, comm_pattern=comm_pattern, use_cache=not no_cache,
-            strict=strict,
-        )
-        raise typer.Exit(run_job(lambda progress: opener(progress=progress), target.label))
+            export_processes(target.trace)
+        else:
+            from ..jobs.inputs import list_inputs
+
+            list_inputs(list(target.paths))  # a pattern that matches nothing is said before the terminal is taken
+        opener = target.job_opener(no_cache, comm_pattern, workers, dask, strict, step_range)
+        raise typer.Exit(run_job(opener, target.label))
     trace = target.trace
     pending = None
     from ..collector import until_first_screen

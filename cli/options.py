@@ -83,6 +83,14 @@ DaskOption = Annotated[
         "--dask", help="Job: run the per-rank work on this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS)."
     ),
 ]
+AsJob = Annotated[
+    bool,
+    typer.Option(
+        "--as-job",
+        help="One Nsight Systems export: its processes that launched GPU work as the ranks of a job "
+        "(numbered by pid), as a directory of rank traces opens.",
+    ),
+]
 # -- graph replays (issue 36)
 CaptureOption = Annotated[
     Optional[list[str]],  # noqa: UP045

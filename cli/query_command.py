@@ -16,6 +16,7 @@ import typer
 
 from ..errors import ProfviewError
 from .options import (
+    AsJob,
     CaptureOption,
     CommPattern,
     DaskOption,
@@ -60,6 +61,7 @@ def query(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    as_job: AsJob = False,
     capture: CaptureOption = None,
 ) -> None:
     """Answer an SQL query over the tables of one or more traces or jobs."""
@@ -76,12 +78,12 @@ def query(
 
         note(*paths, *(capture or []))
         check_target(out, inputs=tuple(paths), overwrite=force)
-    jobs = [p for p in paths if is_job([p])]
+    jobs = list(paths) if as_job else [p for p in paths if is_job([p])]
     if capture and (jobs or len(paths) > 1):
         raise ProfviewError(None, "--capture: one trace's option, not a job's or several traces'")
     with contextlib.ExitStack() as stack:
         sources, inputs, profiles = _open(
-            paths, jobs, stack, no_cache, comm_pattern, workers, dask, strict, capture, step_range
+            paths, jobs, stack, no_cache, comm_pattern, workers, dask, strict, capture, step_range, as_job
         )
         if out not in (None, "-"):  # and never over a job's own traces or archives
             check_target(out, inputs=inputs, overwrite=force)
@@ -110,10 +112,12 @@ def query(
 def _open(
     paths: list[str], jobs: list[str], stack: contextlib.ExitStack, no_cache: bool, comm_pattern: str | None,
     workers: int | None, dask: str | None, strict: bool, capture: list[str] | None, step_range: str | None = None,
+    as_job: bool = False,
 ) -> tuple[list[Tables], tuple[str, ...], list[Profile]]:
     """Each input's tables (a job's kept open by ``stack``), the files never to write over, and
     the trace profiles (whose views are cached once the query has run); ``step_range``: each
-    Nsight Systems export's ``--step-range`` (a job or a memory snapshot refuses it)."""
+    Nsight Systems export's ``--step-range`` (a job of traces or a memory snapshot refuses it);
+    ``as_job``: each input is an Nsight Systems export, a job of its processes."""
     from ..query.tables import job_tables, snapshot_job_tables, snapshot_tables, trace_tables
     from .target import Target
 
@@ -121,7 +125,7 @@ def _open(
     inputs: list[str] = list(paths)
     profiles: list[Profile] = []
     for path in paths:
-        target = Target.of([path])
+        target = Target.of([path], as_job)
         target.refuse_step_range(step_range)
         if target.snapshots:
             if capture:
@@ -130,7 +134,7 @@ def _open(
             sources.append(snapshot_job_tables(list(target.snapshots), label=path))
             continue
         if path in jobs:
-            job = stack.enter_context(target.open_job(no_cache, comm_pattern, workers, dask, strict))
+            job = stack.enter_context(target.open_job(no_cache, comm_pattern, workers, dask, strict, step_range))
             inputs += job.input_files()
             sources.append(job_tables(job, label=path, use_cache=not no_cache))
             continue

@@ -9,6 +9,7 @@ import typer
 
 from .options import (
     MAX_TOP,
+    AsJob,
     CaptureOption,
     CommPattern,
     DaskOption,
@@ -33,6 +34,7 @@ def summary(
     workers: Workers = None,
     dask: DaskOption = None,
     strict: StrictOption = False,
+    as_job: AsJob = False,
     wide: Annotated[
         bool, typer.Option("--wide", help="Names whole (folded over lines), not cut in the middle to fit.")
     ] = False,
@@ -50,7 +52,7 @@ def summary(
         from ..errors import ProfviewError
 
         raise ProfviewError(None, f"--format {format_!r}: choose text or json")
-    target = Target.of(path)
+    target = Target.of(path, as_job)
     target.refuse_step_range(step_range)
     target.start_reading(no_cache)
     from ..profiles.loading import remember_views
@@ -63,7 +65,7 @@ def summary(
             from ..errors import ProfviewError
 
             raise ProfviewError(None, "--capture: one trace's option, not a job's")
-        with target.open_job(no_cache, comm_pattern, workers, dask, strict) as job:
+        with target.open_job(no_cache, comm_pattern, workers, dask, strict, step_range) as job:
             try:
                 if format_ == "json":
                     print_job_summary_json(job, top)

@@ -10,6 +10,9 @@ import typer
 from ..sanitize import clean
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..jobs.executors import Progress
     from ..jobs.job import Job
     from ..profiles.snapshot_profile import SnapshotProfile
     from ..profiles.trace_profile import Profile
@@ -26,11 +29,20 @@ class Target:
     is_snapshot: bool = False
     #: A directory of per-rank memory snapshots (the viewer, ``summary`` and ``export`` compare its ranks).
     snapshots: tuple[str, ...] = ()
+    #: ``--as-job``: one Nsight Systems export whose processes are the job's ranks (:mod:`profview.jobs.process_job`).
+    processes: bool = False
 
     @classmethod
-    def of(cls, paths: list[str]) -> Target:
+    def of(cls, paths: list[str], as_job: bool = False) -> Target:
         """Decide once whether ``paths`` name a job (:func:`profview.jobs.inputs.is_job`) or a
-        memory snapshot (:func:`profview.parsers.snapshot.reader.looks_like_snapshot`)."""
+        memory snapshot (:func:`profview.parsers.snapshot.reader.looks_like_snapshot`);
+        ``as_job``: one Nsight Systems export, a job of its processes."""
+        if as_job:
+            from ..errors import ProfviewError
+
+            if len(paths) != 1:
+                raise ProfviewError(None, "--as-job makes one Nsight Systems export a job of its processes: name one")
+            return cls(tuple(paths), is_job=True, processes=True)
         if len(paths) == 1:
             from ..parsers.snapshot.reader import looks_like_snapshot
 
@@ -81,7 +93,7 @@ class Target:
 
     def refuse_step_range(self, step_range: str | None) -> None:
         """``--step-range`` reads one Nsight Systems export: given for a job or a snapshot, one line."""
-        if step_range is not None and (self.is_job or self.is_snapshot or self.snapshots):
+        if step_range is not None and ((self.is_job and not self.processes) or self.is_snapshot or self.snapshots):
             from ..errors import ProfviewError
 
             raise ProfviewError(None, "--step-range: one Nsight Systems export's option, not a job's or a snapshot's")
@@ -105,25 +117,63 @@ class Target:
             typer.echo(f"profview: warning: {clean(profile.path)}: {clean(warning)}", err=True)
         return profile
 
+    def refuse_workers(self, workers: int | None, dask: str | None) -> None:
+        """``--workers``/``--dask`` summarise rank traces elsewhere: an export's processes are read
+        here, one after another, so either given with ``--as-job`` is one line, never ignored."""
+        if self.processes and (workers is not None or dask is not None):
+            from ..errors import ProfviewError
+
+            named = "--workers" if workers is not None else "--dask"
+            raise ProfviewError(
+                None, f"{named}: the processes of one export are read here, one by one; not with --as-job"
+            )
+
+    def job_opener(
+        self,
+        no_cache: bool,
+        comm_pattern: str | None,
+        workers: int | None,
+        dask: str | None,
+        strict: bool = False,
+        step_range: str | None = None,
+    ) -> Callable[[Progress | None], Job]:
+        """What opens the job (given a progress callback): the traces' job, or the export's processes'."""
+        self.refuse_workers(workers, dask)
+        if self.processes:
+            from ..jobs.process_job import open_process_job
+
+            return lambda progress: open_process_job(
+                self.trace, comm_pattern=comm_pattern, step_range=step_range, use_cache=not no_cache, progress=progress
+            )
+        from ..jobs.job import open_job
+
+        return lambda progress: open_job(
+            list(self.paths),
+            workers=workers,
+            dask=dask,
+            comm_pattern=comm_pattern,
+            use_cache=not no_cache,
+            progress=progress,
+            strict=strict,
+        )
+
     def open_job(
-        self, no_cache: bool, comm_pattern: str | None, workers: int | None, dask: str | None, strict: bool = False
+        self,
+        no_cache: bool,
+        comm_pattern: str | None,
+        workers: int | None,
+        dask: str | None,
+        strict: bool = False,
+        step_range: str | None = None,
     ) -> Job:
         """The job, opened with a progress line on stderr; warnings of its ranks, and the traces
         left out (unreadable, or no traces), go there too."""
-        from ..jobs.job import open_job
         from ..report.job_summary import ProgressLine
 
+        opener = self.job_opener(no_cache, comm_pattern, workers, dask, strict, step_range)
         progress = ProgressLine()
         try:
-            job = open_job(
-                list(self.paths),
-                workers=workers,
-                dask=dask,
-                comm_pattern=comm_pattern,
-                use_cache=not no_cache,
-                progress=progress,
-                strict=strict,
-            )
+            job = opener(progress)
         finally:
             progress.finish()
         for rank, summary in zip(job.ranks, job.summaries, strict=True):

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,10 @@ from .rank_summary import (
     rank_path_or_fail,
     summarise_or_fail,
 )
+
+if TYPE_CHECKING:
+    from ..profiles.trace_profile import Profile
+    from .processes import ExportProcesses
 
 JOB_VIEWS: tuple[str, ...] = ("ranks", "collectives", "steps", "kernels", "straggler_path")
 #: Issue 32: each rank's critical path, computed when asked for (not by opening the job).
@@ -87,9 +92,19 @@ class Job:
     #: job made of summaries that hold their own frames.
     rank_frames: Callable[[], RankFrames] | None = None
     frame_keys: list[int] | None = None
+    #: The ranks are the processes of one Nsight Systems export (:mod:`profview.jobs.process_job`):
+    #: each rank is read from there, not from a trace file of its own.
+    processes: ExportProcesses | None = None
+    #: Every rank was timed on one clock (one capture): no clock offset is estimated.
+    one_clock: bool = False
     _extracted: JobInputs | None = None
 
-    format = "distributed job"
+    @property
+    def format(self) -> str:
+        """What the job was read from, in words (the summary's first line)."""
+        if self.processes is not None:
+            return "distributed job: the processes of one Nsight Systems export"
+        return "distributed job"
 
     def __enter__(self) -> Job:
         return self
@@ -105,6 +120,8 @@ class Job:
 
     def input_files(self) -> list[str]:
         """Every file this job was read from (traces and archives): what an export must not overwrite."""
+        if self.processes is not None:
+            return [self.processes.path]
         if self.inputs is None:
             return []
         named = [*self.inputs.paths, *(name for name, _problem in self.failures)]
@@ -112,7 +129,11 @@ class Job:
         return files + list(self.inputs.archives)
 
     def trace_path(self, rank: int) -> str:
-        """A file holding ``rank``'s trace (one from an archive is extracted again if needed)."""
+        """A file holding ``rank``'s trace (one from an archive is extracted again if needed; the
+        export itself for a rank that is one of its processes)."""
+        if self.processes is not None:
+            self.summary(rank)  # an unknown rank is said
+            return self.processes.path
         label = self.summary(rank).path
         for inputs in (self.inputs, self._extracted):
             if inputs is not None and inputs.temp_dir is not None:
@@ -130,6 +151,17 @@ class Job:
     def path(self) -> str:
         return self.source
 
+    def load_rank(self, rank: int, use_cache: bool = True) -> Profile:
+        """Rank ``rank``'s profile, loaded whole (its trace through the cache, unless it is a
+        temporary copy extracted from an archive; a process of an export read from the export)."""
+        if self.processes is not None:
+            self.summary(rank)  # an unknown rank is said
+            return self.processes.load(self.ranks.index(rank), self.comm_pattern)
+        from ..profiles.loading import load
+
+        path = self.trace_path(rank)
+        return load(path, use_cache=use_cache and not self._is_extracted(path), comm_pattern=self.comm_pattern)
+
     def summary(self, rank: int) -> RankSummary:
         """The summary of ``rank``."""
         if rank not in self.ranks:
@@ -142,9 +174,10 @@ class Job:
 
         if self.rank_frames is None or self.frame_keys is None:
             per_rank = {r: s.calls for r, s in zip(self.ranks, self.summaries, strict=True)}
-            view, offsets = match_collectives(per_rank)
+            view, offsets = match_collectives(per_rank, one_clock=self.one_clock)
         else:  # every rank's calls in one frame: no frame per rank
-            view, offsets = match_stacked(self._with_rank(self._stacked("calls")), sorted(self.ranks))
+            calls = self._with_rank(self._stacked("calls"))
+            view, offsets = match_stacked(calls, sorted(self.ranks), one_clock=self.one_clock)
         return view.with_columns((pl.col("start_us") - self._origin(offsets)).round(3)), offsets
 
     def _stacked(self, kind: str) -> pl.DataFrame:
@@ -204,10 +237,15 @@ class Job:
 
         if self.rank_frames is None or self.frame_keys is None:
             rows = [(r, s.steps, s.facts) for r, s in zip(self.ranks, self.summaries, strict=True)]
-            return rank_table(rows, self.collectives(), self.clock_offsets())
-        facts = [(r, s.facts) for r, s in self._pairs()]
-        steps = self._with_rank(self._stacked("steps"))  # every rank's steps in one frame
-        return stacked_rank_table(steps, facts, self.collectives(), self.clock_offsets())
+            table = rank_table(rows, self.collectives(), self.clock_offsets())
+        else:
+            facts = [(r, s.facts) for r, s in self._pairs()]
+            steps = self._with_rank(self._stacked("steps"))  # every rank's steps in one frame
+            table = stacked_rank_table(steps, facts, self.collectives(), self.clock_offsets())
+        if self.processes is not None:  # which process each rank is (ranks numbered by pid)
+            pids = dict(zip(self.ranks, self.processes.pids, strict=True))
+            table = table.insert_column(1, table["rank"].replace_strict(pids, return_dtype=pl.Int64).alias("pid"))
+        return table
 
     def ranks_view(self) -> pl.DataFrame:
         """The ranks view (see :mod:`profview.analysis.distributed.ranks`)."""
@@ -326,7 +364,16 @@ class Job:
         summaries (and in the rank store, for traces that are files of their own)."""
         wanted = list(self.ranks if ranks is None else ranks)
         todo = [r for r in wanted if self.summary(r).critical_path is None]
-        if todo:
+        if todo and self.processes is not None:  # each process read from the export, here
+            from .rank_summary import profile_path
+
+            for rank in todo:
+                try:
+                    computed = profile_path(self.load_rank(rank))
+                except ProfviewError as exc:
+                    computed = RankPath(problem=exc.problem)
+                self.summary(rank).critical_path = computed
+        elif todo:
             traces = [self.trace_path(r) for r in todo]
             extracted = [t != self.summary(r).path or self._is_extracted(t) for r, t in zip(todo, traces, strict=True)]
             cache = self.use_cache and not any(extracted)  # no entries keyed by a temporary copy

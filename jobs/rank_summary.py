@@ -146,24 +146,32 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
         raise ProfviewError(path, f"a {profile.format} is not a rank trace: a job needs Chrome traces")
     info = profile.metadata.get("distributedInfo") or {}
     info = info if isinstance(info, dict) else {}
+    summary = summarise_profile(profile, path, _int(info.get("rank")), _int(info.get("world_size")) or None)
+    summary.backend = info.get("backend") if isinstance(info.get("backend"), str) else None
+    if use_cache:
+        saved: dict[str, object] = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
+        saved |= {"warnings": summary.warnings, "facts": summary.facts}
+        frames = {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
+        rank_store.save(path, profile.settings, frames, saved)
+    return summary
+
+
+def summarise_profile(profile: Any, path: str, rank: int | None, world_size: int | None) -> RankSummary:
+    """The summary of a loaded rank (its steps and kernel views, collective calls and facts),
+    named ``path``, as rank ``rank`` of ``world_size`` (None: unknown); nothing is saved."""
     steps, kernels = profile.steps(), profile.kernels()
     calls, facts = _compute(profile, steps)
-    summary = RankSummary(
+    return RankSummary(
         path=path,
-        rank=_int(info.get("rank")),
-        world_size=_int(info.get("world_size")) or None,  # 0 processes: no size
-        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        rank=rank,
+        world_size=world_size,
+        backend=None,
         steps=steps,
         kernels=kernels,
         calls=calls,
         facts=facts,
         warnings=list(profile.warnings),
     )
-    if use_cache:
-        saved: dict[str, object] = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
-        saved |= {"warnings": summary.warnings, "facts": facts}
-        rank_store.save(path, profile.settings, {"steps": steps, "kernels": kernels, "calls": calls}, saved)
-    return summary
 
 
 def cached_summary(path: str, comm_pattern: str | None = None) -> RankSummary | None:
@@ -208,10 +216,16 @@ def rank_path(path: str, comm_pattern: str | None = None, use_cache: bool = True
         return RankPath(**found)
     cached = use_cache and cache.lookup(path, EVENT_SCHEMA) is not None
     profile = load(path, use_cache=cached, comm_pattern=comm_pattern)
-    facts, collectives, problem = _critical_path_facts(profile)
+    found_path = profile_path(profile)
+    facts, collectives, problem = found_path.facts, found_path.collectives, found_path.problem
     if use_cache:
         rank_store.save_path(path, settings, {"facts": facts, "collectives": collectives, "problem": problem})
     return RankPath(facts, collectives, problem)
+
+
+def profile_path(profile: Any) -> RankPath:
+    """The critical paths of a loaded rank (:func:`rank_path` without the store)."""
+    return RankPath(*_critical_path_facts(profile))
 
 
 def rank_path_or_fail(path: str, comm_pattern: str | None = None, use_cache: bool = True) -> RankPath | RankFailure:

@@ -42,6 +42,7 @@ def load(
     run: str | None = None,
     comm_pattern: str | None = None,
     step_range: str | None = None,
+    process: int | None = None,
 ) -> Profile:
     """Load a trace or profiler table; raise :class:`ProfviewError` with a one-line reason.
 
@@ -51,9 +52,14 @@ def load(
     on the returned Profile) applies to cached and fresh loads alike.  ``step_range`` (a regex
     naming the NVTX ranges of an Nsight Systems export that are its steps) changes the events
     themselves: an entry is used only for the ``step_range`` it was parsed with (another one parses
-    the export again and replaces the entry).
+    the export again and replaces the entry).  ``process``: one OS process of an Nsight Systems
+    export, read as if the export held it alone (a rank of the job its processes make,
+    :mod:`profview.jobs.process_job`); such a profile is not kept in the trace cache, whose entry
+    is the whole export's.
     """
     try:
+        if process is not None:
+            return _load_process(os.fspath(path), process, comm_pattern, step_range)
         return _load(path, use_cache=use_cache, run=run, comm_pattern=comm_pattern, step_range=step_range)
     finally:
         resume_after_read()  # the command's start is over once its first trace is read (profview.collector)
@@ -105,6 +111,21 @@ def _load(
     profile = _single_run(_parse(name, use_cache, run, step_range), run)
     profile.comm_pattern = comm_pattern
     profile.open_capture = load
+    return profile
+
+
+def _load_process(name: str, process: int, comm_pattern: str | None, step_range: str | None) -> Profile:
+    """:func:`load` of one process of an Nsight Systems export."""
+    from ..parsers.nsys.magic import is_sqlite
+
+    note(name)
+    if not is_sqlite(name):
+        raise ProfviewError(name, "is not an Nsight Systems export: only an export's processes are read one by one")
+    for pattern, option in ((comm_pattern, "--comm-pattern"), (step_range, "--step-range")):
+        if pattern is not None:
+            check_pattern(name, pattern, option)
+    profile = _parse_nsys(name, False, step_range, process)
+    profile.comm_pattern = comm_pattern
     return profile
 
 
@@ -300,14 +321,16 @@ def _parse(name: str, use_cache: bool, run: str | None, step_range: str | None =
     return Profile(path=source.path, **vars(views))
 
 
-def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None) -> Profile:
+def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, process: int | None = None) -> Profile:
     """Read an Nsight Systems SQLite export (:mod:`profview.parsers.nsys`) as a trace: the same
     events frame, cached and checked for memory as a Chrome trace's is; ``step_range`` is kept in
-    its metadata, so that a cache entry is used only for the steps it was parsed with."""
+    its metadata, so that a cache entry is used only for the steps it was parsed with;
+    ``process``: that OS process's work alone (never cached)."""
     from ..parsers.nsys.reader import FORMAT, read_nsys
 
+    use_cache = use_cache and process is None
     before = _version(name) if use_cache else None
-    trace = read_nsys(name, step_range)
+    trace = read_nsys(name, step_range) if process is None else read_nsys(name, step_range, process)
     if step_range is not None:
         trace.metadata["nsys"][STEP_RANGE_KEY] = step_range
     events = trace.events
@@ -327,9 +350,23 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None) -> Pr
         path=name,
         events_source=events,
         cacheable=use_cache,
-        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"], step_range),
+        reread_events=(
+            partial(_read_events_again, name, use_cache, fields["event_count"], step_range)
+            if process is None
+            else partial(_read_process_again, name, fields["event_count"], step_range, process)
+        ),
         **fields,
     )
+
+
+def _read_process_again(name: str, event_count: int, step_range: str | None, process: int) -> pl.DataFrame:
+    """The events of one process of an export, parsed earlier in this process and let go."""
+    from ..parsers.nsys.reader import read_nsys
+
+    events = read_nsys(name, step_range, process).events
+    if events.height != event_count:
+        raise ProfviewError(name, "the export changed while it was being read; open it again")
+    return events
 
 
 def _events_profile(name: str, file: TraceFile, events: pl.DataFrame, fields: TraceFields, use_cache: bool) -> Profile:

@@ -10,7 +10,6 @@ parsed events frame itself, every event the trace holds (none dropped for overla
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -232,16 +231,8 @@ def job_tables(job: Job, label: str | None = None, use_cache: bool = True) -> Ta
 
     def rank_profile(rank: int) -> Profile:
         if rank not in profiles:
-            from ..profiles.loading import load
-
-            path = job.trace_path(rank)
             # A copy extracted from an archive is a temporary file: no cache entry is keyed by it.
-            extracted = any(
-                i is not None and i.temp_dir is not None
-                and os.path.abspath(path).startswith(os.path.abspath(i.temp_dir) + os.sep)
-                for i in (job.inputs, job._extracted)
-            )
-            profiles[rank] = load(path, use_cache=use_cache and not extracted, comm_pattern=job.comm_pattern)
+            profiles[rank] = job.load_rank(rank, use_cache=use_cache)
         return profiles[rank]
 
     def per_rank(name: str) -> Callable[[], pl.DataFrame]:

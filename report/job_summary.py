@@ -87,7 +87,10 @@ def matching_line(job: Job) -> str | None:
     if left:
         line += "; calls left unmatched: " + ", ".join(left)
     anchors = anchor_count(view)
-    line += f"; clock offsets from {plural_instances(anchors)}" if anchors else "; clock offsets: none estimated"
+    if job.one_clock:
+        line += "; clock offsets: none (every rank timed on one capture's clock)"
+    else:
+        line += f"; clock offsets from {plural_instances(anchors)}" if anchors else "; clock offsets: none estimated"
     return line
 
 
@@ -191,6 +194,8 @@ class JobSummaryFigures:
     ranks_title: str
     collectives: pl.DataFrame
     kernels: pl.DataFrame
+    #: What the job was read from, in words (:attr:`Job.format`)
+    format: str = "distributed job"
 
 
 def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
@@ -219,6 +224,7 @@ def job_summary_figures(job: Job, top: int) -> JobSummaryFigures:
         ranks_title=title,
         collectives=job.collective_instances().head(top),
         kernels=job.kernels().head(top),
+        format=job.format,
     )
 
 
@@ -231,7 +237,7 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
     """The job summary as text."""
     console = console or ReportConsole()
     top = figures.top
-    console.print(Text(f"{clean(figures.source)}  (distributed job)", style="bold"))
+    console.print(Text(f"{clean(figures.source)}  ({figures.format})", style="bold"))
     backends = [clean(b) for b in figures.backends]  # trace text: made inert
     backend = f" ({', '.join(backends)})" if backends else ""
     for number, line in enumerate(figures.lines):
@@ -245,11 +251,14 @@ def print_job_figures(figures: JobSummaryFigures, console: Console | None = None
         box=None,
         padding=(0, 1),
     )
-    for header in RANK_COLUMNS.values():
+    columns = dict(RANK_COLUMNS)
+    if "pid" in figures.ranks.columns:  # the ranks of one export are its processes: each one's pid
+        columns = {"rank": "rank", "pid": "pid", **columns}
+    for header in columns.values():
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for row in figures.ranks.iter_rows(named=True):
-        cells = [_cell(c, row[c]) for c in RANK_COLUMNS]
+        cells = [Text(str(row[c])) if c == "pid" else _cell(c, row[c]) for c in columns]
         table.add_row(*cells, Text("◀" if row["straggler"] else ""))
     console.print(table)
     instances = figures.collectives

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
@@ -190,7 +191,8 @@ def summary_figures(profile: Profile, top: int, numbers: bool = False) -> Summar
         figures.graphs = profile.graph_lines()  # graph replays, attributed or why not
         figures.phases = profile.phase_lines()  # issue 31: serving and decode loops, per phase
         figures.memory = _memory_lines(profile)
-        figures.hints = list(view.hints)
+        as_job = as_job_hint(profile.metadata, profile.path)  # an export of several processes: a job
+        figures.hints = [*([as_job] if as_job else []), *view.hints]
     else:
         figures.environments = dict(profile.metadata.get("environments") or {})
         figures.hints = list(profile.metadata.get("hints") or [])
@@ -233,9 +235,27 @@ def summary_numbers(
     }
 
 
+def as_job_hint(metadata: dict[str, Any], path: str, command: str = "profview summary") -> str | None:
+    """For an export of several processes that launched kernels (one per GPU of a ``torchrun``),
+    the command that shows them as the ranks of a job (``--as-job``); None for any other profile,
+    and for one process of an export already read as a rank."""
+    nsys = metadata.get("nsys")
+    processes = nsys.get("processes") if isinstance(nsys, dict) else None
+    if not isinstance(processes, list) or (isinstance(nsys, dict) and nsys.get("process") is not None):
+        return None
+    launching = [p for p in processes if p.get("pid") is not None and (p.get("kernels") or 0) > 0]
+    if len(launching) < 2:
+        return None
+    return (
+        f"{len(launching)} processes launched kernels: {command} {shlex.quote(path)} --as-job shows them as the "
+        "ranks of a job (ranks table, straggler, collectives matched across ranks)"
+    )
+
+
 def process_lines(metadata: dict[str, Any]) -> list[str]:
     """For an Nsight Systems export that holds several processes (one per GPU of a job), how many,
-    then each one's pid, name, GPUs, kernels and kernel time: the tables below sum them all."""
+    then each one's pid, name, GPUs, kernels and kernel time: the tables below sum them all (the
+    command that makes them a job is the first hint, :func:`as_job_hint`)."""
     nsys = metadata.get("nsys")
     processes = nsys.get("processes") if isinstance(nsys, dict) else None
     if not isinstance(processes, list) or len(processes) < 2:

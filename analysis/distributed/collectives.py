@@ -434,35 +434,42 @@ def _busbw_factor(name: pl.Expr, n: pl.Expr) -> pl.Expr:
     )
 
 
-def match_collectives(per_rank: dict[int, pl.DataFrame], origin: float = 0.0) -> tuple[pl.DataFrame, dict[int, float]]:
+def match_collectives(
+    per_rank: dict[int, pl.DataFrame], origin: float = 0.0, one_clock: bool = False
+) -> tuple[pl.DataFrame, dict[int, float]]:
     """The collectives view (:data:`COLLECTIVE_COLUMNS`) and each rank's clock offset.
 
     ``per_rank``: :func:`rank_collectives` of each rank; ``origin``: the job's start (µs, on the
-    lowest rank's clock), which ``start_us`` counts from.
+    lowest rank's clock), which ``start_us`` counts from; ``one_clock``: every rank's times were
+    taken on one clock (the processes of one Nsight Systems capture), so no offset is estimated.
     """
     frames = [_with_call_columns(f).with_columns(pl.lit(r, dtype=pl.Int64).alias("rank")) for r, f in per_rank.items()]
     stacked = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema=_STACKED_SCHEMA)
-    return match_stacked(stacked, sorted(per_rank), origin)
+    return match_stacked(stacked, sorted(per_rank), origin, one_clock)
 
 
 _STACKED_SCHEMA = pl.Schema({**RANK_CALL_SCHEMA, "rank": pl.Int64()})
 
 
 def match_stacked(
-    stacked: pl.DataFrame, ranks: list[int], origin: float = 0.0
+    stacked: pl.DataFrame, ranks: list[int], origin: float = 0.0, one_clock: bool = False
 ) -> tuple[pl.DataFrame, dict[int, float]]:
     """:func:`match_collectives` of every rank's calls in one frame: ``stacked`` holds the
     :func:`rank_collectives` rows of every rank with a ``rank`` column; ``ranks``: every rank of
-    the job (those without calls included)."""
+    the job (those without calls included); ``one_clock``: no offset is estimated (all 0)."""
     calls = stacked_match_keys(stacked) if stacked.height else pl.DataFrame(schema=_STACKED_SCHEMA)
+
+    def offsets_of(found: pl.DataFrame) -> dict[int, float]:
+        return {r: 0.0 for r in ranks} if one_clock else clock_offsets(found, ranks)
+
     if calls.height == 0:
-        return pl.DataFrame(schema=COLLECTIVE_SCHEMA), clock_offsets(calls, ranks)
+        return pl.DataFrame(schema=COLLECTIVE_SCHEMA), offsets_of(calls)
     calls = _seen_peers(_agreeing_order(calls))
-    offsets = clock_offsets(calls, ranks)
+    offsets = offsets_of(calls)
     checked = _implausible(calls, offsets)
     if not checked["match"].equals(calls["match"]):  # the offsets again, without the wrong pairings
         calls = checked
-        offsets = clock_offsets(calls, ranks)
+        offsets = offsets_of(calls)
         calls = _implausible(calls, offsets)
     anchors = _anchors(calls, len(ranks))["key"].unique().implode()
     # an unmatched call is an instance of its own

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from .database import Export
-from .gpu import read_table
+from .gpu import process_filter, read_table
 
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX_TABLE = "NVTX_EVENTS"
@@ -24,13 +24,14 @@ DRIVER_CLASS = 1
 VERSION_SUFFIX = r"_v[0-9]+$"
 
 
-def read_runtime(export: Export, lacking: list[str]) -> pl.DataFrame:
-    """The runtime and driver calls (ns, name ids unresolved)."""
-    return read_table(export, RUNTIME_TABLE, RUNTIME_COLUMNS, lacking)
+def read_runtime(export: Export, lacking: list[str], process: int | None = None) -> pl.DataFrame:
+    """The runtime and driver calls (ns, name ids unresolved); ``process``: that OS process's only."""
+    return read_table(export, RUNTIME_TABLE, RUNTIME_COLUMNS, lacking, process, "globalTid")
 
 
-def read_nvtx(export: Export, lacking: list[str]) -> pl.DataFrame:
-    """The NVTX events: numbers and the explicit ``text`` (null where a ``textId`` names it)."""
+def read_nvtx(export: Export, lacking: list[str], process: int | None = None) -> pl.DataFrame:
+    """The NVTX events: numbers and the explicit ``text`` (null where a ``textId`` names it);
+    ``process``: that OS process's only."""
     held = export.tables.get(NVTX_TABLE)
     schema: dict[str, pl.DataType] = {column: pl.Int64() for column in NVTX_NUMBER_COLUMNS}
     schema["text"] = pl.String()
@@ -45,7 +46,12 @@ def read_nvtx(export: Export, lacking: list[str]) -> pl.DataFrame:
         lacking.append(f"{NVTX_TABLE}: {', '.join(missing)}")
     selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in schema)
     wanted = ", ".join(str(kind) for kind in (NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END))
-    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({wanted})', schema, NVTX_TABLE)
+    where = f'"eventType" IN ({wanted})'
+    if process is not None:
+        if "globalTid" not in held:
+            return pl.DataFrame(schema=schema)  # no range of it can be told to be that process's
+        where += f" AND {process_filter('globalTid', process)}"
+    return export.frame(f'SELECT {selected} FROM "{NVTX_TABLE}" WHERE {where}', schema, NVTX_TABLE)
 
 
 def process_names(export: Export) -> pl.DataFrame:

@@ -31,7 +31,7 @@ import polars as pl
 from ...errors import ProfviewError
 from ..schema import EVENT_SCHEMA
 from .database import Export, reads_at_once
-from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, copy_names, read_gpu, shape
+from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GpuProcess, copy_names, gpu_processes, read_gpu, shape
 from .host import (
     DRIVER_CLASS,
     NVTX_MARK,
@@ -69,13 +69,24 @@ class NsysTrace:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def read_nsys(path: str, step_range: str | None = None) -> NsysTrace:
+def read_nsys(path: str, step_range: str | None = None, process: int | None = None) -> NsysTrace:
     """Read the export at ``path``; :class:`ProfviewError` (one line) if it is not one.
 
     ``step_range``: a regular expression (run by Polars, checked by the caller) naming the NVTX
-    push/pop ranges that are the steps, beside ``ProfilerStep#N`` (:func:`named_steps`)."""
+    push/pop ranges that are the steps, beside ``ProfilerStep#N`` (:func:`named_steps`).
+    ``process``: only that OS process's work (its kernels, copies and sets, its runtime calls and
+    NVTX ranges, read by SQL alone), as if the export held it alone: one rank of a job whose
+    ranks are an export's processes (:func:`list_gpu_processes`)."""
     with Export(path) as export:
-        return _read(export, step_range)
+        return _read(export, step_range, process)
+
+
+def list_gpu_processes(path: str) -> tuple[list[GpuProcess], int]:
+    """The processes of the export at ``path`` that launched GPU work, in pid order, and how many
+    GPU rows name no process (:func:`~.gpu.gpu_processes`); :class:`ProfviewError` if it is no export."""
+    with Export(path) as export:
+        _check_export(export)
+        return gpu_processes(export)
 
 
 def _process(column: str) -> pl.Expr:
@@ -93,8 +104,8 @@ def _us(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Float64) / 1000.0
 
 
-def _read(export: Export, step_range: str | None = None) -> NsysTrace:
-    """:func:`read_nsys` on an open export."""
+def _check_export(export: Export) -> None:
+    """:class:`ProfviewError` (one line) unless ``export`` is an Nsight Systems export with its strings."""
     found = [table for table in ACTIVITY_TABLES if table in export.tables]
     if not found:
         raise ProfviewError(
@@ -104,7 +115,14 @@ def _read(export: Export, step_range: str | None = None) -> NsysTrace:
         )
     if "StringIds" not in export.tables or not export.has("StringIds", "id", "value"):
         raise ProfviewError(export.path, "is an Nsight Systems export without its StringIds table (id, value)")
+
+
+def _read(export: Export, step_range: str | None = None, process: int | None = None) -> NsysTrace:
+    """:func:`read_nsys` on an open export."""
+    _check_export(export)
     info = export_info(export)
+    if process is not None:
+        info["process"] = int(process)
     metadata: dict[str, Any] = {"nsys": info, "deviceProperties": device_properties(export)}
     warnings: list[str] = []
     missing: dict[str, str] = {}
@@ -115,9 +133,9 @@ def _read(export: Export, step_range: str | None = None) -> NsysTrace:
         read_strings = pool.submit(
             export.frame, "SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()}, "StringIds"
         )
-        read_kernels = pool.submit(read_gpu, export)
-        read_calls = pool.submit(read_runtime, export, runtime_lacking)
-        read_ranges = pool.submit(read_nvtx, export, nvtx_lacking)
+        read_kernels = pool.submit(read_gpu, export, process)
+        read_calls = pool.submit(read_runtime, export, runtime_lacking, process)
+        read_ranges = pool.submit(read_nvtx, export, nvtx_lacking, process)
         gpu_tables, runtime, nvtx = read_kernels.result(), read_calls.result(), read_ranges.result()
         strings = read_strings.result()
     lacking = [*gpu_tables.lacking, *runtime_lacking, *nvtx_lacking]

@@ -114,15 +114,11 @@ class JobApp(ProfviewApp):
     def load_rank(self, token: int, rank: int) -> None:
         """Parse and prepare one rank's trace off the UI thread (a rank of an archive re-opened from
         the cache is extracted again first); post it, or why it cannot open."""
-        from ...profiles import loading
-
         job = self.job
         assert job is not None
 
         def load() -> Profile:
-            path = job.trace_path(rank)
-            use_cache = os.path.realpath(path) == os.path.realpath(job.summary(rank).path)  # not an extracted copy
-            profile = loading.load(path, use_cache=use_cache, comm_pattern=job.comm_pattern)
+            profile = job.load_rank(rank)  # an extracted copy of an archive's member is not cached
             lifecycle.prepare(profile, lambda _phase: None)
             lifecycle.remember(profile)
             return profile

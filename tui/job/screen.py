@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
 
 from ...jobs.job import Job
-from ...report.job_summary import straggler_line
+from ...report.job_summary import matching_line, straggler_line
 from ...sanitize import clean
 from ..drill.screen import DrillScreen
 from ..keymap import bindings
@@ -80,7 +80,10 @@ class JobScreen(Screen[None]):
         room = (self.app.size.width if self.is_attached else 80) - tabs.cell_len - len(name) - 1
         tabs.append(name + fit_missing(clean(ranks), room), style="dim")
         self.query_one("#tabs", Static).update(tabs)
-        self.query_one("#job-reason", Static).update(Text(clean(straggler_line(job))))
+        reason = straggler_line(job)
+        if self.tab == "collectives" and job.collective_instances().height == 0:
+            reason = matching_line(job) or reason  # an empty tab says why: the calls left unmatched, and on what
+        self.query_one("#job-reason", Static).update(Text(clean(reason)))
 
     def frame_view(self) -> FrameView | None:
         """The table on screen."""
@@ -165,7 +168,10 @@ def ranks_table(job: Job) -> pl.DataFrame:
     """The ranks view as the Ranks tab lists it: led by a ``name`` (``rank 7``) that ``/`` filters
     and the details line names, ``straggler`` in words (``yes`` or blank, not a boolean), the rank's number last."""
     view = job.ranks_view()
-    name = pl.format("rank {}", pl.col("rank")).alias("name")
+    name = pl.format("rank {}", pl.col("rank"))
+    if "pid" in view.columns:  # the ranks of one export are its processes: each named by its pid too
+        name = pl.format("rank {} · pid {}", pl.col("rank"), pl.col("pid"))
+    name = name.alias("name")
     marked = pl.when(pl.col("straggler")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("straggler")
     return view.select(name, pl.exclude("rank", "straggler"), marked, pl.col("rank"))
 

@@ -17,6 +17,7 @@ from ...errors import ProfviewError
 from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
 from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import Profile
+from ...report.profile_summary import as_job_hint
 from ...report.wording import plural
 from ...sanitize import clean
 from ..widgets.bars import legend, stacked_bar
@@ -151,6 +152,9 @@ def overview_renderable(
         parts.append(Text(f"{clean(key)}: {clean(value)}"))
     for hint in profile.metadata.get("hints") or []:
         parts.append(Text(f"hint: {clean(hint)}", style="italic"))
+    as_job = as_job_hint(profile.metadata, profile.path, "profview") if profile.is_trace else None
+    if as_job:  # an export of several processes: the job screen shows them side by side
+        parts.append(Text(f"hint: {clean(as_job)}", style="italic"))
     if len(profile.runs) > 1:
         parts.append(Text(f"runs: {', '.join(profile.runs)} (r: next run)", style="dim"))
     for name, reason in profile.missing.items():
