@@ -149,7 +149,7 @@ async def test_the_job_screen_at_80x24(request: pytest.FixtureRequest) -> None:
     job = open_process_job(str(path), use_cache=False)
     app = JobApp(job, path.name)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(app.screen, JobScreen) and "pid 145" in screen_text(app), 30)
         screen = app.screen
         assert isinstance(screen, JobScreen)
         text = screen_text(app)
@@ -164,9 +164,9 @@ async def test_the_job_screen_at_80x24(request: pytest.FixtureRequest) -> None:
         assert kernels.height == witness[145][0]
         assert f"{path.name} › rank 1 (pid 145)" in screen_text(app)
         await pilot.press("q")
-        await pilot.pause()
+        await wait_until(pilot, lambda: app.screen is screen, 30)
         assert app.screen is screen
         await pilot.press("2")
-        await pilot.pause()
+        await wait_until(pilot, lambda: "calls left unmatched" in " ".join(screen_text(app).split()), 30)
         text = " ".join(screen_text(app).split())
         assert f"calls left unmatched: {witness[144][2] + witness[145][2]} point-to-point without a known peer" in text
