@@ -152,9 +152,9 @@ def diff(
     if fail_if and gate_file is None and all(_is_snapshot(side) for side in (before, after)):
         from .snapshot_diff import gate_snapshots
 
-        if view is not None or summary_ or gate_format != "text":
-            raise ProfviewError(None, "the gate on two memory snapshots: --fail-if rules only (text output)")
-        gate_snapshots(before, after, fail_if)
+        if view is not None or summary_ or gate_format not in ("text", "json"):
+            raise ProfviewError(None, "the gate on two memory snapshots: --fail-if rules only (text or json output)")
+        gate_snapshots(before, after, fail_if, as_json=gate_format == "json")
         return
     if fail_if or gate_file is not None:
         from .gate_command import GateArgs, gate

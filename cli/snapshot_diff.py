@@ -31,19 +31,28 @@ def diff_snapshots(
     )
 
 
-def gate_snapshots(before: str, after: str, rules: list[str]) -> None:
+def gate_snapshots(before: str, after: str, rules: list[str], as_json: bool = False) -> None:
     """The gate's rules on two snapshots (:mod:`profview.gate.snapshot_gate`): a line per finding
-    past its threshold, the verdict, and exit 1 on a regression."""
+    past its threshold and the verdict (``as_json``: the gate's document), and exit 1 on a regression."""
     import typer
 
     from ..frames import fmt_bytes
-    from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule
+    from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule, snapshot_gate_document
     from ..profiles.snapshot_profile import load_snapshot
-    from ..sanitize import clean
+    from ..sanitize import clean, json_text
 
     parsed = [parse_snapshot_rule(rule) for rule in rules]  # a bad rule is said before a file is read
     findings = evaluate_snapshot_rules(load_snapshot(before), load_snapshot(after), parsed)
     past = [f for f in findings if f.past]
+    if as_json:
+        sys.stdout.write(json_text(snapshot_gate_document(before, after, findings)))
+        sys.stdout.flush()
+        if past:
+            raise typer.Exit(1)
+        return
+    for finding in findings:
+        if finding.note:
+            typer.echo(f"note: {clean(finding.note)}")
     for finding in past:
         size = (lambda v: fmt_bytes(v)) if finding.rule.metric != "count" else (lambda v: f"{v:,.0f}")
         change = f" ({finding.change_pct:+.1f}%)" if finding.change_pct is not None else " (new)"

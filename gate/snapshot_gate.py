@@ -12,12 +12,13 @@ rule is past its threshold, else ``pass``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from ..analysis.diff.gate_rules import Rule, bad_rule, parse_threshold, split_rule
+from ..analysis.trace.name_rules import pattern_problem
 from ..profiles.snapshot_profile import SnapshotProfile
 
 SNAPSHOT_VIEWS = {
@@ -45,6 +46,15 @@ class SnapshotFinding:
     before: float
     after: float
     past: bool
+    #: How many sites a selector matched on either side (None: a total, or one site alone).
+    matched: int | None = None
+
+    @property
+    def note(self) -> str | None:
+        """What a selector that matches no site means, said (a typo passes nothing silently)."""
+        if self.matched == 0:
+            return f"the selector {self.rule.selector!r} matches no site on either side (a typo?)"
+        return None
 
     @property
     def change_pct(self) -> float | None:
@@ -66,10 +76,9 @@ def parse_snapshot_rule(text: str) -> Rule:
     if view == "totals" and selector is not None:
         raise bad_rule(text, selector, "totals take no selector")
     if selector is not None:
-        try:
-            re.compile(selector)
-        except re.error as exc:
-            raise bad_rule(text, selector, f"not a regular expression ({exc})") from None
+        problem = pattern_problem(selector)  # Polars' engine runs it (linear in the names), so it checks it
+        if problem:
+            raise bad_rule(text, selector, f"not a regular expression the engine can run: {problem}")
     value, kind = parse_threshold(text, found["threshold"], metric, byte_metrics=BYTE_METRICS)
     if kind == "pt":
         raise bad_rule(text, found["threshold"], f"pt (percentage points) is for a percentage metric, not {metric}")
@@ -116,12 +125,44 @@ def evaluate_snapshot_rules(
         sides = _by_name(before, rule.view, rule.metric), _by_name(after, rule.view, rule.metric)
         names = sorted({*sides[0], *sides[1]})
         if rule.selector is not None:
-            pattern = re.compile(rule.selector)
-            chosen = [n for n in names if pattern.search(n)]
+            listed = pl.Series("name", names, dtype=pl.String)
+            chosen = listed.filter(listed.str.contains(rule.selector)).to_list()
             a, b = (sum(side.get(n, 0.0) for n in chosen) for side in sides)
-            findings.append(SnapshotFinding(rule, f"{rule.selector} ({len(chosen)} sites)", a, b, _past(rule, a, b)))
+            label = f"{rule.selector} ({len(chosen)} sites)"
+            findings.append(SnapshotFinding(rule, label, a, b, _past(rule, a, b), matched=len(chosen)))
             continue
         for name in names:
             a, b = sides[0].get(name, 0.0), sides[1].get(name, 0.0)
             findings.append(SnapshotFinding(rule, name, a, b, _past(rule, a, b)))
     return findings
+
+
+#: The schema of :func:`snapshot_gate_document`.
+GATE_SCHEMA = "profview.snapshot-gate/1"
+
+
+def snapshot_gate_document(before: str, after: str, findings: list[SnapshotFinding]) -> dict[str, Any]:
+    """The gate's answer as numbers: the verdict, and each finding with A's and B's values and
+    the change (``change_pct`` null where A is 0: no percentage of nothing)."""
+    past = [f for f in findings if f.past]
+    return {
+        "schema": GATE_SCHEMA,
+        "verdict": "regression" if past else "pass",
+        "tested": len(findings),
+        "past_threshold": len(past),
+        "noise": "none: a snapshot is one measurement",
+        "before": before,
+        "after": after,
+        "findings": [
+            {
+                "rule": f.rule.text,
+                "name": f.name,
+                "before": f.before,
+                "after": f.after,
+                "change_pct": f.change_pct,
+                "past": f.past,
+                "note": f.note,
+            }
+            for f in findings
+        ],
+    }

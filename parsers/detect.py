@@ -12,7 +12,8 @@ from .tbplugin_json import looks_like_plugin_json, parse_plugin_runs, run_metada
 from .torch_table import parse_torch_tables
 
 TRIED = (
-    "Chrome-trace JSON, TensorBoard-plugin JSON, Paddle profiler summary, PyTorch key_averages table, kernel-count list"
+    "Nsight Systems SQLite export, rocprofv3 JSON, Chrome-trace JSON, TensorBoard-plugin JSON, Paddle profiler "
+    "summary, PyTorch key_averages table, kernel-count list, PyTorch memory snapshot"
 )
 
 
@@ -136,4 +137,9 @@ def read_text_views(
             },
             warnings=list(warnings),
         )
+    from .snapshot.reader import looks_like_snapshot
+
+    if looks_like_snapshot(path):  # a profile of its own kind: the trace readers do not read it
+        raise ProfviewError(path, "a PyTorch memory snapshot, not a trace: profview FILE and summary FILE read it "
+                                  "(profview.profiles.snapshot_profile.load_snapshot from Python)")
     raise ProfviewError(path, f"not a recognised profile (tried: {TRIED})")

@@ -18,6 +18,7 @@ from .roots import Roots
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
+    from ..profiles.snapshot_profile import SnapshotProfile
     from ..profiles.trace_profile import Profile
 
 #: The views ``view`` answers (a job's own views besides: ranks, collectives ...): what
@@ -34,6 +35,7 @@ class Tools:
         self.use_cache = use_cache
         self.keep = keep
         self._profiles: dict[tuple[object, ...], Profile] = {}
+        self._snapshots: dict[tuple[object, ...], SnapshotProfile] = {}
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -61,6 +63,29 @@ class Tools:
             self._profiles[key] = profile
         return self._profiles[key]
 
+    def snapshot(self, path: str) -> SnapshotProfile | None:
+        """The memory snapshot ``path`` names (by content, as the CLI decides), loaded or the one kept;
+        None where it is not one."""
+        from ..parsers.snapshot.reader import looks_like_snapshot
+
+        real = self.roots.resolve(path)
+        if os.path.isdir(real) or not looks_like_snapshot(real):
+            return None
+        key = self._key(real, ())
+        if key not in self._snapshots:
+            from ..profiles.snapshot_profile import load_snapshot
+
+            while len(self._snapshots) >= self.keep:
+                self._snapshots.pop(next(iter(self._snapshots)))
+            self._snapshots[key] = load_snapshot(real)
+        return self._snapshots[key]
+
+    def snapshot_directory(self, path: str) -> list[str] | None:
+        """The per-rank memory snapshots of the folder ``path`` (None: it is no such folder)."""
+        from ..jobs.snapshot_job import snapshot_directory
+
+        return snapshot_directory(self.roots.resolve(path))
+
     def is_job(self, path: str) -> bool:
         """Whether ``path`` names a job (a folder or archive of rank traces), as the CLI decides."""
         from ..jobs.inputs import is_job
@@ -80,6 +105,15 @@ class Tools:
     def summary(self, path: str, capture: list[str] | None = None, top: int | None = None) -> dict[str, Any]:
         """``profview summary PATH --format json``'s document (a job's: ``profview.job-summary``)."""
         rows = check_count("top", top, 10)
+        snapshots = self.snapshot_directory(path)
+        if snapshots is not None or (snapshot := self.snapshot(path)) is not None:
+            if capture:
+                raise ProfviewError(None, "capture: a trace's option, not a memory snapshot's")
+            if snapshots is not None:
+                from ..report.snapshot_job_summary import snapshot_job_document
+
+                return snapshot_job_document(path, snapshots)
+            return snapshot.summary(rows)
         if self.is_job(path):
             if capture:
                 raise ProfviewError(None, "capture: one trace's option, not a job's")
@@ -97,8 +131,15 @@ class Tools:
         if not paths:
             raise ProfviewError(None, "paths: give one or more traces or jobs")
         sources = []
+        from ..query.tables import snapshot_job_tables, snapshot_tables
+
         for path in paths:
-            if self.is_job(path):
+            snapshots = self.snapshot_directory(path)
+            if snapshots is not None:
+                sources.append(snapshot_job_tables(snapshots, label=path))
+            elif (snapshot := self.snapshot(path)) is not None:
+                sources.append(snapshot_tables(snapshot, label=path))
+            elif self.is_job(path):
                 sources.append(job_tables(stack.enter_context(self.job(path)), label=path, use_cache=self.use_cache))
             else:
                 sources.append(trace_tables(self.profile(path), label=path))
@@ -144,6 +185,21 @@ class Tools:
         rows = check_count("top", top, 100)
         if view == "launches":
             raise ProfviewError(None, "view launches: use the drill tool (an operator or kernel to drill into)")
+        snapshots = self.snapshot_directory(path)
+        snapshot = None if snapshots is not None else self.snapshot(path)
+        if snapshots is not None or snapshot is not None:
+            if step is not None or iteration is not None:
+                raise ProfviewError(None, "step, iteration: a trace's options, not a memory snapshot's")
+            if snapshots is not None:
+                from ..jobs.snapshot_job import SNAPSHOT_JOB_VIEWS, rank_rows, ranks_frame
+
+                if view not in SNAPSHOT_JOB_VIEWS:
+                    raise ProfviewError(None, f"a directory of memory snapshots has one view, ranks, not {view!r}")
+                frame = ranks_frame(rank_rows(snapshots))
+            else:
+                assert snapshot is not None
+                frame = snapshot.view(view)
+            return bounded(refine(frame, pattern=filter, sort=sort, ascending=ascending), rows)
         if self.is_job(path):
             from ..jobs.job import JOB_VIEWS
 
@@ -167,6 +223,8 @@ class Tools:
         from ..profiles.views import view_frame
 
         rows = check_count("top", top, 100)
+        if self.snapshot(path) is not None:
+            raise ProfviewError(None, "drill: a memory snapshot has no kernels or operators (view: sites, stacks)")
         if (kernel is None) == (op is None):
             raise ProfviewError(None, "drill: give one of kernel or op")
         frame = view_frame(self.profile(path), "launches", op=op, kernel=kernel, step=step)
@@ -180,6 +238,9 @@ class Tools:
 
         rows = check_count("top", top, 100)
         first, second = self.roots.resolve(before), self.roots.resolve(after)
+        kinds = (self.snapshot(before) is not None, self.snapshot(after) is not None)
+        if any(kinds):
+            return self._snapshot_diff(first, second, kinds, view, rows)
         if diff_kind(first, second) == "jobs":
             raise ProfviewError(None, "diff of two jobs: use profview diff BEFORE AFTER --view ranks -o OUT.json")
         comparison = load_comparison(first, second, use_cache=self.use_cache)
@@ -187,6 +248,17 @@ class Tools:
         answer = bounded(comparison.view(name), rows)
         answer["notes"] = list(dict.fromkeys([*comparison.notes(name), *comparison.explanations(name)]))
         return answer
+
+    def _snapshot_diff(
+        self, first: str, second: str, kinds: tuple[bool, bool], view: str | None, rows: int
+    ) -> dict[str, Any]:
+        """Two memory snapshots' view compared (``diff A B --view sites|peak|segments -o .json``)."""
+        from ..diff.snapshot_comparison import load_snapshot_comparison
+
+        if not all(kinds):
+            raise ProfviewError(None, "diff: a memory snapshot compares with another memory snapshot only")
+        comparison = load_snapshot_comparison(first, second)
+        return bounded(comparison.view(view or "sites"), rows)
 
     def gate(self, before: str, after: str, rules: list[str]) -> dict[str, Any]:
         """``profview diff BEFORE AFTER --fail-if RULE ... --format json``'s document (each side one
@@ -198,6 +270,17 @@ class Tools:
             raise ProfviewError(None, "rules: give one or more, e.g. 'kernels.total_us > +5%'")
         if len(rules) > 100:
             raise ProfviewError(None, f"rules: at most 100, not {len(rules)}")
+        kinds = (self.snapshot(before) is not None, self.snapshot(after) is not None)
+        if any(kinds):
+            from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule, snapshot_gate_document
+
+            if not all(kinds):
+                raise ProfviewError(None, "gate: a memory snapshot compares with another memory snapshot only")
+            parsed = [parse_snapshot_rule(rule) for rule in rules]
+            first, second = self.roots.resolve(before), self.roots.resolve(after)
+            snap_a, snap_b = self.snapshot(before), self.snapshot(after)
+            assert snap_a is not None and snap_b is not None
+            return snapshot_gate_document(first, second, evaluate_snapshot_rules(snap_a, snap_b, parsed))
         options = GateOptions(rules=list(rules), use_cache=self.use_cache)
         result = run_gate(self.roots.resolve_side(before), self.roots.resolve_side(after), options)
         document: dict[str, Any] = to_json(result)
