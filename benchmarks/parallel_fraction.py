@@ -6,7 +6,8 @@ Wall times on a loaded 2-core machine say little about 16 cores, but CPU seconds
 depend on the load: each run (a fresh process, ``PROFVIEW_THREADS`` and ``POLARS_MAX_THREADS`` set
 to ``--threads``) reads TRACE to its events frame (``profview.load(TRACE, use_cache=False).events``,
 imports included) and reports the CPU seconds of every thread: the main thread (imports, the
-window cutting of the chunked read, the frame's Python parts), the inflating thread, the scanning
+window cutting of the chunked read, the frame's Python parts), the inflating thread (a chunked
+read's; a large plain trace is mapped and scanned in place, without one), the scanning
 threads (``profview-scan``), the column builders (``profview-columns``) and Polars' own pool
 (its threads' CPU read from ``/proc/self/task`` at the end).  The work that runs on one thread
 whatever the core count (the main and inflating threads) is the serial part ``s``; the rest

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, cast
 
 import msgspec
 
@@ -312,6 +312,10 @@ def _join(data: Buffer, starts: list[int], results: Iterable[Scanned | ValueErro
         expected = result.after
 
 
+#: What a column builder of :func:`_frame` gives: a column, a constant, or several of them.
+Built: TypeAlias = "pl.Series | pl.Expr | list[pl.Series | pl.Expr]"
+
+
 def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     """One frame (one chunk per column) with the events-frame columns, from the scanned ranges.
 
@@ -325,9 +329,11 @@ def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     from .schema import EVENT_SCHEMA
 
     rows = sum(part.rows for part in parts)
-    known: dict[tuple[str | None, str | None], str | None] = {}  # the kind of each (ph, cat) seen
-    columns = {"kind": pl.concat([_kinds(part, known) for part in parts], rechunk=True)}
-    builders = [partial(_text_column, parts, name, rows) for name in parts[0].texts]
+    columns: dict[str, pl.Series] = {}
+    # the kinds first, on a builder's thread like the other columns (their Python per range was the
+    # frame's serial part), then ph and cat, whose codes the kinds read (_kinds leaves them as Series)
+    builders: list[Callable[[], Built]] = [partial(_kind_columns, parts, rows)]
+    builders += [partial(_text_column, parts, name, rows) for name in parts[0].texts if name not in ("ph", "cat")]
     builders += [partial(_number_column, parts, "floats", name, rows) for name in parts[0].floats]
     builders += [partial(_number_column, parts, "ints", name, rows) for name in parts[0].ints]
     constants: list[pl.Expr] = []
@@ -335,11 +341,12 @@ def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     pool = None if one_thread else ThreadPoolExecutor(threads, thread_name_prefix="profview-columns")
     built = (build() for build in builders) if pool is None else pool.map(_built_and_trimmed, builders)
     try:
-        for column in built:
-            if isinstance(column, pl.Series):
-                columns[column.name] = column
-            else:
-                constants.append(column)
+        for made in built:
+            for column in made if isinstance(made, list) else [made]:
+                if isinstance(column, pl.Series):
+                    columns[column.name] = column
+                else:
+                    constants.append(column)
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
@@ -348,11 +355,21 @@ def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
     return frame.with_columns(constants).select(list(EVENT_SCHEMA)) if constants else frame
 
 
-def _built_and_trimmed(build: Callable[[], pl.Series | pl.Expr]) -> pl.Series | pl.Expr:
-    """A column built; the range buffers it released go back to the system, not to the peak."""
+def _built_and_trimmed(build: Callable[[], Built]) -> Built:
+    """A column (or columns) built; the range buffers released go back to the system, not to the peak."""
     column = build()
     give_back_freed_memory()
     return column
+
+
+def _kind_columns(parts: list[Scanned], rows: int) -> list[pl.Series | pl.Expr]:
+    """The ``kind`` column (:func:`_kinds` per range, each (ph, cat) pair's kind found once for the
+    trace), then the ``ph`` and ``cat`` columns, made from the codes the kinds read."""
+    import polars as pl
+
+    known: dict[tuple[str | None, str | None], str | None] = {}  # the kind of each (ph, cat) seen
+    kind = pl.concat([_kinds(part, known) for part in parts], rechunk=True)
+    return [kind, _text_column(parts, "ph", rows), _text_column(parts, "cat", rows)]
 
 
 def _text_column(parts: list[Scanned], name: str, rows: int) -> pl.Series | pl.Expr:

@@ -30,17 +30,22 @@ class MemoryViews(ProfileHost):
 
     def memory(self) -> pl.DataFrame:
         """One row per allocator event (see :func:`profview.analysis.tables.memory.memory_events`)."""
-        from ..analysis.tables.memory import memory_events
 
-        return self._trace_only("memory", NO_MEMORY, lambda: memory_events(self.model, self._trace_events()))
+        def compute() -> pl.DataFrame:
+            from ..analysis.tables.memory import memory_events  # a re-open reads the kept frame
+
+            return memory_events(self.model, self._trace_events())
+
+        return self._trace_only("memory", NO_MEMORY, compute)
 
     def memory_ops(self) -> pl.DataFrame:
         """Memory per operator and device (see :func:`profview.analysis.tables.memory.memory_ops`)."""
 
         def compute() -> pl.DataFrame:
+            events = self.memory()  # a trace without memory events says so before the module is imported
             from ..analysis.tables.memory import memory_ops  # a re-open reads the kept table (issue 42)
 
-            return memory_ops(self.memory())
+            return memory_ops(events)
 
         return self._trace_only("memory_ops", NO_MEMORY, compute)
 
@@ -48,9 +53,10 @@ class MemoryViews(ProfileHost):
         """The peak per device (see :func:`profview.analysis.tables.memory.memory_peaks`)."""
 
         def compute() -> pl.DataFrame:
+            events = self.memory()  # a trace without memory events says so before the module is imported
             from ..analysis.tables.memory import memory_peaks  # a re-open reads the kept table (issue 42)
 
-            return memory_peaks(self.memory())
+            return memory_peaks(events)
 
         return self._trace_only("memory_peaks", NO_MEMORY, compute)
 

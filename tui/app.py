@@ -44,7 +44,7 @@ from .drill.worker import DrillWorker
 from .keymap import bindings, user_keymap
 from .main.screen import PANES, TITLES, MainScreen
 from .main.steps import StepList
-from .main.timeline import TraceTimeline
+from .main.timeline import mounted_timelines
 from .messages import DrillRequested, IterationChosen, LoadFailed, LoadPhase, ProfileLinked, ProfileLoaded, StepChosen
 from .navigation import Navigation
 from .widgets.filter_bar import FilterBar
@@ -56,6 +56,7 @@ from .workers import Cancelled, DetachedThreads, detached, load_failed
 if TYPE_CHECKING:
     from ..diff.comparison import Comparison
     from ..profiles.background import BackgroundLoad
+    from .main.timeline.widget import TraceTimeline
 
 
 class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
@@ -263,7 +264,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
         if action == "filter":  # in a text box (the filter itself, a file name) "/" is typed
             return self.frame_view() is not None and not isinstance(self.focused, Input)
         if action == "search_events":  # "/" on the Timeline marks events: the footer says "search"
-            return isinstance(self.search_target(), TraceTimeline) and not isinstance(self.focused, Input)
+            target = self.search_target()  # the table on screen, else the Timeline
+            return target is not None and not isinstance(target, FrameView) and not isinstance(self.focused, Input)
         if action == "sort":
             return self.frame_view() is not None
         if action == "nothing_to_sort":  # issue 13: s is never silent (a text box keeps its "s")
@@ -341,8 +343,8 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             return view
         screen = self.screen
         if isinstance(screen, MainScreen) and screen.pane == "trace":
-            found = screen.query(TraceTimeline)
-            return found.first() if found else None
+            found = mounted_timelines(screen)
+            return found[0] if found else None
         return None
 
     def action_search_events(self) -> None:

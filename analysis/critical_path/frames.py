@@ -9,8 +9,8 @@ whole trace (step -1).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from ...frames import STEP_NAME, STEP_NUMBER, fmt_us
@@ -26,6 +26,11 @@ from .path import (
     build_graph,
     longest_paths,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ... import lazy_numpy as np
 
 #: Columns of the ``critical_path`` view (one row per step and bound kind; the rows of a step add
 #: up to its path; ``step_us``: the step's span as the steps view has it, which the path never exceeds).

@@ -39,14 +39,19 @@ over the frames of :class:`~profview.analysis.trace.model.TraceModel`; no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from ...frames import PATH_BOUNDS
 from ..trace.calltree import subtree_mask
 from ..trace.model import TraceModel
 from ..trace.runtime_calls import BLOCKING_CALLS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ... import lazy_numpy as np
 
 #: Edge kinds (HTA's CPEdgeType), as stored in :attr:`PathGraph.kind`.
 OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC, QUEUE = range(6)

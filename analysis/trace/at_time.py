@@ -8,10 +8,16 @@ its ancestors that has not ended yet.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from .model import TraceModel
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy on first use: the viewer's first screen needs none (profview.lazy_numpy)
+    from ... import lazy_numpy as np
 
 
 def innermost_open(model: TraceModel, pid: pl.Series, tid: pl.Series, ts: np.ndarray, python: bool) -> np.ndarray:

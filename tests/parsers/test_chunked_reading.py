@@ -218,3 +218,68 @@ def test_raw_text_mutants_read_the_same_in_chunks(
     print(f"{MUTANTS // 2} mutants in chunks ({reader}): {outcomes}")
     assert outcomes["read"] > MUTANTS // 5
     assert outcomes["read in chunks"] > MUTANTS // 10  # the rest hold values only the whole reader repairs
+
+
+@pytest.fixture
+def mapped_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every plain Chrome trace from here on read mapped (its threshold at 0); the files it read."""
+    reads: list[str] = []
+    real = trace_file._read_mapped
+
+    def spy(stream: source.SourceStream) -> trace_file.TraceFile | None:
+        reads.append(stream.path)
+        return real(stream)
+
+    monkeypatch.setattr(trace_file, "MAP_SCAN_BYTES", 0)
+    monkeypatch.setattr(trace_file, "_read_mapped", spy)
+    return reads
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_a_mapped_plain_trace_reads_as_the_whole_document(
+    threads: str, tmp_path: Path, mapped_reads: list[str], whole_reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large plain trace is scanned in place (mapped, ranges at guessed boundaries on threads):
+    every sample written plain, cut files and the differential fuzz's mutants give the whole
+    document's answer (every column, metadata, warnings, truncation, or the one-line refusal)."""
+    if COMPILED is None:
+        pytest.skip("the compiled scanner is not built")
+    monkeypatch.setenv("PROFVIEW_THREADS", threads)
+    monkeypatch.setattr(fast_chrome, "MIN_RANGE_BYTES", 4096)  # many ranges, wrong guesses among them
+    plain = tmp_path / "plain.json"
+    for name in TRACES:
+        text = decompressed(name)
+        if not chunked.looks_like_chrome_trace(text[:65536]):
+            continue
+        plain.write_bytes(text)
+        mapped_reads.clear()
+        whole_reads.clear()
+        expected = whole(plain)
+        assert_same(in_chunks(plain, 4096, 4096), expected)
+        if len(text) > 2 * 4096:  # at most two windows: read in one piece (a job's rank)
+            assert mapped_reads == [str(plain)], name
+        if expected[0] == "read":  # the stdlib's count: a second witness
+            events = [e for e in raw_events(name) if isinstance(e, dict)]
+            counted = [e for e in events if (e.get("ph"), e.get("cat")) != (None, None)]
+            assert expected[1].height == len(counted) > 0, name
+            assert whole_reads == [], f"{name}: a valid sample was read whole instead of mapped"
+    text = decompressed("ddp_nccl_streams.pt.trace.json.gz")
+    rng = random.Random(54)
+    for cut in [len(text) // 2, len(text) - 3, *(rng.randrange(len(text) // 10, len(text)) for _ in range(4))]:
+        plain.write_bytes(text[:cut])
+        expected = whole(plain)
+        assert expected[0] == "read" and expected[4] is True
+        assert_same(in_chunks(plain, 4096, 2048), expected)
+    real = real_text()
+    outcomes = {"read": 0, "error": 0}
+    for number in range(MUTANTS // 4):
+        plain.write_bytes(mutate(real, rng))
+        got, expected = in_chunks(plain, 4096, 5000), whole(plain)
+        if got == ("not chrome",):
+            continue
+        try:
+            assert_same(got, expected)
+        except AssertionError as exc:
+            raise AssertionError(f"mutant {number} (seed 54): {exc}") from None
+        outcomes[expected[0]] += 1
+    assert outcomes["read"] > MUTANTS // 10

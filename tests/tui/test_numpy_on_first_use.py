@@ -52,3 +52,38 @@ def test_the_steps_timeline_imports_numpy_when_first_drawn(tmp_path: Path) -> No
     steps = {name for name in names if name.startswith("ProfilerStep#")}
     assert steps, "the sample has ProfilerStep# ranges"
     assert "STEPS: True True" in fresh_python_output(STEPS, str(TESTS), str(trace), tmp_path=tmp_path)
+
+
+REOPEN = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from pilot import screen_text
+from profview.tui.app import ProfviewApp
+from profview.tui.main.screen import MainScreen
+
+async def main():
+    app = ProfviewApp(sys.argv[2])
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(400):
+            await pilot.pause(0.05)
+            text = screen_text(app) if isinstance(app.screen, MainScreen) else ""
+            if "critical path" in text and "computing" not in text:
+                break
+        shown = [name for name in ("numpy", "profview.tui.main.timeline.widget") if name in sys.modules]
+        print("SHOWN:", "critical path" in text, "IMPORTED:", ",".join(shown) or "-")
+        while sys.argv[3] == "settle" and app.threads.busy():  # the first open: its cache written
+            await pilot.pause(0.05)
+
+asyncio.run(main())
+"""
+
+
+def test_a_cached_reopen_shows_its_overview_before_numpy_and_the_timeline(tmp_path: Path) -> None:
+    """A re-open from the cache draws the whole Overview (its critical-path line read from the
+    cache) with neither NumPy nor the Timeline's widget modules imported: both wait for the tab that
+    draws them. The first open computes the path, with NumPy; the second reads what it kept."""
+    trace = sample("gpt2_train_bf16.pt.trace.json.gz")
+    first = fresh_python_output(REOPEN, str(TESTS), str(trace), "settle", tmp_path=tmp_path)
+    assert "SHOWN: True" in first
+    again = fresh_python_output(REOPEN, str(TESTS), str(trace), "once", tmp_path=tmp_path)
+    assert "SHOWN: True IMPORTED: -" in again, again

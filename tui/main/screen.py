@@ -38,7 +38,7 @@ from .memory import MemoryView, memory_pane
 from .modules import ModulesView, modules_pane
 from .overview import OverviewView
 from .steps import StepList, StepsView
-from .timeline import TimelinePane, TraceTimeline
+from .timeline import TimelinePane, mounted_timelines
 
 PANES: tuple[str, ...] = ("overview", "kernels", "ops", "steps", "memory", "modules", "trace", "efficiency")
 PANES += ("graphs", "iterations")  # graph replays and serving loops: tabs 9 and 0
@@ -418,9 +418,9 @@ class MainScreen(Screen[None]):
         for efficiency in self.query(EfficiencyView):  # issue 33: the Efficiency tab too
             efficiency.set_step(message.step)
         self.scope_panes(message.step)
-        timelines = self.query(TraceTimeline)  # the Timeline shows the chosen step (built later: it opens on it)
+        timelines = mounted_timelines(self)  # the Timeline shows the chosen step (built later: it opens on it)
         if timelines:
-            timelines.first().show_step(message.step)
+            timelines[0].show_step(message.step)
         # Short: it shows beside the header's context line, which names the views a step narrows.
         self.notify(f"now: {self.whole_phrase()}" if message.step is None else f"now: step {message.step}")
 
@@ -435,9 +435,9 @@ class MainScreen(Screen[None]):
         for efficiency in self.query(EfficiencyView):  # issue 40: Efficiency, Modules, Graphs too
             efficiency.set_step(message.scope)
         self.scope_panes(message.scope)
-        timelines = self.query(TraceTimeline)
+        timelines = mounted_timelines(self)
         if timelines:
-            timelines.first().show_iteration(message.scope)
+            timelines[0].show_iteration(message.scope)
         self.notify("now: all iterations" if message.scope is None else f"now: iteration {message.scope.iteration}")
 
     def action_all_scopes(self) -> None:

@@ -6,8 +6,24 @@ the text under the lanes (the selected event, the busy/idle line of what is on s
 off the UI thread.
 """
 
-from .lanes import PATH_GLYPH, draw_lane
-from .pane import TimelinePane
-from .widget import TraceTimeline
+from __future__ import annotations
 
-__all__ = ["PATH_GLYPH", "TimelinePane", "TraceTimeline", "draw_lane"]
+from typing import TYPE_CHECKING, Any
+
+from .lanes import PATH_GLYPH, draw_lane
+from .pane import TimelinePane, mounted_timelines
+
+if TYPE_CHECKING:
+    from .widget import TraceTimeline
+
+
+def __getattr__(name: str) -> Any:
+    """``TraceTimeline``, its module imported on the first lookup: the viewer's first screen shows
+    no timeline, and the widget's modules (its lines, inspector, instances) are not on its path."""
+    if name == "TraceTimeline":
+        from .widget import TraceTimeline
+
+        return TraceTimeline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["PATH_GLYPH", "TimelinePane", "TraceTimeline", "draw_lane", "mounted_timelines"]

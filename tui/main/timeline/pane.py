@@ -3,6 +3,9 @@ built off the UI thread when the tab is first shown."""
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -14,7 +17,19 @@ from ....errors import ProfviewError
 from ....profiles.trace_profile import Profile
 from ....sanitize import clean
 from .lanes import LEGEND, STYLES
-from .widget import TraceTimeline
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+
+    from .widget import TraceTimeline
+
+
+def mounted_timelines(node: DOMNode) -> list[TraceTimeline]:
+    """The trace timelines mounted under ``node``. None can be before the widget's module is
+    imported (:meth:`TimelinePane.ready` imports it to make the first), so until then this imports
+    nothing: the viewer's first screen does not wait for the timeline's modules."""
+    widget = sys.modules.get(f"{__package__}.widget")
+    return [] if widget is None else list(node.query(widget.TraceTimeline))
 
 
 class TimelinePane(Vertical):
@@ -60,6 +75,8 @@ class TimelinePane(Vertical):
         self.query_one("#timeline-wait", Static).update(Text(f"Timeline: not available — {clean(problem)}"))
 
     async def ready(self, lanes: Lanes) -> None:
+        from .widget import TraceTimeline
+
         timeline = TraceTimeline(self.profile, lanes, id="trace-timeline")
         await self.mount(timeline)
         step = getattr(self.screen, "step", None)  # the step chosen in Steps: the timeline opens on it
@@ -73,9 +90,9 @@ class TimelinePane(Vertical):
             timeline.focus()
 
     def focus_table(self) -> None:
-        found = self.query(TraceTimeline)
+        found = mounted_timelines(self)
         if found:
-            found.first().focus()
+            found[0].focus()
         else:
             self.focus()
 
