@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -223,8 +222,11 @@ def test_55_3_c_huge_finite_times_are_null_in_json_at_any_depth(
         )
     )
     assert run_cli(["summary", str(path), "--format", "json", "--no-cache"]) == 0
-    document = json.loads(capsys.readouterr().out)  # strict: no NaN or Infinity
-    assert document["overview"]["average_step"]["duration"] is None
+    out, err = capsys.readouterr()
+    document = json.loads(out, parse_constant=pytest.fail)  # strict: no NaN or Infinity
+    # such times are past 2^53 µs now: left out of every view (test_55_low_a_time_past_2_53_us…),
+    # so nothing overflows; a figure that does elsewhere is null (test_55_json_writer_property)
+    assert "2 events with a time past 2^53 µs" in err and document["overview"]["steps"] == 0
 
 
 def test_55_json_writer_property() -> None:
@@ -1235,7 +1237,8 @@ _WHITESPACE_PLACES = {
                                    b'"tid":7,"ts":30,"dur":8,"args":{"stream":7,"device":0,"grid":[1,', b'2,3]}}]}'),
     "after the final ]": (b'{"traceEvents":[' + _EVENT_A + b"," + _EVENT_A.replace(b'"ts":10', b'"ts":30') + b"]",
                           b',"schemaVersion":1}'),
-    "before the first {": (b"", b'{"traceEvents":[' + _EVENT_A + b"," + _EVENT_A.replace(b'"ts":10', b'"ts":30') + b"]}"),
+    "before the first {": (b"", b'{"traceEvents":[' + _EVENT_A + b","
+                           + _EVENT_A.replace(b'"ts":10', b'"ts":30') + b"]}"),
     "before the traceEvents key": (b'{"schemaVersion":1,', b'"traceEvents":[' + _EVENT_A + b","
                                    + _EVENT_A.replace(b'"ts":10', b'"ts":30') + b"]}"),
 }
@@ -1293,7 +1296,8 @@ def test_55_medium_whitespace_inside_a_document_is_not_held(tmp_path: Path, plac
     code, peak, output = _summary_peak(spaced, reader == "pure", tmp_path)
     assert code == 0, output
     assert json.loads(output)["kernels"] == json.loads(expected)["kernels"]  # the same two kernels, each read once
-    assert peak < base + run // 2, f"{peak / 2**20:.0f} MiB for a run of {run / 2**20:.0f} MiB ({base / 2**20:.0f} without)"
+    mib = 2**20
+    assert peak < base + run // 2, f"{peak / mib:.0f} MiB for a run of {run / mib:.0f} MiB ({base / mib:.0f} without)"
 
 
 def test_55_json_writer_property_gate_figures_are_numbers_or_null() -> None:
@@ -1405,3 +1409,87 @@ def _json_strings(text: str) -> list[str]:
     import re
 
     return re.findall(r'"(?:[^"\\]|\\.)*"', text)
+
+
+def _a_small_trace() -> list[dict]:
+    """Three steps, each an operator launching a kernel (linked by correlation)."""
+    events: list[dict] = []
+    for step in range(3):
+        t0 = step * 1000
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t0,
+             "dur": 900, "args": {}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 5, "dur": 50,
+             "args": {"External id": step + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 10,
+             "dur": 5, "args": {"External id": step + 1, "correlation": 100 + step}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t0 + 20, "dur": 100,
+             "args": {"External id": step + 1, "correlation": 100 + step, "stream": 7, "device": 0}},
+        ]
+    return events
+
+
+_STRAYS = {
+    "kernel": {"ph": "X", "cat": "kernel", "name": "stray", "pid": 0, "tid": 7, "dur": 40,
+               "args": {"stream": 7, "device": 0}},
+    "operator": {"ph": "X", "cat": "cpu_op", "name": "aten::stray", "pid": 1, "tid": 1, "dur": 40, "args": {}},
+    "step": {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "dur": 40, "args": {}},
+    "instant": {"ph": "i", "cat": "cpu_instant_event", "name": "stray", "pid": 1, "tid": 1, "s": "t", "args": {}},
+}
+
+#: Every surface that gives the figures: summary text and JSON, export and query of each view.
+_SURFACES = [
+    ["summary", "{}"],
+    ["summary", "{}", "--format", "json"],
+    *(["export", "{}", "-v", view, "-o", "-"] for view in ("kernels", "ops", "steps", "gpu_idle")),
+    ["query", "{}", "-q", "SELECT sum(total_us) AS t, count(*) AS n FROM kernels"],
+    ["query", "{}", "-q", "SELECT step, duration_us FROM steps ORDER BY step"],
+    ["query", "{}", "-q", "SELECT count(*) AS n, sum(dur) AS d FROM events WHERE ts IS NOT NULL"],
+]
+
+
+def _every_surface(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[list[str], str]:
+    """What each surface prints for ``path`` (stdout), and all it said on stderr."""
+    outputs, errors = [], ""
+    for surface in _SURFACES:
+        code = run_cli([word.format(path) for word in surface] + ["--no-cache"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        outputs.append(out)
+        errors += err
+    return outputs, errors
+
+
+def test_55_low_a_time_past_2_53_us_is_left_out_alike_in_every_view(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One kernel at ts 1e300 (or -1e300) among three steps: the GPU busy time was 300 µs (+1e300:
+    1e300 + 40 - 1e300 is 0) or 1e300 µs (-1e300) while the kernel totals said 340 µs and the span
+    1e294 s.  Now an event whose time is past 2^53 µs is left out of every view, with one note, and
+    each surface prints what it prints for the trace without it (the witness)."""
+    from hypothesis import HealthCheck, example, given, settings
+    from hypothesis import strategies as st
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": _a_small_trace()}))
+    plain, _ = _every_surface(path, capsys)
+    huge = st.floats(min_value=2.0**53 + 2, max_value=1.7e308) | st.sampled_from([1e300, 2.0**62, 1.7e308])
+
+    @settings(max_examples=10, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(st.sampled_from(sorted(_STRAYS)), huge, st.booleans(), st.booleans())
+    @example("kernel", 1e300, False, False)
+    @example("kernel", 1e300, True, False)
+    def check(kind: str, time: float, negative: bool, as_duration: bool) -> None:
+        stray = {**_STRAYS[kind], "ts": -time if negative else time}
+        if as_duration and "dur" in stray:  # a time that starts plausibly and ends past 2^53
+            stray.update(ts=10.0, dur=time)
+        path.write_text(json.dumps({"traceEvents": [*_a_small_trace(), stray]}))
+        outputs, errors = _every_surface(path, capsys)
+        assert outputs == plain
+        assert "1 events with a time past 2^53 µs" in errors
+
+    check()
+    path.write_text(json.dumps({"traceEvents": [*_a_small_trace(), {**_STRAYS["kernel"], "ts": 2.0**53 - 100}]}))
+    assert run_cli(["query", str(path), "-q", "SELECT count(*) AS n FROM kernels WHERE name = 'stray'"]) == 0
+    assert "past 2^53" not in capsys.readouterr().err  # just within: kept
