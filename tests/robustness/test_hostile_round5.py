@@ -1493,3 +1493,76 @@ def test_55_low_a_time_past_2_53_us_is_left_out_alike_in_every_view(
     path.write_text(json.dumps({"traceEvents": [*_a_small_trace(), {**_STRAYS["kernel"], "ts": 2.0**53 - 100}]}))
     assert run_cli(["query", str(path), "-q", "SELECT count(*) AS n FROM kernels WHERE name = 'stray'"]) == 0
     assert "past 2^53" not in capsys.readouterr().err  # just within: kept
+
+
+@pytest.mark.parametrize(
+    ("rule", "token", "why"),
+    [
+        ("kernels.total_us >> +5%", ">>", "expected an operator"),  # was '.total_us'
+        ("kernels.total_us =< +5%", "=<", "expected an operator"),  # was '.total_us'
+        ("kernels.total_us => +5%", "=>", "expected an operator"),
+        ("kernels.total_us", "total_us", "the rule ends after its metric"),  # was '.total_us'
+        ("kernels.total_us > ", ">", "the rule ends after its operator"),  # was '.total_us'
+        ("kernels.total_us > +5% extra", "extra", "unexpected text after the threshold"),  # was '.total_us'
+        ('kernels["g"] .total_us ! +5%', "!", "expected an operator"),
+        ("kernels total_us > +5%", "total_us", "expected .METRIC"),
+        ("kernels. > +5%", ">", "expected a metric name"),
+        ('sql:"SELECT name, total_us FROM kernels" >> +5%', ">>", "the operator is one of"),  # was the query
+        ("sql:SELECT name, total_us FROM kernels => 5%", "=>", "the operator is one of"),
+        ('sql:"SELECT name, total_us FROM kernels"', 'kernels"', "ends with an operator"),  # was 'tal_us FROM …'
+    ],
+)
+def test_55_low_a_bad_rule_names_the_token_at_fault(rule: str, token: str, why: str) -> None:
+    """A malformed rule's message quoted ``.total_us`` (or the query's last 20 characters) whatever
+    was wrong: now it quotes the first token that is wrong, or the last one read when it ends early."""
+    with pytest.raises(ProfviewError) as raised:
+        parse_rule(rule)
+    message = str(raised.value)
+    assert message.endswith(f"({token!r})") and why in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('rules = ["kernels.total_us > +5%"]\n[[accept]]\nbound = "kernels.total_us > +5%"\nreason = "x"\n'
+         'until = "2099-01-01"\n', "[[accept]] 1: unknown key 'bound' (keys: reason, rule, until)"),
+        ('rules = ["kernels.total_us > +5%"]\n[[accept]]\nrule = "kernels.total_us > +5%"\nreason = "x"\n'
+         'untill = "2099-01-01"\n', "[[accept]] 1: unknown key 'untill'"),  # was 'needs rule, reason and until'
+        ('rules = ["kernels.total_us > +5%"]\n[[accept]]\nrule = "kernels.total_us > +5%"\nuntil = "2099-01-01"\n',
+         "[[accept]] 1 has no reason"),
+        ('rules = ["kernels.total_us > +5%", 3]\n', "rules[1] is an integer (3), not a string"),
+        ('rules = "kernels.total_us > +5%"\n', "rules must be a list of strings, not a string ('kernels.total_us"),
+        ('rules = ["kernels.total_us > +5%"]\nseed = "x"\n', "seed has the wrong type (string: 'x')"),
+        ('rules = ["kernels.total_us > +5%"]\ninconclusive = "maybe"\n', "not 'maybe'"),
+    ],
+)
+def test_55_low_a_bad_gate_file_names_the_key_or_value_at_fault(tmp_path: Path, text: str, said: str) -> None:
+    """A misspelt ``[[accept]]`` key was `each [[accept]] needs rule, reason and until` (the key
+    at fault never named), a non-string rule `rules must be a list of strings` (which one?)."""
+    from profview.gate.config import read_gate_file
+
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    with pytest.raises(ProfviewError) as raised:
+        read_gate_file(str(path))
+    assert said in str(raised.value), str(raised.value)
+
+
+def test_55_low_a_bad_rule_names_the_token_at_fault_property() -> None:
+    """The class: any rule of the five parts (view, metric, operator, threshold, nothing after)
+    with any one of them replaced by a word that is none of them is refused naming that word."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    parts = ["kernels", ".", "total_us", ">", "+5%", ""]
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.sampled_from([0, 2, 3, 4, 5]), st.from_regex(r"[!?#~@]{1,3}[a-z0-9]{0,3}", fullmatch=True),
+           st.sampled_from([" ", "  ", "\t"]))
+    def check(at: int, garbage: str, space: str) -> None:
+        rule = space.join(garbage if i == at else part for i, part in enumerate(parts)).strip()
+        with pytest.raises(ProfviewError) as raised:
+            parse_rule(rule)
+        assert str(raised.value).endswith(f"({garbage!r})"), (rule, str(raised.value))
+
+    check()
