@@ -103,8 +103,8 @@ def read_gate_file(path: str) -> dict[str, Any]:
         raise ProfviewError(path, f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
     rules = data.get("rules", [])
     if not isinstance(rules, list):
-        kind = _a(_toml_type(rules))
-        raise ProfviewError(path, f"rules must be a list of strings, not {kind} ({_short_repr(rules)})")
+        given = _a(_toml_type(rules))
+        raise ProfviewError(path, f"rules must be a list of strings, not {given} ({_short_repr(rules)})")
     for at, rule in enumerate(rules):
         if not isinstance(rule, str):
             raise ProfviewError(path, f"rules[{at}] is {_a(_toml_type(rule))} ({_short_repr(rule)}), not a string")
