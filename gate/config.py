@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ProfviewError
 from ..reads import note
+from ..sanitize import clean
 from .run import Accepted, parse_date
 
 KEYS = frozenset({"rules", "fdr", "min_share", "seed", "strict", "accept", "inconclusive"})
@@ -65,6 +66,27 @@ def _parse(path: str, tomllib: Any) -> dict[str, Any]:
         raise ProfviewError(path, "not a gate file: TOML nested deeper than profview reads") from None
 
 
+#: The keys of an ``[[accept]]`` table.
+ACCEPT_KEYS = frozenset({"rule", "reason", "until"})
+
+
+def _toml_type(value: object) -> str:
+    """The TOML name of a value's type (``string``, ``integer``, ``array`` …)."""
+    names = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _a(kind: str) -> str:
+    """``a string``, ``an integer``."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+def _short_repr(value: object, width: int = 60) -> str:
+    """``value`` as Python writes it, cut to ``width`` characters and cleaned for one line."""
+    text = clean(repr(value))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def read_gate_file(path: str) -> dict[str, Any]:
     """The settings of a gate file (see the module doc), checked; one-line errors naming the file."""
     try:
@@ -80,13 +102,19 @@ def read_gate_file(path: str) -> dict[str, Any]:
     if unknown:
         raise ProfviewError(path, f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
     rules = data.get("rules", [])
-    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
-        raise ProfviewError(path, "rules must be a list of strings")
+    if not isinstance(rules, list):
+        given = _a(_toml_type(rules))
+        raise ProfviewError(path, f"rules must be a list of strings, not {given} ({_short_repr(rules)})")
+    for at, rule in enumerate(rules):
+        if not isinstance(rule, str):
+            raise ProfviewError(path, f"rules[{at}] is {_a(_toml_type(rule))} ({_short_repr(rule)}), not a string")
     settings: dict[str, Any] = {"rules": rules}
     for key, kind in (("fdr", (int, float)), ("min_share", (int, float)), ("seed", int), ("strict", bool)):
         if key in data:
             if not isinstance(data[key], kind) or isinstance(data[key], bool) is not (kind is bool):
-                raise ProfviewError(path, f"{key} has the wrong type ({type(data[key]).__name__})")
+                raise ProfviewError(
+                    path, f"{key} has the wrong type ({_toml_type(data[key])}: {_short_repr(data[key])})"
+                )
             if key != "strict" and (data[key] < 0 or not math.isfinite(data[key])):
                 raise ProfviewError(path, f"{key} must be a finite number of 0 or more, not {data[key]}")
             if key == "fdr" and not 0 < data[key] < 1:  # said here, by its key, not as the option --fdr
@@ -96,12 +124,24 @@ def read_gate_file(path: str) -> dict[str, Any]:
             settings[key] = data[key]
     if "inconclusive" in data:
         if data["inconclusive"] not in ("pass", "fail"):
-            raise ProfviewError(path, "inconclusive must be \"pass\" or \"fail\"")
+            given = _short_repr(data["inconclusive"])
+            raise ProfviewError(path, f'inconclusive must be "pass" or "fail", not {given}')
         settings["inconclusive"] = data["inconclusive"]
     accepted = []
-    for entry in data.get("accept", []):
-        if not isinstance(entry, dict) or not {"rule", "reason", "until"} <= set(entry):
-            raise ProfviewError(path, "each [[accept]] needs rule, reason and until")
+    entries = data.get("accept", [])
+    if not isinstance(entries, list):
+        raise ProfviewError(path, f"accept must be [[accept]] tables, not {_a(_toml_type(entries))}")
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise ProfviewError(path, f"[[accept]] {number} is {_a(_toml_type(entry))}, not a table")
+        unknown = sorted(set(entry) - ACCEPT_KEYS)
+        if unknown:  # named, never left to be read as a missing one ('untill', 'bound')
+            raise ProfviewError(
+                path, f"[[accept]] {number}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(ACCEPT_KEYS))})"
+            )
+        missing = [key for key in ("rule", "reason", "until") if key not in entry]
+        if missing:
+            raise ProfviewError(path, f"[[accept]] {number} has no {missing[0]} (each needs rule, reason and until)")
         until = entry["until"]
         until = parse_date(str(until), f"{path}: accept.until")
         accepted.append(Accepted(str(entry["rule"]), str(entry["reason"]), until))

@@ -54,12 +54,21 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
-def _num(value: float) -> float | str | None:
-    if math.isnan(value):
-        return None
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return round(value, 6)
+def _num(value: float) -> float | None:
+    """A figure for JSON: a number, or null where it is no finite number (a JSON number field is a
+    number or null; an infinite one is said by :func:`_infinite`, never as the text ``"inf"``)."""
+    return round(value, 6) if math.isfinite(value) else None
+
+
+#: The figures of a result that are numbers (or null) in the JSON.
+_FIGURES = ("before", "after", "change", "threshold", "bound", "confidence", "p")
+
+
+def _infinite(finding: Finding) -> dict[str, str]:
+    """The figures of ``finding`` that are infinite, each with its sign (``{"change": "+inf"}``: a
+    relative change from 0 to more than 0), which the JSON gives as null."""
+    values = {name: getattr(finding, name) for name in _FIGURES}
+    return {name: "+inf" if value > 0 else "-inf" for name, value in values.items() if math.isinf(value)}
 
 
 def _fmt(finding: Finding, value: float) -> str:
@@ -174,8 +183,8 @@ def to_json(gate: GateResult) -> dict[str, Any]:
                         "name": t.name, "status": t.status, "before": _num(t.before), "after": _num(t.after),
                         "change": _num(t.change), "threshold": _num(t.threshold),
                         "bound": _num(t.bound), "bound_side": "lower" if t.rule.op.startswith(">") else "upper",
-                        "confidence": _num(t.confidence), "p": _num(t.p), "noise": t.method,
-                        "samples": list(t.samples),
+                        "confidence": _num(t.confidence), "p": _num(t.p), "infinite": _infinite(t),
+                        "noise": t.method, "samples": list(t.samples),
                     }
                     for t in r.tests
                 ],

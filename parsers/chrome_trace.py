@@ -341,7 +341,9 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
     """Drop entries that are not events; refuse a trace with none; note suspicious values."""
     is_event = pl.col("ph").is_not_null() | pl.col("cat").is_not_null()
     complete = is_event & (pl.col("ph") == "X")
+    implausible = is_event & _implausible_time(complete)
     counts = events.select(
+        implausible.sum().alias("implausible"),
         is_event.sum().alias("events"),
         (complete & (pl.col("ts").is_null() | pl.col("dur").is_null())).sum().alias("no_time"),
         (complete & (pl.col("dur") < 0)).sum().alias("negative"),
@@ -353,6 +355,12 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
     if counts["events"] < events.height:  # copy only when something must go
         warnings.append(f"skipped {events.height - counts['events']:,} entries of traceEvents that are not events")
         events = events.filter(is_event)
+    if counts["implausible"]:  # one answer in every view: the event has no time (as a null ts)
+        warnings.append(
+            f"{counts['implausible']:,} events with a time past 2^53 µs (285 years, where a microsecond is no "
+            "longer exact) were left out of the tables"
+        )
+        events = events.with_columns(pl.when(implausible).then(None).otherwise(pl.col("ts")).alias("ts"))
     if counts["no_time"]:
         warnings.append(f"{counts['no_time']:,} complete events without a valid ts or dur were left out of the tables")
     if counts["negative"]:
@@ -365,6 +373,20 @@ def _checked(events: pl.DataFrame, path: str, truncated: bool, warnings: list[st
         for name, has_negative_zero in signed.items()
         if has_negative_zero
     )
+
+
+#: The largest time (µs) an event may have: past 2^53 a float holds no exact microsecond, so an
+#: event's end less its start is no longer its duration (ts 1e300: 1e300 + 40 - 1e300 is 0), and
+#: the span, the GPU's busy time and the kernel totals would disagree.
+MAX_TIME_US = float(2**53)
+
+
+def _implausible_time(complete: pl.Expr) -> pl.Expr:
+    """Whether an event's ``ts`` (or a complete event's end, or duration) is past :data:`MAX_TIME_US`."""
+    ts, dur = pl.col("ts"), pl.col("dur")
+    late = ts.abs() > MAX_TIME_US
+    long = complete & ((dur > MAX_TIME_US) | ((ts + dur.clip(lower_bound=0)).abs() > MAX_TIME_US))
+    return (ts.is_not_null() & (late | long)).fill_null(False)  # no ts: said as an event without time
 
 
 def _negative_zero(name: str) -> pl.Expr:

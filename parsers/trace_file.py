@@ -27,12 +27,15 @@ from itertools import chain
 from typing import Any
 
 from .chunked import (
+    BOM,
     HEAD_LIMIT,
     WINDOW_BYTES,
     NotChunkable,
     looks_like_chrome_trace,
     may_hold_events_later,
     read_chunked,
+    squeeze_space,
+    starts_as_json,
 )
 from .fast_chrome import ChunkedScan, FastScan, available, scan_fast
 from .foreign import refuse_foreign
@@ -90,6 +93,8 @@ def read_trace_file(
     head = bytearray()
     for chunk in chunks:  # the format is decided on the first HEAD_BYTES, whatever the chunk size
         head += chunk
+        if len(head) >= HEAD_BYTES and starts_as_json(head):  # 100 MB of spaces before '{' hid the JSON
+            squeeze_space(head, 3 if head[:3] == BOM else 0)
         if len(head) >= HEAD_BYTES:
             break
     refuse_foreign(name, head[:HEAD_BYTES], compressed=stream.compressed)
@@ -97,8 +102,12 @@ def read_trace_file(
     # (not a rocprofv3 document: its one key says what it is, and it is read whole).
     if may_hold_events_later(bytes(head[:HEAD_BYTES])) and not looks_like_rocprof(head):
         looked = 0
+        squeezed = len(head)
         for chunk in chunks:
             head += chunk
+            if len(head) >= 2 * squeezed:  # whitespace runs between the keys held as one byte each
+                squeeze_space(head, 0)
+                squeezed, looked = max(len(head), HEAD_BYTES), 0
             if head.find(b'"traceEvents"', max(0, looked - 16)) >= 0 or len(head) >= HEAD_LIMIT:
                 break
             looked = len(head)

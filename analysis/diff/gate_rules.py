@@ -135,9 +135,12 @@ def parse_rule(text: str) -> Rule:
     stripped = text.strip()
     if stripped.startswith("sql:"):
         tail = _SQL_TAIL.search(stripped)
-        if tail is None:
-            raise bad_rule(text, stripped[-20:], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
+        if tail is None:  # the last word is where an operator and a threshold were wanted
+            raise bad_rule(text, stripped.split()[-1], "a sql: rule ends with an operator and a threshold, e.g. > +5%")
         query = stripped[4 : tail.start()].strip()
+        doubled = re.search(r"[<>=!]+$", query)
+        if doubled is not None:  # '>> +5%', '=> +5%': the operator is at fault, not the query
+            raise bad_rule(text, doubled.group() + tail["op"], "the operator is one of >, >=, <, <=")
         if len(query) >= 2 and query[0] == query[-1] and query[0] in "'\"":  # sql:'SELECT …' > +5%
             query = query[1:-1].strip()  # one pair, never a quote the query's own text ends with
         if not query:
@@ -179,12 +182,43 @@ def split_rule(text: str, stripped: str) -> tuple[str, str | None, re.Match[str]
         selector, position = inner[1:-1], close + 1
     found = _TAIL.fullmatch(stripped, position)
     if found is None:
-        rest = stripped[position:].split()
-        token = rest[0] if rest else stripped.split()[-1]
-        if not re.search(r"(>=|<=|>|<)", stripped[position:]):
-            token = rest[-1] if rest else stripped.split()[-1]
-        raise bad_rule(text, _short(token), _EXPECTED)
+        token, why = _tail_fault(stripped, position)
+        raise bad_rule(text, _short(token), why)
     return view, selector, found
+
+
+_DOT = re.compile(r"\s*\.\s*")
+_METRIC = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPERATOR = re.compile(r"\s*(>=|<=|>|<)\s*")
+_WORD = re.compile(r"\s*(\S+)")
+
+
+def _tail_fault(stripped: str, position: int) -> tuple[str, str]:
+    """The token at fault in a rule's tail (``.METRIC OP THRESHOLD`` from ``position``) that
+    :data:`_TAIL` refused, and what was expected there: read part by part, left to right, so the
+    token named is the first one that is wrong (``>>``, ``=<``, a word after the threshold), or the
+    last one read when the rule ends too soon."""
+    def word(at: int) -> str | None:
+        found = _WORD.match(stripped, at)
+        return found.group(1) if found else None
+
+    dot = _DOT.match(stripped, position)
+    if dot is None:
+        return word(position) or stripped.strip(), f"expected .METRIC after the view: {_EXPECTED}"
+    metric = _METRIC.match(stripped, dot.end())
+    if metric is None:
+        return word(dot.end()) or ".", f"expected a metric name after the '.': {_EXPECTED}"
+    op = _OPERATOR.match(stripped, metric.end())
+    if op is None or stripped[op.end() : op.end() + 1] in ("<", ">", "="):  # '=<', '>>', '=>'
+        after = word(metric.end())
+        if after is None:
+            return metric.group(), f"the rule ends after its metric: expected an operator and a threshold: {_EXPECTED}"
+        return after, f"expected an operator (>, >=, <, <=) after the metric: {_EXPECTED}"
+    threshold = _WORD.match(stripped, op.end())
+    if threshold is None:
+        return op.group(1), f"the rule ends after its operator: expected a threshold: {_EXPECTED}"
+    extra = word(threshold.end()) or threshold.group(1)
+    return extra, f"unexpected text after the threshold {threshold.group(1)!r}: {_EXPECTED}"
 
 
 @dataclass

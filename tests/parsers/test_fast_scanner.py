@@ -344,7 +344,10 @@ def test_numbers_read_in_one_pass_or_two_agree_with_python(monkeypatch: pytest.M
     events += [f'{{"ph": "X", "ts": 1, "args": {{"External id": {i}, "correlation": {i}}}}}' for i in ints]
     data = ('{"traceEvents": [' + ",".join(events) + "]}").encode()
     fast = assert_same_as_general(data, monkeypatch)
-    assert fast.events["ts"].head(len(floats)).to_list() == [float(t) for t in floats]
+    assert fast.events["dur"].head(len(floats)).to_list() == [float(t) for t in floats]
+    # a time past 2^53 µs is no time (left out of the tables, issue 55): its ts is null
+    times = [float(t) if abs(float(t)) <= 2**53 and 2 * float(t) <= 2**53 else None for t in floats]
+    assert fast.events["ts"].head(len(floats)).to_list() == times
     expected = [int(i) if i.lstrip("-").isdigit() and abs(int(i)) < 2**63 else None for i in ints]
     assert fast.events["correlation"].tail(len(ints)).to_list() == expected
 
