@@ -449,9 +449,9 @@ def _unique_correlations(
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
     """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
     # Each frame's threads first (a few), then together: no copy of every row's pid and tid.
-    used = pl.concat(
-        [frame.select("pid", "tid").unique(maintain_order=True) for frame in (calls, ranges)]
-    ).unique(maintain_order=True)
+    used = pl.concat([frame.select("pid", "tid").unique(maintain_order=True) for frame in (calls, ranges)]).unique(
+        maintain_order=True
+    )
     if used.height == 0:
         return pl.DataFrame()
     processes = (
