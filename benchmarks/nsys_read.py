@@ -13,8 +13,9 @@ one fresh interpreter (median of ``--runs``; ``--big-runs`` on the grown file): 
 handed to it as text, so it imports nothing but sqlite3), fetching in batches and dropping the rows;
 ``profview`` is ``load(..., use_cache=False).kernels()``; ``cached`` is the second of
 two ``profview export --view kernels`` commands on one cache folder (as ``benchmarks/run.py``
-measures a Kineto trace's re-open: the first keeps the kernel view, the second reads it).  Wall and CPU seconds are both given (on a shared machine the wall ratio moves
-with the load).  Peak memory is the process's maximum resident size.  Prints one markdown table.
+measures a Kineto trace's re-open: the first keeps the kernel view, the second reads it).  Wall
+and CPU seconds are both given (on a shared machine the wall ratio moves with the load).  Peak
+memory is the process's maximum resident size.  Prints one markdown table.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ GPU_COLUMNS = (
     "occupancy",
     "bytes",
     "collective",
+    "short_name",
 )
 #: An ``X`` event with a start and a duration.
 COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()

@@ -3,7 +3,8 @@
 What becomes what (times: ns in the export, µs in the frame):
 
 - kernels, memcpy and memset rows: GPU events on ``pid`` = device, ``tid`` = stream, as Kineto
-  writes them, with the demangled name (``StringIds``), correlation, grid, block, registers,
+  writes them, with the demangled name (``StringIds``; nsys's short name kept as ``short_name``,
+  null where the export lacks ``shortName``), correlation, grid, block, registers,
   shared memory, bytes, graph and node ids;
 - runtime-table rows: ``runtime`` calls, or ``driver`` calls (``cu*`` names, event class 1), on
   their process and thread, nsys's ``_vNNNN`` suffix stripped; a call written twice with one
@@ -216,6 +217,7 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
         pl.coalesce(
             _name_of(strings, "demangledName"), _name_of(strings, "shortName"), pl.lit("(unnamed kernel)")
         ).alias("name"),
+        _name_of(strings, "shortName").alias("short_name"),
         shape("gridX", "gridY", "gridZ").alias("grid"),
         shape("blockX", "blockY", "blockZ").alias("block"),
         pl.col("registersPerThread").alias("registers"),
