@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from ...errors import ProfviewError
+from ...frames import KIND
 from ..schema import EVENT_SCHEMA
 from .database import Export, reads_at_once
 from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GpuTables, copy_names, read_gpu, shape
@@ -57,6 +58,9 @@ START_END_LANE = " (NVTX start/end)"
 #: Where a process's number sits in a combined correlation id.
 PROCESS_SHIFT = 2**32
 STEP_RANGE = r"^ProfilerStep#[0-9]{1,18}$"
+#: The many-row text columns of host events are made categorical as they are made (the events
+#: frame's type for them): 4 bytes a row held until the frame is stacked, not a string's 16.
+CATEGORY = pl.Categorical()
 
 
 @dataclass
@@ -256,11 +260,11 @@ def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.Da
     driver = (pl.col("eventClass") == DRIVER_CLASS).fill_null(False) | pl.col("name").str.contains(r"^cu[A-Z]")
     rows = rows.select(
         pl.lit("X").alias("ph"),
-        pl.when(driver).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).alias("cat"),
-        pl.when(driver).then(pl.lit("driver")).otherwise(pl.lit("runtime")).alias("kind"),
+        pl.when(driver).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).cast(CATEGORY).alias("cat"),
+        pl.when(driver).then(pl.lit("driver")).otherwise(pl.lit("runtime")).cast(KIND).alias("kind"),
         "name",
-        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
-        _thread("globalTid").cast(pl.String).fill_null("?").alias("tid"),
+        _process("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("pid"),
+        _thread("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("tid"),
         _us("start").alias("ts"),
         ((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0).alias("dur"),
         pl.col("correlationId").alias("_correlation"),
@@ -318,13 +322,14 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     category = pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("cpu_instant_event")).otherwise(kind)
     events = parsed.select(
         pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
-        category.alias("cat"),
-        kind.alias("kind"),
+        category.cast(CATEGORY).alias("cat"),
+        kind.cast(KIND).alias("kind"),
         "name",
-        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
+        _process("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("pid"),
         pl.when(pl.col("eventType") == NVTX_START_END)
         .then(thread + pl.lit(START_END_LANE))
         .otherwise(thread)
+        .cast(CATEGORY)
         .alias("tid"),
         _us("start").alias("ts"),
         pl.when(pl.col("eventType") == NVTX_MARK)
@@ -371,7 +376,7 @@ def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.D
     A pattern that names no range is said; ranges already named ``ProfilerStep#N`` stay steps."""
     named = (
         (pl.col("ph") == "X")
-        & ~pl.col("tid").str.ends_with(START_END_LANE)
+        & ~pl.col("tid").cast(pl.String).str.ends_with(START_END_LANE)
         & pl.col("name").str.contains(pattern)
         & ~pl.col("name").str.contains(STEP_RANGE)
     )
@@ -388,7 +393,7 @@ def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.D
     number = pl.col("ts").rank("ordinal").over("pid", "_step").cast(pl.Int64) - 1
     return marked.with_columns(
         pl.when("_step").then(pl.lit("ProfilerStep#") + number.cast(pl.String)).otherwise("name").alias("name"),
-        pl.when("_step").then(pl.lit("user_annotation")).otherwise("kind").alias("kind"),
+        pl.when("_step").then(pl.lit("user_annotation").cast(KIND)).otherwise("kind").alias("kind"),
     ).drop("_step")
 
 
@@ -451,9 +456,9 @@ def _unique_correlations(
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
     """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
     # Each frame's threads first (a few), then together: no copy of every row's pid and tid.
-    used = pl.concat([frame.select("pid", "tid").unique(maintain_order=True) for frame in (calls, ranges)]).unique(
-        maintain_order=True
-    )
+    used = pl.concat(
+        [frame.select("pid", "tid").unique(maintain_order=True).cast(pl.String) for frame in (calls, ranges)]
+    ).unique(maintain_order=True)
     if used.height == 0:
         return pl.DataFrame()
     processes = (
