@@ -279,7 +279,13 @@ def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.Da
     keyed = runtime.select(
         _process("globalTid").alias("_p"), _thread("globalTid").alias("_t"), pl.col("correlationId").alias("_c")
     ).filter(pl.col("_c").is_not_null())
-    if keyed.height and keyed.select(pl.struct("_p", "_t", "_c").n_unique()).item() < keyed.height:
+    # Sorted, a repeat is a row equal to the one before it: no hash table of every call (an
+    # ``n_unique`` of the three columns took 850 MB for 3.8 M calls).
+    keyed = keyed.sort("_p", "_t", "_c", nulls_last=True)
+    same = [pl.col(column).eq_missing(pl.col(column).shift()) for column in ("_p", "_t", "_c")]
+    repeats = bool(keyed.select((pl.all_horizontal(same) & (pl.int_range(pl.len()) > 0)).any()).item())
+    del keyed
+    if repeats:
         ordered = rows.with_row_index("_order").sort(["_start", "_end"], descending=[False, True])
         first = (
             ordered.filter(
