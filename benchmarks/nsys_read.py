@@ -100,8 +100,8 @@ print(time.perf_counter() - t, time.process_time() - c, usage.ru_maxrss * 1024, 
 CACHED = """
 import resource, subprocess, sys, time
 t = time.perf_counter()
-subprocess.run([sys.executable, "-m", "profview", "export", sys.argv[1], "--view", "kernels", "-o", sys.argv[2]],
-               check=True, capture_output=True)
+command = [sys.executable, "-m", "profview", "export", sys.argv[1], "--view", "kernels", "-o", sys.argv[2]]
+subprocess.run([*command, "--force"], check=True, capture_output=True)
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(time.perf_counter() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, 0)
 """

@@ -15,7 +15,7 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
     shape (``by_shape``), each row is one shape.
 
     Where the trace records kernels' short names (an Nsight Systems export: ``shortName`` beside
-    the demangled name), ``short_name`` follows ``name`` (the one most of its calls have; null for
+    the demangled name), ``short_name`` is the last column (the one most of its calls have; null for
     a kernel without one); a trace that records none (Kineto) has no such column, so its table
     is what it always was.
     """
@@ -37,7 +37,8 @@ def kernel_table(gpu: pl.DataFrame, by_shape: bool = False) -> pl.DataFrame:
         *shape_aggs,
         *([pl.col("short_name").drop_nulls().mode().sort().first().cast(pl.String)] if short else []),
     )
-    columns = [KERNEL_COLUMNS[0], "short_name", *KERNEL_COLUMNS[1:]] if short else list(KERNEL_COLUMNS)
+    # Last, so the figures keep their place beside the name (the viewer at 80 columns shows them).
+    columns = [*KERNEL_COLUMNS, "short_name"] if short else list(KERNEL_COLUMNS)
     table = with_share(table).select(columns)
     table = table.with_columns(pl.col(SHAPE_KEYS[:2]).cast(pl.String))  # as text tables' (not Categorical)
     # Ties broken by every key (a name's shapes of equal time), so that the view is the same from run to run.

@@ -25,7 +25,7 @@ def test_the_kernel_table_keeps_each_kernels_short_name(name: str, request: pyte
     path = export_for_test(name, request)
     witness = short_names(path)
     table = profview.load(path, use_cache=False).kernels()
-    assert table.columns[:2] == ["name", "short_name"]
+    assert table.columns == [*KERNEL_COLUMNS, "short_name"]
     assert dict(zip(table["name"], table["short_name"], strict=True)) == witness
     assert any(short is not None for short in witness.values())
 
