@@ -559,6 +559,7 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
         fields = [args.field(key) for key in keys]
         value = fields[0] if len(fields) == 1 else pl.coalesce(fields)
         columns.append(value.cast(dtype, strict=False).alias(column))
+    produced = {"ph", "cat", "kind", "name", "pid", "tid", "ts", "dur", "flow_id"} | {c for c, _k, _d in ARG_COLUMNS}
     return (
         raw.select(columns)
         .with_columns(
@@ -566,5 +567,9 @@ def normalise_events(raw: pl.DataFrame) -> pl.DataFrame:
             # External id 0 means "none" in Kineto.
             pl.when(pl.col("external_id") != 0).then(pl.col("external_id")).alias("external_id"),
         )
-        .select(pl.col(column).cast(dtype) for column, dtype in EVENT_SCHEMA.items())
+        .select(
+            # A column no Chrome trace writes (``short_name``) is null.
+            (pl.col(column) if column in produced else pl.lit(None)).cast(dtype).alias(column)
+            for column, dtype in EVENT_SCHEMA.items()
+        )
     )

@@ -351,6 +351,11 @@ def _frame(parts: list[Scanned], one_thread: bool = False) -> pl.DataFrame:
         if pool is not None:
             pool.shutdown(wait=True)
     give_back_freed_memory()
+    named = {column.meta.output_name() for column in constants}
+    # A column no Chrome trace writes (``short_name``): a null constant, no memory.
+    constants += [
+        _constant(None, dtype, name) for name, dtype in EVENT_SCHEMA.items() if name not in {*columns, *named}
+    ]
     frame = pl.DataFrame([columns[name] for name in EVENT_SCHEMA if name in columns])
     return frame.with_columns(constants).select(list(EVENT_SCHEMA)) if constants else frame
 

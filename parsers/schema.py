@@ -9,6 +9,9 @@ ph                 String     Chrome-trace phase: ``X`` complete, ``i`` instant,
 cat                String     category as written in the trace (``kernel``, ``Kernel``, ``cpu_op`` ...)
 kind               Enum       normalised category, one of :data:`KINDS`
 name               String     event name (operator, kernel, runtime call ...)
+short_name         String     a kernel's short name where the profiler records one (Nsight Systems'
+                              ``shortName``: ``ampere_sgemm_128x64_nn`` beside the demangled name);
+                              null where it records none (Kineto, rocprofv3)
 pid, tid           String     process and thread as written (``"0"``, ``"stream 7"``, ``"Spans"``)
 ts                 Float64    start, microseconds as written in the trace
 dur                Float64    duration in microseconds (null when absent)
@@ -206,6 +209,7 @@ CATEGORICAL_COLUMNS: frozenset[str] = frozenset(
     {"ph", "cat", "pid", "tid", "grid", "block", "input_dims", "input_type", "concrete_inputs", "label"}
     | {"launch_kernel"}  # the kernel a ROCm launch call names (graph captures)
     | {"kernel_file", "kernel_hash", "kernel_name", "kernel_kwargs", "kernel_backend"}  # Inductor's Triton ops
+    | {"short_name"}  # a kernel's short name (Nsight Systems): one per distinct kernel
 )
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
@@ -221,6 +225,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
         "dur": pl.Float64(),
         "flow_id": pl.Int64(),
         **{column: dtype for column, _keys, dtype in ARG_COLUMNS},
+        # Not an argument of any Chrome trace: only a reader that records it fills it.
+        "short_name": pl.String(),
     }.items()
 }
 

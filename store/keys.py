@@ -31,7 +31,8 @@ from .. import __version__
 #: 16: kept critical paths stay in their step and call a queued replay's wait the GPU's;
 #: 17: ops with a row per graph launched before the window, modules counting replayed calls, step
 #: efficiency without an MFU where unsized rows hold more time, critical_path_names' (between events).
-CACHE_FORMAT = 17
+#: 18: the events frame's ``short_name`` column, and the kernel view's where a trace records one.
+CACHE_FORMAT = 18
 META_FILE = "meta.json"
 #: The code whose output the cache holds: the readers, the frames, the analysis, the views and
 #: jobs built from them, and the store's own formats (every ``.py`` below these, and the compiled

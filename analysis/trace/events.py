@@ -29,6 +29,7 @@ GPU_COLUMNS = (
     "occupancy",
     "bytes",
     "collective",
+    "short_name",
 )
 #: An ``X`` event with a start and a duration.
 COMPLETE = (pl.col("ph") == "X") & pl.col("dur").is_not_null() & pl.col("ts").is_not_null()
@@ -41,7 +42,9 @@ GPU_LINK_COLUMNS = ("launch_row", "op_row")
 
 def gpu_work(events: pl.DataFrame) -> pl.DataFrame:
     """GPU work (kernel, memcpy, memset events) with ``end``; enough for the kernel table."""
-    gpu = events.filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select(GPU_COLUMNS)
+    # Lazily, so that only these columns are filtered, and a run of selected rows is a slice of the
+    # events' buffers, not a copy (an eager filter copied 330 MB of a 16 M-event frame's four columns).
+    gpu = events.lazy().filter(pl.col("kind").is_in(GPU_KINDS) & COMPLETE).select(GPU_COLUMNS).collect()
     return gpu.with_columns(pl.col("dur").clip(lower_bound=0.0)).with_columns(
         (pl.col("ts") + pl.col("dur")).alias("end")
     )

@@ -3,7 +3,8 @@
 What becomes what (times: ns in the export, µs in the frame):
 
 - kernels, memcpy and memset rows: GPU events on ``pid`` = device, ``tid`` = stream, as Kineto
-  writes them, with the demangled name (``StringIds``), correlation, grid, block, registers,
+  writes them, with the demangled name (``StringIds``; nsys's short name kept as ``short_name``,
+  null where the export lacks ``shortName``), correlation, grid, block, registers,
   shared memory, bytes, graph and node ids;
 - runtime-table rows: ``runtime`` calls, or ``driver`` calls (``cu*`` names, event class 1), on
   their process and thread, nsys's ``_vNNNN`` suffix stripped; a call written twice with one
@@ -29,9 +30,20 @@ from typing import Any
 import polars as pl
 
 from ...errors import ProfviewError
+from ...frames import KIND
 from ..schema import EVENT_SCHEMA
 from .database import Export, reads_at_once
-from .gpu import KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GpuProcess, copy_names, gpu_processes, read_gpu, shape
+from .gpu import (
+    KERNEL_TABLE,
+    MEMCPY_TABLE,
+    MEMSET_TABLE,
+    GpuProcess,
+    GpuTables,
+    copy_names,
+    gpu_processes,
+    read_gpu,
+    shape,
+)
 from .host import (
     DRIVER_CLASS,
     NVTX_MARK,
@@ -56,6 +68,9 @@ START_END_LANE = " (NVTX start/end)"
 #: Where a process's number sits in a combined correlation id.
 PROCESS_SHIFT = 2**32
 STEP_RANGE = r"^ProfilerStep#[0-9]{1,18}$"
+#: The many-row text columns of host events are made categorical as they are made (the events
+#: frame's type for them): 4 bytes a row held until the frame is stacked, not a string's 16.
+CATEGORY = pl.Categorical()
 
 
 @dataclass
@@ -138,6 +153,10 @@ def _read(export: Export, step_range: str | None = None, process: int | None = N
         read_ranges = pool.submit(read_nvtx, export, nvtx_lacking, process)
         gpu_tables, runtime, nvtx = read_kernels.result(), read_calls.result(), read_ranges.result()
         strings = read_strings.result()
+    # The futures hold their results: let them go, or each raw table outlives its ``del`` below
+    # and the read's peak holds every table twice over (raw and converted).
+    del read_strings, read_kernels, read_calls, read_ranges
+    strings = strings.unique("id", keep="first", maintain_order=True)  # the primary key, made sure of
     lacking = [*gpu_tables.lacking, *runtime_lacking, *nvtx_lacking]
     if lacking:
         warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
@@ -155,21 +174,23 @@ def _read(export: Export, step_range: str | None = None, process: int | None = N
         if backwards:
             warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
     del frame
-    gpu = _gpu_events(export, gpu_tables.kernels, gpu_tables.memcpy, gpu_tables.memset, strings)
-    del gpu_tables  # each table's raw rows let go once converted: the read's peak is one copy, not two
-    calls, repeated = _runtime_events(runtime, strings)
-    del runtime
+    # Each raw table is handed over, not kept here: it is let go as soon as it is converted, so the
+    # read's peak holds one copy of a table, not two.
+    gpu = _gpu_events(export, gpu_tables, strings)
+    del gpu_tables
+    raw = {"runtime": runtime, "nvtx": nvtx}
+    del runtime, nvtx
+    calls, repeated = _runtime_events(raw.pop("runtime"), strings)
     if repeated:
         warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
-    ranges, unclosed = _nvtx_events(nvtx, strings)
-    del nvtx
+    ranges, unclosed = _nvtx_events(raw.pop("nvtx"), strings)
     if step_range is not None:
         ranges = named_steps(ranges, step_range, warnings)
     if unclosed:
         warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
     info["processes"] = process_split(gpu, calls, export)
     gpu, calls = _unique_correlations(gpu, calls, warnings)
-    kernels = gpu.filter(pl.col("kind") == "kernel")
+    kernels = gpu.lazy().filter(pl.col("kind") == "kernel").select("correlation").collect()  # no copy of the rest
     if calls.height and kernels.height:
         launched = kernels["correlation"].is_in(calls["correlation"].drop_nulls().implode())
         orphans = kernels.height - int(launched.sum())
@@ -187,22 +208,28 @@ def _read(export: Export, step_range: str | None = None, process: int | None = N
         )
     names = _name_events(export, calls, ranges, strings)
     frames = [frame for frame in (names, calls, ranges, gpu) if frame.height]
+    del names, calls, ranges, gpu, kernels  # the list holds them alone: each goes once conformed
     events = _as_schema(frames)
     if info["schema_version"] is None:
         warnings.append("the export does not say its schema version (no META_DATA_EXPORT): read as the oldest layout")
     return NsysTrace(events, metadata, warnings, missing)
 
 
+def _name_of(strings: pl.DataFrame, column: str) -> pl.Expr:
+    """The ``StringIds`` value of the ids in ``column`` (null where none): a lookup of that one
+    column, where a join would gather every column of the frame again."""
+    return pl.col(column).replace_strict(strings["id"], strings["value"], default=None, return_dtype=pl.String)
+
+
 def _names(strings: pl.DataFrame, frame: pl.DataFrame, column: str, alias: str) -> pl.DataFrame:
     """``frame`` with ``alias``: the ``StringIds`` value of its ``column`` (null where none)."""
-    lookup = strings.rename({"id": column, "value": alias})
-    return frame.join(lookup, on=column, how="left", maintain_order="left")
+    return frame.with_columns(_name_of(strings, column).alias(alias))
 
 
-def _gpu_events(
-    export: Export, kernels: pl.DataFrame, memcpy: pl.DataFrame, memset: pl.DataFrame, strings: pl.DataFrame
-) -> pl.DataFrame:
-    """The GPU events (with ``_proc``, the launching process, and ``_correlation``, nsys's id)."""
+def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.DataFrame:
+    """The GPU events (with ``_proc``, the launching process, and ``_correlation``, nsys's id);
+    ``tables`` is emptied as each is converted (its raw rows let go before the next is)."""
+    empty = tables.kernels.clear()
     common = [
         pl.lit("X").alias("ph"),
         pl.col("deviceId").cast(pl.String).fill_null("?").alias("pid"),
@@ -215,52 +242,57 @@ def _gpu_events(
         _process("globalPid").alias("_proc"),
         pl.col("graphNodeId").alias("graph_node_id"),
     ]
-    kernel_rows = _names(strings, _names(strings, kernels, "demangledName", "_demangled"), "shortName", "_short")
-    kernel_rows = kernel_rows.select(
+    kernel_rows = tables.kernels.select(
         *common,
         pl.lit("kernel").alias("cat"),
         pl.lit("kernel").alias("kind"),
-        pl.coalesce("_demangled", "_short", pl.lit("(unnamed kernel)")).alias("name"),
+        pl.coalesce(
+            _name_of(strings, "demangledName"), _name_of(strings, "shortName"), pl.lit("(unnamed kernel)")
+        ).alias("name"),
+        _name_of(strings, "shortName").alias("short_name"),
         shape("gridX", "gridY", "gridZ").alias("grid"),
         shape("blockX", "blockY", "blockZ").alias("block"),
         pl.col("registersPerThread").alias("registers"),
         (pl.col("staticSharedMemory") + pl.col("dynamicSharedMemory")).alias("shared_mem"),
         pl.col("graphId").alias("graph_id"),
     )
-    labels = pl.DataFrame(
-        {"copyKind": list(copy_names(export)), "name": list(copy_names(export).values())},
-        schema={"copyKind": pl.Int64(), "name": pl.String()},
-    )
-    copy_rows = memcpy.join(labels, on="copyKind", how="left", maintain_order="left").select(
+    tables.kernels = empty
+    labels = copy_names(export)
+    copy_rows = tables.memcpy.select(
         *common,
         pl.lit("gpu_memcpy").alias("cat"),
         pl.lit("memcpy").alias("kind"),
-        pl.col("name").fill_null("[CUDA memcpy]"),
+        pl.col("copyKind")
+        .replace_strict(list(labels), list(labels.values()), default=None, return_dtype=pl.String)
+        .fill_null("[CUDA memcpy]")
+        .alias("name"),
         pl.col("bytes"),
     )
-    set_rows = memset.select(
+    tables.memcpy = tables.memcpy.clear()
+    set_rows = tables.memset.select(
         *common,
         pl.lit("gpu_memset").alias("cat"),
         pl.lit("memset").alias("kind"),
         pl.lit("[CUDA memset]").alias("name"),
         pl.col("bytes"),
     )
+    tables.memset = tables.memset.clear()
     return pl.concat([kernel_rows, copy_rows, set_rows], how="diagonal_relaxed")
 
 
 def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The runtime and driver calls, and how many repeated rows were dropped."""
-    rows = _names(strings, runtime, "nameId", "_api").with_columns(
-        pl.col("_api").fill_null("(unnamed call)").str.replace(VERSION_SUFFIX, "").alias("name")
-    )
+    # The suffix is stripped once per distinct string, not once per call.
+    cleaned = strings.with_columns(pl.col("value").str.replace(VERSION_SUFFIX, ""))
+    rows = runtime.with_columns(_name_of(cleaned, "nameId").fill_null("(unnamed call)").alias("name"))
     driver = (pl.col("eventClass") == DRIVER_CLASS).fill_null(False) | pl.col("name").str.contains(r"^cu[A-Z]")
     rows = rows.select(
         pl.lit("X").alias("ph"),
-        pl.when(driver).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).alias("cat"),
-        pl.when(driver).then(pl.lit("driver")).otherwise(pl.lit("runtime")).alias("kind"),
+        pl.when(driver).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).cast(CATEGORY).alias("cat"),
+        pl.when(driver).then(pl.lit("driver")).otherwise(pl.lit("runtime")).cast(KIND).alias("kind"),
         "name",
-        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
-        _thread("globalTid").cast(pl.String).fill_null("?").alias("tid"),
+        _process("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("pid"),
+        _thread("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("tid"),
         _us("start").alias("ts"),
         ((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0).alias("dur"),
         pl.col("correlationId").alias("_correlation"),
@@ -270,8 +302,18 @@ def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.Da
     )
     # The oldest layout writes a call twice, with one correlation id on one thread (an outer row
     # and the versioned inner one): the outer (earliest, longest) row is kept.
-    keyed = rows.filter(pl.col("_correlation").is_not_null())
-    if keyed.height and keyed.select(pl.struct("pid", "tid", "_correlation").n_unique()).item() < keyed.height:
+    # Whether any call repeats, asked of the numbers (the thread as ``pid`` and ``tid`` are made
+    # of them, a null ``globalTid`` as ``?``): no text column is hashed.
+    keyed = runtime.select(
+        _process("globalTid").alias("_p"), _thread("globalTid").alias("_t"), pl.col("correlationId").alias("_c")
+    ).filter(pl.col("_c").is_not_null())
+    # Sorted, a repeat is a row equal to the one before it: no hash table of every call (an
+    # ``n_unique`` of the three columns took 850 MB for 3.8 M calls).
+    keyed = keyed.sort("_p", "_t", "_c", nulls_last=True)
+    same = [pl.col(column).eq_missing(pl.col(column).shift()) for column in ("_p", "_t", "_c")]
+    repeats = bool(keyed.select((pl.all_horizontal(same) & (pl.int_range(pl.len()) > 0)).any()).item())
+    del keyed
+    if repeats:
         ordered = rows.with_row_index("_order").sort(["_start", "_end"], descending=[False, True])
         first = (
             ordered.filter(
@@ -286,14 +328,22 @@ def _runtime_events(runtime: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.Da
 
 def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The NVTX ranges and marks as host events, and how many ranges had no end."""
-    named = _names(strings, nvtx, "textId", "_registered").with_columns(
-        pl.coalesce("text", "_registered").alias("_text")
-    )
-    kinds = named.filter(pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK]))
-    ranges = kinds.filter(pl.col("eventType") != NVTX_MARK)
-    unclosed = int(ranges["end"].null_count())
-    kinds = kinds.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
-    parsed = parse_ranges(kinds.with_columns(pl.col("_text").fill_null("(unnamed range)")), "_text")
+    # The read's query kept only these kinds; a frame given otherwise is filtered here (each filter
+    # copies every column, so it runs only where it drops a row).
+    wanted = pl.col("eventType").is_in([NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK])
+    kinds = nvtx if bool(nvtx.select(wanted.fill_null(False).all()).item()) else nvtx.filter(wanted)
+    del nvtx
+    unended = (pl.col("eventType") != NVTX_MARK) & pl.col("end").is_null()
+    unclosed = int(kinds.select(unended.sum()).item())
+    if unclosed:
+        kinds = kinds.filter(~unended)
+    text = pl.coalesce("text", _name_of(strings, "textId")).fill_null("(unnamed range)")
+    # The raw rows go before the text is parsed: the coalesced text is a copy (620 MB of the grown
+    # benchmark export's 9.8 M ranges), so holding both through the parse held the text twice.
+    selected = kinds.select(pl.exclude("text", "textId"), text.alias("_text"))
+    del kinds
+    parsed = parse_ranges(selected, "_text")
+    del selected
     is_op = pl.col("emit_nvtx") & ~pl.col("name").str.contains(STEP_RANGE)
     thread = _thread("globalTid").cast(pl.String).fill_null("?")
     kind = (
@@ -310,13 +360,14 @@ def _nvtx_events(nvtx: pl.DataFrame, strings: pl.DataFrame) -> tuple[pl.DataFram
     category = pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("cpu_instant_event")).otherwise(kind)
     events = parsed.select(
         pl.when(pl.col("eventType") == NVTX_MARK).then(pl.lit("i")).otherwise(pl.lit("X")).alias("ph"),
-        category.alias("cat"),
-        kind.alias("kind"),
+        category.cast(CATEGORY).alias("cat"),
+        kind.cast(KIND).alias("kind"),
         "name",
-        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
+        _process("globalTid").cast(pl.String).fill_null("?").cast(CATEGORY).alias("pid"),
         pl.when(pl.col("eventType") == NVTX_START_END)
         .then(thread + pl.lit(START_END_LANE))
         .otherwise(thread)
+        .cast(CATEGORY)
         .alias("tid"),
         _us("start").alias("ts"),
         pl.when(pl.col("eventType") == NVTX_MARK)
@@ -363,7 +414,7 @@ def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.D
     A pattern that names no range is said; ranges already named ``ProfilerStep#N`` stay steps."""
     named = (
         (pl.col("ph") == "X")
-        & ~pl.col("tid").str.ends_with(START_END_LANE)
+        & ~pl.col("tid").cast(pl.String).str.ends_with(START_END_LANE)
         & pl.col("name").str.contains(pattern)
         & ~pl.col("name").str.contains(STEP_RANGE)
     )
@@ -380,7 +431,7 @@ def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.D
     number = pl.col("ts").rank("ordinal").over("pid", "_step").cast(pl.Int64) - 1
     return marked.with_columns(
         pl.when("_step").then(pl.lit("ProfilerStep#") + number.cast(pl.String)).otherwise("name").alias("name"),
-        pl.when("_step").then(pl.lit("user_annotation")).otherwise("kind").alias("kind"),
+        pl.when("_step").then(pl.lit("user_annotation").cast(KIND)).otherwise("kind").alias("kind"),
     ).drop("_step")
 
 
@@ -418,11 +469,11 @@ def _unique_correlations(
     if smallest >= 0 and largest < PROCESS_SHIFT:
 
         def combined(frame: pl.DataFrame) -> pl.DataFrame:
-            return (
-                frame.join(number, on="_proc", how="left", maintain_order="left")
-                .with_columns((pl.col("_number") * PROCESS_SHIFT + pl.col("_correlation")).alias("correlation"))
-                .drop("_correlation", "_proc", "_number")
-            )
+            # A lookup of the one column (a join would gather every column of the frame again).
+            process = pl.col("_proc").replace_strict(number["_proc"], number["_number"], default=None)
+            return frame.with_columns(
+                (process.cast(pl.Int64) * PROCESS_SHIFT + pl.col("_correlation")).alias("correlation")
+            ).drop("_correlation", "_proc")
 
         return combined(gpu), combined(calls)
     # Ids beyond 32 bits: each (process, id) pair numbered instead, in order.
@@ -442,7 +493,10 @@ def _unique_correlations(
 
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
     """``process_name`` and ``thread_name`` metadata events for the host threads the export uses."""
-    used = pl.concat([calls.select("pid", "tid"), ranges.select("pid", "tid")]).unique(maintain_order=True)
+    # Each frame's threads first (a few), then together: no copy of every row's pid and tid.
+    used = pl.concat(
+        [frame.select("pid", "tid").unique(maintain_order=True).cast(pl.String) for frame in (calls, ranges)]
+    ).unique(maintain_order=True)
     if used.height == 0:
         return pl.DataFrame()
     processes = (
@@ -475,11 +529,15 @@ def _as_schema(frames: list[pl.DataFrame]) -> pl.DataFrame:
         return pl.DataFrame(schema=EVENT_SCHEMA)
     # Each frame conformed on its own, then stacked: a column no frame holds stays one null
     # scalar per frame (no buffer of nulls per row, which a diagonal concat would write for each).
-    conformed = [
-        frame.select(
-            (pl.col(column) if column in frame.columns else pl.lit(None)).cast(dtype).alias(column)
-            for column, dtype in EVENT_SCHEMA.items()
+    # ``frames`` is emptied as it goes: a frame's text columns are let go once they are categorical.
+    conformed = []
+    while frames:
+        frame = frames.pop(0)
+        conformed.append(
+            frame.select(
+                (pl.col(column) if column in frame.columns else pl.lit(None)).cast(dtype).alias(column)
+                for column, dtype in EVENT_SCHEMA.items()
+            )
         )
-        for frame in frames
-    ]
+        del frame
     return pl.concat(conformed, how="vertical", rechunk=False)

@@ -122,3 +122,24 @@ def saxpy_steps(path: Path) -> list[tuple[int, int]]:
         launched = [work[c] for s, t, c in calls if t == thread and start <= s <= end and c in work]
         steps.append((start, max([end, *launched])))
     return steps
+
+
+def short_names(path: Path) -> dict[str, str | None]:
+    """Per demangled name, the ``shortName`` most of its kernels have (ties: the first in text
+    order; None where none has one), read with ``sqlite3``."""
+    with connect(path) as db:
+        rows = db.execute(
+            "SELECT d.value, s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+            "JOIN StringIds AS d ON d.id = k.demangledName LEFT JOIN StringIds AS s ON s.id = k.shortName "
+            "GROUP BY d.value, s.value"
+        ).fetchall()
+    counted: dict[str, dict[str, int]] = defaultdict(dict)
+    for name, short, count in rows:
+        if short is not None:
+            counted[name][short] = count
+        else:
+            counted.setdefault(name, {})
+    return {
+        name: min(shorts, key=lambda short: (-shorts[short], short)) if shorts else None
+        for name, shorts in counted.items()
+    }
