@@ -119,8 +119,11 @@ def _threshold_note(result: RuleResult) -> str | None:
 
 def _notes(gate: GateResult, result: RuleResult) -> list[str]:
     extra = []
-    if result.below_share:
-        extra.append(f"{result.below_share} under min_share {gate.options.min_share:g}% of the time")
+    share = f"under min_share {gate.options.min_share:g}% of the time"
+    if result.below_share and result.summed_small:
+        extra.append(f"all {result.below_share} {share}: tested as one sum")
+    elif result.below_share:
+        extra.append(f"{result.below_share} more {share}, not tested")
     if result.one_side:
         extra.append(f"{len(result.one_side)} on one side only, not tested")
     outside_us, outside_calls = result.outside

@@ -262,6 +262,8 @@ class RuleResult:
     tests: list[Finding] = field(default_factory=list)
     one_side: list[str] = field(default_factory=list)
     below_share: int = 0
+    #: Every name was under ``min_share``, so their sum was tested as one name.
+    summed_small: bool = False
     note: str | None = None
     outside: tuple[float, float] = (0.0, 0.0)
     seconds: float = 0.0
@@ -431,6 +433,7 @@ def evaluate(
 
             before, after = summed(before), summed(after)
             kept = [label]
+            result.summed_small = True
         names = kept
     if not names:
         if not names_before and not names_after:

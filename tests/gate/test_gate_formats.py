@@ -126,3 +126,16 @@ def test_an_unsigned_percent_on_microseconds_is_a_usage_error(capsys: pytest.Cap
     assert run_cli(["diff", trace, trace, "--fail-if", "kernels.total_us > 5%"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'5%'" in err[0] and "+5%" in err[0]
+
+
+def test_the_text_says_which_names_were_not_tested(capsys: pytest.CaptureFixture[str]) -> None:
+    """``N tested (M more under min_share …, not tested)``: the two counts are apart and together
+    every kernel name of the trace (witness: the raw kernel events, counted by name)."""
+    from witness import raw_kernels
+
+    trace = sample("resnet50_train_amp.pt.trace.json.gz")
+    code = run_cli(["diff", str(trace), str(trace), "--fail-if", "kernels.total_us > +5%"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "kernels.total_us > +5%:" in x)
+    found = re.search(r": (\d+) tested \((\d+) more under min_share 0\.5% of the time, not tested\)", line)
+    assert code == 0 and found, line
+    assert int(found[1]) + int(found[2]) == len(raw_kernels(trace))
