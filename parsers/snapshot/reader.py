@@ -63,3 +63,5 @@ def _read_compiled(name: str) -> SnapshotFrames | None:
         return columns.frames_from_raw(raw)
     except ProfviewError as exc:
         raise ProfviewError(name, exc.problem) from None
+    except UnicodeEncodeError:  # a lone surrogate, which a String column cannot hold: the unpickler's path decides
+        return None
