@@ -1,0 +1,41 @@
+"""The backward walk to one event in columns against the walk one event at a time: the same
+live set (addresses, sizes, stacks, whose stack) and the same count of unmatched events, on every
+shared snapshot at events spread over its trace and at -1 (before the first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from support import SAMPLES, SHARED
+
+from profview.analysis.memory_snapshot.replay import _walk_columns, _walk_rows, live_blocks, of_device, \
+    with_alloc_stacks
+from profview.parsers.snapshot.reader import read_snapshot
+
+SNAPSHOTS = sorted((SHARED / "formats" / "memory-snapshots").glob("*.pickle")) + [
+    SAMPLES / "magma27_memory_snapshot.pickle"
+]
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: p.name)
+def test_walk_in_columns_is_the_walk(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared not checked out)")
+    frames = read_snapshot(path)
+    checked = 0
+    for device in frames.events["device"].unique().to_list():
+        events = of_device(frames.events, device)
+        live = live_blocks(frames.blocks).filter(pl.col("device") == device)
+        current = {int(a): (int(r), s, False) for a, r, s in
+                   zip(live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True)}
+        own = with_alloc_stacks(events).sort("index", descending=True).select(
+            "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+        for target in sorted({-1, *events["index"].gather_every(max(1, events.height // 7)).to_list()}):
+            by_rows = _walk_rows(own, dict(current), [target])[target]
+            by_columns = _walk_columns(own, dict(current), target)
+            assert by_columns.unmatched == by_rows.unmatched
+            assert by_columns.allocations == by_rows.allocations
+            checked += 1
+    assert checked > 0
