@@ -17,8 +17,15 @@ from typing import Any
 from ...compiled import compiled_module
 from ..source import BASE_MEMORY, GZIP_MAGIC, check_memory
 from .frames import (
-    ANNOTATION_SCHEMA, BLOCK_SCHEMA, EVENT_SCHEMA, NO_TRACES, SEGMENT_SCHEMA, STACK_SCHEMA, SnapshotFrames,
-    annotation_columns, segment_row,
+    ANNOTATION_SCHEMA,
+    BLOCK_SCHEMA,
+    EVENT_SCHEMA,
+    NO_TRACES,
+    SEGMENT_SCHEMA,
+    STACK_SCHEMA,
+    SnapshotFrames,
+    annotation_columns,
+    segment_row,
 )
 
 _reader = compiled_module("_snapshot_reader")
@@ -161,7 +168,9 @@ def frames_from_raw(raw: dict[str, Any]) -> SnapshotFrames:
                     running = here + sizes[i]
             start += count
         address = pl.Series("address", at, dtype=pl.Int64())
-    device_column = segment_frame["device"].gather(pl.Series(segment_of)) if n_blocks else pl.Series([], dtype=pl.Int64())
+    device_column = (
+        segment_frame["device"].gather(pl.Series(segment_of)) if n_blocks else pl.Series([], dtype=pl.Int64())
+    )
     blocks = pl.DataFrame(
         {
             "segment": segment_of,

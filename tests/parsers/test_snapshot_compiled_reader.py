@@ -27,8 +27,8 @@ from profview.parsers.snapshot.unpickle import DANGEROUS_OPCODES, load_snapshot_
 
 pytestmark = pytest.mark.skipif(not columns.available(), reason="the compiled snapshot reader was not built")
 
-SNAPSHOTS = sorted((SHARED / "formats" / "memory-snapshots").glob("*.pickle")) + [
-    SAMPLES / "magma27_memory_snapshot.pickle"
+SNAPSHOTS = [
+    *sorted((SHARED / "formats" / "memory-snapshots").glob("*.pickle")), SAMPLES / "magma27_memory_snapshot.pickle"
 ]
 
 
@@ -173,7 +173,9 @@ def test_generated_snapshots_property(snapshot: dict[str, Any], protocol: int, t
              max_size=2)}),
     protocol=st.sampled_from([2, 3, 4, 5]),
 )
-def test_well_formed_snapshots_are_read_property(snapshot: dict[str, Any], protocol: int, tmp_path_factory: Any) -> None:
+def test_well_formed_snapshots_are_read_property(
+    snapshot: dict[str, Any], protocol: int, tmp_path_factory: Any
+) -> None:
     """Property: a well-formed snapshot is read by the compiled reader itself, never handed back."""
     path = tmp_path_factory.mktemp("ok") / "snap.pickle"
     path.write_bytes(pickle.dumps(snapshot, protocol=protocol))

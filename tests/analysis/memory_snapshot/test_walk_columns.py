@@ -10,12 +10,17 @@ import polars as pl
 import pytest
 from support import SAMPLES, SHARED
 
-from profview.analysis.memory_snapshot.replay import _walk_columns, _walk_rows, live_blocks, of_device, \
-    with_alloc_stacks
+from profview.analysis.memory_snapshot.replay import (
+    _walk_columns,
+    _walk_rows,
+    live_blocks,
+    of_device,
+    with_alloc_stacks,
+)
 from profview.parsers.snapshot.reader import read_snapshot
 
-SNAPSHOTS = sorted((SHARED / "formats" / "memory-snapshots").glob("*.pickle")) + [
-    SAMPLES / "magma27_memory_snapshot.pickle"
+SNAPSHOTS = [
+    *sorted((SHARED / "formats" / "memory-snapshots").glob("*.pickle")), SAMPLES / "magma27_memory_snapshot.pickle"
 ]
 
 
