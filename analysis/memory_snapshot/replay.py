@@ -179,6 +179,33 @@ def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
     own = events.select("device", "index", "action", "addr", "size", "stack").filter(
         pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])
     )  # the columns chosen before the rows: the others are never copied
+    if own["addr"].null_count() == 0:
+        return _paired_in_order(own)
+    return _paired_by_joins(own)
+
+
+def _paired_in_order(own: pl.DataFrame) -> pl.DataFrame:
+    """:func:`with_alloc_stacks` by each address's events in index order: a free's alloc is its
+    address's event just before it when that is an alloc (an earlier alloc with a free between is
+    not its alloc, and no event before it: before the recorded events); an alloc is its own."""
+    by_address = own.with_row_index("_row").sort("device", "addr", "index")
+    # sorted by address: the row above is the address's event before, unless it is another address's
+    same = (pl.col("addr").shift(1) == pl.col("addr")) & (pl.col("device").shift(1) == pl.col("device"))
+    before = pl.when(same).then(pl.col("action").shift(1))
+    before_stack = pl.col("stack").shift(1)
+    is_alloc = pl.col("action") == ADD_ACTIVE
+    paired = by_address.with_columns(
+        alloc_stack=pl.when(is_alloc).then(pl.col("stack")).when(before == ADD_ACTIVE).then(before_stack)
+        .otherwise(None),
+        alloc_recorded=is_alloc | (before == ADD_ACTIVE).fill_null(False),
+    )
+    return paired.sort("index", "_row").select(
+        "device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded"
+    )
+
+
+def _paired_by_joins(own: pl.DataFrame) -> pl.DataFrame:
+    """:func:`with_alloc_stacks` by as-of joins (where an address is null, which a join never matches)."""
     allocs = (
         own.filter(pl.col("action") == ADD_ACTIVE)
         .select("device", "addr", "index", alloc_stack="stack", _alloc_index="index")

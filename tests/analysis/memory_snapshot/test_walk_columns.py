@@ -1,6 +1,7 @@
 """The backward walk to one event in columns against the walk one event at a time: the same
 live set (addresses, sizes, stacks, whose stack) and the same count of unmatched events, on every
-shared snapshot at events spread over its trace and at -1 (before the first)."""
+shared snapshot at events spread over its trace and at -1 (before the first); each free's alloc
+found in each address's order against the as-of joins."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from support import SAMPLES, SHARED
 
 from profview.analysis.memory_snapshot.replay import (
+    _paired_by_joins,
+    _paired_in_order,
     _walk_columns,
     _walk_rows,
     live_blocks,
@@ -44,3 +48,17 @@ def test_walk_in_columns_is_the_walk(path: Path) -> None:
             assert by_columns.allocations == by_rows.allocations
             checked += 1
     assert checked > 0
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: p.name)
+def test_alloc_stacks_in_order_are_the_joins(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared not checked out)")
+    events = read_snapshot(path).events
+    own = events.select("device", "index", "action", "addr", "size", "stack").filter(
+        pl.col("action").is_in(["alloc", "free_completed"])
+    )
+    by_order = _paired_in_order(own).sort("device", "index")
+    by_joins = _paired_by_joins(own).sort("device", "index")
+    assert by_order.height == own.height and by_order["alloc_recorded"].sum() > 0
+    assert_frame_equal(by_order, by_joins)
