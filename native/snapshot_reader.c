@@ -803,7 +803,9 @@ static uint64_t le(const unsigned char *p, int n) {
 
 static int memo_put(VM *vm, Py_ssize_t idx) {
     if (vm->sp == 0 || vm->stack[vm->sp - 1].tag == V_MARK) return FALLBACK(vm, "memo put of nothing");
-    if (idx < 0 || idx > vm->len) return FALLBACK(vm, "memo index out of range");
+    /* the pickler numbers its memo 0, 1, 2, ...: an index past the next one is handed back
+     * (it could ask for a memo of any size) */
+    if (idx < 0 || idx > vm->memo_len || idx > vm->len) return FALLBACK(vm, "memo index out of range");
     if (idx >= vm->memo_cap) {
         Py_ssize_t cap = vm->memo_cap ? vm->memo_cap : 1024;
         while (cap <= idx) cap *= 2;

@@ -262,3 +262,24 @@ def test_a_frames_list_shared_by_the_memo_is_one_stack(tmp_path: Path) -> None:
     assert frames.blocks["stack"].to_list() == [0, None]
     assert frames.events["stack"].to_list() == [0, 1]
     assert frames.stacks.filter(pl.col("stack") == 0)["name"].to_list() == ["f", "g"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x80\x02}r\xff\xff\xff\x7f.",  # LONG_BINPUT far past the memo's next index
+        b"\x80\x04}\x94j\xff\xff\xff\x00.",  # LONG_BINGET of an index never put
+        b"\x80\x04\x95\xff\xff\xff\xff\xff\xff\xff\x7f}.",  # a FRAME longer than the file
+        b"\x80\x04X\xff\xff\xff\xffab",  # a string longer than the file
+        b"\x80\x04\x8b\xff\xff\xff\x7f\x00",  # LONG4 longer than the file
+        b"\x80\x04" + b"(" * 100_000 + b"}.",  # deep marks
+        b"\x80\x04" + b"]" * 100_000 + b"a" * 99_999 + b".",  # deep nesting
+    ],
+)
+def test_hostile_headers_are_handed_back(data: bytes, tmp_path: Path) -> None:
+    """Lengths, memo indices and nesting a file could use to make the reader read past its bytes
+    or allocate without end: each is handed back (the reader never builds its columns)."""
+    snap = tmp_path / "hostile.pickle"
+    snap.write_bytes(data)
+    raw = columns.read_raw(str(snap))
+    assert isinstance(raw, tuple) and raw[0] == "fallback"
