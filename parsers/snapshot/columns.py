@@ -29,9 +29,9 @@ from .frames import (
 )
 
 _reader = compiled_module("_snapshot_reader")
-#: Memory the columns need per byte of an uncompressed pickle, at most (measured:
-#: benchmarks/snapshot_read.py; the read's own state is a small part of it).
-COLUMN_MEMORY_FACTOR = 3
+#: Memory a summary needs per byte of an uncompressed pickle read this way (measured 4.6-5.1x
+#: with benchmarks/snapshot_read.py, the read itself about 2.4x).
+COLUMN_MEMORY_FACTOR = 5
 
 
 def available() -> bool:
