@@ -187,21 +187,38 @@ def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
 def _paired_in_order(own: pl.DataFrame) -> pl.DataFrame:
     """:func:`with_alloc_stacks` by each address's events in index order: a free's alloc is its
     address's event just before it when that is an alloc (an earlier alloc with a free between is
-    not its alloc, and no event before it: before the recorded events); an alloc is its own."""
-    by_address = own.with_row_index("_row").sort("device", "addr", "index")
-    # sorted by address: the row above is the address's event before, unless it is another address's
-    same = (pl.col("addr").shift(1) == pl.col("addr")) & (pl.col("device").shift(1) == pl.col("device"))
-    before = pl.when(same).then(pl.col("action").shift(1))
-    before_stack = pl.col("stack").shift(1)
-    is_alloc = pl.col("action") == ADD_ACTIVE
-    paired = by_address.with_columns(
-        alloc_stack=pl.when(is_alloc).then(pl.col("stack")).when(before == ADD_ACTIVE).then(before_stack)
-        .otherwise(None),
-        alloc_recorded=is_alloc | (before == ADD_ACTIVE).fill_null(False),
-    )
-    return paired.sort("index", "_row").select(
-        "device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded"
-    )
+    not its alloc, and no event before it: before the recorded events); an alloc is its own.
+    Found through one permutation (NumPy), so no column but the keys is copied."""
+    import numpy as np
+
+    count = own.height
+    is_alloc = (own["action"] == ADD_ACTIVE).fill_null(False).to_numpy()
+    stack = own["stack"]
+    has_stack = stack.is_not_null().to_numpy()
+    stacks = stack.fill_null(0).to_numpy()
+    order = np.lexsort((own["index"].to_numpy(), own["addr"].to_numpy(), own["device"].to_numpy()))
+    before_alloc = np.zeros(count, dtype=bool)
+    before_stack = np.zeros(count, dtype=np.int64)
+    before_has = np.zeros(count, dtype=bool)
+    if count > 1:
+        addr, device = own["addr"].to_numpy()[order], own["device"].to_numpy()[order]
+        same = (addr[1:] == addr[:-1]) & (device[1:] == device[:-1])  # the row above is the same address's
+        del addr, device
+        previous, following = order[:-1], order[1:]
+        before_alloc[following] = same & is_alloc[previous]
+        before_stack[following] = stacks[previous]
+        before_has[following] = has_stack[previous]
+    del order
+    alloc_stack = np.where(is_alloc, stacks, before_stack)
+    alloc_has = np.where(is_alloc, has_stack, before_alloc & before_has)
+    paired = own.with_columns(
+        alloc_stack=pl.Series(alloc_stack, dtype=pl.Int64()),
+        alloc_recorded=pl.Series(is_alloc | before_alloc),
+    ).with_columns(alloc_stack=pl.when(pl.Series(alloc_has)).then(pl.col("alloc_stack")))
+    index = own["index"]
+    if not (own["device"].n_unique() <= 1 and index.is_sorted()):
+        paired = paired.with_row_index("_row").sort("index", "_row").drop("_row")
+    return paired.select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
 
 
 def _paired_by_joins(own: pl.DataFrame) -> pl.DataFrame:
@@ -292,7 +309,8 @@ def _walk_columns(own: pl.DataFrame, current: dict[int, tuple[int, int | None, b
     state before each event is the one after the previous event of that address (or the end
     state); an event that does not match that state is unmatched, and a live address keeps the
     size and stack of the free that made it live, or its block's."""
-    rows = own.filter(pl.col("index") > target)  # latest first, as the walk meets them
+    # latest first, as the walk meets them (already only those after the target: no copy)
+    rows = own if own.is_empty() or own["index"].min() > target else own.filter(pl.col("index") > target)  # type: ignore[operator]
     if rows.is_empty():
         return LiveSet(dict(current), 0)
     is_free = pl.col("action") != ADD_ACTIVE
