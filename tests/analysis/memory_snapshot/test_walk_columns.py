@@ -62,3 +62,23 @@ def test_alloc_stacks_in_order_are_the_joins(path: Path) -> None:
     by_joins = _paired_by_joins(own).sort("device", "index")
     assert by_order.height == own.height and by_order["alloc_recorded"].sum() > 0
     assert_frame_equal(by_order, by_joins)
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS[-1:], ids=lambda p: p.name)
+def test_timeline_in_order_is_the_sorted_timeline(path: Path) -> None:
+    """The timeline of events in order (NumPy, per device) against the one of the same events
+    out of order (sorted, then Polars windows): equal, with two devices and segment events (the
+    reserved timeline) made from a real trace."""
+    from profview.analysis.memory_snapshot.replay import timeline
+
+    frames = read_snapshot(path)
+    one = frames.events
+    actions = pl.Series(["segment_alloc", "segment_free", "alloc"] * (one.height // 3 + 1)).head(one.height)
+    two = one.with_columns(device=pl.lit(1, pl.Int64()), action=actions)
+    events = pl.concat([one, two])
+    segments = pl.concat([frames.segments, frames.segments.with_columns(device=pl.lit(1, pl.Int64()))])
+    in_order = timeline(events, segments, frames.blocks)
+    shuffled = timeline(events.sample(fraction=1.0, shuffle=True, seed=7), segments, frames.blocks)
+    assert in_order["reserved_bytes"].null_count() == one.height  # device 0 records no segment event
+    assert in_order.filter(pl.col("is_peak")).height == 2
+    assert_frame_equal(in_order, shuffled)
