@@ -31,6 +31,8 @@ ADD_ACTIVE = "alloc"
 TAKE_ACTIVE = "free_completed"
 ADD_RESERVED = ("segment_alloc", "segment_map")
 TAKE_RESERVED = ("segment_free", "segment_unmap")
+#: Events turned into Python values at a time by the backward walk.
+WALK_SLICE = 262_144
 TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.Int64(), "index": pl.Int64(), "time_us": pl.Int64(), "action": pl.String(),
     "addr": pl.Int64(), "size": pl.Int64(), "active_bytes": pl.Int64(), "reserved_bytes": pl.Int64(),
@@ -64,11 +66,34 @@ class Replay:
     problems: list[str] = field(default_factory=list)
 
 
+def of_device(frame: pl.DataFrame, device: int) -> pl.DataFrame:
+    """The rows of ``device``: the frame itself (no copy) where every row is that device's."""
+    column = frame["device"]
+    if column.null_count() == 0 and column.min() == device and column.max() == device:
+        return frame
+    return frame.filter(pl.col("device") == device)
+
+
+def _in_order(events: pl.DataFrame) -> bool:
+    """Whether the events are already in (device, index) order, as the reader writes them: then
+    the timeline shares their columns instead of a sorted copy of them all."""
+    if events.height < 2:
+        return True
+    device, index = events["device"], events["index"]
+    if device.null_count() or index.null_count():
+        return False
+    step = device.diff().slice(1)
+    ahead = index.diff().slice(1)
+    return bool(((step > 0) | ((step == 0) & (ahead > 0))).all())
+
+
 def timeline(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """Each event with the device's active and reserved bytes after it (:data:`TIMELINE_SCHEMA`)."""
     live = live_blocks(blocks)
     end_active = dict(live.group_by("device").agg(pl.col("requested").sum()).iter_rows())
     end_reserved = dict(segments.group_by("device").agg(pl.col("total_size").sum()).iter_rows())
+    if _in_order(events):
+        return _timeline_in_order(events, end_active, end_reserved)
     size = pl.col("size").fill_null(0)
     action = pl.col("action")
     frame = events.sort("device", "index").with_columns(
@@ -80,10 +105,8 @@ def timeline(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame)
         _end_active=pl.col("device").replace_strict(end_active, default=0, return_dtype=pl.Int64()),
         _end_reserved=pl.col("device").replace_strict(end_reserved, default=0, return_dtype=pl.Int64()),
     )
-    recorded = frame.group_by("device").agg(
-        _segments=pl.col("action").is_in([*ADD_RESERVED, *TAKE_RESERVED]).any()
-    )
-    frame = frame.join(recorded, on="device", how="left")
+    # per device, not a join: a join would copy every column of the events
+    frame = frame.with_columns(_segments=pl.col("action").is_in([*ADD_RESERVED, *TAKE_RESERVED]).any().over("device"))
     after = frame.with_columns(
         active_bytes=pl.col("_end_active") - pl.col("_active").sum().over("device") + pl.col("_active").cum_sum()
         .over("device"),
@@ -103,6 +126,48 @@ def timeline(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame)
     return after.with_columns(is_peak=first_peak).select(list(TIMELINE_SCHEMA))
 
 
+def _timeline_in_order(events: pl.DataFrame, end_active: dict[int, int], end_reserved: dict[int, int]) -> pl.DataFrame:
+    """:func:`timeline` of events already in (device, index) order, each device's run summed in
+    NumPy: the same figures (int64 arithmetic, as Polars'), with no per-event delta kept as a
+    column and the events' own columns shared, not copied."""
+    import numpy as np
+
+    count = events.height
+    device = events["device"].to_numpy()
+    action = events["action"]
+    size = events["size"].fill_null(0).to_numpy()
+    zero = np.zeros(count, dtype=np.int64)
+    active = np.where((action == ADD_ACTIVE).fill_null(False).to_numpy(), size, zero)
+    active = np.where((action == TAKE_ACTIVE).fill_null(False).to_numpy(), -size, active)
+    adds = action.is_in(ADD_RESERVED).fill_null(False).to_numpy()
+    takes = action.is_in(TAKE_RESERVED).fill_null(False).to_numpy()
+    reserved = np.where(adds, size, np.where(takes, -size, zero))
+    del size, zero
+    active_bytes = np.empty(count, dtype=np.int64)
+    reserved_bytes = np.empty(count, dtype=np.int64)
+    has_reserved = np.zeros(count, dtype=bool)
+    is_peak = np.zeros(count, dtype=bool)
+    starts = np.flatnonzero(np.r_[True, device[1:] != device[:-1]]) if count else np.zeros(0, dtype=np.int64)
+    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), count], strict=True):
+        own = int(device[start])
+        with np.errstate(over="ignore"):
+            running = np.cumsum(active[start:end])
+            active_bytes[start:end] = (np.int64(end_active.get(own, 0)) - running[-1]) + running
+            running = np.cumsum(reserved[start:end])
+            reserved_bytes[start:end] = (np.int64(end_reserved.get(own, 0)) - running[-1]) + running
+        has_reserved[start:end] = bool(adds[start:end].any() or takes[start:end].any())
+        is_peak[start + int(np.argmax(active_bytes[start:end]))] = True
+    reserved_column = pl.Series("reserved_bytes", reserved_bytes, dtype=pl.Int64())
+    if not has_reserved.all():
+        reserved_column = reserved_column.set(pl.Series(~has_reserved), None)  # type: ignore[arg-type]
+    return events.select("device", "index", "time_us", "action", "addr", "size").with_columns(
+        active_bytes=pl.Series(active_bytes, dtype=pl.Int64()),
+        reserved_bytes=reserved_column,
+        stack=events["stack"],
+        is_peak=pl.Series(is_peak),
+    ).select(list(TIMELINE_SCHEMA))
+
+
 def replay(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> Replay:
     """The timeline and each device's peak (a device with segments but no events: its end state)."""
     line = timeline(events, segments, blocks)
@@ -113,7 +178,7 @@ def replay(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -
     peaks: list[DevicePeak] = []
     problems: list[str] = []
     for device in devices:
-        own = line.filter(pl.col("device") == device)
+        own = of_device(line, device)
         end = int(end_active.get(device, 0))
         reserved_end = int(end_reserved.get(device, 0))
         if own.is_empty():
@@ -155,9 +220,53 @@ def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
     """The alloc and free_completed events with ``alloc_stack``: for a free, the stack of the
     alloc of its address before it (torch records a free with the stack that freed it), null where
     that alloc is before the recorded events; for an alloc, its own."""
-    own = events.filter(pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])).select(
-        "device", "index", "action", "addr", "size", "stack"
-    )
+    own = events.select("device", "index", "action", "addr", "size", "stack").filter(
+        pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])
+    )  # the columns chosen before the rows: the others are never copied
+    if own["addr"].null_count() == 0:
+        return _paired_in_order(own)
+    return _paired_by_joins(own)
+
+
+def _paired_in_order(own: pl.DataFrame) -> pl.DataFrame:
+    """:func:`with_alloc_stacks` by each address's events in index order: a free's alloc is its
+    address's event just before it when that is an alloc (an earlier alloc with a free between is
+    not its alloc, and no event before it: before the recorded events); an alloc is its own.
+    Found through one permutation (NumPy), so no column but the keys is copied."""
+    import numpy as np
+
+    count = own.height
+    is_alloc = (own["action"] == ADD_ACTIVE).fill_null(False).to_numpy()
+    stack = own["stack"]
+    has_stack = stack.is_not_null().to_numpy()
+    stacks = stack.fill_null(0).to_numpy()
+    order = np.lexsort((own["index"].to_numpy(), own["addr"].to_numpy(), own["device"].to_numpy()))
+    before_alloc = np.zeros(count, dtype=bool)
+    before_stack = np.zeros(count, dtype=np.int64)
+    before_has = np.zeros(count, dtype=bool)
+    if count > 1:
+        addr, device = own["addr"].to_numpy()[order], own["device"].to_numpy()[order]
+        same = (addr[1:] == addr[:-1]) & (device[1:] == device[:-1])  # the row above is the same address's
+        del addr, device
+        previous, following = order[:-1], order[1:]
+        before_alloc[following] = same & is_alloc[previous]
+        before_stack[following] = stacks[previous]
+        before_has[following] = has_stack[previous]
+    del order
+    alloc_stack = np.where(is_alloc, stacks, before_stack)
+    alloc_has = np.where(is_alloc, has_stack, before_alloc & before_has)
+    paired = own.with_columns(
+        alloc_stack=pl.Series(alloc_stack, dtype=pl.Int64()),
+        alloc_recorded=pl.Series(is_alloc | before_alloc),
+    ).with_columns(alloc_stack=pl.when(pl.Series(alloc_has)).then(pl.col("alloc_stack")))
+    index = own["index"]
+    if not (own["device"].n_unique() <= 1 and index.is_sorted()):
+        paired = paired.with_row_index("_row").sort("index", "_row").drop("_row")
+    return paired.select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+
+
+def _paired_by_joins(own: pl.DataFrame) -> pl.DataFrame:
+    """:func:`with_alloc_stacks` by as-of joins (where an address is null, which a join never matches)."""
     allocs = (
         own.filter(pl.col("action") == ADD_ACTIVE)
         .select("device", "addr", "index", alloc_stack="stack", _alloc_index="index")
@@ -193,18 +302,29 @@ def live_after(
             live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True
         )
     }
-    unmatched = 0
-    out: dict[int, LiveSet] = {}
     earliest = wanted[-1] if wanted else None
-    own = with_alloc_stacks(events.filter(pl.col("device") == device))
+    own = with_alloc_stacks(of_device(events.select("device", "index", "action", "addr", "size", "stack"), device))
     if earliest is not None:  # the walk stops at the earliest index asked for: the events before it are not read
         own = own.filter(pl.col("index") > earliest)
     own = own.sort("index", descending=True).select(
         "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded"
     )
+    if len(wanted) == 1 and own["addr"].null_count() == 0:
+        return {wanted[0]: _walk_columns(own, current, wanted[0])}
+    return _walk_rows(own, current, wanted)
+
+
+def _walk_rows(
+    own: pl.DataFrame, current: dict[int, tuple[int, int | None, bool]], wanted: list[int]
+) -> dict[int, LiveSet]:
+    """The backward walk one event at a time (``own``: the alloc and free events, latest first;
+    ``wanted``: the indices asked for, latest first)."""
+    unmatched = 0
+    out: dict[int, LiveSet] = {}
     pending = iter(wanted)
     target = next(pending, None)
-    rows = zip(*(own[name].to_list() for name in own.columns), strict=True)
+    rows = (row for part in own.iter_slices(WALK_SLICE) for row in zip(
+        *(part[name].to_list() for name in part.columns), strict=True))  # a slice at a time: never all as objects
     for index, action, addr, size, stack, alloc_stack, recorded in rows:
         while target is not None and index <= target:
             out[target] = LiveSet(dict(current), unmatched)
@@ -224,6 +344,40 @@ def live_after(
         out[target] = LiveSet(dict(current), unmatched)
         target = next(pending, None)
     return out
+
+
+def _walk_columns(own: pl.DataFrame, current: dict[int, tuple[int, int | None, bool]], target: int) -> LiveSet:
+    """The backward walk to one index, in columns: the same live set and count as
+    :func:`_walk_rows`.  Per address the walk's state after an event is the event's own kind (an
+    alloc met going back leaves the address not yet allocated, a free leaves it live), so the
+    state before each event is the one after the previous event of that address (or the end
+    state); an event that does not match that state is unmatched, and a live address keeps the
+    size and stack of the free that made it live, or its block's."""
+    # latest first, as the walk meets them (already only those after the target: no copy)
+    rows = own if own.is_empty() or own["index"].min() > target else own.filter(pl.col("index") > target)  # type: ignore[operator]
+    if rows.is_empty():
+        return LiveSet(dict(current), 0)
+    is_free = pl.col("action") != ADD_ACTIVE
+    walked = rows.with_columns(_free=is_free, _live_at_end=pl.col("addr").is_in(list(current))).with_columns(
+        _before=pl.col("_free").shift(1).over("addr").fill_null(pl.col("_live_at_end"))
+    )
+    unmatched = int(walked.select((pl.col("_free") == pl.col("_before")).sum()).item())
+    last = walked.group_by("addr", maintain_order=True).agg(
+        _last_free=pl.col("_free").last(),
+        _made_live=(pl.col("_free") & ~pl.col("_before")).any(),
+        _size=pl.col("size").filter(pl.col("_free") & ~pl.col("_before")).last(),
+        _stack=pl.col("stack").filter(pl.col("_free") & ~pl.col("_before")).last(),
+        _alloc_stack=pl.col("alloc_stack").filter(pl.col("_free") & ~pl.col("_before")).last(),
+        _recorded=pl.col("alloc_recorded").filter(pl.col("_free") & ~pl.col("_before")).last(),
+    )
+    allocations = dict(current)
+    for addr, last_free, made_live, size, stack, alloc_stack, recorded in last.iter_rows():
+        if not last_free:
+            allocations.pop(addr, None)
+        elif made_live:
+            allocations.pop(addr, None)  # made live again: after the others, as the walk adds it
+            allocations[addr] = (int(size or 0), alloc_stack, False) if recorded else (int(size or 0), stack, True)
+    return LiveSet(allocations, unmatched)
 
 
 def live_frame(live: LiveSet) -> pl.DataFrame:

@@ -195,6 +195,49 @@ def _dict(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def segment_row(segments: dict[str, list[Any]], number: int, seg: dict[str, Any], blocks: int) -> int | None:
+    """Append segment ``number`` (its dict, without looking at its blocks, of which it has
+    ``blocks``) to the segment columns; its address, the first block's default."""
+    where = f"segments[{number}]"
+    base = _int(seg.get("address"), where, "address")
+    pool = seg.get("segment_pool_id")
+    for name, value in (
+        ("segment", number), ("device", _int(seg.get("device"), where, "device")), ("address", base),
+        ("total_size", _int(seg.get("total_size"), where, "total_size")),
+        ("allocated_size", _int(seg.get("allocated_size"), where, "allocated_size")),
+        ("active_size", _int(seg.get("active_size"), where, "active_size")),
+        ("requested_size", _int(seg.get("requested_size"), where, "requested_size")),
+        ("stream", _int(seg.get("stream"), where, "stream")),
+        ("segment_type", _text(seg.get("segment_type"))),
+        ("pool", ",".join(str(p) for p in pool) if isinstance(pool, list | tuple) else _text(pool)),
+        ("is_expandable", seg.get("is_expandable") if isinstance(seg.get("is_expandable"), bool) else None),
+        ("blocks", blocks),
+    ):
+        segments[name].append(value)
+    return base
+
+
+def annotation_columns(snapshot: dict[str, Any]) -> dict[str, list[Any]]:
+    """The ``external_annotations`` of a loaded snapshot as columns (:data:`ANNOTATION_SCHEMA`)."""
+    annotations: dict[str, list[Any]] = {name: [] for name in ANNOTATION_SCHEMA}
+    raw_annotations = snapshot.get("external_annotations") or []
+    if isinstance(raw_annotations, list):
+        for number, raw in enumerate(raw_annotations):
+            where = f"external_annotations[{number}]"
+            entry = _dict(raw, where)
+            annotations["device"].append(_int(entry.get("device"), where, "device"))
+            annotations["time_us"].append(_int(entry.get("time_us"), where, "time_us"))
+            annotations["stage"].append(_text(entry.get("stage")))
+            annotations["name"].append(_text(entry.get("name")))
+    return annotations
+
+
+NO_TRACES = (
+    "no device_traces: the snapshot was taken without _record_memory_history, so there is no timeline, "
+    "peak or OOM, only the end state"
+)
+
+
 def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     """The frames of a loaded snapshot (a dict :func:`is_snapshot` accepted); a malformed entry is
     a :class:`ProfviewError` naming it (its path is set by the caller)."""
@@ -204,24 +247,11 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     for number, raw in enumerate(snapshot.get("segments") or []):
         where = f"segments[{number}]"
         seg = _dict(raw, where)
-        base = _int(seg.get("address"), where, "address")
-        pool = seg.get("segment_pool_id")
+        _int(seg.get("address"), where, "address")  # named before the blocks, as it always was
         seg_blocks = seg.get("blocks") or []
         if not isinstance(seg_blocks, list):
             raise ProfviewError(None, f"{where}: 'blocks' is not a list")
-        for name, value in (
-            ("segment", number), ("device", _int(seg.get("device"), where, "device")), ("address", base),
-            ("total_size", _int(seg.get("total_size"), where, "total_size")),
-            ("allocated_size", _int(seg.get("allocated_size"), where, "allocated_size")),
-            ("active_size", _int(seg.get("active_size"), where, "active_size")),
-            ("requested_size", _int(seg.get("requested_size"), where, "requested_size")),
-            ("stream", _int(seg.get("stream"), where, "stream")),
-            ("segment_type", _text(seg.get("segment_type"))),
-            ("pool", ",".join(str(p) for p in pool) if isinstance(pool, list | tuple) else _text(pool)),
-            ("is_expandable", seg.get("is_expandable") if isinstance(seg.get("is_expandable"), bool) else None),
-            ("blocks", len(seg_blocks)),
-        ):
-            segments[name].append(value)
+        base = segment_row(segments, number, seg, len(seg_blocks))
         device = segments["device"][-1]
         address = base
         for index, raw_block in enumerate(seg_blocks):
@@ -249,16 +279,7 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
             raise ProfviewError(None, f"device_traces[{device}] is not a list")
         parts.append(_trace_frame(device, trace, stacks))
     events = pl.concat(parts) if parts else pl.DataFrame(schema=EVENT_SCHEMA)
-    annotations: dict[str, list[Any]] = {name: [] for name in ANNOTATION_SCHEMA}
-    raw_annotations = snapshot.get("external_annotations") or []
-    if isinstance(raw_annotations, list):
-        for number, raw in enumerate(raw_annotations):
-            where = f"external_annotations[{number}]"
-            entry = _dict(raw, where)
-            annotations["device"].append(_int(entry.get("device"), where, "device"))
-            annotations["time_us"].append(_int(entry.get("time_us"), where, "time_us"))
-            annotations["stage"].append(_text(entry.get("stage")))
-            annotations["name"].append(_text(entry.get("name")))
+    annotations = annotation_columns(snapshot)
     settings = snapshot.get("allocator_settings")
     segment_frame = pl.DataFrame(segments, schema=SEGMENT_SCHEMA)
     devices = sorted(
@@ -267,10 +288,7 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     )
     warnings: list[str] = []
     if not traces:
-        warnings.append(
-            "no device_traces: the snapshot was taken without _record_memory_history, so there is no timeline, "
-            "peak or OOM, only the end state"
-        )
+        warnings.append(NO_TRACES)
     return SnapshotFrames(
         segments=segment_frame,
         blocks=pl.DataFrame(blocks, schema=BLOCK_SCHEMA),

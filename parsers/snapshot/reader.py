@@ -6,6 +6,7 @@ import gc
 import os
 
 from ...errors import ProfviewError
+from . import columns
 from .frames import SnapshotFrames, describe, is_snapshot, snapshot_frames
 from .unpickle import load_snapshot_pickle, pickle_protocol, read_head
 
@@ -29,6 +30,10 @@ def read_snapshot(path: str | os.PathLike[str]) -> SnapshotFrames:
     head = read_head(name)
     if pickle_protocol(head) is None:
         raise ProfviewError(name, "is not a pickle of protocol 2-5 (a memory snapshot starts with the PROTO opcode)")
+    if columns.available():
+        fast = _read_compiled(name)
+        if fast is not None:
+            return fast
     collecting = gc.isenabled()
     gc.disable()  # millions of new dicts and lists, none in a cycle: the collector would only rescan them
     try:
@@ -43,3 +48,20 @@ def read_snapshot(path: str | os.PathLike[str]) -> SnapshotFrames:
         snapshot = None
         if collecting:
             gc.enable()
+
+
+def _read_compiled(name: str) -> SnapshotFrames | None:
+    """The frames by the compiled opcode reader, or None where it hands the file back (then the
+    no-globals unpickler reads it, and gives the answer or the refusal it always gave)."""
+    try:
+        raw = columns.read_raw(name)
+    except (OSError, ValueError):
+        return None  # the unpickler's path says what is wrong with the file
+    if isinstance(raw, tuple) or not (raw["has_segments"] or raw["has_traces"]):
+        return None
+    try:
+        return columns.frames_from_raw(raw)
+    except ProfviewError as exc:
+        raise ProfviewError(name, exc.problem) from None
+    except UnicodeEncodeError:  # a lone surrogate, which a String column cannot hold: the unpickler's path decides
+        return None
