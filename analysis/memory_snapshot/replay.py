@@ -148,7 +148,8 @@ def _timeline_in_order(events: pl.DataFrame, end_active: dict[int, int], end_res
     has_reserved = np.zeros(count, dtype=bool)
     is_peak = np.zeros(count, dtype=bool)
     starts = np.flatnonzero(np.r_[True, device[1:] != device[:-1]]) if count else np.zeros(0, dtype=np.int64)
-    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), count], strict=True):
+    ends = [*starts[1:].tolist(), count] if count else []
+    for start, end in zip(starts.tolist(), ends, strict=True):
         own = int(device[start])
         with np.errstate(over="ignore"):
             running = np.cumsum(active[start:end])

@@ -176,7 +176,7 @@ def frames_from_raw(raw: dict[str, Any]) -> SnapshotFrames:
             "segment": segment_of,
             "device": device_column,
             "address": address,
-            "offset": address - base_column,
+            "offset": _offsets(address, base_column),
             "size": size,
             "requested_size": _ints(braw, "requested_size", n_blocks),
             "state": _texts("state", _codes(braw, "state", n_blocks), strings),
@@ -219,3 +219,16 @@ def frames_from_raw(raw: dict[str, Any]) -> SnapshotFrames:
         devices=devices,
         warnings=warnings,
     )
+
+
+def _offsets(address: Any, base: Any) -> Any:
+    """Each block's bytes from its segment's start (Polars Series); an ``OverflowError`` where one
+    is past int64 (Int64 arithmetic would wrap), so that the unpickler's path names the block."""
+    import polars as pl
+
+    wide = address.cast(pl.Int128()) - base.cast(pl.Int128())
+    if wide.len() and wide.null_count() < wide.len():
+        low, high = wide.min(), wide.max()
+        if low < -(2**63) or high >= 2**63:  # type: ignore[operator]
+            raise OverflowError("a block's offset is past the 64-bit range")
+    return wide.cast(pl.Int64()).alias("offset")

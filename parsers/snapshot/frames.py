@@ -62,10 +62,14 @@ line                Int64    line number (0 for a C++ frame)
 **annotations** (``external_annotations``: one row per START or END of a ``record_function``
 range or optimizer step that torch recorded): ``device`` Int64, ``time_us`` Int64, ``stage``
 String (``START``/``END``), ``name`` String.
+
+A text the pickle holds with a lone surrogate (a ``str`` no UTF-8 can hold, which Python's
+unpickler makes from such bytes) is read with U+FFFD in its place, as invalid UTF-8 in a trace is.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,8 +179,33 @@ class _Stacks:
         return number
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: Any) -> str | None:
-    return None if value is None else value if isinstance(value, str) else str(value)
+    """``value`` as text (None stays None), a lone surrogate as U+FFFD."""
+    text = None if value is None else value if isinstance(value, str) else str(value)
+    return _SURROGATE.sub("\ufffd", text) if text is not None and _SURROGATE.search(text) else text
+
+
+def _without_surrogates(data: Any) -> Any:
+    """``data`` (lists, dicts, texts) with each lone surrogate of its texts as U+FFFD."""
+    if isinstance(data, str):
+        return _text(data)
+    if isinstance(data, dict):
+        return {key: _without_surrogates(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_without_surrogates(value) for value in data]
+    return data
+
+
+def _frame(data: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``pl.DataFrame(data, schema=schema)``; texts with a lone surrogate (which Polars cannot hold)
+    are mended first, only when there are any."""
+    try:
+        return pl.DataFrame(data, schema=schema)
+    except UnicodeEncodeError:
+        return pl.DataFrame(_without_surrogates(data), schema=schema)
 
 
 def _int(value: Any, where: str, key: str) -> int | None:
@@ -259,13 +288,13 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
             block = _dict(raw_block, bwhere)
             size = _int(block.get("size"), bwhere, "size")
             written = _int(block.get("address"), bwhere, "address")
-            at = written if written is not None else address
+            at = written if written is not None else _int(address, bwhere, "address (the block before's end)")
             state = _text(block.get("state"))
             requested = _int(block.get("requested_size"), bwhere, "requested_size")
             blocks["segment"].append(number)
             blocks["device"].append(device)
             blocks["address"].append(at)
-            blocks["offset"].append(None if at is None or base is None else at - base)
+            blocks["offset"].append(None if at is None or base is None else _int(at - base, bwhere, "offset"))
             blocks["size"].append(size)
             blocks["requested_size"].append(requested)
             blocks["state"].append(state)
@@ -281,7 +310,7 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     events = pl.concat(parts) if parts else pl.DataFrame(schema=EVENT_SCHEMA)
     annotations = annotation_columns(snapshot)
     settings = snapshot.get("allocator_settings")
-    segment_frame = pl.DataFrame(segments, schema=SEGMENT_SCHEMA)
+    segment_frame = _frame(segments, SEGMENT_SCHEMA)
     devices = sorted(
         {int(d) for d in segment_frame["device"].drop_nulls().to_list()}
         | {d for d, trace in enumerate(traces) if trace}
@@ -291,10 +320,10 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
         warnings.append(NO_TRACES)
     return SnapshotFrames(
         segments=segment_frame,
-        blocks=pl.DataFrame(blocks, schema=BLOCK_SCHEMA),
+        blocks=_frame(blocks, BLOCK_SCHEMA),
         events=events,
-        stacks=pl.DataFrame(stacks.columns, schema=STACK_SCHEMA),
-        annotations=pl.DataFrame(annotations, schema=ANNOTATION_SCHEMA),
+        stacks=_frame(stacks.columns, STACK_SCHEMA),
+        annotations=_frame(annotations, ANNOTATION_SCHEMA),
         settings=settings if isinstance(settings, dict) else {},
         devices=devices,
         warnings=warnings,
@@ -321,7 +350,7 @@ def _text_column(name: str, values: list[Any], blank: tuple[Any, ...] = ()) -> p
     its ``str``; one of ``blank`` (torch's placeholders) is null."""
     try:
         column = pl.Series(name, values, dtype=pl.String(), strict=True)
-    except (TypeError, pl.exceptions.PolarsError):
+    except (TypeError, UnicodeEncodeError, pl.exceptions.PolarsError):
         column = pl.Series(name, [_text(v) for v in values], dtype=pl.String())
     if blank and column.null_count() < column.len():
         column = column.set(column.is_in([str(b) for b in blank if b is not None]), None)  # type: ignore[arg-type]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import os
 
+import polars as pl
+
 from ...errors import ProfviewError
 from . import columns
 from .frames import SnapshotFrames, describe, is_snapshot, snapshot_frames
@@ -64,4 +66,6 @@ def _read_compiled(name: str) -> SnapshotFrames | None:
     except ProfviewError as exc:
         raise ProfviewError(name, exc.problem) from None
     except UnicodeEncodeError:  # a lone surrogate, which a String column cannot hold: the unpickler's path decides
+        return None
+    except (OverflowError, TypeError, pl.exceptions.PolarsError):  # a sum past int64: the unpickler's path names it
         return None

@@ -280,3 +280,61 @@ def test_cli_refuses_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code != 0
     assert len(err) == 1 and str(evil) in err[0] and "STACK_GLOBAL" in err[0]
     assert not target.exists()
+
+
+def _one_segment(blocks: list[dict[str, Any]], address: int, frames_name: str = "a.py") -> dict[str, Any]:
+    frames = [{"filename": frames_name, "line": 1, "name": "f"}]
+    segment = {"device": 0, "address": address, "total_size": 8 << 20, "stream": 0, "segment_type": "large",
+               "allocated_size": 0, "active_size": 0, "blocks": [dict(b, frames=frames) for b in blocks]}
+    return {"segments": [segment], "device_traces": [[]]}
+
+
+@pytest.mark.parametrize("pure", ["1", "0"])
+def test_a_lone_surrogate_in_a_text_is_read_as_a_replacement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pure: str
+) -> None:
+    """A file name with a lone surrogate (which Python's unpickler makes from such bytes) reads as
+    U+FFFD, on both readers; it was an internal error (UnicodeEncodeError in Polars)."""
+    monkeypatch.setenv("PROFVIEW_PURE_PYTHON", pure)
+    path = tmp_path / "surrogate.pickle"
+    path.write_bytes(pickle.dumps(_one_segment([{"size": 2 << 20, "requested_size": 2 << 20,
+                                                 "state": "active_allocated"}], 1 << 40, "a\ud800.py"), protocol=4))
+    frames = read_snapshot(path)
+    assert frames.stacks["filename"].to_list() == ["a\ufffd.py"]
+    assert run_cli(["summary", str(path)]) == 0
+    assert "a\ufffd.py:1 f" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("address", "blocks", "named"),
+    [
+        ((1 << 63) - (4 << 20), [{"size": 6 << 20}, {"size": 2 << 20}], "blocks[1]"),  # an end past int64
+        (-(1 << 63) + 5, [{"address": (1 << 63) - 8, "size": 4}], "'offset'"),  # an offset past int64
+    ],
+)
+def test_a_block_whose_sums_pass_64_bits_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: int, blocks: list[dict[str, Any]], named: str
+) -> None:
+    """A block address or offset that only a sum of two in-range numbers puts past int64 is one
+    line naming the block (it was an internal error building the column)."""
+    path = tmp_path / "overflow.pickle"
+    full = [dict(b, requested_size=0, state="inactive") for b in blocks]
+    path.write_bytes(pickle.dumps(_one_segment(full, address), protocol=4))
+    code = run_cli(["summary", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert str(path) in err[0] and named in err[0] and "64-bit range" in err[0] and "internal error" not in err[0]
+
+
+@pytest.mark.parametrize("pure", ["1", "0"])
+def test_a_device_with_an_empty_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: str) -> None:
+    """``device_traces: [[]]`` (history recorded, nothing happened on the device): the summary
+    has no events and the end state's totals (the timeline's walk had failed on no events)."""
+    monkeypatch.setenv("PROFVIEW_PURE_PYTHON", pure)
+    path = tmp_path / "empty_trace.pickle"
+    path.write_bytes(pickle.dumps(_one_segment([{"size": 2 << 20, "requested_size": 1 << 20,
+                                                 "state": "active_allocated"}], 1 << 40), protocol=5))
+    from profview.profiles.snapshot_profile import load_snapshot
+
+    summary = load_snapshot(path).summary(5)
+    assert summary["events"] == 0 and summary["allocated_bytes"] == 2 << 20 and summary["requested_bytes"] == 1 << 20
