@@ -320,7 +320,10 @@ def job_summary_document(figures: JobSummaryFigures) -> dict[str, object]:
         "straggler_figures": figures.straggler_figures,
         "top": figures.top,
         "ranks_title": figures.ranks_title,
-        "ranks": json_rows(figures.ranks, [*RANK_COLUMNS, "straggler"]),
+        "ranks": json_rows(
+            figures.ranks,
+            ["rank", *(["pid"] if "pid" in figures.ranks.columns else []), *list(RANK_COLUMNS)[1:], "straggler"],
+        ),
         "collectives": json_rows(figures.collectives, list(COLLECTIVE_COLUMNS)),
         "kernels": json_rows(figures.kernels, list(JOB_KERNEL_COLUMNS)),
     }

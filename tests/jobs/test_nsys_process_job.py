@@ -5,6 +5,7 @@ launched GPU work is a rank, numbered by pid.  Every rank's kernels are counted 
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -95,6 +96,20 @@ def test_summary_export_and_query_as_job(export: Path, tmp_path: Path, capsys: p
     with answer.open() as fh:
         got = [(int(r["rank"]), int(r["n"]), round(float(r["us"]) * 1000)) for r in csv.DictReader(fh)]
     assert got == [(rank, witness[pid][0], witness[pid][1]) for rank, pid in enumerate(pids)]
+
+
+def test_the_json_summary_gives_each_ranks_pid(export: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``summary X --as-job --format json``: each rank's row has its pid (sqlite3's processes, in
+    order), and the document validates against docs/schemas/job-summary.schema.json."""
+    import jsonschema
+
+    pids = sorted(kernels_per_process(export))
+    capsys.readouterr()
+    assert run_cli(["summary", str(export), "--as-job", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["pid"]) for r in document["ranks"]] == [(0, pids[0]), (1, pids[1])]
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "job-summary.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
 
 
 def test_a_reopen_reads_the_saved_job(export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
