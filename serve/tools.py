@@ -106,13 +106,14 @@ class Tools:
         """``profview summary PATH --format json``'s document (a job's: ``profview.job-summary``)."""
         rows = check_count("top", top, 10)
         snapshots = self.snapshot_directory(path)
-        if snapshots is not None or (snapshot := self.snapshot(path)) is not None:
-            if capture:
-                raise ProfviewError(None, "capture: a trace's option, not a memory snapshot's")
-            if snapshots is not None:
-                from ..report.snapshot_job_summary import snapshot_job_document
+        snapshot = None if snapshots is not None else self.snapshot(path)
+        if (snapshots is not None or snapshot is not None) and capture:
+            raise ProfviewError(None, "capture: a trace's option, not a memory snapshot's")
+        if snapshots is not None:
+            from ..report.snapshot_job_summary import snapshot_job_document
 
-                return snapshot_job_document(path, snapshots)
+            return snapshot_job_document(path, snapshots)
+        if snapshot is not None:
             return snapshot.summary(rows)
         if self.is_job(path):
             if capture:
