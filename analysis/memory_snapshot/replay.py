@@ -31,6 +31,8 @@ ADD_ACTIVE = "alloc"
 TAKE_ACTIVE = "free_completed"
 ADD_RESERVED = ("segment_alloc", "segment_map")
 TAKE_RESERVED = ("segment_free", "segment_unmap")
+#: The actions the backward walk reads, as :func:`with_alloc_stacks` gives them.
+WALKED_ACTIONS = pl.Enum([ADD_ACTIVE, TAKE_ACTIVE])
 #: Events turned into Python values at a time by the backward walk.
 WALK_SLICE = 262_144
 TIMELINE_SCHEMA: dict[str, pl.DataType] = {
@@ -226,10 +228,13 @@ class LiveSet:
 def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
     """The alloc and free_completed events with ``alloc_stack``: for a free, the stack of the
     alloc of its address before it (torch records a free with the stack that freed it), null where
-    that alloc is before the recorded events; for an alloc, its own."""
+    that alloc is before the recorded events; for an alloc, its own. ``action`` is
+    :data:`WALKED_ACTIONS` (compares with the action's text as a string column does)."""
     own = events.select("device", "index", "action", "addr", "size", "stack").filter(
         pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])
     )  # the columns chosen before the rows: the others are never copied
+    # the two actions as a one-byte enum, not text: the walk holds these columns at its peak of memory
+    own = own.with_columns(pl.col("action").cast(WALKED_ACTIONS))
     if own["addr"].null_count() == 0:
         return _paired_in_order(own)
     return _paired_by_joins(own)
