@@ -31,6 +31,8 @@ ADD_ACTIVE = "alloc"
 TAKE_ACTIVE = "free_completed"
 ADD_RESERVED = ("segment_alloc", "segment_map")
 TAKE_RESERVED = ("segment_free", "segment_unmap")
+#: The actions the backward walk reads, as :func:`with_alloc_stacks` gives them.
+WALKED_ACTIONS = pl.Enum([ADD_ACTIVE, TAKE_ACTIVE])
 #: Events turned into Python values at a time by the backward walk.
 WALK_SLICE = 262_144
 TIMELINE_SCHEMA: dict[str, pl.DataType] = {
@@ -141,7 +143,8 @@ def _timeline_in_order(events: pl.DataFrame, end_active: dict[int, int], end_res
     active = np.where((action == TAKE_ACTIVE).fill_null(False).to_numpy(), -size, active)
     adds = action.is_in(ADD_RESERVED).fill_null(False).to_numpy()
     takes = action.is_in(TAKE_RESERVED).fill_null(False).to_numpy()
-    reserved = np.where(adds, size, np.where(takes, -size, zero))
+    recorded = bool(adds.any() or takes.any())  # no segment event on any device: no reserved timeline at all
+    reserved = np.where(adds, size, np.where(takes, -size, zero)) if recorded else zero
     del size, zero
     active_bytes = np.empty(count, dtype=np.int64)
     reserved_bytes = np.empty(count, dtype=np.int64)
@@ -154,12 +157,17 @@ def _timeline_in_order(events: pl.DataFrame, end_active: dict[int, int], end_res
         with np.errstate(over="ignore"):
             running = np.cumsum(active[start:end])
             active_bytes[start:end] = (np.int64(end_active.get(own, 0)) - running[-1]) + running
-            running = np.cumsum(reserved[start:end])
-            reserved_bytes[start:end] = (np.int64(end_reserved.get(own, 0)) - running[-1]) + running
-        has_reserved[start:end] = bool(adds[start:end].any() or takes[start:end].any())
+            if recorded:
+                running = np.cumsum(reserved[start:end])
+                reserved_bytes[start:end] = (np.int64(end_reserved.get(own, 0)) - running[-1]) + running
+        has_reserved[start:end] = recorded and bool(adds[start:end].any() or takes[start:end].any())
         is_peak[start + int(np.argmax(active_bytes[start:end]))] = True
-    reserved_column = pl.Series("reserved_bytes", reserved_bytes, dtype=pl.Int64())
-    if not has_reserved.all():
+    del active, reserved
+    if not recorded:  # all null: a column of nulls holds no values (the empty array's pages are never touched)
+        reserved_column = pl.repeat(None, count, dtype=pl.Int64(), eager=True).alias("reserved_bytes")
+    else:
+        reserved_column = pl.Series("reserved_bytes", reserved_bytes, dtype=pl.Int64())
+    if recorded and not has_reserved.all():
         reserved_column = reserved_column.set(pl.Series(~has_reserved), None)  # type: ignore[arg-type]
     return events.select("device", "index", "time_us", "action", "addr", "size").with_columns(
         active_bytes=pl.Series(active_bytes, dtype=pl.Int64()),
@@ -220,10 +228,13 @@ class LiveSet:
 def with_alloc_stacks(events: pl.DataFrame) -> pl.DataFrame:
     """The alloc and free_completed events with ``alloc_stack``: for a free, the stack of the
     alloc of its address before it (torch records a free with the stack that freed it), null where
-    that alloc is before the recorded events; for an alloc, its own."""
+    that alloc is before the recorded events; for an alloc, its own. ``action`` is
+    :data:`WALKED_ACTIONS` (compares with the action's text as a string column does)."""
     own = events.select("device", "index", "action", "addr", "size", "stack").filter(
         pl.col("action").is_in([ADD_ACTIVE, TAKE_ACTIVE])
     )  # the columns chosen before the rows: the others are never copied
+    # the two actions as a one-byte enum, not text: the walk holds these columns at its peak of memory
+    own = own.with_columns(pl.col("action").cast(WALKED_ACTIONS))
     if own["addr"].null_count() == 0:
         return _paired_in_order(own)
     return _paired_by_joins(own)
@@ -303,15 +314,17 @@ def live_after(
             live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True
         )
     }
-    earliest = wanted[-1] if wanted else None
     own = with_alloc_stacks(of_device(events.select("device", "index", "action", "addr", "size", "stack"), device))
+    if len(wanted) == 1 and own["addr"].null_count() == 0:  # in index order: the walk reads a slice of it, no copy
+        columns = own.select("index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+        del own
+        return {wanted[0]: _walk_columns(columns, current, wanted[0])}
+    earliest = wanted[-1] if wanted else None
     if earliest is not None:  # the walk stops at the earliest index asked for: the events before it are not read
         own = own.filter(pl.col("index") > earliest)
     own = own.sort("index", descending=True).select(
         "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded"
     )
-    if len(wanted) == 1 and own["addr"].null_count() == 0:
-        return {wanted[0]: _walk_columns(own, current, wanted[0])}
     return _walk_rows(own, current, wanted)
 
 
@@ -348,29 +361,39 @@ def _walk_rows(
 
 
 def _walk_columns(own: pl.DataFrame, current: dict[int, tuple[int, int | None, bool]], target: int) -> LiveSet:
-    """The backward walk to one index, in columns: the same live set and count as
-    :func:`_walk_rows`.  Per address the walk's state after an event is the event's own kind (an
-    alloc met going back leaves the address not yet allocated, a free leaves it live), so the
-    state before each event is the one after the previous event of that address (or the end
-    state); an event that does not match that state is unmatched, and a live address keeps the
-    size and stack of the free that made it live, or its block's."""
-    # latest first, as the walk meets them (already only those after the target: no copy)
-    rows = own if own.is_empty() or own["index"].min() > target else own.filter(pl.col("index") > target)  # type: ignore[operator]
+    """The backward walk to one index, in columns (``own``: the alloc and free events in index
+    order, earliest first): the same live set and count as :func:`_walk_rows`.  Per address the
+    walk's state after an event is the event's own kind (an alloc met going back leaves the
+    address not yet allocated, a free leaves it live), so the state before each event is the one
+    after the address's next event in index order (or the end state); an event that does not
+    match that state is unmatched, and a live address keeps the size and stack of the free that
+    made it live (its earliest such event after the target), or its block's.  Read as a slice of
+    ``own`` in index order, never a reversed copy."""
+    # ``own`` earliest first (sorted if it is not): the events after the target are a slice of it, not a copy
+    if not own["index"].is_sorted():
+        own = own.sort("index", maintain_order=True)
+    rows = own.slice(own["index"].search_sorted(target, side="right"))
     if rows.is_empty():
         return LiveSet(dict(current), 0)
     is_free = pl.col("action") != ADD_ACTIVE
+    # the state before an event, as the walk meets it going back, is the one after the address's next event
     walked = rows.with_columns(_free=is_free, _live_at_end=pl.col("addr").is_in(list(current))).with_columns(
-        _before=pl.col("_free").shift(1).over("addr").fill_null(pl.col("_live_at_end"))
+        _before=pl.col("_free").shift(-1).over("addr").fill_null(pl.col("_live_at_end"))
     )
     unmatched = int(walked.select((pl.col("_free") == pl.col("_before")).sum()).item())
-    last = walked.group_by("addr", maintain_order=True).agg(
-        _last_free=pl.col("_free").last(),
-        _made_live=(pl.col("_free") & ~pl.col("_before")).any(),
-        _size=pl.col("size").filter(pl.col("_free") & ~pl.col("_before")).last(),
-        _stack=pl.col("stack").filter(pl.col("_free") & ~pl.col("_before")).last(),
-        _alloc_stack=pl.col("alloc_stack").filter(pl.col("_free") & ~pl.col("_before")).last(),
-        _recorded=pl.col("alloc_recorded").filter(pl.col("_free") & ~pl.col("_before")).last(),
-    )
+    made = pl.col("_free") & ~pl.col("_before")
+    # per address: its earliest event's kind, and the earliest event that made it live (the last the walk meets);
+    # the addresses in the order the walk first meets them (latest event first)
+    last = walked.with_row_index("_row").group_by("addr").agg(
+        _last_free=pl.col("_free").first(),
+        _made_live=made.any(),
+        _size=pl.col("size").filter(made).first(),
+        _stack=pl.col("stack").filter(made).first(),
+        _alloc_stack=pl.col("alloc_stack").filter(made).first(),
+        _recorded=pl.col("alloc_recorded").filter(made).first(),
+        _met=pl.col("_row").max(),
+    ).sort("_met", descending=True).drop("_met")
+    del walked, rows
     allocations = dict(current)
     for addr, last_free, made_live, size, stack, alloc_stack, recorded in last.iter_rows():
         if not last_free:

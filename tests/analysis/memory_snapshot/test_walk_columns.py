@@ -39,11 +39,12 @@ def test_walk_in_columns_is_the_walk(path: Path) -> None:
         live = live_blocks(frames.blocks).filter(pl.col("device") == device)
         current = {int(a): (int(r), s, False) for a, r, s in
                    zip(live["address"].to_list(), live["requested"].to_list(), live["stack"].to_list(), strict=True)}
-        own = with_alloc_stacks(events).sort("index", descending=True).select(
+        forward = with_alloc_stacks(events).select(
             "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
+        own = forward.sort("index", descending=True)
         for target in sorted({-1, *events["index"].gather_every(max(1, events.height // 7)).to_list()}):
             by_rows = _walk_rows(own, dict(current), [target])[target]
-            by_columns = _walk_columns(own, dict(current), target)
+            by_columns = _walk_columns(forward, dict(current), target)
             assert by_columns.unmatched == by_rows.unmatched
             assert by_columns.allocations == by_rows.allocations
             checked += 1
