@@ -56,7 +56,10 @@ class SnapshotProfile:
     @cached_property
     def replayed(self) -> Replay:
         """The backward walk: timeline and per-device peaks; its disagreements become warnings."""
-        result = replay(self.frames.events, self.frames.segments, self.frames.blocks)
+        try:
+            result = replay(self.frames.events, self.frames.segments, self.frames.blocks)
+        except ProfviewError as exc:  # the analysis names no file: this snapshot is the one
+            raise ProfviewError(exc.path or self.path, exc.problem) from None
         self.warnings.extend(result.problems)
         return result
 

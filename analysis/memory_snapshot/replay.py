@@ -89,8 +89,28 @@ def _in_order(events: pl.DataFrame) -> bool:
     return bool(((step > 0) | ((step == 0) & (ahead > 0))).all())
 
 
+#: The bound under which every running sum of the timeline is exact in int64 (with room).
+EXACT_BYTES = 2.0**62
+
+
+def _check_sums(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> None:
+    """Refuse, in one line, sizes whose sums int64 arithmetic would wrap (a hostile or damaged
+    file): each running total is at most the sum of every size's magnitude, counted in floats."""
+    total = 0.0
+    for frame, column in ((events, "size"), (segments, "total_size"), (blocks, "size"), (blocks, "requested_size")):
+        if column in frame.columns and frame.height:
+            total += float(frame[column].cast(pl.Float64).abs().sum() or 0.0)
+    if total >= EXACT_BYTES:
+        from ...errors import ProfviewError
+
+        raise ProfviewError(None, f"its sizes sum to {total:.3g} bytes, past what 64-bit sums hold exactly: "
+                                  "no timeline or peak can be given")
+
+
 def timeline(events: pl.DataFrame, segments: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
-    """Each event with the device's active and reserved bytes after it (:data:`TIMELINE_SCHEMA`)."""
+    """Each event with the device's active and reserved bytes after it (:data:`TIMELINE_SCHEMA`);
+    sizes whose sums would pass int64 are refused (:func:`_check_sums`), never wrapped."""
+    _check_sums(events, segments, blocks)
     live = live_blocks(blocks)
     end_active = dict(live.group_by("device").agg(pl.col("requested").sum()).iter_rows())
     end_reserved = dict(segments.group_by("device").agg(pl.col("total_size").sum()).iter_rows())

@@ -338,3 +338,21 @@ def test_a_device_with_an_empty_trace(tmp_path: Path, monkeypatch: pytest.Monkey
 
     summary = load_snapshot(path).summary(5)
     assert summary["events"] == 0 and summary["allocated_bytes"] == 2 << 20 and summary["requested_bytes"] == 1 << 20
+
+
+def test_sizes_whose_sums_pass_64_bits_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Four allocations of 2^62 bytes each: int64 running sums would wrap to a negative or small
+    peak; the summary is one line naming the file instead (it gave a wrapped peak, exit 0)."""
+    frames = [{"filename": "a.py", "line": 1, "name": "f"}]
+    trace = [{"action": action, "addr": (1 << 41) + i * (1 << 20), "size": (1 << 62) - 1, "stream": 0,
+              "time_us": t + i, "frames": frames} for action, t in (("alloc", 0), ("free_completed", 10))
+             for i in range(4)]
+    snapshot = _one_segment([{"size": 2 << 20, "requested_size": 2 << 20, "state": "active_allocated"}], 1 << 40)
+    snapshot["device_traces"] = [trace]
+    path = tmp_path / "wrap.pickle"
+    path.write_bytes(pickle.dumps(snapshot, protocol=4))
+    code = run_cli(["summary", str(path), "--format", "json"])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(path) in err[0] and "64-bit" in err[0], (code, err)
+    assert captured.out == ""
