@@ -86,6 +86,21 @@ class Tools:
 
         return snapshot_directory(self.roots.resolve(path))
 
+    def snapshots_of(self, path: str) -> tuple[list[str] | None, SnapshotProfile | None]:
+        """What ``path`` is, as the CLI decides it before a trace or a job: a folder of per-rank
+        memory snapshots (its files), or one snapshot (loaded), or neither (``(None, None)``)."""
+        folder = self.snapshot_directory(path)
+        return folder, None if folder is not None else self.snapshot(path)
+
+    def snapshot_pair(self, before: str, after: str) -> tuple[SnapshotProfile, SnapshotProfile] | None:
+        """Both sides as memory snapshots (None where neither is one); one without the other is one line."""
+        pair = self.snapshot(before), self.snapshot(after)
+        if pair == (None, None):
+            return None
+        if pair[0] is None or pair[1] is None:
+            raise ProfviewError(None, "a memory snapshot compares with another memory snapshot only")
+        return pair[0], pair[1]
+
     def is_job(self, path: str) -> bool:
         """Whether ``path`` names a job (a folder or archive of rank traces), as the CLI decides."""
         from ..jobs.inputs import is_job
@@ -105,8 +120,7 @@ class Tools:
     def summary(self, path: str, capture: list[str] | None = None, top: int | None = None) -> dict[str, Any]:
         """``profview summary PATH --format json``'s document (a job's: ``profview.job-summary``)."""
         rows = check_count("top", top, 10)
-        snapshots = self.snapshot_directory(path)
-        snapshot = None if snapshots is not None else self.snapshot(path)
+        snapshots, snapshot = self.snapshots_of(path)
         if (snapshots is not None or snapshot is not None) and capture:
             raise ProfviewError(None, "capture: a trace's option, not a memory snapshot's")
         if snapshots is not None:
@@ -135,10 +149,10 @@ class Tools:
         from ..query.tables import snapshot_job_tables, snapshot_tables
 
         for path in paths:
-            snapshots = self.snapshot_directory(path)
+            snapshots, snapshot = self.snapshots_of(path)
             if snapshots is not None:
                 sources.append(snapshot_job_tables(snapshots, label=path))
-            elif (snapshot := self.snapshot(path)) is not None:
+            elif snapshot is not None:
                 sources.append(snapshot_tables(snapshot, label=path))
             elif self.is_job(path):
                 sources.append(job_tables(stack.enter_context(self.job(path)), label=path, use_cache=self.use_cache))
@@ -186,8 +200,7 @@ class Tools:
         rows = check_count("top", top, 100)
         if view == "launches":
             raise ProfviewError(None, "view launches: use the drill tool (an operator or kernel to drill into)")
-        snapshots = self.snapshot_directory(path)
-        snapshot = None if snapshots is not None else self.snapshot(path)
+        snapshots, snapshot = self.snapshots_of(path)
         if snapshots is not None or snapshot is not None:
             if step is not None or iteration is not None:
                 raise ProfviewError(None, "step, iteration: a trace's options, not a memory snapshot's")
@@ -197,8 +210,7 @@ class Tools:
                 if view not in SNAPSHOT_JOB_VIEWS:
                     raise ProfviewError(None, f"a directory of memory snapshots has one view, ranks, not {view!r}")
                 frame = ranks_frame(rank_rows(snapshots))
-            else:
-                assert snapshot is not None
+            elif snapshot is not None:
                 frame = snapshot.view(view)
             return bounded(refine(frame, pattern=filter, sort=sort, ascending=ascending), rows)
         if self.is_job(path):
@@ -238,10 +250,12 @@ class Tools:
         from ..diff.job_comparison import diff_kind
 
         rows = check_count("top", top, 100)
+        snapshots = self.snapshot_pair(before, after)
+        if snapshots is not None:  # the two already loaded, never read again
+            from ..diff.snapshot_comparison import SnapshotComparison
+
+            return bounded(SnapshotComparison(*snapshots).view(view or "sites"), rows)
         first, second = self.roots.resolve(before), self.roots.resolve(after)
-        kinds = (self.snapshot(before) is not None, self.snapshot(after) is not None)
-        if any(kinds):
-            return self._snapshot_diff(first, second, kinds, view, rows)
         if diff_kind(first, second) == "jobs":
             raise ProfviewError(None, "diff of two jobs: use profview diff BEFORE AFTER --view ranks -o OUT.json")
         comparison = load_comparison(first, second, use_cache=self.use_cache)
@@ -249,17 +263,6 @@ class Tools:
         answer = bounded(comparison.view(name), rows)
         answer["notes"] = list(dict.fromkeys([*comparison.notes(name), *comparison.explanations(name)]))
         return answer
-
-    def _snapshot_diff(
-        self, first: str, second: str, kinds: tuple[bool, bool], view: str | None, rows: int
-    ) -> dict[str, Any]:
-        """Two memory snapshots' view compared (``diff A B --view sites|peak|segments -o .json``)."""
-        from ..diff.snapshot_comparison import load_snapshot_comparison
-
-        if not all(kinds):
-            raise ProfviewError(None, "diff: a memory snapshot compares with another memory snapshot only")
-        comparison = load_snapshot_comparison(first, second)
-        return bounded(comparison.view(view or "sites"), rows)
 
     def gate(self, before: str, after: str, rules: list[str]) -> dict[str, Any]:
         """``profview diff BEFORE AFTER --fail-if RULE ... --format json``'s document (each side one
@@ -271,17 +274,13 @@ class Tools:
             raise ProfviewError(None, "rules: give one or more, e.g. 'kernels.total_us > +5%'")
         if len(rules) > 100:
             raise ProfviewError(None, f"rules: at most 100, not {len(rules)}")
-        kinds = (self.snapshot(before) is not None, self.snapshot(after) is not None)
-        if any(kinds):
+        snapshots = self.snapshot_pair(before, after)
+        if snapshots is not None:
             from ..gate.snapshot_gate import evaluate_snapshot_rules, parse_snapshot_rule, snapshot_gate_document
 
-            if not all(kinds):
-                raise ProfviewError(None, "gate: a memory snapshot compares with another memory snapshot only")
             parsed = [parse_snapshot_rule(rule) for rule in rules]
-            first, second = self.roots.resolve(before), self.roots.resolve(after)
-            snap_a, snap_b = self.snapshot(before), self.snapshot(after)
-            assert snap_a is not None and snap_b is not None
-            return snapshot_gate_document(first, second, evaluate_snapshot_rules(snap_a, snap_b, parsed))
+            findings = evaluate_snapshot_rules(*snapshots, parsed)
+            return snapshot_gate_document(snapshots[0].path, snapshots[1].path, findings)
         options = GateOptions(rules=list(rules), use_cache=self.use_cache)
         result = run_gate(self.roots.resolve_side(before), self.roots.resolve_side(after), options)
         document: dict[str, Any] = to_json(result)
