@@ -9,21 +9,18 @@ no-globals loader for the count of segments.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import pickle
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from support import SAMPLES, SHARED, run_cli, sample
 
 pytest.importorskip("mcp", reason="profview mcp's tests need the MCP SDK: pip install -e '.[dev]'")
 
-from mcp import Client
+from mcp_calls import call, cli_stdout
 
 from profview.serve.roots import Roots
 from profview.serve.server import build_server
@@ -46,24 +43,6 @@ def raw_segments(path: Path) -> int:
     opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
     with opener(path, "rb") as fh:
         return len(NoGlobals(fh).load()["segments"])
-
-
-def call(server: Any, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    async def go() -> tuple[bool, Any]:
-        async with Client(server) as client:
-            result = await client.call_tool(tool, arguments)
-            if result.is_error:
-                return True, result.content[0].text
-            return False, result.structured_content
-
-    return anyio.run(go)
-
-
-def cli_stdout(args: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = run_cli(args)
-    return code, out.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ JSON counted with the standard library for the kernel count."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sys
@@ -25,6 +23,7 @@ from witness import raw_kernels
 pytest.importorskip("mcp", reason="profview mcp's tests need the MCP SDK: pip install -e '.[dev]'")
 
 from mcp import Client, StdioServerParameters
+from mcp_calls import call, cli_stdout
 
 from profview.serve.roots import Roots
 from profview.serve.server import build_server
@@ -37,26 +36,6 @@ BEFORE, AFTER = "hta_diff_control_a100.json.gz", "hta_diff_test_v100.json.gz"
 @pytest.fixture(scope="module")
 def server():  # type: ignore[no-untyped-def]
     return build_server(Roots.of([str(SAMPLES)]), timeout_s=600)
-
-
-def call(server: Any, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    """(is an error, the structured answer or the error's text), through an in-process client."""
-
-    async def go() -> tuple[bool, Any]:
-        async with Client(server) as client:
-            result = await client.call_tool(tool, arguments)
-            if result.is_error:
-                return True, result.content[0].text
-            return False, result.structured_content
-
-    return anyio.run(go)
-
-
-def cli_stdout(args: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = run_cli(args)
-    return code, out.getvalue()
 
 
 def cli_json_rows(tmp_path: Path, args: list[str]) -> list[dict[str, Any]]:
