@@ -242,14 +242,13 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
         _process("globalPid").alias("_proc"),
         pl.col("graphNodeId").alias("graph_node_id"),
     ]
-    kernel_rows = tables.kernels.select(
+    # The short name looked up once: it is a column of its own and the name where none is demangled.
+    kernel_rows = tables.kernels.with_columns(_name_of(strings, "shortName").alias("short_name")).select(
         *common,
         pl.lit("kernel").alias("cat"),
         pl.lit("kernel").alias("kind"),
-        pl.coalesce(
-            _name_of(strings, "demangledName"), _name_of(strings, "shortName"), pl.lit("(unnamed kernel)")
-        ).alias("name"),
-        _name_of(strings, "shortName").alias("short_name"),
+        pl.coalesce(_name_of(strings, "demangledName"), "short_name", pl.lit("(unnamed kernel)")).alias("name"),
+        "short_name",
         shape("gridX", "gridY", "gridZ").alias("grid"),
         shape("blockX", "blockY", "blockZ").alias("block"),
         pl.col("registersPerThread").alias("registers"),
