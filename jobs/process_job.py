@@ -36,6 +36,7 @@ from .rank_summary import RankSummary, SavedRankSummary, summarise_profile
 if TYPE_CHECKING:
     from .job import Job
 
+
 def open_process_job(
     path: str,
     *,

@@ -216,11 +216,11 @@ def rank_path(path: str, comm_pattern: str | None = None, use_cache: bool = True
         return RankPath(**found)
     cached = use_cache and cache.lookup(path, EVENT_SCHEMA) is not None
     profile = load(path, use_cache=cached, comm_pattern=comm_pattern)
-    found_path = profile_path(profile)
-    facts, collectives, problem = found_path.facts, found_path.collectives, found_path.problem
+    computed = profile_path(profile)
     if use_cache:
-        rank_store.save_path(path, settings, {"facts": facts, "collectives": collectives, "problem": problem})
-    return RankPath(facts, collectives, problem)
+        saved = {"facts": computed.facts, "collectives": computed.collectives, "problem": computed.problem}
+        rank_store.save_path(path, settings, saved)
+    return computed
 
 
 def profile_path(profile: Any) -> RankPath:
