@@ -47,13 +47,11 @@ def open_process_job(
 ) -> Job:
     """The job whose ranks are the processes of the Nsight Systems export ``path`` that launched
     GPU work (module doc); read back from the saved job when the export has not changed."""
-    from ..profiles.loading import check_pattern
+    from ..profiles.loading import check_patterns
     from ..store import job_summaries as job_store
     from .job import Job, _computed_views, _held, _restore_views, _saved_info
 
-    for pattern, option in ((comm_pattern, "--comm-pattern"), (step_range, "--step-range")):
-        if pattern is not None:
-            check_pattern(path, pattern, option)
+    check_patterns(path, comm_pattern, step_range)  # said before the export is read
     processes, notes = export_processes(path, step_range)
     settings: dict[str, object] = dict(AS_JOB)
     settings |= {k: v for k, v in (("comm_pattern", comm_pattern), ("step_range", step_range)) if v is not None}

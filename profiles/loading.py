@@ -83,10 +83,7 @@ def _load(
         profile.warnings = [*profile.warnings, STEP_RANGE_IGNORED]
         return profile
     note(name)  # an input: never a write's target (profview.reads)
-    if comm_pattern is not None:
-        check_pattern(name, comm_pattern)
-    if step_range is not None:
-        check_pattern(name, step_range, "--step-range")
+    check_patterns(name, comm_pattern, step_range)
     if use_cache and os.path.isfile(name):
         hit = cache.lookup(name, EVENT_SCHEMA)
         if hit is not None and _step_range_of(hit.fields) != step_range:
@@ -121,12 +118,17 @@ def _load_process(name: str, process: int, comm_pattern: str | None, step_range:
     note(name)
     if not is_sqlite(name):
         raise ProfviewError(name, "is not an Nsight Systems export: only an export's processes are read one by one")
-    for pattern, option in ((comm_pattern, "--comm-pattern"), (step_range, "--step-range")):
-        if pattern is not None:
-            check_pattern(name, pattern, option)
+    check_patterns(name, comm_pattern, step_range)
     profile = _parse_nsys(name, False, step_range, process)
     profile.comm_pattern = comm_pattern
     return profile
+
+
+def check_patterns(name: str, comm_pattern: str | None, step_range: str | None) -> None:
+    """:func:`check_pattern` of ``--comm-pattern`` and ``--step-range``, each where given."""
+    for pattern, option in ((comm_pattern, "--comm-pattern"), (step_range, "--step-range")):
+        if pattern is not None:
+            check_pattern(name, pattern, option)
 
 
 def check_pattern(name: str, pattern: str, option: str = "--comm-pattern") -> None:
@@ -330,7 +332,7 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, proce
 
     use_cache = use_cache and process is None
     before = _version(name) if use_cache else None
-    trace = read_nsys(name, step_range) if process is None else read_nsys(name, step_range, process)
+    trace = read_nsys(name, step_range, process)
     if step_range is not None:
         trace.metadata["nsys"][STEP_RANGE_KEY] = step_range
     events = trace.events

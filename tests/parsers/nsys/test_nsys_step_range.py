@@ -40,7 +40,9 @@ def test_the_regex_is_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.
     parsed: list[str | None] = []
     read = reader.read_nsys
     monkeypatch.setattr(
-        reader, "read_nsys", lambda path, step_range=None: parsed.append(step_range) or read(path, step_range)
+        reader,
+        "read_nsys",
+        lambda path, step_range=None, process=None: parsed.append(step_range) or read(path, step_range, process),
     )
     counts = []
     for pattern in (None, "^saxpy$", "^saxpy$", "^MPI_(Send|Recv)$", None, None):
