@@ -174,12 +174,12 @@ def _timeline_in_order(events: pl.DataFrame, end_active: dict[int, int], end_res
     ends = [*starts[1:].tolist(), count] if count else []
     for start, end in zip(starts.tolist(), ends, strict=True):
         own = int(device[start])
-        with np.errstate(over="ignore"):
-            running = np.cumsum(active[start:end])
-            active_bytes[start:end] = (np.int64(end_active.get(own, 0)) - running[-1]) + running
-            if recorded:
-                running = np.cumsum(reserved[start:end])
-                reserved_bytes[start:end] = (np.int64(end_reserved.get(own, 0)) - running[-1]) + running
+        # no sum can overflow: sizes past what int64 sums hold are refused first (_check_sums)
+        running = np.cumsum(active[start:end])
+        active_bytes[start:end] = (np.int64(end_active.get(own, 0)) - running[-1]) + running
+        if recorded:
+            running = np.cumsum(reserved[start:end])
+            reserved_bytes[start:end] = (np.int64(end_reserved.get(own, 0)) - running[-1]) + running
         has_reserved[start:end] = recorded and bool(adds[start:end].any() or takes[start:end].any())
         is_peak[start + int(np.argmax(active_bytes[start:end]))] = True
     del active, reserved
