@@ -65,7 +65,5 @@ def _read_compiled(name: str) -> SnapshotFrames | None:
         return columns.frames_from_raw(raw)
     except ProfviewError as exc:
         raise ProfviewError(name, exc.problem) from None
-    except UnicodeEncodeError:  # a lone surrogate, which a String column cannot hold: the unpickler's path decides
-        return None
-    except (OverflowError, TypeError, pl.exceptions.PolarsError):  # a sum past int64: the unpickler's path names it
-        return None
+    except (UnicodeEncodeError, OverflowError, TypeError, pl.exceptions.PolarsError):
+        return None  # a lone surrogate a String column cannot hold, a sum past int64: the unpickler's path decides
