@@ -71,7 +71,7 @@ def text_lines(items: list[tuple[str, str]], width: int, lines: int) -> list[Tex
         if len(wrapped) > room and out:
             left += 1
             continue
-        out += wrapped[:lines] if len(wrapped) <= lines else cap_lines(item, width, lines)  # alone, cut past all
+        out += wrapped if len(wrapped) <= lines else cap_lines(item, width, lines)  # alone, cut past all
     if left and out:
         out[-1] = out[-1] + Text(f" · +{left} more", style="dim")
     return out
