@@ -407,6 +407,16 @@ def fmt_us(value: float | None) -> str:
     return f"{value:.3f} us"
 
 
+def span_text(value: float | None) -> str:
+    """A trace's span: ``unknown`` where no event has a time (never a span of 0)."""
+    return "unknown (no event has a time)" if value is None else fmt_us(value)
+
+
+def busy_text(pct: float | None) -> str:
+    """GPU busy as a share of the span: ``unknown`` where the span is."""
+    return "unknown" if pct is None else f"{pct:.1f}%"
+
+
 # -- the overview -----------------------------------------------------------------------------
 
 
@@ -422,13 +432,15 @@ class Overview:
     ``collectives`` one ``[backend, collective type or "?", calls, total µs]`` per kind, longest
     first; ``host_collective_us``: the union of host time inside CPU collectives (gloo);
     ``notes``: what the trace lacks or says wrongly and how it was read instead, one line each.
+    ``span_us`` and ``gpu_busy_pct`` are None (unknown) when no event of the trace has a time: a
+    span of no event is not a span of 0.
     """
 
     devices: list[str]
-    span_us: float
+    span_us: float | None
     steps: int
     gpu_busy_us: float
-    gpu_busy_pct: float
+    gpu_busy_pct: float | None
     gpu_events: int
     kernel_us: float
     average_step: dict[str, float] = field(default_factory=dict)

@@ -17,11 +17,13 @@ from ..frames import (
     CATEGORIES,
     SHORT_LABELS,
     Overview,
+    busy_text,
     communication_lines,
     device_note,
     fmt_fixed,
     fmt_us,
     rank_line,
+    span_text,
 )
 from ..profiles.trace_profile import Profile
 from ..sanitize import clean
@@ -300,9 +302,9 @@ def print_figures(figures: SummaryFigures, console: Console | None = None, wide:
             console.print(Text(f"  {clean(line)}"))
         console.print(
             Text(
-                f"  span {fmt_us(view.span_us)}, "
+                f"  span {span_text(view.span_us)}, "
                 f"{plural(view.steps, 'step') if view.steps else 'no ProfilerStep ranges'}, "
-                f"GPU busy {view.gpu_busy_pct:.1f}% "
+                f"GPU busy {busy_text(view.gpu_busy_pct)} "
                 f"({view.gpu_events:,} GPU events)"
             )
         )

@@ -97,7 +97,8 @@ def build_overview(
     :func:`~profview.analysis.trace.communication.classify_communication` (with the user's pattern);
     without it, no communication figures.
     """
-    span = max(model.span_end - model.span_start, 0.0)
+    timed = model.host.height > 0 or model.gpu.height > 0
+    span = max(model.span_end - model.span_start, 0.0) if timed else None
     busy = union_length(model.gpu["ts"].to_numpy(), model.gpu["end"].to_numpy())
     real_steps = steps.filter(pl.col("step") >= 0)
     average = {c: mean_or_zero(steps, f"{c}_us") for c in CATEGORIES}
@@ -118,7 +119,7 @@ def build_overview(
         span_us=span,
         steps=real_steps.height,
         gpu_busy_us=busy,
-        gpu_busy_pct=busy / span * 100.0 if span else 0.0,
+        gpu_busy_pct=(busy / span * 100.0 if span else 0.0) if span is not None else None,
         gpu_events=model.gpu.height,
         kernel_us=float(kernels["total_us"].sum() or 0.0),
         average_step=average,
@@ -174,7 +175,7 @@ def hints(view: Overview, kernels: pl.DataFrame, runtime: RuntimeFacts | None = 
             )
         elif cpu > 30 and not (view.gpu_events == 0 and runtime.launches):
             out.append(f"The host is busy {cpu:.1f}% of {the} with the GPU idle: {the} is CPU-bound.")
-    if view.gpu_events and view.gpu_busy_pct < 50:
+    if view.gpu_events and view.gpu_busy_pct is not None and view.gpu_busy_pct < 50:
         out.append(f"The GPU is idle {100 - view.gpu_busy_pct:.0f}% of the profiled span.")
     if view.gpu_events == 0 and runtime.launches:
         # launches without their GPU records: the GPU did work the trace does not show, so nothing

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ...errors import ProfviewError
-from ...frames import CATEGORIES, communication_lines, device_note, fmt_us, rank_line
+from ...frames import CATEGORIES, busy_text, communication_lines, device_note, fmt_us, rank_line, span_text
 from ...profiles.iteration_views import IterationScope
 from ...profiles.trace_profile import Profile
 from ...report.profile_summary import as_job_hint
@@ -113,8 +113,9 @@ def overview_renderable(
         whole = WHOLE if chosen is not None else ""
         parts.append(
             Text(
-                f"{whole}span {fmt_us(view.span_us)} · {steps_phrase(view.steps)} · GPU busy "
-                f"{view.gpu_busy_pct:.1f}% · {view.gpu_events:,} GPU events · kernel time {fmt_us(view.kernel_us)}"
+                f"{whole}span {span_text(view.span_us)} · {steps_phrase(view.steps)} · GPU busy "
+                f"{busy_text(view.gpu_busy_pct)} · {view.gpu_events:,} GPU events · "
+                f"kernel time {fmt_us(view.kernel_us)}"
             )
         )
         for line in communication_lines(view):

@@ -16,7 +16,7 @@ from rich.text import Text
 from ....analysis.tables.instance import KernelInstance, OpInstance, kernel_instance, op_instance
 from ....analysis.tables.lanes import Lanes, gpu_busy_between
 from ....errors import ProfviewError
-from ....frames import fmt_share, fmt_us
+from ....frames import busy_text, fmt_share, fmt_us, span_text
 from ....profiles.iteration_scope import IterationScope
 from ....profiles.trace_profile import Profile
 from ....report.wording import plural
@@ -141,8 +141,8 @@ class TimelineLines:
             except ProfviewError:
                 return ""
             return (
-                f"whole trace: GPU busy {fmt_us(view.gpu_busy_us)} of {fmt_us(view.span_us)} "
-                f"({view.gpu_busy_pct:.1f}%)  ·  t/T: one step"
+                f"whole trace: GPU busy {fmt_us(view.gpu_busy_us)} of {span_text(view.span_us)} "
+                f"({busy_text(view.gpu_busy_pct)})  ·  t/T: one step"
             )
         causes = ", ".join(
             f"{c} {fmt_us(r[f'idle_{c}_us'])}" for c in ("host", "sync", "data", "other") if r[f"idle_{c}_us"]
