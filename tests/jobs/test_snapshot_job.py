@@ -34,8 +34,17 @@ def _with_oom(path: Path, delay_us: int) -> None:
     with open(SAMPLE, "rb") as fh:
         snap = _PlainData(fh).load()
     trace = snap["device_traces"][0]
-    trace.append({"action": "oom", "addr": 0, "size": 2**33, "stream": 0,
-                  "time_us": trace[-1]["time_us"] + delay_us, "device_free": 1, "frames": []})
+    trace.append(
+        {
+            "action": "oom",
+            "addr": 0,
+            "size": 2**33,
+            "stream": 0,
+            "time_us": trace[-1]["time_us"] + delay_us,
+            "device_free": 1,
+            "frames": [],
+        }
+    )
     path.write_bytes(pickle.dumps(snap, protocol=4))
 
 
@@ -68,8 +77,9 @@ def _load(path: Path) -> dict[str, Any]:
 def _walked_peak(snap: dict[str, Any]) -> int:
     """Device 0's peak of active (requested) bytes: the end state's live blocks, walked back
     through the events (before an alloc its size was not held; before a free_completed it was)."""
-    active = sum(b.get("requested_size") or b["size"] for s in snap["segments"] for b in s["blocks"]
-                 if b["state"] in LIVE)
+    active = sum(
+        b.get("requested_size") or b["size"] for s in snap["segments"] for b in s["blocks"] if b["state"] in LIVE
+    )
     best = active
     for event in reversed(snap["device_traces"][0]):
         if event["action"] == "alloc":
@@ -86,9 +96,12 @@ def _oom_job(shared_dir: Path, run: Path) -> tuple[dict[int, int], dict[int, int
     witnessed peak and the OOM times written."""
     run.mkdir()
     folder = shared_dir / SNAPSHOTS
-    sources = ["wedsonlin__medium_512_inference_memory_snapshot.pickle",
-               "wedsonlin__medium_1024_inference_memory_snapshot.pickle",
-               "wedsonlin__medium_128_training_memory_snapshot.pickle", "bcrafton__memory_snapshot.pickle"]
+    sources = [
+        "wedsonlin__medium_512_inference_memory_snapshot.pickle",
+        "wedsonlin__medium_1024_inference_memory_snapshot.pickle",
+        "wedsonlin__medium_128_training_memory_snapshot.pickle",
+        "bcrafton__memory_snapshot.pickle",
+    ]
     peaks, ooms = {}, {}
     for rank, name in enumerate(sources):
         snap = _load(folder / name)
@@ -99,8 +112,17 @@ def _oom_job(shared_dir: Path, run: Path) -> tuple[dict[int, int], dict[int, int
             continue
         trace = snap["device_traces"][0]
         ooms[rank] = trace[-1]["time_us"] + 1_000
-        trace.append({"action": "oom", "addr": 0, "size": 2**36, "stream": 0, "time_us": ooms[rank],
-                      "device_free": 2**20, "frames": []})
+        trace.append(
+            {
+                "action": "oom",
+                "addr": 0,
+                "size": 2**36,
+                "stream": 0,
+                "time_us": ooms[rank],
+                "device_free": 2**20,
+                "frames": [],
+            }
+        )
         target.write_bytes(pickle.dumps(snap, protocol=4))
     return peaks, ooms
 
@@ -155,3 +177,52 @@ async def test_the_viewer_opens_the_ranks_then_one_rank(
         await wait_until(pilot, lambda: isinstance(app.screen, SnapshotJobScreen))
         await pilot.press("q")
     assert app.return_code == 0
+
+
+def test_ranks_numbered_by_file_order_are_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "oom"
+    run.mkdir()
+    (run / "b.pickle").write_bytes(SAMPLE.read_bytes())
+    (run / "a.pickle").write_bytes(SAMPLE.read_bytes())
+    assert run_cli(["summary", str(run), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["file"], r["rank_from"]) for r in document["ranks"]] == [
+        (0, "a.pickle", "file order"),
+        (1, "b.pickle", "file order"),
+    ]
+    assert document["rank_note"] == "ranks numbered by file-name order (no file name gives a rank)"
+    assert run_cli(["summary", str(run)]) == 0
+    assert document["rank_note"] in capsys.readouterr().out
+    (run / "a.pickle").rename(run / "rank7.pickle")
+    assert run_cli(["summary", str(run), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert {r["file"]: r["rank_from"] for r in document["ranks"]} == {
+        "b.pickle": "file order",
+        "rank7.pickle": "file name",
+    }
+    assert document["rank_note"] == "ranks numbered by file-name order (1 of 2 file names give no rank)"
+
+
+def test_ranks_named_by_their_files_carry_no_numbering_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "oom"
+    run.mkdir()
+    for rank in (3, 1):
+        (run / f"rank{rank}.pickle").write_bytes(SAMPLE.read_bytes())
+    assert run_cli(["summary", str(run), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [r["rank"] for r in document["ranks"]] == [1, 3] and document["rank_note"] is None
+
+
+async def test_the_viewer_says_ranks_numbered_by_file_order_at_80x24(tmp_path: Path) -> None:
+    run = tmp_path / "oom"
+    run.mkdir()
+    for name in ("b.pickle", "a.pickle"):
+        (run / name).write_bytes(SAMPLE.read_bytes())
+    found = snapshot_directory(str(run))
+    assert found is not None
+    app = SnapshotJobApp(str(run), found)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SnapshotJobScreen), 60)
+        await pilot.pause()
+        assert "ranks numbered by file-name order (no file name gives a rank)" in screen_text(app)
+        await pilot.press("q")

@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ...frames import fmt_bytes
-from ...jobs.snapshot_job import job_verdict, rank_rows, ranks_frame
+from ...jobs.snapshot_job import job_verdict, numbering_note, rank_rows, ranks_frame
 from ...sanitize import clean
 from ..dialogs.loading import LoadingScreen
 from ..drill.screen import DrillScreen
@@ -39,10 +39,17 @@ def verdict_line(rows: list[dict[str, Any]]) -> str:
     by_rank = {r["rank"]: r for r in rows}
     first = verdict["first_oom_rank"]
     highest = verdict["highest_peak_rank"]
-    oom = (f"first OOM: rank {first} (asked {fmt_bytes(by_rank[first]['first_oom_requested_bytes'])}; each rank's "
-           "own clock)" if first is not None else "no rank recorded an OOM event")
-    peak = (f"highest peak: rank {highest}, {fmt_bytes(by_rank[highest]['peak_active_bytes'])}"
-            if highest is not None else "no rank has a peak")
+    oom = (
+        f"first OOM: rank {first} (asked {fmt_bytes(by_rank[first]['first_oom_requested_bytes'])}; each rank's "
+        "own clock)"
+        if first is not None
+        else "no rank recorded an OOM event"
+    )
+    peak = (
+        f"highest peak: rank {highest}, {fmt_bytes(by_rank[highest]['peak_active_bytes'])}"
+        if highest is not None
+        else "no rank has a peak"
+    )
     return f"{len(rows)} ranks · {oom} · {peak}"
 
 
@@ -57,7 +64,7 @@ class SnapshotJobScreen(Screen[None]):
     """The ranks of a snapshot directory: the verdict line and the ranks table."""
 
     DEFAULT_CSS = """
-    #job-title, #job-verdict { height: 1; }
+    #job-title, #job-verdict, #job-note { height: 1; }
     """
 
     def __init__(self, path: str, rows: list[dict[str, Any]]) -> None:
@@ -66,9 +73,21 @@ class SnapshotJobScreen(Screen[None]):
         self.rows = rows
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(clean(f"{os.path.basename(os.path.normpath(self.path))}/: memory snapshots, one per rank "
-                                "(Enter: open the rank)"), no_wrap=True, overflow="ellipsis"), id="job-title")
+        yield Static(
+            Text(
+                clean(
+                    f"{os.path.basename(os.path.normpath(self.path))}/: memory snapshots, one per rank "
+                    "(Enter: open the rank)"
+                ),
+                no_wrap=True,
+                overflow="ellipsis",
+            ),
+            id="job-title",
+        )
         yield Static(Text(clean(verdict_line(self.rows)), no_wrap=True, overflow="ellipsis"), id="job-verdict")
+        note = numbering_note(self.rows)
+        if note:
+            yield Static(Text(note, no_wrap=True, overflow="ellipsis"), id="job-note")
         yield FrameView(RANKS_VIEW, ranks_frame(self.rows), id="ranks")
         yield FilterBar()
         yield WholeFooter()
