@@ -44,15 +44,20 @@ class SnapshotComparison:
     def totals(self) -> list[dict[str, Any]]:
         """Each compared total: before, after and the change (the peak per device too)."""
         a, b = self.before.summary(0), self.after.summary(0)
-        rows = [{"figure": key, "before": a[key], "after": b[key], "delta": b[key] - a[key]} for key in COMPARED_TOTALS]
+        rows = [{"figure": key, "before": a[key], "after": b[key], "delta": _change(a[key], b[key])}
+                for key in COMPARED_TOTALS]
         peaks_a = {d["device"]: d["peak_active_bytes"] for d in a["devices"]}
         peaks_b = {d["device"]: d["peak_active_bytes"] for d in b["devices"]}
         for device in sorted({*peaks_a, *peaks_b}):
             before, after = peaks_a.get(device), peaks_b.get(device)
-            delta = None if before is None or after is None else after - before
             rows.append({"figure": f"device {device} peak_active_bytes", "before": before, "after": after,
-                         "delta": delta})
+                         "delta": _change(before, after)})
         return rows
+
+
+def _change(before: int | None, after: int | None) -> int | None:
+    """After less before; unknown where either side is."""
+    return None if before is None or after is None else after - before
 
 
 def _peak_sites(profile: SnapshotProfile) -> pl.DataFrame:

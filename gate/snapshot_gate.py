@@ -19,6 +19,7 @@ import polars as pl
 
 from ..analysis.diff.gate_rules import Rule, bad_rule, parse_threshold, split_rule
 from ..analysis.trace.name_rules import pattern_problem
+from ..errors import ProfviewError
 from ..profiles.snapshot_profile import SnapshotProfile
 
 SNAPSHOT_VIEWS = {
@@ -105,11 +106,22 @@ def _by_name(profile: SnapshotProfile, view: str, metric: str) -> dict[str, floa
     return {str(site): float(value) for site, value in frame.iter_rows()}
 
 
-def _totals(profile: SnapshotProfile) -> dict[str, float]:
+def _totals(profile: SnapshotProfile) -> dict[str, float | None]:
     figures = profile.summary(0)
-    out = {k: float(figures[k]) for k in SNAPSHOT_VIEWS["totals"] if k in figures}
+    out: dict[str, float | None] = {
+        k: None if figures[k] is None else float(figures[k]) for k in SNAPSHOT_VIEWS["totals"] if k in figures
+    }
     out["peak_active_bytes"] = float(max((d["peak_active_bytes"] for d in figures["devices"]), default=0))
     return out
+
+
+def _known_total(profile: SnapshotProfile, rule: Rule) -> float:
+    """The total a rule tests, or one line where the snapshot cannot give it (no rule on an unknown)."""
+    value = _totals(profile)[rule.metric]
+    if value is None:
+        problem = f"{rule.metric} is unknown in this snapshot (see its warnings): rule {rule.text!r}"
+        raise ProfviewError(profile.path, problem)
+    return value
 
 
 def evaluate_snapshot_rules(
@@ -119,7 +131,7 @@ def evaluate_snapshot_rules(
     findings = []
     for rule in rules:
         if rule.view == "totals":
-            a, b = _totals(before)[rule.metric], _totals(after)[rule.metric]
+            a, b = (_known_total(side, rule) for side in (before, after))
             findings.append(SnapshotFinding(rule, rule.metric, a, b, _past(rule, a, b)))
             continue
         sides = _by_name(before, rule.view, rule.metric), _by_name(after, rule.view, rule.metric)

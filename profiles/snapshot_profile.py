@@ -68,6 +68,11 @@ class SnapshotProfile:
         """The end-state totals (:func:`~profview.analysis.memory_snapshot.totals.totals`); reserved
         memory in no block is said as a warning."""
         figures = totals(self.frames.segments, self.frames.blocks)
+        if figures["live_blocks_without_requested_size"]:
+            self.warnings.append(
+                f"{figures['live_blocks_without_requested_size']:,} of {figures['live_blocks']:,} live blocks record "
+                "no requested_size: requested bytes and rounding (free internal) are unknown"
+            )
         if figures["untracked_bytes"]:
             self.warnings.append(
                 f"{figures['untracked_bytes']:,} bytes of the segments are in no block (reserved = allocated + "

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from ..profiles.snapshot_profile import SnapshotProfile
 
 
+
+def _known_bytes(value: int | None) -> str:
+    """Bytes, or ``unknown`` where the snapshot cannot give them (never a dash read as nothing)."""
+    return "unknown" if value is None else fmt_bytes(value)
+
 def print_snapshot_summary_json(profile: SnapshotProfile, top: int, stream: TextIO | None = None) -> None:
     """The summary as one JSON document."""
     (stream or sys.stdout).write(dump_json(profile.summary(top)))
@@ -46,8 +51,8 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
         f"reserved   {fmt_bytes(reserved):>11}  {figures['segments']:,} segments held from CUDA",
         f"allocated  {fmt_bytes(allocated):>11}  {figures['live_blocks']:,} live blocks, {_pct(allocated, reserved)} "
         f"of reserved (awaiting free {fmt_bytes(figures['active_awaiting_free_bytes'])})",
-        f"requested  {fmt_bytes(figures['requested_bytes']):>11}  rounding (free internal) "
-        f"{fmt_bytes(figures['free_internal_bytes'])}",
+        f"requested  {_known_bytes(figures['requested_bytes']):>11}  rounding (free internal) "
+        f"{_known_bytes(figures['free_internal_bytes'])}",
         f"free       {fmt_bytes(figures['free_external_bytes']):>11}  in free blocks, "
         f"{_pct(figures['free_external_bytes'], reserved)} of reserved (largest "
         f"{fmt_bytes(figures['largest_free_block_bytes'])})",

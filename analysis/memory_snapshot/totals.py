@@ -3,8 +3,11 @@
 - ``reserved_bytes``: Σ segment ``total_size``: what the caching allocator holds from CUDA.
 - ``allocated_bytes``: Σ ``size`` of the blocks not yet freed: ``active_allocated`` plus
   ``active_awaiting_free`` (state ``active_pending_free``: freed by Python, its stream's work not done).
-- ``requested_bytes``: Σ ``requested_size`` of those blocks (what the program asked for).
-- ``free_internal_bytes``: ``allocated_bytes - requested_bytes``: rounding inside live blocks.
+- ``requested_bytes``: Σ ``requested_size`` of those blocks (what the program asked for); None
+  (unknown) where a live block records no ``requested_size`` (a snapshot from a torch that did not
+  write it): its size is not what was asked.
+- ``free_internal_bytes``: ``allocated_bytes - requested_bytes``: rounding inside live blocks (None
+  where ``requested_bytes`` is).
 - ``free_external_bytes``: Σ ``size`` of the inactive blocks: gaps between live blocks, which a
   larger request cannot use unless one gap is large enough (fragmentation).
 
@@ -56,7 +59,8 @@ def _totals_of(segments: pl.DataFrame, blocks: pl.DataFrame) -> dict[str, Any]:
     active = live.filter(pl.col("state") == "active_allocated")
     inactive = blocks.filter(~pl.col("state").is_in(LIVE))
     allocated = _sum(live, "size")
-    requested = _sum(live, "requested")
+    unasked = live["requested_size"].null_count() if live.height else 0
+    requested = None if unasked else _sum(live, "requested")
     reserved = _sum(segments, "total_size")
     largest_free = int(inactive["size"].max() or 0) if inactive.height else 0  # type: ignore[arg-type]
     return {
@@ -68,7 +72,8 @@ def _totals_of(segments: pl.DataFrame, blocks: pl.DataFrame) -> dict[str, Any]:
         "active_allocated_bytes": _sum(active, "size"),
         "active_awaiting_free_bytes": _sum(pending, "size"),
         "requested_bytes": requested,
-        "free_internal_bytes": allocated - requested,
+        "free_internal_bytes": None if requested is None else allocated - requested,
+        "live_blocks_without_requested_size": unasked,
         "free_external_bytes": _sum(inactive, "size"),
         "largest_free_block_bytes": largest_free,
         "untracked_bytes": reserved - _sum(blocks, "size"),

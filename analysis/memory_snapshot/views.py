@@ -2,7 +2,8 @@
 device's peak (``peak``) and at each OOM (``ooms``); the annotations on the timeline.
 
 Every byte figure of ``sites`` is a block's ``size`` (what it takes in its segment: the sites sum
-to ``allocated_bytes``), with its ``requested_bytes`` beside it; ``peak`` and ``ooms`` are in the
+to ``allocated_bytes``), with its ``requested_bytes`` beside it (null where a block records no
+requested size); ``peak`` and ``ooms`` are in the
 events' unit, the requested size (they sum to the peak of :mod:`.replay`'s timeline).
 """
 
@@ -45,7 +46,7 @@ def sites_view(blocks: pl.DataFrame, sites: pl.DataFrame) -> pl.DataFrame:
     total = int(live["size"].sum())
     grouped = live.sort("size", "address", descending=[True, False]).group_by("site", maintain_order=True).agg(
         bytes=pl.col("size").sum(),
-        requested_bytes=pl.col("requested").sum(),
+        requested_bytes=pl.when(pl.col("requested_size").null_count() == 0).then(pl.col("requested").sum()),
         count=pl.len().cast(pl.Int64()),
         largest_bytes=pl.col("size").first(),
         devices=pl.col("device").unique().sort().cast(pl.String()).str.join(","),

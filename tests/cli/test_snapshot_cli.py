@@ -207,3 +207,31 @@ def test_the_json_gives_each_top_site_its_devices_as_numbers(capsys: pytest.Capt
         isinstance(site["devices"], list) and set(site["devices"]) <= set(devices) and site["devices"]
         for site in document["top_sites"]
     )
+
+
+def test_blocks_without_requested_size_leave_requested_and_rounding_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A snapshot whose live blocks record no ``requested_size`` (as older torch wrote them):
+    requested bytes and rounding are unknown in the text, the JSON, the sites view and the gate,
+    never the block size passed off as what was asked (rounding 0)."""
+    with open(SAMPLE, "rb") as fh:
+        snap = _PlainData(fh).load()
+    stripped = 0
+    for segment in snap["segments"]:
+        for block in segment["blocks"]:
+            stripped += block["state"] in ("active_allocated", "active_pending_free")
+            block.pop("requested_size", None)
+    old = tmp_path / "old.pickle"
+    old.write_bytes(pickle.dumps(snap, protocol=4))
+    document = json.loads(_summary(old, capsys, "--format", "json"))
+    assert document["requested_bytes"] is None and document["free_internal_bytes"] is None
+    assert document["allocated_bytes"] == json.loads(_summary(SAMPLE, capsys, "--format", "json"))["allocated_bytes"]
+    assert f"{stripped:,} of {stripped:,} live blocks record no requested_size" in " ".join(document["warnings"])
+    text = _summary(old, capsys)
+    assert re.search(r"requested\s+unknown\s+rounding \(free internal\) unknown", text)
+    sites = load_snapshot(old).view("sites")
+    assert sites["requested_bytes"].null_count() == sites.height
+    assert run_cli(["diff", str(SAMPLE), str(old), "--fail-if", "totals.requested_bytes > +5%"]) == 2
+    assert "requested_bytes is unknown in this snapshot" in capsys.readouterr().err
+    assert run_cli(["diff", str(SAMPLE), str(old), "--summary"]) == 0
