@@ -111,7 +111,8 @@ def _totals(profile: SnapshotProfile) -> dict[str, float | None]:
     out: dict[str, float | None] = {
         k: None if figures[k] is None else float(figures[k]) for k in SNAPSHOT_VIEWS["totals"] if k in figures
     }
-    out["peak_active_bytes"] = float(max((d["peak_active_bytes"] for d in figures["devices"]), default=0))
+    known = [d["peak_active_bytes"] for d in figures["devices"] if d["peak_active_bytes"] is not None]
+    out["peak_active_bytes"] = float(max(known)) if known else None  # no device recorded a peak: unknown
     return out
 
 

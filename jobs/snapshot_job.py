@@ -59,7 +59,11 @@ def rank_rows(paths: list[str]) -> list[dict[str, Any]]:
         profile = load_snapshot(path)
         figures = profile.summary(1)
         first_oom = min(figures["oom_events"], key=lambda o: (o["time_us"] is None, o["time_us"] or 0), default=None)
-        peak = max(figures["devices"], key=lambda d: d["peak_active_bytes"], default=None)
+        peak = max(
+            (d for d in figures["devices"] if d["peak_active_bytes"] is not None),
+            key=lambda d: d["peak_active_bytes"],
+            default=None,
+        )
         named = rank_from_name(path)
         rows.append(
             {

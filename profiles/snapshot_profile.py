@@ -127,15 +127,16 @@ class SnapshotProfile:
         devices = []
         for peak in replayed.peaks:
             own = device_totals(frames.segments, frames.blocks, peak.device)
+            recorded = peak.events > 0  # no event recorded: only the end state is known, not a peak
             devices.append({
                 "device": peak.device,
                 "events": peak.events,
-                "peak_active_bytes": peak.peak_active_bytes,
+                "peak_active_bytes": peak.peak_active_bytes if recorded else None,
                 "peak_time_us": peak.time_us,
                 "peak_event_index": peak.index,
                 "start_active_bytes": peak.start_active_bytes,
                 "end_active_bytes": peak.end_active_bytes,
-                "peak_reserved_bytes": peak.peak_reserved_bytes,
+                "peak_reserved_bytes": peak.peak_reserved_bytes if recorded else None,
                 "reserved_bytes": own["reserved_bytes"],
                 "allocated_bytes": own["allocated_bytes"],
             })

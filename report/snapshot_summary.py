@@ -63,6 +63,12 @@ def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -
     lines.extend(_verdict(figures))
     for device in figures["devices"]:
         lines.append("")
+        if device["peak_active_bytes"] is None:
+            lines.append(
+                f"device {device['device']}: no event recorded, so no peak; active at the snapshot "
+                f"{fmt_bytes(device['end_active_bytes'])}"
+            )
+            continue
         when = (
             "before the first recorded event"
             if device["peak_event_index"] < 0

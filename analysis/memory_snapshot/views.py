@@ -81,9 +81,12 @@ def live_by_site(live: LiveSet, sites: pl.DataFrame) -> pl.DataFrame:
 
 def peak_view(replayed: Replay, events: pl.DataFrame, blocks: pl.DataFrame, sites: pl.DataFrame) -> pl.DataFrame:
     """What was live at each device's peak, by site (:data:`PEAK_SCHEMA`): per device the bytes sum
-    to ``peak_active_bytes``; ``share_pct`` of the peak."""
+    to ``peak_active_bytes``; ``share_pct`` of the peak.  A device with no recorded event has no
+    peak (only its end state is known), so no rows."""
     parts = []
     for peak in replayed.peaks:
+        if not peak.events:
+            continue
         live = live_after(events, blocks, peak.device, [peak.index])[peak.index]
         by_site = live_by_site(live, sites)
         parts.append(

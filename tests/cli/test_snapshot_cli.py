@@ -235,3 +235,31 @@ def test_blocks_without_requested_size_leave_requested_and_rounding_unknown(
     assert run_cli(["diff", str(SAMPLE), str(old), "--fail-if", "totals.requested_bytes > +5%"]) == 2
     assert "requested_bytes is unknown in this snapshot" in capsys.readouterr().err
     assert run_cli(["diff", str(SAMPLE), str(old), "--summary"]) == 0
+
+
+@pytest.mark.parametrize("traces", ["none", "empty"])
+def test_a_device_with_no_recorded_event_has_no_peak(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], traces: str
+) -> None:
+    """No ``device_traces`` (history not recorded) or an empty one: only the end state is known, so
+    the peak is unknown in the JSON, the text, the peak view, the job row and the gate, never the
+    end state's active bytes passed off as a peak."""
+    with open(SAMPLE, "rb") as fh:
+        snap = _PlainData(fh).load()
+    if traces == "none":
+        del snap["device_traces"]
+    else:
+        snap["device_traces"] = [[]]
+    path = tmp_path / "rank0.pickle"
+    path.write_bytes(pickle.dumps(snap, protocol=4))
+    document = json.loads(_summary(path, capsys, "--format", "json"))
+    assert [(d["events"], d["peak_active_bytes"], d["peak_time_us"]) for d in document["devices"]] == [(0, None, None)]
+    assert document["top_sites_at_peak"] == []
+    text = _summary(path, capsys)
+    assert "device 0: no event recorded, so no peak" in text and "peak active" not in text
+    assert load_snapshot(path).view("peak").is_empty()
+    assert run_cli(["summary", str(tmp_path), "--format", "json"]) == 0
+    job = json.loads(capsys.readouterr().out)
+    assert job["ranks"][0]["peak_active_bytes"] is None and job["highest_peak_rank"] is None
+    assert run_cli(["diff", str(SAMPLE), str(path), "--fail-if", "totals.peak_active_bytes > +5%"]) == 2
+    assert "peak_active_bytes is unknown in this snapshot" in capsys.readouterr().err

@@ -44,6 +44,11 @@ def site_first(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select("site", pl.exclude("site"))
 
 
+
+def _peak_text(peak: int | None) -> str:
+    """A device's peak, or why there is none (no event recorded: only the end state is known)."""
+    return "unknown (no event recorded)" if peak is None else fmt_bytes(peak)
+
 class SnapshotScreen(Screen[None]):
     """A memory snapshot's views, by keyboard (1-6 or Tab: the tabs)."""
 
@@ -98,7 +103,7 @@ class SnapshotScreen(Screen[None]):
         for device in profile.summary(0)["devices"]:
             lines.append(
                 f"device {device['device']}: active memory (requested bytes) over its {device['events']:,} "
-                f"recorded events; peak {fmt_bytes(device['peak_active_bytes'])}"
+                f"recorded events; peak {_peak_text(device['peak_active_bytes'])}"
             )
             lines.extend(chart_lines(timeline, annotations, device["device"], self._width() - 2))
             lines.append("")
@@ -120,7 +125,7 @@ class SnapshotScreen(Screen[None]):
         tabs.append(f"  {clean(Path(self.profile.path).name)}", style="dim")
         self.query_one("#tabs", Static).update(tabs)
         figures = self.profile.summary(0)
-        peaks = ", ".join(f"dev {d['device']} peak {fmt_bytes(d['peak_active_bytes'])}" for d in figures["devices"])
+        peaks = ", ".join(f"dev {d['device']} peak {_peak_text(d['peak_active_bytes'])}" for d in figures["devices"])
         line = (
             f"reserved {fmt_bytes(figures['reserved_bytes'])} · allocated {fmt_bytes(figures['allocated_bytes'])} · "
             f"{peaks} · {figures['ooms']} OOM"
