@@ -137,12 +137,12 @@ typedef struct {
 enum {
     F_ACTION = 1, F_ADDR, F_SIZE, F_STREAM, F_TIME_US, F_DEVICE_FREE, F_FRAMES, F_COMPILE_CONTEXT,
     F_USER_METADATA, F_ADDRESS, F_REQUESTED_SIZE, F_STATE, F_NAME, F_FILENAME, F_LINE, F_BLOCKS,
-    F_SEGMENTS, F_DEVICE_TRACES, F_OTHER
+    F_SEGMENTS, F_DEVICE_TRACES, F_HISTORY, F_OTHER
 };
 static const char *FIELD_NAMES[] = {
     NULL, "action", "addr", "size", "stream", "time_us", "device_free", "frames", "compile_context",
     "user_metadata", "address", "requested_size", "state", "name", "filename", "line", "blocks",
-    "segments", "device_traces",
+    "segments", "device_traces", "history",
 };
 
 #define FALLBACK(vm, ...) (snprintf((vm)->why, sizeof((vm)->why), __VA_ARGS__), -1)
@@ -689,6 +689,8 @@ static int setitem(VM *vm, Value *dict, Value *key, Value *value) {
         case F_SIZE: rc = set_int(vm, bl, 1, row, value, "size"); break;
         case F_REQUESTED_SIZE: rc = set_int(vm, bl, 2, row, value, "requested_size"); break;
         case F_STATE: rc = set_text(vm, bl, 0, row, value, "state"); break;
+        /* the layout before blocks had frames: the allocation's stack and size are in its history */
+        case F_HISTORY: rc = FALLBACK(vm, "a block's history (the older layout)"); break;
         case F_FRAMES:
             stack = stack_of(vm, value, &failed);
             if (failed) rc = -1;

@@ -267,6 +267,21 @@ NO_TRACES = (
 )
 
 
+def _allocation(block: dict[str, Any], where: str) -> tuple[Any, Any]:
+    """A block's allocation stack and requested size.  A block without ``frames`` may be of the
+    older layout, whose ``history`` lists the allocations made in it, the first one live
+    (``frames`` and ``real_size``), as torch's own ``_memory_viz`` reads it."""
+    if "frames" in block or "history" not in block:
+        return block.get("frames"), block.get("requested_size")
+    history = block["history"]
+    if not isinstance(history, list):
+        raise ProfviewError(None, f"{where}: 'history' is a {type(history).__name__}, not a list")
+    if not history:
+        return None, block.get("requested_size")
+    first = _dict(history[0], f"{where}.history[0]")
+    return first.get("frames"), first.get("real_size", block.get("requested_size"))
+
+
 def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
     """The frames of a loaded snapshot (a dict :func:`is_snapshot` accepted); a malformed entry is
     a :class:`ProfviewError` naming it (its path is set by the caller)."""
@@ -290,7 +305,8 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
             written = _int(block.get("address"), bwhere, "address")
             at = written if written is not None else _int(address, bwhere, "address (the block before's end)")
             state = _text(block.get("state"))
-            requested = _int(block.get("requested_size"), bwhere, "requested_size")
+            frames, asked = _allocation(block, bwhere)
+            requested = _int(asked, bwhere, "requested_size")
             blocks["segment"].append(number)
             blocks["device"].append(device)
             blocks["address"].append(at)
@@ -298,7 +314,7 @@ def snapshot_frames(snapshot: dict[str, Any]) -> SnapshotFrames:
             blocks["size"].append(size)
             blocks["requested_size"].append(requested)
             blocks["state"].append(state)
-            blocks["stack"].append(stacks.number(block.get("frames"), bwhere))
+            blocks["stack"].append(stacks.number(frames, bwhere))
             if at is not None and size is not None:
                 address = at + size
     parts: list[pl.DataFrame] = []

@@ -356,3 +356,38 @@ def test_sizes_whose_sums_pass_64_bits_are_refused(tmp_path: Path, capsys: pytes
     err = captured.err.strip().splitlines()
     assert code == 2 and len(err) == 1 and str(path) in err[0] and "64-bit" in err[0], (code, err)
     assert captured.out == ""
+
+
+@pytest.mark.parametrize("pure", ["1", "0"])
+def test_the_older_block_layout_reads_its_allocation_from_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: str
+) -> None:
+    """Blocks without ``frames`` whose ``history`` lists their allocations (the layout before
+    blocks had frames and ``requested_size``): the first entry's ``real_size`` and ``frames`` are
+    the block's requested size and stack, on both readers, as torch's ``_memory_viz`` reads them."""
+    monkeypatch.setenv("PROFVIEW_PURE_PYTHON", pure)
+    frames = [{"filename": "train.py", "line": 12, "name": "forward"}]
+    old = [{"filename": "old.py", "line": 3, "name": "earlier"}]
+    blocks = [
+        {"size": 4 << 20, "state": "active_allocated",
+         "history": [{"addr": 1 << 40, "real_size": (4 << 20) - 5, "frames": frames},
+                     {"addr": 1 << 40, "real_size": 1, "frames": old}]},
+        {"size": 2 << 20, "state": "active_allocated", "history": []},
+        {"size": 2 << 20, "state": "inactive"},
+    ]
+    segment = {"device": 0, "address": 1 << 40, "total_size": 8 << 20, "stream": 0, "segment_type": "large",
+               "allocated_size": 6 << 20, "active_size": 6 << 20, "blocks": blocks}
+    path = tmp_path / "older.pickle"
+    path.write_bytes(pickle.dumps({"segments": [segment]}, protocol=2))
+    from profview.profiles.snapshot_profile import load_snapshot
+
+    profile = load_snapshot(path)
+    got = profile.frames.blocks.select("size", "requested_size", "state").rows()
+    assert got == [(4 << 20, (4 << 20) - 5, "active_allocated"), (2 << 20, None, "active_allocated"),
+                   (2 << 20, None, "inactive")]
+    assert profile.stack_text(profile.frames.blocks["stack"][0]) == ["train.py:12 forward"]
+    assert profile.frames.blocks["stack"][1] is None
+    summary = profile.summary(5)
+    assert summary["requested_bytes"] is None  # the second live block's history is empty: not known
+    assert summary["allocated_bytes"] == 6 << 20
+    assert summary["top_sites"][0]["site"] == "train.py:12 forward"
