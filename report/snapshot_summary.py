@@ -41,10 +41,11 @@ def _room(wide: bool) -> int | None:
     return None if wide else max(80, shutil.get_terminal_size((100, 24)).columns)
 
 
-def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False) -> list[str]:
-    """The text summary, line by line (sanitised: sites and paths come from the file)."""
+def summary_lines(profile: SnapshotProfile, top: int = 10, wide: bool = False, width: int | None = None) -> list[str]:
+    """The text summary, line by line (sanitised: sites and paths come from the file), folded to
+    ``width`` columns where given (a pane's), else to the terminal's (``wide``: not folded)."""
     figures = profile.summary(top)
-    room = _room(wide)
+    room = width if width is not None else _room(wide)
     reserved, allocated = figures["reserved_bytes"], figures["allocated_bytes"]
     lines = [
         f"{clean(profile.path)}: {figures['format']}",

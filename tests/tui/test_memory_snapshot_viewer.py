@@ -114,3 +114,37 @@ async def test_a_refused_pickle_ends_with_one_line(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.error is not None, 20)
     assert app.error is not None and "refused: pickle opcode GLOBAL" in app.error
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 30)])
+async def test_the_summary_is_folded_to_its_pane_not_wrapped_by_it(size: tuple[int, int]) -> None:
+    """The summary's lines fit the pane beside its scroll bar, so a long line folds at a space
+    with an indent and a table's rule stays whole (they were folded to the terminal's width, and
+    the pane wrapped the last columns onto a line of their own)."""
+    from textual.widgets import Static
+
+    app = SnapshotApp(str(SAMPLE))
+    async with app.run_test(size=size) as pilot:
+        screen = await _opened(pilot, app)
+        summary = screen.query_one("#summary-text", Static)
+        lines = str(summary.render()).splitlines()
+        assert len(lines) > 10
+        assert all(len(line) <= summary.size.width for line in lines), max(len(line) for line in lines)
+
+
+async def test_a_snapshot_without_history_says_why_its_peak_tab_is_empty(tmp_path: Path) -> None:
+    with open(SAMPLE, "rb") as fh:
+        snap = _PlainData(fh).load()
+    del snap["device_traces"]
+    path = tmp_path / "no_history.pickle"
+    path.write_bytes(pickle.dumps(snap, protocol=4))
+    app = SnapshotApp(str(path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(pilot, app)
+        assert "peak unknown (no event recorded)" in screen_text(app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert "0 rows · no peak: no allocator event was recorded" in screen_text(app)
+        await pilot.press("5")
+        await pilot.pause()
+        assert "0 rows · no OOM event in the recorded events" in screen_text(app)

@@ -72,10 +72,15 @@ class SnapshotScreen(Screen[None]):
             with VerticalScroll(id="summary"):
                 yield Static(id="summary-text")
             yield FrameView(TABLE_TABS["sites"], site_first(self.profile.view("sites")), id="sites")
-            yield FrameView(TABLE_TABS["peak"], site_first(self.profile.view("peak")), id="peak")
+            yield FrameView(
+                TABLE_TABS["peak"], site_first(self.profile.view("peak")), id="peak", empty_note=self._no_peak()
+            )
             with VerticalScroll(id="timeline"):
                 yield Static(id="timeline-text")
-            yield FrameView(TABLE_TABS["ooms"], site_first(self.profile.view("ooms")), id="ooms")
+            yield FrameView(
+                TABLE_TABS["ooms"], site_first(self.profile.view("ooms")), id="ooms",
+                empty_note="no OOM event in the recorded events",
+            )
             yield FrameView(TABLE_TABS["segments"], self.profile.view("segments"), id="segments")
         yield FilterBar()
         yield WholeFooter()
@@ -87,13 +92,21 @@ class SnapshotScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.update_header()
+        self.query_one("#summary-text", Static).update(Text("\n".join(self._summary_lines())))
         self.query_one("#timeline-text", Static).update(Text("\n".join(self._timeline_lines())))
+
+    def _no_peak(self) -> str | None:
+        """Why the peak view is empty: no device recorded an event, so none has a peak."""
+        devices = self.profile.summary(0)["devices"]
+        if devices and all(d["peak_active_bytes"] is None for d in devices):
+            return "no peak: no allocator event was recorded (only the end state is known)"
+        return None
 
     def _width(self) -> int:
         return self.app.size.width if self.is_attached else 80
 
     def _summary_lines(self) -> list[str]:
-        return summary_lines(self.profile, top=5, wide=False)
+        return summary_lines(self.profile, top=5, width=max(self._width() - 2, 40))  # the pane's scroll bar
 
     def _timeline_lines(self) -> list[str]:
         profile = self.profile

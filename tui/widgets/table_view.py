@@ -242,10 +242,13 @@ class FrameView(Vertical):
         id: str | None = None,
         deferred: bool = False,
         source: Callable[[], pl.DataFrame] | None = None,
+        empty_note: str | None = None,
     ) -> None:
-        """``deferred``: the table is built when first focused (a pane not on screen yet, issue 32),
-        from ``source()`` where given (the frame is then computed only if the pane is shown)."""
+        """``deferred``: the table is built when first focused (a pane not on screen yet),
+        from ``source()`` where given (the frame is then computed only if the pane is shown);
+        ``empty_note``: why the view has no row, said on its status line when it has none."""
         super().__init__(id=id)
+        self.empty_note = empty_note
         self._deferred = deferred
         self._source = source if deferred else None
         self.view = view
@@ -564,6 +567,8 @@ class FrameView(Vertical):
             text.append_text(self.filtered_time())
         else:
             text = Text(plural(self.displayed.height, "row"), style="bold")
+            if not self.base.height and self.empty_note:
+                text.append(f" · {self.empty_note}")
         own = frame_sort(self.view, self.base)
         label = f"{self.sort} {'↑' if self.ascending else '↓'}" if self.sort else own.label() if own else None
         if label:
