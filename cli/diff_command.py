@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -24,6 +24,9 @@ from .options import (
 )
 from .output import stdout_closed
 
+if TYPE_CHECKING:
+    from .job_diff import JobDiffOptions
+
 
 def _is_snapshot(path: str) -> bool:
     from ..parsers.snapshot.reader import looks_like_snapshot
@@ -41,6 +44,21 @@ def _refuse_ignored_by_gate(given: dict[str, bool]) -> None:
             f"{', '.join(ignored)}: not an option of the gate (--fail-if/--gate), which would ignore {which}: "
             f"leave {which} out",
         )
+
+
+def _diff_processes(before: str, after: str, options: JobDiffOptions, given: dict[str, bool]) -> None:
+    """``diff --as-job A.sqlite B.sqlite``: each export a job of its processes, the two compared as
+    two jobs are (:func:`profview.cli.job_diff.diff_jobs`); what two such jobs do not take, one line."""
+    refused = [option for option, used in given.items() if used]
+    if refused:
+        raise ProfviewError(None, f"{', '.join(refused)}: not with --as-job (two exports compared as jobs: "
+                            "--summary, --view ranks|stragglers|kernels -o OUT, or the viewer)")
+    from .job_diff import diff_jobs
+
+    try:
+        diff_jobs(before, after, options)
+    except BrokenPipeError:
+        raise stdout_closed() from None
 
 
 def diff(
@@ -134,10 +152,27 @@ def diff(
         bool, typer.Option("--strict", help="Gate: an interval straddling a threshold is inconclusive.")
     ] = False,
     capture: CaptureOption = None,
+    as_job: Annotated[
+        bool,
+        typer.Option(
+            "--as-job",
+            help="BEFORE and AFTER each one Nsight Systems export: its processes that launched GPU work as the "
+            "ranks of a job (numbered by pid), the two jobs compared as two directories of rank traces are.",
+        ),
+    ] = False,
 ) -> None:
     """Compare two profiles: the viewer in compare mode, --summary, or --view V -o OUT; with
     --fail-if or --gate, a CI gate (exit 0 pass, 1 regression, 2 usage error, 3 not comparable or not enough
     evidence with --inconclusive fail, 4 internal error)."""
+    if as_job:
+        from .job_diff import JobDiffOptions
+
+        _diff_processes(before, after, JobDiffOptions(
+            out, view, summary_, match, tolerance, filter_, sort, asc, top, force, raw_formulas, no_cache,
+            comm_pattern, workers, as_job=True, step_range=step_range,
+        ), given={"--fail-if": bool(fail_if), "--gate": gate_file is not None, "--capture": bool(capture),
+                  "--per-step": per_step, "--step": step is not None})
+        return
     if fail_if or gate_file is not None:
         _refuse_ignored_by_gate(
             {

@@ -31,6 +31,9 @@ class JobDiffOptions:
     no_cache: bool
     comm_pattern: str | None
     workers: int | None
+    #: ``--as-job``: each side one Nsight Systems export, a job of its processes (read with ``step_range``).
+    as_job: bool = False
+    step_range: str | None = None
 
 
 def check_job_options(per_step: bool, step: int | None) -> None:
@@ -62,7 +65,8 @@ def diff_jobs(before: str, after: str, options: JobDiffOptions) -> None:
     try:
         comparison = load_job_comparison(
             before, after, use_cache=not options.no_cache, comm_pattern=options.comm_pattern, match=options.match,
-            tolerance_pct=options.tolerance, workers=options.workers, progress=progress,
+            tolerance_pct=options.tolerance, workers=options.workers, progress=progress, as_job=options.as_job,
+            step_range=options.step_range,
         )
     finally:
         progress.finish()
@@ -110,7 +114,8 @@ def _viewer(before: str, after: str, options: JobDiffOptions) -> int:
     def opener(progress):  # type: ignore[no-untyped-def]
         return load_job_comparison(
             before, after, use_cache=not options.no_cache, comm_pattern=options.comm_pattern, match=options.match,
-            tolerance_pct=options.tolerance, workers=options.workers, progress=progress,
+            tolerance_pct=options.tolerance, workers=options.workers, progress=progress, as_job=options.as_job,
+            step_range=options.step_range,
         )
 
     return run_job_compare(opener, f"{before} vs {after}")

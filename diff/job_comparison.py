@@ -170,22 +170,43 @@ def load_job_comparison(
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     workers: int | None = None,
     progress: Progress | None = None,
+    as_job: bool = False,
+    step_range: str | None = None,
 ) -> JobComparison:
-    """Open the jobs BEFORE and AFTER (one after the other, each across worker processes).
+    """Open the jobs BEFORE and AFTER (one after the other, each across worker processes); with
+    ``as_job``, each one Nsight Systems export whose processes are its ranks
+    (:func:`profview.jobs.process_job.open_process_job`, read with ``step_range``): the ranks are
+    then compared by number, rank *i* being each side's *i*-th process by pid.
 
-    Raises :class:`ProfviewError` (one line) when either is no job (see :func:`diff_kind`).
+    Raises :class:`ProfviewError` (one line) when either is no job (see :func:`diff_kind`), or,
+    with ``as_job``, no export of several processes.
     """
     from ..jobs.job import open_job
+    from ..jobs.process_job import open_process_job
 
-    if diff_kind(before, after) != "jobs":
+    if as_job:
+        if workers is not None:
+            raise ProfviewError(None, "--workers: the processes of one export are read here, one by one; "
+                                "not with --as-job")
+    elif step_range is not None:
+        raise ProfviewError(None, "--step-range: one Nsight Systems export's option, not a job's (--as-job takes it)")
+    elif diff_kind(before, after) != "jobs":
         raise ProfviewError(None, f"{before} and {after} are no jobs: compare two traces with load_comparison")
     if match not in MATCH_MODES:
         raise ProfviewError(None, f"--match must be one of {', '.join(MATCH_MODES)}, not {match!r}")
     if not 0 <= tolerance_pct < float("inf"):  # 1e400 is read as inf: no change would ever count
         raise ProfviewError(None, f"--tolerance must be a finite number, 0 or more, not {tolerance_pct}")
-    first = open_job(before, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
+
+    def opened(side: str) -> Job:
+        if as_job:
+            return open_process_job(
+                side, comm_pattern=comm_pattern, step_range=step_range, use_cache=use_cache, progress=progress
+            )
+        return open_job(side, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
+
+    first = opened(before)
     try:
-        second = open_job(after, workers=workers, comm_pattern=comm_pattern, use_cache=use_cache, progress=progress)
+        second = opened(after)
     except BaseException:
         first.close()
         raise

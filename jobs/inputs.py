@@ -1,10 +1,16 @@
 """Which files make a distributed job: the rank traces named by a directory, a glob, several
 paths or an archive (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``), and each one's rank.
 
+A rank's file is a Kineto trace, an rocprofv3 JSON document or an Nsight Systems SQLite export
+(``.sqlite``, one per rank: a directory of them is found like a directory of traces; a raw
+``.nsys-rep`` found there is skipped with a note saying how to convert it).
+
 A rank is read from the trace's ``distributedInfo`` (``rank``, ``world_size``) when the worker
 parses it; until then, and for traces without it, from a number in the file name (``rank-3``,
-``rank3``, ``worker3``).  :func:`check_ranks` turns the ranks found into one-line errors (two
-traces of one rank, traces of jobs of different sizes) or a note of the ranks missing.
+``rank3``, ``worker3``).  A file with neither (an export names no rank of its own) takes a rank by
+its place in file-name order, and the job says so (:func:`profview.jobs.job.place_ranks`).
+:func:`check_ranks` turns the ranks found into one-line errors (two traces of one rank, traces of
+jobs of different sizes) or a note of the ranks missing.
 """
 
 from __future__ import annotations
@@ -22,17 +28,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ProfviewError
-from .archives import ARCHIVE_NAME, TRACE_NAME, extract, make_temp_dir
+from ..parsers.rocprof.sniff import TOOL_KEY
+from .archives import ARCHIVE_NAME, extract, make_temp_dir
 
 #: A rank in a file name: ``rank-3``, ``rank_3``, ``rank3``, ``worker3``.
 RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 GLOB_CHARS = re.compile(r"[*?\[]")
+#: The files a job's directory is searched for: traces (and rocprofv3 documents), Nsight Systems
+#: SQLite exports, and raw Nsight Systems reports (skipped with a note: only ``nsys`` reads them).
+JOB_FILE_NAME = re.compile(r"\.(json(\.gz)?|sqlite|nsys-rep)$", re.IGNORECASE)
+REPORT_NAME = re.compile(r"\.nsys-rep$", re.IGNORECASE)
 #: Ranks (and world sizes) at or above this are refused as implausible: no job has a million
 #: ranks, and a forged ``rank1000000000.json`` must not make profview count to it.
 MAX_RANKS = 1 << 20
 #: How much of a file found in a job's folder is read to tell a trace from other JSON.
 SNIFF_BYTES = 64 << 10
-_TRACE_KEYS = (b'"traceEvents"', b'"ph"', b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
+_TRACE_KEYS = (b'"traceEvents"', b'"ph"', b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"',
+               f'"{TOOL_KEY}"'.encode())
 
 
 @dataclass
@@ -121,7 +133,8 @@ def list_inputs(args: Sequence[str]) -> Listing:
         if os.path.isdir(arg):
             found = traces_below(arg)
             if not found:
-                raise ProfviewError(arg, "no trace files (*.json, *.json.gz) in this directory")
+                raise ProfviewError(arg, "no trace files (*.json, *.json.gz) nor Nsight Systems exports (*.sqlite) "
+                                    "in this directory")
             listing.found.append((arg, found))
         elif ARCHIVE_NAME.search(arg) and os.path.isfile(arg):
             listing.archives.append(arg)
@@ -140,7 +153,8 @@ def list_inputs(args: Sequence[str]) -> Listing:
 
 
 def traces_below(folder: str) -> list[str]:
-    """The trace files (by name) under ``folder`` and its subfolders, as ``Path(folder).rglob("*")``
+    """The trace files and Nsight Systems exports and reports (by name, :data:`JOB_FILE_NAME`) under
+    ``folder`` and its subfolders, as ``Path(folder).rglob("*")``
     lists them sorted (hidden ones included, symlinked folders not entered, symlinks to files
     kept): one ``scandir`` per folder and no path object per file, so a folder of 10,000 ranks is
     listed in a few milliseconds."""
@@ -160,7 +174,7 @@ def traces_below(folder: str) -> list[str]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(here)
-                elif TRACE_NAME.search(entry.name) and entry.is_file():
+                elif JOB_FILE_NAME.search(entry.name) and entry.is_file():
                     found.append((here, prefix + os.sep.join(here)))
             except OSError:
                 continue
@@ -189,7 +203,9 @@ def find_inputs(args: Sequence[str] | Listing) -> JobInputs:
             inputs.unreadable += got.unreadable
             inputs.notes += got.notes
         if not inputs.paths and not inputs.unreadable:
-            raise ProfviewError(listing.source, "no trace files among these files")
+            reports = [note for note in inputs.notes if "raw Nsight Systems report" in note]
+            raise ProfviewError(listing.source, f"no trace files among these files ({reports[0]})" if reports
+                                else "no trace files among these files")
     except BaseException:
         inputs.cleanup()
         raise
@@ -215,15 +231,28 @@ def _kind(path: str) -> str:
 
 
 def _traces_only(paths: list[str], notes: list[str], where: str) -> list[str]:
-    """``paths`` without the files that are not traces (each skipped with a note)."""
+    """``paths`` without the files that are not traces and the raw Nsight Systems reports (each
+    kind skipped with a note; a report's says how to convert it)."""
     kept: list[str] = []
     skipped: list[str] = []
+    reports: list[str] = []
     for path in paths:
-        (kept if looks_like_trace(path) else skipped).append(path)
+        if REPORT_NAME.search(path):
+            reports.append(path)
+        else:
+            (kept if looks_like_trace(path) else skipped).append(path)
     if skipped:
-        names = ", ".join(os.path.basename(p) for p in skipped[:5]) + (" …" if len(skipped) > 5 else "")
-        notes.append(f"skipped {len(skipped)} file(s) in {where} that are not traces: {names}")
+        notes.append(f"skipped {len(skipped)} file(s) in {where} that are not traces: {_listed(skipped)}")
+    if reports:
+        notes.append(
+            f"skipped {len(reports)} raw Nsight Systems report(s) (.nsys-rep) in {where}, which only nsys reads: "
+            f"{_listed(reports)}; convert each with `nsys export --type sqlite -o NAME.sqlite NAME.nsys-rep`"
+        )
     return kept
+
+
+def _listed(paths: list[str]) -> str:
+    return ", ".join(os.path.basename(p) for p in paths[:5]) + (" …" if len(paths) > 5 else "")
 
 
 def looks_like_trace(path: str) -> bool:

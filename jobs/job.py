@@ -483,7 +483,9 @@ def _open_job(
             raise ProfviewError(name, f"{problem}{more}" + ("; --strict stops at an unreadable rank" if strict else ""))
         found = [(s.path, s.rank if s.rank is not None else rank_from_name(s.path), s.world_size) for s in summaries]
         unreadable = [rank for name, _problem in failures if (rank := rank_from_name(name)) is not None]
+        found, unreadable, placed = place_ranks(found, unreadable, [name for name, _problem in failures])
         ranks, world, notes = check_ranks(found, unreadable)
+        notes += placed_note(found, ranks, placed)
     except BaseException:
         inputs.cleanup()
         raise
@@ -494,7 +496,7 @@ def _open_job(
         summaries=[summaries[i] for i in order],
         world_size=world,
         inputs=inputs,
-        notes=notes + _failure_notes(failures) + inputs.notes + run_notes,
+        notes=notes + _failure_notes(failures, placed) + inputs.notes + run_notes,
         comm_pattern=comm_pattern,
         failures=failures,
         workers=workers,
@@ -509,6 +511,51 @@ def _open_job(
         views = _computed_views(job)
         job_store.save(job_key, [_saved_info(s) for s in summaries], held(), keys, failures, inputs.notes, views)
     return job
+
+
+def place_ranks(
+    found: list[tuple[str, int | None, int | None]], unreadable: list[int], failed: list[str]
+) -> tuple[list[tuple[str, int | None, int | None]], list[int], dict[str, str]]:
+    """Where no file names a rank (in its name or its contents: Nsight Systems exports and rocprofv3
+    documents never do), rank *i* is the *i*-th file by name, the unreadable ones counted in their
+    places, so that a file left out leaves its rank missing instead of moving the ranks after it.
+    Returns ``found`` and ``unreadable`` with those ranks given, and the files so numbered, in rank
+    order (path: ``""``, or ``" (unreadable)"``).  Unchanged, with no file, when a readable file
+    names a rank or a world size (``distributedInfo``, a name) or an unreadable one's name does:
+    then :func:`~profview.jobs.inputs.check_ranks` gives the files without one the ranks left."""
+    if not found or any(rank is not None or size is not None for _path, rank, size in found):
+        return found, unreadable, {}
+    if any(rank_from_name(name) is not None for name in failed):
+        return found, unreadable, {}
+    files = sorted([(os.path.basename(p), 0, p) for p, _r, _s in found] + [(os.path.basename(n), 1, n) for n in failed])
+    position = {(p, bad): place for place, (_base, bad, p) in enumerate(files)}
+    given: list[tuple[str, int | None, int | None]] = [(path, position[(path, 0)], None) for path, _r, _s in found]
+    return given, unreadable + [position[(name, 1)] for name in failed], {
+        path: " (unreadable)" if bad else "" for _base, bad, path in files
+    }
+
+
+#: Files named one by one in the note that says how ranks were numbered, at most.
+SHOWN_PLACED = 10
+
+
+def placed_note(
+    found: Sequence[tuple[str, int | None, int | None]], ranks: list[int], placed: dict[str, str]
+) -> list[str]:
+    """The note that says which ranks were numbered by file-name order (no rank in the file's name or
+    contents), and which file each is: ``ranks numbered by file name (…): rank 0 = a.sqlite, …``;
+    none when every rank was named."""
+    if placed:
+        pairs = [(place, f"{os.path.basename(path)}{why}") for place, (path, why) in enumerate(placed.items())]
+    else:
+        pairs = [(rank, os.path.basename(path)) for (path, named, _size), rank in zip(found, ranks, strict=True)
+                 if named is None]
+    if not pairs:
+        return []
+    pairs.sort()
+    shown = ", ".join(f"rank {rank} = {name}" for rank, name in pairs[:SHOWN_PLACED])
+    more = f", … ({len(pairs) - SHOWN_PLACED} more)" if len(pairs) > SHOWN_PLACED else ""
+    return [f"ranks numbered by file name order (no rank in the files' names or contents): {shown}{more}"]
 
 
 def _computed_views(job: Job) -> dict[str, object] | None:
@@ -535,10 +582,12 @@ def _restore_views(job: Job, doc: dict) -> None:
 SHOWN_FAILURES = 10
 
 
-def _failure_notes(failures: list[tuple[str, str]]) -> list[str]:
+def _failure_notes(failures: list[tuple[str, str]], placed: dict[str, str]) -> list[str]:
+    """One note per unreadable trace (its rank, where its name or its place says it: :func:`place_ranks`)."""
+    places = {path: place for place, path in enumerate(placed)}
     notes = []
     for name, problem in failures[:SHOWN_FAILURES]:
-        rank = rank_from_name(name)
+        rank = rank_from_name(name) if name not in places else places[name]
         who = f"rank {rank}" if rank is not None else os.path.basename(name)
         notes.append(f"{who} unreadable: {os.path.basename(name)}: {problem}")
     if len(failures) > SHOWN_FAILURES:

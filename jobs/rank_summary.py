@@ -13,6 +13,7 @@ job reads summaries only.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -148,12 +149,29 @@ def summarise_rank(path: str, comm_pattern: str | None = None, use_cache: bool =
     info = info if isinstance(info, dict) else {}
     summary = summarise_profile(profile, path, _int(info.get("rank")), _int(info.get("world_size")) or None)
     summary.backend = info.get("backend") if isinstance(info.get("backend"), str) else None
+    summary.warnings += several_processes(profile.metadata, path)
     if use_cache:
         saved: dict[str, object] = {"rank": summary.rank, "world_size": summary.world_size, "backend": summary.backend}
         saved |= {"warnings": summary.warnings, "facts": summary.facts}
         frames = {"steps": summary.steps, "kernels": summary.kernels, "calls": summary.calls}
         rank_store.save(path, profile.settings, frames, saved)
     return summary
+
+
+def several_processes(metadata: dict[str, Any], path: str) -> list[str]:
+    """For an Nsight Systems export read as one rank that holds several processes that launched
+    kernels, the warning that says so: the rank sums them (``--as-job`` makes each a rank)."""
+    nsys = metadata.get("nsys")
+    processes = nsys.get("processes") if isinstance(nsys, dict) else None
+    if not isinstance(processes, list):
+        return []
+    pids = [p.get("pid") for p in processes if isinstance(p, dict) and (p.get("kernels") or 0) > 0]
+    if len(pids) < 2 or None in pids:
+        return []
+    return [
+        f"{len(pids)} processes of this export launched kernels (pids {', '.join(map(str, pids))}): read as one "
+        f"rank, their work together; `profview {shlex.quote(path)} --as-job` makes each process a rank"
+    ]
 
 
 def summarise_profile(profile: Any, path: str, rank: int | None, world_size: int | None) -> RankSummary:

@@ -11,7 +11,7 @@ import pytest
 
 from profview.analysis.distributed.collectives import match_keys, stacked_match_keys
 from profview.analysis.distributed.ranks import rank_table, stacked_rank_table
-from profview.jobs.inputs import TRACE_NAME, traces_below
+from profview.jobs.inputs import JOB_FILE_NAME, traces_below
 from profview.jobs.job import Job, open_job
 from profview.store.rank_summaries import valid_info
 
@@ -79,11 +79,11 @@ def test_a_folders_traces_are_listed_as_rglob_sorted_lists_them(
     os.symlink(tmp_path / "rank1.json", tmp_path / "rank5.json")  # a symlink to a file: kept
     os.symlink(tmp_path / "gone.json", tmp_path / "rank6.json")  # a dangling one: no file
     for folder in (str(tmp_path), str(tmp_path) + "/"):
-        witness = [str(p) for p in sorted(Path(folder).rglob("*")) if TRACE_NAME.search(p.name) and p.is_file()]
+        witness = [str(p) for p in sorted(Path(folder).rglob("*")) if JOB_FILE_NAME.search(p.name) and p.is_file()]
         assert traces_below(folder) == witness
         assert len(witness) == 7  # rank1, 2, 5, 10, .hidden, a-b/rank3, a/b/rank4
     monkeypatch.chdir(tmp_path)
-    here = [str(p) for p in sorted(Path(".").rglob("*")) if TRACE_NAME.search(p.name) and p.is_file()]
+    here = [str(p) for p in sorted(Path(".").rglob("*")) if JOB_FILE_NAME.search(p.name) and p.is_file()]
     assert traces_below(".") == here and "rank1.json" in here
 
 

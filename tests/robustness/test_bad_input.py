@@ -137,7 +137,8 @@ def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err == [
         f"profview: error: {tmp_path / 'nope.json'}: no such file",
         # a directory is a job (several rank traces): this one holds none
-        f"profview: error: {tmp_path}: no trace files (*.json, *.json.gz) in this directory",
+        f"profview: error: {tmp_path}: no trace files (*.json, *.json.gz) nor Nsight Systems exports (*.sqlite) "
+        "in this directory",
     ]
 
 
