@@ -22,6 +22,11 @@ def _status(status: str) -> Text:
     return Text(GLYPHS.get(status, status), style=STYLE.get(status, ""))
 
 
+def _count(value: int | None) -> str:
+    """A count, or ``-`` where it is unknown (a rank matched no collective, or is not on that side)."""
+    return "-" if value is None else str(value)
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
@@ -63,7 +68,7 @@ def _stragglers(comparison: JobComparison) -> Table:
             Text("-" if r["status"] == "added" else fmt_us(r["wait_us_before"])),
             Text("-" if r["status"] == "removed" else fmt_us(r["wait_us_after"])),
             Text(_signed(r["delta_us"]), style=STYLE.get(r["status"], "")),
-            Text(_pct(r["delta_pct"])), Text(f"{r['last_arrivals_before']}→{r['last_arrivals_after']}"),
+            Text(_pct(r["delta_pct"])), Text(f"{_count(r['last_arrivals_before'])}→{_count(r['last_arrivals_after'])}"),
             Text(straggler(r["straggler_before"], r["straggler_after"])),
         ]
         for r in comparison.stragglers().iter_rows(named=True)

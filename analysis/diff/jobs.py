@@ -87,8 +87,11 @@ def diff_stragglers(
 ) -> pl.DataFrame:
     """Two ranks views' straggler tables compared, one row per rank (sorted by rank).
 
-    ``name`` is ``rank N``; waits are the ranks view's ``wait_us`` (0 where the rank matched no
-    collective); ``straggler_*`` is null on the side the rank is not in.
+    ``name`` is ``rank N``; waits are the ranks view's ``wait_us``, 0 on the side the rank is not
+    in (as a removed kernel's time is, so a removed rank's change is its whole wait), but null
+    (unknown) where the rank is there and matched no collective across ranks: its change is then
+    null and its status ``n/a`` (a wait that cannot be measured is not a wait of 0);
+    ``straggler_*`` is null on the side the rank is not in.
     """
     keep = ("rank", "wait_us", "last_arrivals", "straggler")
 
@@ -104,11 +107,19 @@ def diff_stragglers(
         pl.format("rank {}", pl.col("rank")).alias("name"),
         pl.when(pl.col("in_before").is_not_null()).then(pl.format("rank {}", pl.col("rank"))).alias("name_before"),
         pl.when(pl.col("in_after").is_not_null()).then(pl.format("rank {}", pl.col("rank"))).alias("name_after"),
-        *(pl.col(f"{c}_{s}").fill_null(0) for c in ("wait_us", "last_arrivals") for s in ("before", "after")),
+        *(
+            pl.when(pl.col(f"in_{s}").is_null()).then(0).otherwise(pl.col(f"{c}_{s}")).alias(f"{c}_{s}")
+            for c in ("wait_us", "last_arrivals")
+            for s in ("before", "after")
+        ),
     ).with_columns((pl.col("wait_us_after") - pl.col("wait_us_before")).alias("delta_us"))
+    both = pl.col("name_before").is_not_null() & pl.col("name_after").is_not_null()
     frame = frame.with_columns(
         _pct("delta_us", "wait_us_before"),
-        status_expr("wait_us_before", "wait_us_after", "delta_us", tolerance_pct),
+        pl.when(both & pl.col("delta_us").is_null())
+        .then(pl.lit("n/a"))
+        .otherwise(status_expr("wait_us_before", "wait_us_after", "delta_us", tolerance_pct))
+        .alias("status"),
     )
     return frame.sort("rank").select(STRAGGLER_DIFF_COLUMNS)
 

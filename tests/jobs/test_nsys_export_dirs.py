@@ -229,6 +229,20 @@ def test_diff_as_job_compares_the_processes_of_two_exports(
     assert "Kernels across ranks that moved most" in text
 
 
+def test_diff_as_job_keeps_a_wait_that_cannot_be_measured_unknown(request: pytest.FixtureRequest) -> None:
+    """The mfu pair's SendRecv calls name no peer, so no collective is matched across ranks and no
+    rank's wait is measured: the stragglers diff says unknown (null, ``n/a``), not waits of 0
+    reported as unchanged."""
+    before, after = export_for_test(BEFORE, request), export_for_test(AFTER, request)
+    with load_job_comparison(str(before), str(after), use_cache=False, as_job=True) as comparison:
+        for which in ("before", "after"):
+            assert comparison.side(which).ranks_view()["wait_us"].null_count() == 2
+        table = comparison.stragglers()
+    assert table["rank"].to_list() == [0, 1]
+    assert table["wait_us_before"].null_count() == table["wait_us_after"].null_count() == 2
+    assert table["delta_us"].null_count() == 2 and table["status"].to_list() == ["n/a", "n/a"]
+
+
 def test_diff_as_job_refuses_what_it_cannot_do(
     request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
