@@ -126,6 +126,25 @@ class Listing:
         return [*self.files, *(p for _where, paths in self.found for p in paths), *self.archives]
 
 
+#: The tables an Nsight Systems export is made of (``nsys export --type parquetdir`` or
+#: ``arrowdir`` writes one file per table, named after it).
+NSYS_TABLE_FILE = re.compile(
+    r"^(CUPTI_ACTIVITY_KIND_\w+|StringIds|NVTX_EVENTS|TARGET_INFO_\w+|META_DATA_\w+)\.(parquet|arrow)$"
+)
+PARQUETDIR_REFUSAL = (
+    "holds an Nsight Systems export as one file per table (nsys export --type parquetdir/arrowdir), "
+    "which profview does not read: export SQLite instead (nsys export --type sqlite -o run.sqlite run.nsys-rep)"
+)
+
+
+def nsys_table_files(folder: str) -> list[str]:
+    """The files directly in ``folder`` named as an Nsight Systems export's tables (names only)."""
+    try:
+        return sorted(name for name in os.listdir(folder) if NSYS_TABLE_FILE.match(name))
+    except OSError:
+        return []
+
+
 def list_inputs(args: Sequence[str]) -> Listing:
     """The files ``args`` name (see :class:`Listing`); one-line errors for names that are none."""
     listing = Listing(source_of(args))
@@ -133,6 +152,8 @@ def list_inputs(args: Sequence[str]) -> Listing:
         if os.path.isdir(arg):
             found = traces_below(arg)
             if not found:
+                if nsys_table_files(arg):
+                    raise ProfviewError(arg, PARQUETDIR_REFUSAL)
                 raise ProfviewError(arg, "no trace files (*.json, *.json.gz) nor Nsight Systems exports (*.sqlite) "
                                     "in this directory")
             listing.found.append((arg, found))

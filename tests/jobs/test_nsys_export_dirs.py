@@ -286,3 +286,21 @@ def test_diff_of_two_directories_of_exports(
         mock = comparison.rank_kernels(1)  # the same export on both sides: every kernel unchanged
         assert set(mock["status"].to_list()) == {"unchanged"}
         assert int(mock["calls_before"].sum()) == kernels_of(first / "rank1.sqlite")[0]
+
+
+def test_a_folder_of_nsys_table_files_is_named_with_the_conversion(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder from ``nsys export --type parquetdir`` (one file per table) is not read: it is named
+    in one line with the SQLite export to make instead (it said only "no trace files")."""
+    for name in ("StringIds.parquet", "CUPTI_ACTIVITY_KIND_KERNEL.parquet", "notes.txt"):
+        (tmp_path / name).write_bytes(b"PAR1")
+    for command in (["summary", str(tmp_path)], ["export", str(tmp_path), "-o", str(tmp_path / "k.csv")]):
+        assert run_cli(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "nsys export --type parquetdir" in err[0] and "--type sqlite" in err[0], err
+    assert not (tmp_path / "k.csv").exists()
+    (tmp_path / "StringIds.parquet").unlink()
+    (tmp_path / "CUPTI_ACTIVITY_KIND_KERNEL.parquet").unlink()
+    assert run_cli(["summary", str(tmp_path)]) == 2
+    assert "no trace files" in capsys.readouterr().err
