@@ -266,33 +266,50 @@ def _paired_in_order(own: pl.DataFrame) -> pl.DataFrame:
     not its alloc, and no event before it: before the recorded events); an alloc is its own.
     Found through one permutation (NumPy), so no column but the keys is copied."""
     import numpy as np
+    import pyarrow as pa
 
     count = own.height
     is_alloc = (own["action"] == ADD_ACTIVE).fill_null(False).to_numpy()
     stack = own["stack"]
     has_stack = stack.is_not_null().to_numpy()
     stacks = stack.fill_null(0).to_numpy()
-    order = np.lexsort((own["index"].to_numpy(), own["addr"].to_numpy(), own["device"].to_numpy()))
+    addr = own["addr"].to_numpy()
+    one_device = own["device"].n_unique() <= 1
+    index_sorted = own["index"].is_sorted()
+    if one_device and index_sorted:  # already in index order: a stable sort by address is the (address, index) order
+        order = np.argsort(addr, kind="stable")
+    else:
+        order = np.lexsort((own["index"].to_numpy(), addr, own["device"].to_numpy()))
     before_alloc = np.zeros(count, dtype=bool)
-    before_stack = np.zeros(count, dtype=np.int64)
+    alloc_stack = np.zeros(count, dtype=np.int64)  # the stack of the event before (then each alloc's own)
     before_has = np.zeros(count, dtype=bool)
     if count > 1:
-        addr, device = own["addr"].to_numpy()[order], own["device"].to_numpy()[order]
-        same = (addr[1:] == addr[:-1]) & (device[1:] == device[:-1])  # the row above is the same address's
-        del addr, device
+        in_order = addr[order]
+        same = in_order[1:] == in_order[:-1]  # the row above is the same address's
+        del in_order
+        if not one_device:
+            device = own["device"].to_numpy()[order]
+            same &= device[1:] == device[:-1]
+            del device
         previous, following = order[:-1], order[1:]
         before_alloc[following] = same & is_alloc[previous]
-        before_stack[following] = stacks[previous]
+        del same
+        alloc_stack[following] = stacks[previous]
         before_has[following] = has_stack[previous]
-    del order
-    alloc_stack = np.where(is_alloc, stacks, before_stack)
+    del order, addr
+    np.copyto(alloc_stack, stacks, where=is_alloc)  # an alloc's stack is its own
+    del stacks
     alloc_has = np.where(is_alloc, has_stack, before_alloc & before_has)
-    paired = own.with_columns(
-        alloc_stack=pl.Series(alloc_stack, dtype=pl.Int64()),
-        alloc_recorded=pl.Series(is_alloc | before_alloc),
-    ).with_columns(alloc_stack=pl.when(pl.Series(alloc_has)).then(pl.col("alloc_stack")))
-    index = own["index"]
-    if not (own["device"].n_unique() <= 1 and index.is_sorted()):
+    del has_stack, before_has
+    # the nulls as a validity bitmap over the values themselves: no masked copy of the column
+    validity = None if alloc_has.all() else pa.py_buffer(np.packbits(alloc_has, bitorder="little"))
+    del alloc_has
+    alloc_column = pl.Series(
+        "alloc_stack", pl.from_arrow(pa.Array.from_buffers(pa.int64(), count, [validity, pa.py_buffer(alloc_stack)]))
+    )
+    paired = own.with_columns(alloc_stack=alloc_column, alloc_recorded=pl.Series(is_alloc | before_alloc))
+    del alloc_column, alloc_stack
+    if not (one_device and index_sorted):
         paired = paired.with_row_index("_row").sort("index", "_row").drop("_row")
     return paired.select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
 
