@@ -29,8 +29,8 @@ from .frames import (
 )
 
 _reader = compiled_module("_snapshot_reader")
-#: Memory a summary needs per byte of an uncompressed pickle read this way (measured 4.6-5.1x
-#: with benchmarks/snapshot_read.py, the read itself about 2.4x).
+#: Memory a summary needs per byte of an uncompressed pickle read this way (kept at 5 for margin: measured 4.6-5.1x
+#: with benchmarks/snapshot_read.py before the nulls-only columns and the walk in NumPy, 2.7-3.0x after).
 COLUMN_MEMORY_FACTOR = 5
 
 
