@@ -266,33 +266,50 @@ def _paired_in_order(own: pl.DataFrame) -> pl.DataFrame:
     not its alloc, and no event before it: before the recorded events); an alloc is its own.
     Found through one permutation (NumPy), so no column but the keys is copied."""
     import numpy as np
+    import pyarrow as pa
 
     count = own.height
     is_alloc = (own["action"] == ADD_ACTIVE).fill_null(False).to_numpy()
     stack = own["stack"]
     has_stack = stack.is_not_null().to_numpy()
     stacks = stack.fill_null(0).to_numpy()
-    order = np.lexsort((own["index"].to_numpy(), own["addr"].to_numpy(), own["device"].to_numpy()))
+    addr = own["addr"].to_numpy()
+    one_device = own["device"].n_unique() <= 1
+    index_sorted = own["index"].is_sorted()
+    if one_device and index_sorted:  # already in index order: a stable sort by address is the (address, index) order
+        order = np.argsort(addr, kind="stable")
+    else:
+        order = np.lexsort((own["index"].to_numpy(), addr, own["device"].to_numpy()))
     before_alloc = np.zeros(count, dtype=bool)
-    before_stack = np.zeros(count, dtype=np.int64)
+    alloc_stack = np.zeros(count, dtype=np.int64)  # the stack of the event before (then each alloc's own)
     before_has = np.zeros(count, dtype=bool)
     if count > 1:
-        addr, device = own["addr"].to_numpy()[order], own["device"].to_numpy()[order]
-        same = (addr[1:] == addr[:-1]) & (device[1:] == device[:-1])  # the row above is the same address's
-        del addr, device
+        in_order = addr[order]
+        same = in_order[1:] == in_order[:-1]  # the row above is the same address's
+        del in_order
+        if not one_device:
+            device = own["device"].to_numpy()[order]
+            same &= device[1:] == device[:-1]
+            del device
         previous, following = order[:-1], order[1:]
         before_alloc[following] = same & is_alloc[previous]
-        before_stack[following] = stacks[previous]
+        del same
+        alloc_stack[following] = stacks[previous]
         before_has[following] = has_stack[previous]
-    del order
-    alloc_stack = np.where(is_alloc, stacks, before_stack)
+    del order, addr
+    np.copyto(alloc_stack, stacks, where=is_alloc)  # an alloc's stack is its own
+    del stacks
     alloc_has = np.where(is_alloc, has_stack, before_alloc & before_has)
-    paired = own.with_columns(
-        alloc_stack=pl.Series(alloc_stack, dtype=pl.Int64()),
-        alloc_recorded=pl.Series(is_alloc | before_alloc),
-    ).with_columns(alloc_stack=pl.when(pl.Series(alloc_has)).then(pl.col("alloc_stack")))
-    index = own["index"]
-    if not (own["device"].n_unique() <= 1 and index.is_sorted()):
+    del has_stack, before_has
+    # the nulls as a validity bitmap over the values themselves: no masked copy of the column
+    validity = None if alloc_has.all() else pa.py_buffer(np.packbits(alloc_has, bitorder="little"))
+    del alloc_has
+    alloc_column = pl.Series(
+        "alloc_stack", pl.from_arrow(pa.Array.from_buffers(pa.int64(), count, [validity, pa.py_buffer(alloc_stack)]))
+    )
+    paired = own.with_columns(alloc_stack=alloc_column, alloc_recorded=pl.Series(is_alloc | before_alloc))
+    del alloc_column, alloc_stack
+    if not (one_device and index_sorted):
         paired = paired.with_row_index("_row").sort("index", "_row").drop("_row")
     return paired.select("device", "index", "action", "addr", "size", "stack", "alloc_stack", "alloc_recorded")
 
@@ -388,39 +405,68 @@ def _walk_columns(own: pl.DataFrame, current: dict[int, tuple[int, int | None, b
     after the address's next event in index order (or the end state); an event that does not
     match that state is unmatched, and a live address keeps the size and stack of the free that
     made it live (its earliest such event after the target), or its block's.  Read as a slice of
-    ``own`` in index order, never a reversed copy."""
+    ``own`` in index order, never a reversed copy, and walked in NumPy through one stable sort by
+    address (no per-address window or group-by of Polars, whose hash tables weigh more)."""
     # ``own`` earliest first (sorted if it is not): the events after the target are a slice of it, not a copy
     if not own["index"].is_sorted():
         own = own.sort("index", maintain_order=True)
     rows = own.slice(own["index"].search_sorted(target, side="right"))
     if rows.is_empty():
         return LiveSet(dict(current), 0)
-    is_free = pl.col("action") != ADD_ACTIVE
+    if rows["addr"].null_count():  # an event without an address: the walk one event at a time
+        return _walk_rows(rows.reverse(), dict(current), [target])[target]
+    import numpy as np
+
+    count = rows.height
+    addr = rows["addr"].to_numpy()
+    free = (rows["action"] != ADD_ACTIVE).fill_null(True).to_numpy()
+    known = np.fromiter(current, dtype=np.int64, count=len(current))
+    # each address's events together, in index order (a stable sort of a slice already in index order)
+    order = np.argsort(addr, kind="stable")
+    in_order = addr[order]
+    first = np.empty(count, dtype=bool)  # an address's earliest event
+    first[0] = True
+    np.not_equal(in_order[1:], in_order[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    addresses = in_order[starts]
+    del in_order
+    free_sorted = free[order]
+    del free
     # the state before an event, as the walk meets it going back, is the one after the address's next event
-    walked = rows.with_columns(_free=is_free, _live_at_end=pl.col("addr").is_in(list(current))).with_columns(
-        _before=pl.col("_free").shift(-1).over("addr").fill_null(pl.col("_live_at_end"))
-    )
-    unmatched = int(walked.select((pl.col("_free") == pl.col("_before")).sum()).item())
-    made = pl.col("_free") & ~pl.col("_before")
-    # per address: its earliest event's kind, and the earliest event that made it live (the last the walk meets);
-    # the addresses in the order the walk first meets them (latest event first)
-    last = walked.with_row_index("_row").group_by("addr").agg(
-        _last_free=pl.col("_free").first(),
-        _made_live=made.any(),
-        _size=pl.col("size").filter(made).first(),
-        _stack=pl.col("stack").filter(made).first(),
-        _alloc_stack=pl.col("alloc_stack").filter(made).first(),
-        _recorded=pl.col("alloc_recorded").filter(made).first(),
-        _met=pl.col("_row").max(),
-    ).sort("_met", descending=True).drop("_met")
-    del walked, rows
+    # (after an address's latest event: the end state)
+    before = np.empty(count, dtype=bool)
+    before[:-1] = free_sorted[1:]
+    ends = np.r_[starts[1:], count] - 1  # an address's latest event
+    before[ends] = np.isin(addresses, known)
+    unmatched = int(np.count_nonzero(free_sorted == before))
+    made = free_sorted & ~before
+    del before
+    last_free = free_sorted[starts]  # the address's earliest event's kind
+    del free_sorted
+    # the earliest event of each address that made it live (the last the walk meets)
+    made_at = np.flatnonzero(made)
+    del made
+    group = np.cumsum(first, dtype=np.int64) - 1
+    del first
+    made_groups, first_made = np.unique(group[made_at], return_index=True)
+    del group
+    made_rows = order[made_at[first_made]]
+    met = order[ends]  # the latest event of each address: the walk meets the addresses latest first
+    del order, made_at
+    chosen = pl.Series(made_rows, dtype=pl.Int64())
+    values = zip(*(rows[name].gather(chosen).to_list() for name in ("size", "stack", "alloc_stack", "alloc_recorded")),
+                 strict=True)
+    made_live = dict(zip(made_groups.tolist(), values, strict=True))
+    del rows
     allocations = dict(current)
-    for addr, last_free, made_live, size, stack, alloc_stack, recorded in last.iter_rows():
-        if not last_free:
-            allocations.pop(addr, None)
-        elif made_live:
-            allocations.pop(addr, None)  # made live again: after the others, as the walk adds it
-            allocations[addr] = (int(size or 0), alloc_stack, False) if recorded else (int(size or 0), stack, True)
+    for number in np.argsort(-met, kind="stable").tolist():
+        address = int(addresses[number])
+        if not last_free[number]:
+            allocations.pop(address, None)
+        elif number in made_live:
+            size, stack, alloc_stack, recorded = made_live[number]
+            allocations.pop(address, None)  # made live again: after the others, as the walk adds it
+            allocations[address] = (int(size or 0), alloc_stack, False) if recorded else (int(size or 0), stack, True)
     return LiveSet(allocations, unmatched)
 
 

@@ -29,8 +29,8 @@ from .frames import (
 )
 
 _reader = compiled_module("_snapshot_reader")
-#: Memory a summary needs per byte of an uncompressed pickle read this way (measured 4.6-5.1x
-#: with benchmarks/snapshot_read.py, the read itself about 2.4x).
+#: Memory a summary needs per byte of an uncompressed pickle read this way (kept at 5 for margin: measured 4.6-5.1x
+#: with benchmarks/snapshot_read.py before the nulls-only columns and the walk in NumPy, 2.7-3.0x after).
 COLUMN_MEMORY_FACTOR = 5
 
 
@@ -66,8 +66,11 @@ def _ints(raw: dict[str, Any], name: str, count: int) -> Any:
     import polars as pl
     import pyarrow as pa
 
-    values = np.frombuffer(raw[name], dtype=np.int64, count=count)
-    present = np.frombuffer(raw[f"{name}_present"], dtype=np.uint8, count=count).astype(bool)
+    present = np.frombuffer(raw.pop(f"{name}_present"), dtype=np.uint8, count=count).astype(bool)
+    if count and not present.any():  # all null: a column of nulls holds no values (its pages are never touched)
+        raw.pop(name)
+        return pl.repeat(None, count, dtype=pl.Int64(), eager=True).alias(name)
+    values = np.frombuffer(raw.pop(name), dtype=np.int64, count=count)
     if present.all():
         return pl.Series(name, values, dtype=pl.Int64())
     mask = pa.py_buffer(np.packbits(present, bitorder="little"))
@@ -75,15 +78,18 @@ def _ints(raw: dict[str, Any], name: str, count: int) -> Any:
 
 
 def _codes(raw: dict[str, Any], name: str, count: int) -> Any:
+    """The reader's int32 codes of ``name``, taken out of ``raw`` (its buffer is freed with the codes)."""
     import numpy as np
 
-    return np.frombuffer(raw[name], dtype=np.int32, count=count)
+    return np.frombuffer(raw.pop(name), dtype=np.int32, count=count)
 
 
 def _texts(name: str, codes: Any, strings: Any, blank: tuple[str, ...] = ()) -> Any:
     """A String column from codes into ``strings`` (-1: null); a text of ``blank`` is null."""
     import polars as pl
 
+    if len(codes) and (codes < 0).all():  # all null: no views written (a column of nulls holds no values)
+        return pl.repeat(None, len(codes), dtype=pl.String(), eager=True).alias(name)
     if blank:
         codes = codes.copy()
         for text in blank:
