@@ -122,6 +122,18 @@ class _Database:
             )
         return found
 
+    def check_times(self, base: str, table: str) -> None:
+        """Refuse a table whose rows lack a start or end time (the schema has both NOT NULL, so such
+        a row is damage, and cannot be placed in time)."""
+        ((untimed,),) = self.query(
+            f"SELECT COUNT(*) FROM \"{table}\" WHERE typeof(start) != 'integer' OR typeof(\"end\") != 'integer'"
+        )
+        if untimed:
+            rows = f"{untimed:,} row{'s' if untimed != 1 else ''}"
+            raise ProfviewError(
+                self.path, f"a rocpd database whose {base} has {rows} without an integer start or end time"
+            )
+
     def columns(self, table: str) -> set[str]:
         """The columns of ``table``."""
         return {str(row[1]) for row in self.query(f'PRAGMA table_info("{table}")')}
@@ -171,6 +183,9 @@ def _read(db: _Database) -> RocprofTrace:
         return category or "", corr + offset.get(process, 0)
 
     counts = {"runtime": 0, "markers": 0, "kernels": 0}
+    for base in ("rocpd_region", "rocpd_kernel_dispatch", "rocpd_memory_copy"):
+        if tables[base]:
+            db.check_times(base, str(tables[base]))
     if tables["rocpd_region"]:
         _read_regions(db, tables["rocpd_region"], strings, os_pid, threads, linked, columns, counts)
     if tables["rocpd_kernel_dispatch"]:

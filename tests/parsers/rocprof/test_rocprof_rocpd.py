@@ -295,3 +295,25 @@ def test_the_database_is_left_unlocked(tmp_path: Path) -> None:
     with sqlite3.connect(db, timeout=0) as connection:
         connection.execute("BEGIN EXCLUSIVE")
         connection.rollback()
+
+
+@pytest.mark.parametrize("at", [0.3, 0.5, 0.7, 0.9])
+def test_a_damaged_page_is_a_database_or_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], at: float
+) -> None:
+    data = bytearray(convert(traced_run(), tmp_path / "whole.db").read_bytes())
+    start = int(len(data) * at)
+    data[start : start + 512] = bytes(range(256)) * 2
+    path = tmp_path / "damaged.db"
+    path.write_bytes(bytes(data))
+    code = run_cli(["summary", str(path), "--no-cache"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1), err
+
+
+def test_a_dispatch_without_times_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = convert(traced_run(), tmp_path / "untimed.db")
+    with sqlite3.connect(db) as connection:
+        connection.execute(f'UPDATE "rocpd_kernel_dispatch{UUID}" SET start = NULL WHERE id = 1')
+    assert "rocpd_kernel_dispatch has 1 row without an integer start or end time" in refused(db, capsys)
