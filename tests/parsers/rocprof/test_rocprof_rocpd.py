@@ -317,3 +317,27 @@ def test_a_dispatch_without_times_is_one_line(tmp_path: Path, capsys: pytest.Cap
     with sqlite3.connect(db) as connection:
         connection.execute(f'UPDATE "rocpd_kernel_dispatch{UUID}" SET start = NULL WHERE id = 1')
     assert "rocpd_kernel_dispatch has 1 row without an integer start or end time" in refused(db, capsys)
+
+
+def test_two_processes_link_within_each(tmp_path: Path) -> None:
+    """A second process reusing the first's correlation ids (unique within a process only): both
+    are read, on their own OS pids, and each kernel links to a launch, four for four."""
+    doc = traced_run()
+    second = json.loads(json.dumps(doc["rocprofiler-sdk-tool"][0]))
+    second["metadata"]["pid"] += 1
+    for records in second["buffer_records"].values():
+        for record in records:
+            record["start_timestamp"] += 50_000
+            record["end_timestamp"] += 50_000
+    doc["rocprofiler-sdk-tool"].append(second)
+    profile = profview.load(convert(doc, tmp_path / "two.db"), use_cache=False)
+    raw = doc["rocprofiler-sdk-tool"][0]
+    names = {s["kernel_id"]: s["formatted_kernel_name"] for s in raw["kernel_symbols"]}
+    first = names[raw["buffer_records"]["kernel_dispatch"][0]["dispatch_info"]["kernel_id"]]
+    assert profile.launches("hipLaunchKernel").filter(pl.col("name") == first)["calls"].to_list() == [4]
+    launched = profile.kernel_launches(first).row(0, named=True)
+    assert (launched["op"], launched["calls"]) == ("train_step", 4)
+    events = profile.events
+    assert events is not None
+    pids = set(events.filter(pl.col("kind") == "runtime")["pid"].cast(pl.String).to_list())
+    assert pids == {str(raw["metadata"]["pid"]), str(raw["metadata"]["pid"] + 1)}
