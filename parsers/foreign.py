@@ -12,10 +12,11 @@ Each is told by what its writer puts first, never by the file's name:
   ``trusted_packet_sequence_id`` (TracePacket field 10, a varint) as every producer's do;
 - a PyTorch execution trace (``ExecutionTraceObserver``, Chakra's input): a JSON object that
   starts with ``"schema": "…-chakra…"`` or holds ``"schema"`` and ``"nodes"``;
-- a rocprofv3 rocpd database (rocprofv3's default output, SQLite) or a rocmProfileData RPD
-  database (SQLite): its tables, read from the database opened read-only (``rocpd_…`` tables with
-  rocprofiler-sdk's names; RPD's ``rocpd_api`` and ``rocpd_op``).  Other SQLite files are not
-  named here (an Nsight Systems export is another reader's).
+- a rocmProfileData RPD database (SQLite): its tables, read from the database opened read-only
+  (RPD's ``rocpd_api`` and ``rocpd_op``).  A rocprofv3 rocpd database (``rocpd_…`` tables with
+  rocprofiler-sdk's names) is told apart here too (:func:`rocpd_kind`), and read by
+  :mod:`profview.parsers.rocprof.rocpd`; other SQLite files are not named here (an Nsight Systems
+  export is another reader's).
 
 No I/O but the read-only look at an SQLite file's table names, and no Polars: the file reader
 calls :func:`refuse_foreign` on the first bytes before Polars is imported.
@@ -152,11 +153,6 @@ def foreign_problem(path: str, head: bytes, *, compressed: bool = False) -> str 
         if compressed or not os.path.isfile(path):  # only a database file on disk can be opened
             return None
         kind = rocpd_kind(sqlite_tables(path) or [])
-        if kind == "rocpd":
-            return (
-                "a rocprofv3 rocpd database (SQLite), which profview does not read: record with "
-                "rocprofv3 --output-format json (or rocpd json, to keep both); profview reads that JSON"
-            )
         if kind == "rpd":
             return (
                 "a rocmProfileData (RPD) database, which profview does not read: convert it to a Chrome "

@@ -269,10 +269,15 @@ def _parse(name: str, use_cache: bool, run: str | None, step_range: str | None =
     from .prefetch import take
 
     if is_sqlite(name):
-        from ..parsers.foreign import refuse_foreign
+        from ..parsers.foreign import refuse_foreign, rocpd_kind, sqlite_tables
 
+        if rocpd_kind(sqlite_tables(name) or []) == "rocpd":
+            profile = _rocpd_profile(name, use_cache)
+            if step_range is not None:
+                profile.warnings = [*profile.warnings, STEP_RANGE_IGNORED]
+            return profile
         with open(name, "rb") as head:
-            refuse_foreign(name, head.read(100))  # a rocpd or RPD database is named, not read as nsys
+            refuse_foreign(name, head.read(100))  # an RPD database is named, not read as nsys
         return _parse_nsys(name, use_cache, step_range)
     if is_nsys_report(name):
         raise report_refusal(name)
@@ -408,6 +413,39 @@ def _rocprof_profile(name: str, file: TraceFile, use_cache: bool) -> Profile:
         "event_count": events.height,
     }
     return _events_profile(name, file, events, fields, use_cache)
+
+
+def _rocpd_profile(name: str, use_cache: bool) -> Profile:
+    """A rocprofv3 rocpd database as a trace (:mod:`profview.parsers.rocprof.rocpd`): the same events
+    as its JSON would give, kept in the cache like an Nsight Systems export's."""
+    from ..parsers.rocprof.rocpd import read_rocpd
+
+    before = _version(name) if use_cache else None
+    try:
+        trace = read_rocpd(name)
+    except (ValueError, TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
+        # A database laid out in a way the reader did not foresee: one line, never a traceback.
+        raise ProfviewError(name, f"could not read this rocpd database ({type(exc).__name__}: {exc})") from None
+    events = trace.events
+    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
+    fields: TraceFields = {
+        "format": trace.format,
+        "missing": trace.missing,
+        "metadata": trace.metadata,
+        "warnings": trace.warnings,
+        "truncated": False,
+        "event_count": events.height,
+    }
+    if use_cache and before is not None:
+        cache.store(name, events, fields, version=before)
+    return Profile(
+        path=name,
+        events_source=events,
+        cacheable=use_cache,
+        reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
+        **fields,
+    )
 
 
 def _version(name: str) -> dict[str, Any] | None:

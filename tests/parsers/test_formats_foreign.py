@@ -1,6 +1,7 @@
 """Profiles of tools profview does not read are named in one line with what to do, exit 2: an
-XLA XPlane protobuf, a Perfetto trace (plain and gzip), a PyTorch execution trace, rocprofv3's
-rocpd database and rocmProfileData's RPD database.  Each file is built here by hand in its
+XLA XPlane protobuf, a Perfetto trace (plain and gzip), a PyTorch execution trace and
+rocmProfileData's RPD database (a rocprofv3 rocpd database is read; one without the tables it
+needs is refused naming the first one absent).  Each file is built here by hand in its
 writer's layout (the field numbers of tsl's xplane.proto and Perfetto's trace_packet.proto, the
 header torch's ExecutionTraceObserver writes, the table names of rocprofiler-sdk's rocpd schema
 and of RPD); an SQLite database is only read, never written or left locked."""
@@ -116,7 +117,8 @@ def test_an_execution_trace_is_named(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize(
     ("statements", "named"),
-    [(ROCPD, "a rocprofv3 rocpd database"), (RPD, "a rocmProfileData (RPD) database")],
+    # a rocpd database is read (parsers/rocprof/rocpd.py): this one lacks the tables it needs, named
+    [(ROCPD, "a rocpd database without a rocpd_string table"), (RPD, "a rocmProfileData (RPD) database")],
 )
 def test_rocm_databases_are_named_and_left_as_they_were(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], statements: list[str], named: str
