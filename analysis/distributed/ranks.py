@@ -150,7 +150,9 @@ def _rounded(mean: float | None) -> float | None:
 
 def step_waits(windows: pl.DataFrame, collectives: pl.DataFrame) -> pl.DataFrame:
     """Each rank's wait at matched collectives step by step: ``rank``, ``step``, ``wait_us`` (the sum
-    of the waits of its calls that start in the step; 0 for a step with none).
+    of the waits of its calls that start in the step; 0 for a step with none, but null for every
+    step of a rank with no collective matched across ranks at all: its wait is not measured, which
+    is not a wait of 0).
 
     ``windows``: ``rank``, ``step``, ``start_us``, ``end_us`` on the collectives view's timeline
     (each rank's own clock, corrected as :mod:`.collectives` corrects it)."""
@@ -162,6 +164,11 @@ def step_waits(windows: pl.DataFrame, collectives: pl.DataFrame) -> pl.DataFrame
     return (
         windows.select("rank", "step")
         .join(waits, on=["rank", "step"], how="left")
-        .with_columns(pl.col("wait_us").fill_null(0.0))
+        .with_columns(
+            pl.when(pl.col("rank").is_in(calls["rank"].unique().implode()))
+            .then(pl.col("wait_us").fill_null(0.0))
+            .otherwise(None)
+            .alias("wait_us")
+        )
         .sort("rank", "step")
     )

@@ -304,3 +304,20 @@ def test_a_folder_of_nsys_table_files_is_named_with_the_conversion(
     (tmp_path / "CUPTI_ACTIVITY_KIND_KERNEL.parquet").unlink()
     assert run_cli(["summary", str(tmp_path)]) == 2
     assert "no trace files" in capsys.readouterr().err
+
+
+def test_a_rank_with_no_matched_collective_has_unknown_step_waits(request: pytest.FixtureRequest) -> None:
+    """The mfu export's processes as a job: no SendRecv names its peer, so no rank's wait at
+    collectives is measured; each step's wait is null and the grid marks it ``?``, not ``0``."""
+    from profview.tui.job.grid import grid_text
+    from profview.tui.job.screen import grid_steps
+
+    before = export_for_test(BEFORE, request)
+    from profview.jobs.process_job import open_process_job
+
+    job = open_process_job(str(before), use_cache=False)
+    waits = job.step_waits()
+    assert waits.height >= 2 and waits["wait_us"].null_count() == waits.height
+    text = grid_text(grid_steps(job), job.stragglers(), "wait_us", 80).plain.splitlines()
+    assert all("?" in line and "0.000 us" not in line for line in text[1:3])
+    assert text[-1].endswith("? unknown")

@@ -79,6 +79,7 @@ def grid_text(
     span = f"steps {shown[0]}…{shown[-1]}" if len(shown) > 1 else (f"step {shown[0]}" if shown else "steps")
     text.append(f"  rank  {span}{more}{where}\n", style="bold")
     cells = {(r, s): v for r, s, v in steps.select("rank", "step", column).iter_rows()}
+    unknown = False  # a step the rank ran whose figure is not known (a wait not measured): "?"
     for rank in visible:
         text.append("›" if rank == cursor else " ", style="bold")
         text.append(f"{rank:>5}  ")
@@ -86,7 +87,9 @@ def grid_text(
         for step in shown:
             value = cells.get((rank, step))
             if value is None:
-                text.append(" ")
+                known_step = (rank, step) in cells
+                unknown = unknown or known_step
+                text.append("?" if known_step else " ", style="dim")
                 continue
             own.append(value)
             level = sum(value > b for b in bounds)
@@ -97,10 +100,12 @@ def grid_text(
         text.append("\n")
     text.append(f" {shade_label(column)} per step: ", style="dim")
     labels = bound_labels(bounds)
-    for level in range(len(bounds) + 1):
+    for level in range(len(bounds) + 1 if values.len() or not unknown else 0):
         upper = f"≤{labels[level]}" if level < len(bounds) else (f">{labels[-1]}" if labels else "all")
         text.append(SHADES[level], style=SHADE_STYLES[level])
         text.append(f" {upper}  ", style="dim")
+    if unknown:
+        text.append("? unknown", style="dim")
     return text
 
 
