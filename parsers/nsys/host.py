@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ...errors import ProfviewError
 from .database import Export
 from .gpu import process_filter, read_table
 
@@ -96,11 +97,16 @@ def nvtx_threads(export: Export, query: str) -> pl.DataFrame:
             connection.close()
     except sqlite3.Error as exc:
         raise export.error(exc) from None
-    return pl.DataFrame(
-        [(tid, bool(lane), int(n), int(unended), int(ended)) for tid, lane, n, unended, ended in rows],
-        schema=NVTX_THREADS,
-        orient="row",
-    )
+    try:
+        return pl.DataFrame(
+            [(tid, bool(lane), int(n), int(unended), int(ended)) for tid, lane, n, unended, ended in rows],
+            schema=NVTX_THREADS,
+            orient="row",
+        )
+    except (OverflowError, TypeError, ValueError, pl.exceptions.PolarsError):  # a thread that is no number
+        raise ProfviewError(
+            export.path, f"holds a value of the wrong type for its column ({NVTX_TABLE}.globalTid)"
+        ) from None
 
 
 #: :func:`nvtx_threads`'s columns.
