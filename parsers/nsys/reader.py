@@ -24,7 +24,7 @@ a kernel then links only to the call of its own process, and a one-process expor
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from .host import (
     NVTX_START_END,
     NVTX_TABLE,
     NVTX_THREADS,
+    RUNTIME_KEY_COLUMNS,
     RUNTIME_TABLE,
     VERSION_SUFFIX,
     nvtx_query,
@@ -97,9 +98,16 @@ def read_nsys(path: str, step_range: str | None = None, process: int | None = No
     ``process``: only that OS process's work (its kernels, copies and sets, its runtime calls and
     NVTX ranges, read by SQL alone), as if the export held it alone: one rank of a job whose
     ranks are an export's processes (:func:`list_gpu_processes`)."""
-    with Export(path) as export:
-        part = _read_gpu_part(export, process)
-        events = part.host_events(export, step_range)
+    with Export(path) as export, ThreadPoolExecutor(max_workers=min(2, reads_at_once())) as pool:
+        # The host tables are read in full while the GPU part is, as one read of every table at
+        # once; the GPU part takes its calls' ids and its ranges' counts from them.
+        runtime_lacking: list[str] = []
+        host = [
+            pool.submit(read_runtime, export, runtime_lacking, process),
+            pool.submit(read_nvtx, export, [], process),
+        ]
+        part = _read_gpu_part(export, process, (host, runtime_lacking))
+        events = part.host_events(export, step_range, host)  # which empties ``host``
     return NsysTrace(events, part.metadata, part.warnings, part.missing)
 
 
@@ -142,17 +150,29 @@ class NsysGpuPart:
             raise ProfviewError(self.path, "the export changed while it was being read; open it again")
         return events
 
-    def host_events(self, export: Export, step_range: str | None = None) -> pl.DataFrame:
+    def host_events(
+        self,
+        export: Export,
+        step_range: str | None = None,
+        reads: list[Future[pl.DataFrame]] | None = None,
+    ) -> pl.DataFrame:
         """The events frame of the open ``export``: its runtime calls, NVTX ranges and thread
-        names read in full, stacked with :attr:`gpu` (``step_range``: :func:`named_steps`, whose
+        names read in full (``reads``: the reads of :func:`read_runtime` and :func:`read_nvtx`,
+        already started, taken out of the list), stacked with :attr:`gpu` (``step_range``: :func:`named_steps`, whose
         warnings join :attr:`warnings`)."""
-        lacking: list[str] = []
-        with ThreadPoolExecutor(max_workers=min(2, reads_at_once())) as pool:
-            read_calls = pool.submit(read_runtime, export, lacking, self.process)
-            read_ranges = pool.submit(read_nvtx, export, lacking, self.process)
+        if reads is None:
+            lacking: list[str] = []
+            with ThreadPoolExecutor(max_workers=min(2, reads_at_once())) as pool:
+                reads = [
+                    pool.submit(read_runtime, export, lacking, self.process),
+                    pool.submit(read_nvtx, export, lacking, self.process),
+                ]
+                strings = _strings(export)
+                runtime, nvtx = reads.pop(0).result(), reads.pop(0).result()
+        else:
             strings = _strings(export)
-            runtime, nvtx = read_calls.result(), read_ranges.result()
-        del read_calls, read_ranges  # the futures would hold the raw tables past their ``del``
+            runtime, nvtx = reads.pop(0).result(), reads.pop(0).result()
+        # The futures are let go (the list emptied): they would hold the raw tables past their ``del``.
         raw = {"runtime": runtime, "nvtx": nvtx}
         del runtime, nvtx
         calls, repeated = _runtime_events(raw.pop("runtime"), strings)
@@ -212,8 +232,14 @@ def _strings(export: Export) -> pl.DataFrame:
     return strings.unique("id", keep="first", maintain_order=True)  # the primary key, made sure of
 
 
-def _read_gpu_part(export: Export, process: int | None = None) -> NsysGpuPart:
-    """:func:`open_nsys` on an open export."""
+def _read_gpu_part(
+    export: Export,
+    process: int | None = None,
+    host: tuple[list[Future[pl.DataFrame]], list[str]] | None = None,
+) -> NsysGpuPart:
+    """:func:`open_nsys` on an open export; ``host``: the reads of :func:`read_runtime` and
+    :func:`read_nvtx` already started (and what the runtime table lacks, as the first notes it),
+    from which the calls' ids and the ranges' counts are taken instead of being read again."""
     _check_export(export)
     info = export_info(export)
     if process is not None:
@@ -228,11 +254,19 @@ def _read_gpu_part(export: Export, process: int | None = None) -> NsysGpuPart:
     with ThreadPoolExecutor(max_workers=reads_at_once()) as pool:
         read_strings = pool.submit(_strings, export)
         read_kernels = pool.submit(read_gpu, export, process)
-        read_calls = pool.submit(read_runtime_keys, export, runtime_lacking, process)
-        count_ranges = pool.submit(nvtx_threads, export, ranges_query) if ranges_query is not None else None
-        gpu_tables, runtime = read_kernels.result(), read_calls.result()
-        strings = read_strings.result()
-        range_threads = count_ranges.result() if count_ranges is not None else pl.DataFrame(schema=NVTX_THREADS)
+        read_calls = count_ranges = None
+        if host is None:
+            read_calls = pool.submit(read_runtime_keys, export, runtime_lacking, process)
+            count_ranges = pool.submit(nvtx_threads, export, ranges_query) if ranges_query is not None else None
+        gpu_tables, strings = read_kernels.result(), read_strings.result()
+        if host is None:
+            assert read_calls is not None
+            runtime = read_calls.result()
+            range_threads = count_ranges.result() if count_ranges is not None else pl.DataFrame(schema=NVTX_THREADS)
+        else:
+            runtime = host[0][0].result().select(RUNTIME_KEY_COLUMNS)
+            runtime_lacking = host[1]
+            range_threads = _range_threads(host[0][1].result())
     # The futures hold their results: let them go, or each raw table outlives its ``del`` below
     # and the read's peak holds every table twice over (raw and converted).
     del read_strings, read_kernels, read_calls, count_ranges
@@ -308,6 +342,16 @@ def _read_gpu_part(export: Export, process: int | None = None) -> NsysGpuPart:
         warnings.append("the export does not say its schema version (no META_DATA_EXPORT): read as the oldest layout")
     return NsysGpuPart(
         export.path, process, gpu, metadata, warnings, missing, event_count, correlate, steps_at, (repeated, unclosed)
+    )
+
+
+def _range_threads(nvtx: pl.DataFrame) -> pl.DataFrame:
+    """:func:`~.host.nvtx_threads` of NVTX events already read (:func:`read_nvtx`)."""
+    ranged = pl.col("eventType") != NVTX_MARK
+    return nvtx.group_by("globalTid", (pl.col("eventType") == NVTX_START_END).alias("start_end")).agg(
+        pl.len().cast(pl.Int64).alias("events"),
+        (ranged & pl.col("end").is_null()).sum().cast(pl.Int64).alias("open"),
+        (ranged & pl.col("end").is_not_null()).sum().cast(pl.Int64).alias("ranges"),
     )
 
 
