@@ -336,6 +336,8 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, proce
     from ..parsers.nsys.reader import FORMAT, read_nsys
 
     use_cache = use_cache and process is None
+    if not use_cache and step_range is None:
+        return _nsys_gpu_first(name, process)
     before = _version(name) if use_cache else None
     trace = read_nsys(name, step_range, process)
     if step_range is not None:
@@ -363,6 +365,43 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, proce
             else partial(_read_process_again, name, fields["event_count"], step_range, process)
         ),
         **fields,
+    )
+
+
+def _nsys_gpu_first(name: str, process: int | None) -> Profile:
+    """An export read as far as its GPU work (:func:`~profview.parsers.nsys.reader.open_nsys`),
+    where nothing is cached: the kernel table is made from its GPU events alone, and its NVTX
+    ranges and runtime calls are read only when a view asks for the events (the whole frame of a
+    1 GB export is larger than the file; its GPU events are a fifth of it)."""
+    from ..analysis.trace.events import gpu_work
+    from ..parsers.nsys.reader import FORMAT, open_nsys
+
+    part = open_nsys(name, process)
+    gpu = part.gpu
+    check_memory(name, int(gpu.estimated_size() * ANALYSIS_MEMORY_FACTOR) + BASE_MEMORY, whole_process=True)
+
+    def events() -> pl.DataFrame:
+        frame = part.events()
+        needed = frame.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(frame) * LONG_NAME_COPIES
+        check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
+        return frame
+
+    return Profile(
+        path=name,
+        format=FORMAT,
+        events_source=events,
+        saved_gpu=lambda columns: gpu_work(gpu).select(columns),
+        cacheable=False,
+        reread_events=(
+            partial(_read_events_again, name, False, part.event_count)
+            if process is None
+            else partial(_read_process_again, name, part.event_count, None, process)
+        ),
+        missing=part.missing,
+        metadata=part.metadata,
+        warnings=part.warnings,
+        truncated=False,
+        event_count=part.event_count,
     )
 
 

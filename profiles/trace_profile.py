@@ -85,8 +85,8 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
     #: Whether the cache holds this profile's linked model (read from it, or written by
     #: :func:`profview.profiles.loading.remember_views`): then it is not written again.
     model_stored: bool = field(default=False, repr=False)
-    #: Reads the GPU work of the linked model stored by an earlier run, given its columns (None:
-    #: no model stored; the GPU work then comes from the events).
+    #: Reads the GPU work of the linked model stored by an earlier run, given its columns, or makes
+    #: it from the GPU events an export was read as far as (None: the GPU work then comes from the events).
     saved_gpu: Callable[[list[str]], pl.DataFrame | None] | None = field(default=None, repr=False)
     #: Reads the launch index stored by an earlier run (None: none stored, compute it from the model).
     saved_launch_index: Callable[[], LaunchIndex | None] | None = field(default=None, repr=False)
@@ -156,7 +156,11 @@ class Profile(StepViews, MemoryViews, PathViews, EfficiencyViews, GraphViews, It
 
     def release_events(self) -> None:
         """Let the held events frame go, if it can be read again (:attr:`reread_events`)."""
-        if self.reread_events is not None and isinstance(self.events_source, pl.DataFrame):
+        if self.reread_events is None:
+            return
+        # Events read by a function (an export's host events, read when first asked for) are let
+        # go as a held frame is; a function not yet called is kept (it reads no more than again).
+        if isinstance(self.events_source, pl.DataFrame) or "events" in vars(self):
             self.events_source = self.reread_events
             vars(self).pop("events", None)
 

@@ -87,11 +87,13 @@ def read_table(
     lacking: list[str],
     process: int | None = None,
     process_column: str = "globalPid",
+    only: tuple[str, ...] | None = None,
 ) -> pl.DataFrame:
     """``columns`` of ``table`` (Int64; null where the table lacks the column, which is noted in
     ``lacking``), or an empty frame when the export has no such table; ``process``: only that OS
-    process's rows (none where the table does not say the process, in ``process_column``)."""
-    schema: dict[str, pl.DataType] = {column: pl.Int64() for column in columns}
+    process's rows (none where the table does not say the process, in ``process_column``).
+    ``only``: just these of ``columns`` are read (what it lacks is noted of all ``columns``)."""
+    schema: dict[str, pl.DataType] = {column: pl.Int64() for column in only or columns}
     held = export.tables.get(table)
     if held is None:
         return pl.DataFrame(schema=schema)
@@ -101,7 +103,7 @@ def read_table(
     missing = [column for column in columns if column not in held]
     if missing:
         lacking.append(f"{table}: {', '.join(missing)}")
-    selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in columns)
+    selected = ", ".join(f'"{column}"' if column in held else "NULL" for column in schema)
     if process is not None and process_column not in held:
         return pl.DataFrame(schema=schema)  # no row of it can be told to be that process's
     where = f" WHERE {process_filter(process_column, process)}" if process is not None else ""

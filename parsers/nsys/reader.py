@@ -23,7 +23,8 @@ a kernel then links only to the call of its own process, and a one-process expor
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,11 +51,16 @@ from .host import (
     NVTX_PUSH_POP,
     NVTX_START_END,
     NVTX_TABLE,
+    NVTX_THREADS,
+    RUNTIME_KEY_COLUMNS,
     RUNTIME_TABLE,
     VERSION_SUFFIX,
+    nvtx_query,
+    nvtx_threads,
     process_names,
     read_nvtx,
     read_runtime,
+    read_runtime_keys,
     thread_names,
 )
 from .meta import device_properties, export_info
@@ -92,8 +98,96 @@ def read_nsys(path: str, step_range: str | None = None, process: int | None = No
     ``process``: only that OS process's work (its kernels, copies and sets, its runtime calls and
     NVTX ranges, read by SQL alone), as if the export held it alone: one rank of a job whose
     ranks are an export's processes (:func:`list_gpu_processes`)."""
+    with Export(path) as export, ThreadPoolExecutor(max_workers=min(2, reads_at_once())) as pool:
+        # The host tables are read in full while the GPU part is, as one read of every table at
+        # once; the GPU part takes its calls' ids and its ranges' counts from them.
+        runtime_lacking: list[str] = []
+        host = [
+            pool.submit(read_runtime, export, runtime_lacking, process),
+            pool.submit(read_nvtx, export, [], process),
+        ]
+        part = _read_gpu_part(export, process, (host, runtime_lacking))
+        events = part.host_events(export, step_range, host)  # which empties ``host``
+    return NsysTrace(events, part.metadata, part.warnings, part.missing)
+
+
+def open_nsys(path: str, process: int | None = None) -> NsysGpuPart:
+    """The export at ``path`` read as far as its GPU work, as :func:`read_nsys` reads it (the
+    same GPU events, metadata, warnings and count of events), without holding its host events: a
+    kernel table needs no NVTX range or runtime call in full (its calls' ids and threads are read,
+    its ranges counted by SQLite), and the 10 M ranges of a 1 GB export are most of its events.
+    :meth:`NsysGpuPart.events` reads the host events when a view needs them."""
     with Export(path) as export:
-        return _read(export, step_range, process)
+        return _read_gpu_part(export, process)
+
+
+@dataclass
+class NsysGpuPart:
+    """An export read as far as its GPU work (:func:`open_nsys`): ``gpu``, its GPU events (the
+    events frame's columns and types), the metadata, warnings and what it lacks per view as
+    :func:`read_nsys` gives them, and ``event_count``, how many events the whole frame holds."""
+
+    path: str
+    process: int | None
+    gpu: pl.DataFrame
+    metadata: dict[str, Any]
+    warnings: list[str]
+    missing: dict[str, str]
+    event_count: int
+    #: Gives a frame of calls (``_proc``, ``_correlation``) its ``correlation``, as the GPU events' were made.
+    correlate: Callable[[pl.DataFrame], pl.DataFrame] = field(repr=False)
+    #: Where ``--step-range``'s warnings go among the others (the order :func:`read_nsys` said them in).
+    steps_at: int = field(default=0, repr=False)
+    #: Calls dropped as repeated and ranges dropped as unended, checked again when the events are read.
+    dropped: tuple[int, int] = field(default=(0, 0), repr=False)
+
+    def events(self) -> pl.DataFrame:
+        """The whole events frame, :func:`read_nsys`'s: the host events read now, with :attr:`gpu`;
+        :class:`ProfviewError` if the export no longer holds the events counted when it was opened."""
+        with Export(self.path) as export:
+            events = self.host_events(export)
+        if events.height != self.event_count:
+            raise ProfviewError(self.path, "the export changed while it was being read; open it again")
+        return events
+
+    def host_events(
+        self,
+        export: Export,
+        step_range: str | None = None,
+        reads: list[Future[pl.DataFrame]] | None = None,
+    ) -> pl.DataFrame:
+        """The events frame of the open ``export``: its runtime calls, NVTX ranges and thread
+        names read in full (``reads``: the reads of :func:`read_runtime` and :func:`read_nvtx`,
+        already started, taken out of the list), stacked with :attr:`gpu` (``step_range``: :func:`named_steps`, whose
+        warnings join :attr:`warnings`)."""
+        if reads is None:
+            lacking: list[str] = []
+            with ThreadPoolExecutor(max_workers=min(2, reads_at_once())) as pool:
+                reads = [
+                    pool.submit(read_runtime, export, lacking, self.process),
+                    pool.submit(read_nvtx, export, lacking, self.process),
+                ]
+                strings = _strings(export)
+                runtime, nvtx = reads.pop(0).result(), reads.pop(0).result()
+        else:
+            strings = _strings(export)
+            runtime, nvtx = reads.pop(0).result(), reads.pop(0).result()
+        # The futures are let go (the list emptied): they would hold the raw tables past their ``del``.
+        raw = {"runtime": runtime, "nvtx": nvtx}
+        del runtime, nvtx
+        calls, repeated = _runtime_events(raw.pop("runtime"), strings)
+        ranges, unclosed = _nvtx_events(raw.pop("nvtx"), strings)
+        if (repeated, unclosed) != self.dropped:
+            raise ProfviewError(self.path, "the export changed while it was being read; open it again")
+        if step_range is not None:
+            said: list[str] = []
+            ranges = named_steps(ranges, step_range, said)
+            self.warnings[self.steps_at : self.steps_at] = said
+        calls = self.correlate(calls)
+        names = _name_events(export, calls, ranges, strings)
+        frames = [frame for frame in (names, calls, ranges, self.gpu) if frame.height]
+        del names, calls, ranges  # the list holds them alone: each goes once conformed
+        return _as_schema(frames)
 
 
 def list_gpu_processes(path: str) -> tuple[list[GpuProcess], int]:
@@ -132,8 +226,20 @@ def _check_export(export: Export) -> None:
         raise ProfviewError(export.path, "is an Nsight Systems export without its StringIds table (id, value)")
 
 
-def _read(export: Export, step_range: str | None = None, process: int | None = None) -> NsysTrace:
-    """:func:`read_nsys` on an open export."""
+def _strings(export: Export) -> pl.DataFrame:
+    """``StringIds`` (``id``, ``value``), each id once."""
+    strings = export.frame("SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()}, "StringIds")
+    return strings.unique("id", keep="first", maintain_order=True)  # the primary key, made sure of
+
+
+def _read_gpu_part(
+    export: Export,
+    process: int | None = None,
+    host: tuple[list[Future[pl.DataFrame]], list[str]] | None = None,
+) -> NsysGpuPart:
+    """:func:`open_nsys` on an open export; ``host``: the reads of :func:`read_runtime` and
+    :func:`read_nvtx` already started (and what the runtime table lacks, as the first notes it),
+    from which the calls' ids and the ranges' counts are taken instead of being read again."""
     _check_export(export)
     info = export_info(export)
     if process is not None:
@@ -143,56 +249,65 @@ def _read(export: Export, step_range: str | None = None, process: int | None = N
     missing: dict[str, str] = {}
     runtime_lacking: list[str] = []
     nvtx_lacking: list[str] = []
-    # The tables are read at once where the compiled reader runs them without the GIL.
+    ranges_query = nvtx_query(export, nvtx_lacking, process)
+    # The tables are read at once where the compiled reader runs them without the GIL; the calls'
+    # ids are read once the GPU rows are events (their raw tables let go), while SQLite counts the ranges.
     with ThreadPoolExecutor(max_workers=reads_at_once()) as pool:
-        read_strings = pool.submit(
-            export.frame, "SELECT id, value FROM StringIds", {"id": pl.Int64(), "value": pl.String()}, "StringIds"
-        )
+        read_strings = pool.submit(_strings, export)
         read_kernels = pool.submit(read_gpu, export, process)
-        read_calls = pool.submit(read_runtime, export, runtime_lacking, process)
-        read_ranges = pool.submit(read_nvtx, export, nvtx_lacking, process)
-        gpu_tables, runtime, nvtx = read_kernels.result(), read_calls.result(), read_ranges.result()
-        strings = read_strings.result()
-    # The futures hold their results: let them go, or each raw table outlives its ``del`` below
-    # and the read's peak holds every table twice over (raw and converted).
-    del read_strings, read_kernels, read_calls, read_ranges
-    strings = strings.unique("id", keep="first", maintain_order=True)  # the primary key, made sure of
-    lacking = [*gpu_tables.lacking, *runtime_lacking, *nvtx_lacking]
+        count_ranges = None
+        if host is None and ranges_query is not None:
+            count_ranges = pool.submit(nvtx_threads, export, ranges_query)
+        gpu_tables, strings = read_kernels.result(), read_strings.result()
+        del read_strings, read_kernels  # the futures would hold the raw tables past their ``del``
+        timing = [
+            (table, *_timing(frame))
+            for table, frame in (
+                (KERNEL_TABLE, gpu_tables.kernels),
+                (MEMCPY_TABLE, gpu_tables.memcpy),
+                (MEMSET_TABLE, gpu_tables.memset),
+            )
+        ]
+        # Each raw table is handed over, not kept here: it is let go as soon as it is converted, so
+        # the read's peak holds one copy of a table, not two.
+        gpu = _gpu_events(export, gpu_tables, strings)
+        gpu_lacking = gpu_tables.lacking
+        del gpu_tables
+        if host is None:
+            runtime = read_runtime_keys(export, runtime_lacking, process)
+            range_threads = count_ranges.result() if count_ranges is not None else pl.DataFrame(schema=NVTX_THREADS)
+        else:
+            runtime = host[0][0].result().select(RUNTIME_KEY_COLUMNS)
+            runtime_lacking = host[1]
+            range_threads = _range_threads(host[0][1].result())
+        del count_ranges
+    timing.append((RUNTIME_TABLE, *_timing(runtime)))
+    lacking = [*gpu_lacking, *runtime_lacking, *nvtx_lacking]
     if lacking:
         warnings.append("the export lacks the column(s) " + "; ".join(lacking) + " (those fields are unknown)")
-
-    for table, frame in (
-        (KERNEL_TABLE, gpu_tables.kernels),
-        (MEMCPY_TABLE, gpu_tables.memcpy),
-        (MEMSET_TABLE, gpu_tables.memset),
-        (RUNTIME_TABLE, runtime),
-    ):
-        untimed = frame.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item()
-        backwards = frame.select((pl.col("end") < pl.col("start")).sum()).item()
+    for table, untimed, backwards in timing:
         if untimed:
             warnings.append(f"{untimed:,} rows of {table} have no start or end: left out of every view")
         if backwards:
             warnings.append(f"{backwards:,} rows of {table} end before they start: read as lasting 0")
-    del frame
-    # Each raw table is handed over, not kept here: it is let go as soon as it is converted, so the
-    # read's peak holds one copy of a table, not two.
-    gpu = _gpu_events(export, gpu_tables, strings)
-    del gpu_tables
-    raw = {"runtime": runtime, "nvtx": nvtx}
-    del runtime, nvtx
-    calls, repeated = _runtime_events(raw.pop("runtime"), strings)
+    calls = runtime.select(
+        _process("globalTid").alias("_proc"),
+        _thread("globalTid").alias("_thread"),
+        pl.col("correlationId").alias("_correlation"),
+    )
+    del runtime
+    repeated = _repeated_calls(calls)
     if repeated:
         warnings.append(f"{repeated:,} runtime rows repeat a call's correlation id on its thread: counted once")
-    ranges, unclosed = _nvtx_events(raw.pop("nvtx"), strings)
-    if step_range is not None:
-        ranges = named_steps(ranges, step_range, warnings)
+    steps_at = len(warnings)
+    unclosed = int(range_threads["open"].sum())
     if unclosed:
         warnings.append(f"{unclosed:,} NVTX ranges have no end (never popped in the capture): left out")
     info["processes"] = process_split(gpu, calls, export)
-    gpu, calls = _unique_correlations(gpu, calls, warnings)
+    gpu, correlate = _unique_correlations(gpu, calls, warnings)
     kernels = gpu.lazy().filter(pl.col("kind") == "kernel").select("correlation").collect()  # no copy of the rest
     if calls.height and kernels.height:
-        launched = kernels["correlation"].is_in(calls["correlation"].drop_nulls().implode())
+        launched = kernels["correlation"].is_in(correlate(calls)["correlation"].drop_nulls().implode())
         orphans = kernels.height - int(launched.sum())
         if orphans:
             warnings.append(
@@ -201,18 +316,71 @@ def _read(export: Export, step_range: str | None = None, process: int | None = N
             )
     elif kernels.height and not calls.height:
         missing["launches"] = "the export has no CUDA runtime calls (trace with nsys profile -t cuda)"
-    if kernels.height and not ranges.filter(pl.col("ph") == "X").height:
+    if kernels.height and not int(range_threads["ranges"].sum()):
         warnings.append(
             "the export has no NVTX ranges: kernels only, no operators (profile with -t cuda,nvtx and, "
             "for PyTorch, torch.autograd.profiler.emit_nvtx())"
         )
-    names = _name_events(export, calls, ranges, strings)
-    frames = [frame for frame in (names, calls, ranges, gpu) if frame.height]
-    del names, calls, ranges, gpu, kernels  # the list holds them alone: each goes once conformed
-    events = _as_schema(frames)
+    # The threads the host events use, as they name them: their names are metadata events.
+    thread = _thread("globalTid").cast(pl.String).fill_null("?")
+    call_threads = calls.select(
+        pl.col("_proc").cast(pl.String).fill_null("?").alias("pid"),
+        pl.col("_thread").cast(pl.String).fill_null("?").alias("tid"),
+    ).unique(maintain_order=True)
+    kept = range_threads.filter(pl.col("events") > pl.col("open"))
+    lane_threads = kept.select(
+        _process("globalTid").cast(pl.String).fill_null("?").alias("pid"),
+        pl.when("start_end").then(thread + pl.lit(START_END_LANE)).otherwise(thread).alias("tid"),
+    )
+    names = _name_events(export, call_threads, lane_threads, strings)
+    host_count = calls.height - repeated + int(kept["events"].sum()) - int(kept["open"].sum())
+    event_count = names.height + host_count + gpu.height
+    del kernels, calls, names, call_threads
+    gpu = _as_schema([gpu] if gpu.height else [])
     if info["schema_version"] is None:
         warnings.append("the export does not say its schema version (no META_DATA_EXPORT): read as the oldest layout")
-    return NsysTrace(events, metadata, warnings, missing)
+    return NsysGpuPart(
+        export.path, process, gpu, metadata, warnings, missing, event_count, correlate, steps_at, (repeated, unclosed)
+    )
+
+
+def _timing(frame: pl.DataFrame) -> tuple[int, int]:
+    """How many rows of a table have no start or end, and how many end before they start."""
+    untimed = frame.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item()
+    backwards = frame.select((pl.col("end") < pl.col("start")).sum()).item()
+    return int(untimed), int(backwards)
+
+
+def _range_threads(nvtx: pl.DataFrame) -> pl.DataFrame:
+    """:func:`~.host.nvtx_threads` of NVTX events already read (:func:`read_nvtx`)."""
+    ranged = pl.col("eventType") != NVTX_MARK
+    return nvtx.group_by("globalTid", (pl.col("eventType") == NVTX_START_END).alias("start_end")).agg(
+        pl.len().cast(pl.Int64).alias("events"),
+        (ranged & pl.col("end").is_null()).sum().cast(pl.Int64).alias("open"),
+        (ranged & pl.col("end").is_not_null()).sum().cast(pl.Int64).alias("ranges"),
+    )
+
+
+def _repeated_calls(calls: pl.DataFrame) -> int:
+    """How many of the calls (``_proc``, ``_thread``, ``_correlation``) repeat an earlier one's
+    correlation id on its thread: those :func:`_runtime_events` drops."""
+    # Sorted, a repeat is a row equal to the one before it: no hash table of every call (an
+    # ``n_unique`` of the three columns took 850 MB for 3.8 M calls).
+    # The thread as one number (its process's 24 bits above its own 24, null where unknown), and
+    # filtered, sorted and compared in one lazy query: two columns copied once, not three twice.
+    thread = pl.col("_proc") * 2**24 + pl.col("_thread")
+    same = pl.col("_key").eq_missing(pl.col("_key").shift()) & (
+        pl.col("_correlation") == pl.col("_correlation").shift()
+    )
+    return int(
+        calls.lazy()
+        .filter(pl.col("_correlation").is_not_null())
+        .select(thread.alias("_key"), "_correlation")
+        .sort("_key", "_correlation", nulls_last=True)
+        .select((same & (pl.int_range(pl.len()) > 0)).sum())
+        .collect()
+        .item()
+    )
 
 
 def _name_of(strings: pl.DataFrame, column: str) -> pl.Expr:
@@ -231,9 +399,9 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
     ``tables`` is emptied as each is converted (its raw rows let go before the next is)."""
     empty = tables.kernels.clear()
     common = [
-        pl.lit("X").alias("ph"),
-        pl.col("deviceId").cast(pl.String).fill_null("?").alias("pid"),
-        pl.col("streamId").cast(pl.String).fill_null("?").alias("tid"),
+        pl.lit("X").cast(CATEGORY).alias("ph"),
+        pl.col("deviceId").cast(pl.String).fill_null("?").cast(CATEGORY).alias("pid"),
+        pl.col("streamId").cast(pl.String).fill_null("?").cast(CATEGORY).alias("tid"),
         _us("start").alias("ts"),
         ((pl.col("end") - pl.col("start")).cast(pl.Float64) / 1000.0).alias("dur"),
         pl.col("streamId").alias("stream"),
@@ -245,12 +413,12 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
     # The short name looked up once: it is a column of its own and the name where none is demangled.
     kernel_rows = tables.kernels.with_columns(_name_of(strings, "shortName").alias("short_name")).select(
         *common,
-        pl.lit("kernel").alias("cat"),
-        pl.lit("kernel").alias("kind"),
+        pl.lit("kernel").cast(CATEGORY).alias("cat"),
+        pl.lit("kernel").cast(KIND).alias("kind"),
         pl.coalesce(_name_of(strings, "demangledName"), "short_name", pl.lit("(unnamed kernel)")).alias("name"),
-        "short_name",
-        shape("gridX", "gridY", "gridZ").alias("grid"),
-        shape("blockX", "blockY", "blockZ").alias("block"),
+        pl.col("short_name").cast(CATEGORY),
+        shape("gridX", "gridY", "gridZ").cast(CATEGORY).alias("grid"),
+        shape("blockX", "blockY", "blockZ").cast(CATEGORY).alias("block"),
         pl.col("registersPerThread").alias("registers"),
         (pl.col("staticSharedMemory") + pl.col("dynamicSharedMemory")).alias("shared_mem"),
         pl.col("graphId").alias("graph_id"),
@@ -259,8 +427,8 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
     labels = copy_names(export)
     copy_rows = tables.memcpy.select(
         *common,
-        pl.lit("gpu_memcpy").alias("cat"),
-        pl.lit("memcpy").alias("kind"),
+        pl.lit("gpu_memcpy").cast(CATEGORY).alias("cat"),
+        pl.lit("memcpy").cast(KIND).alias("kind"),
         pl.col("copyKind")
         .replace_strict(list(labels), list(labels.values()), default=None, return_dtype=pl.String)
         .fill_null("[CUDA memcpy]")
@@ -270,8 +438,8 @@ def _gpu_events(export: Export, tables: GpuTables, strings: pl.DataFrame) -> pl.
     tables.memcpy = tables.memcpy.clear()
     set_rows = tables.memset.select(
         *common,
-        pl.lit("gpu_memset").alias("cat"),
-        pl.lit("memset").alias("kind"),
+        pl.lit("gpu_memset").cast(CATEGORY).alias("cat"),
+        pl.lit("memset").cast(KIND).alias("kind"),
         pl.lit("[CUDA memset]").alias("name"),
         pl.col("bytes"),
     )
@@ -436,9 +604,11 @@ def named_steps(ranges: pl.DataFrame, pattern: str, warnings: list[str]) -> pl.D
 
 def _unique_correlations(
     gpu: pl.DataFrame, calls: pl.DataFrame, warnings: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Both frames with ``correlation``: nsys's id, made unique across processes (module
-    docstring); GPU rows that name no process take the only process's, or stay unlinked."""
+) -> tuple[pl.DataFrame, Callable[[pl.DataFrame], pl.DataFrame]]:
+    """The GPU events with ``correlation``: nsys's id, made unique across processes (module
+    docstring), and the function that gives a frame of these ``calls`` (or of all their columns)
+    theirs; GPU rows that name no process take the only process's, or stay unlinked. Both drop
+    ``_correlation`` and ``_proc``."""
     processes = sorted(
         set(calls["_proc"].drop_nulls().unique().to_list()) | set(gpu["_proc"].drop_nulls().unique().to_list())
     )
@@ -454,10 +624,11 @@ def _unique_correlations(
             pl.when(pl.col("_proc").is_not_null()).then(pl.col("_correlation")).alias("_correlation")
         )
     if len(processes) <= 1:
-        return (
-            gpu.with_columns(pl.col("_correlation").alias("correlation")).drop("_correlation", "_proc"),
-            calls.with_columns(pl.col("_correlation").alias("correlation")).drop("_correlation", "_proc"),
-        )
+
+        def same(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.with_columns(pl.col("_correlation").alias("correlation")).drop("_correlation", "_proc")
+
+        return same(gpu), same
     number = pl.DataFrame(
         {"_proc": processes, "_number": list(range(len(processes)))},
         schema={"_proc": pl.Int64(), "_number": pl.Int64()},
@@ -474,7 +645,7 @@ def _unique_correlations(
                 (process.cast(pl.Int64) * PROCESS_SHIFT + pl.col("_correlation")).alias("correlation")
             ).drop("_correlation", "_proc")
 
-        return combined(gpu), combined(calls)
+        return combined(gpu), combined
     # Ids beyond 32 bits: each (process, id) pair numbered instead, in order.
     pairs = (
         pl.concat([frame.select("_proc", "_correlation") for frame in (gpu, calls)])
@@ -484,10 +655,13 @@ def _unique_correlations(
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("correlation"))
     )
     warnings.append("correlation ids exceed 32 bits: numbered per (process, id) pair")
-    return tuple(  # type: ignore[return-value]
-        frame.join(pairs, on=["_proc", "_correlation"], how="left", maintain_order="left").drop("_correlation", "_proc")
-        for frame in (gpu, calls)
-    )
+
+    def numbered(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.join(pairs, on=["_proc", "_correlation"], how="left", maintain_order="left").drop(
+            "_correlation", "_proc"
+        )
+
+    return numbered(gpu), numbered
 
 
 def _name_events(export: Export, calls: pl.DataFrame, ranges: pl.DataFrame, strings: pl.DataFrame) -> pl.DataFrame:
