@@ -28,7 +28,8 @@ def mark(what):
 from profview.collector import hold, until_first_screen
 hold(); until_first_screen()  # as the profview command does
 from profview.profiles import background
-pending = background.BackgroundLoad(sys.argv[1])
+from profview.tui.lifecycle import prepare_early
+pending = background.BackgroundLoad(sys.argv[1], then=prepare_early)
 mark("the read started (background thread)")
 from profview.tui.app import ProfviewApp
 from profview.tui.main.screen import MainScreen

@@ -289,7 +289,8 @@ from profview.collector import hold, until_first_screen
 hold()  # as the profview command does first, and for the viewer (profview.collector)
 until_first_screen()
 from profview.profiles.background import BackgroundLoad
-pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does
+from profview.tui.lifecycle import prepare_early
+pending = BackgroundLoad(sys.argv[1], then=prepare_early)  # as `profview TRACE` does
 from rich.text import Text
 from profview.tui.app import ProfviewApp
 from profview.tui.main.screen import MainScreen
@@ -668,7 +669,8 @@ from profview.collector import hold, until_first_screen
 hold()  # as the profview command does first, and for the viewer (profview.collector)
 until_first_screen()
 from profview.profiles.background import BackgroundLoad
-pending = BackgroundLoad(sys.argv[1])  # as `profview TRACE` does: the parse overlaps the imports
+from profview.tui.lifecycle import prepare_early
+pending = BackgroundLoad(sys.argv[1], then=prepare_early)  # as `profview TRACE` does: the parse overlaps the imports
 from profview.tui.app import ProfviewApp
 from profview.tui.main.screen import MainScreen
 

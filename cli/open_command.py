@@ -112,9 +112,11 @@ def open_viewer(
     until_first_screen()  # the viewer's imports follow the read: collection resumes at its first screen
     if os.path.isfile(trace):  # the parse starts now and overlaps the viewer's imports (issue 13)
         from ..profiles.background import BackgroundLoad
+        from ..tui.lifecycle import prepare_early  # no Textual: the first screen's tables, built on the read's thread
 
         pending = BackgroundLoad(
-            trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern, step_range=step_range
+            trace, use_cache=not no_cache, run=run, comm_pattern=comm_pattern, step_range=step_range,
+            then=None if capture else prepare_early,  # a capture changes the graph views: the viewer prepares then
         )
     from ..tui.launch import run as run_viewer
 

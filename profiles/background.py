@@ -9,6 +9,7 @@ which takes the result with :meth:`BackgroundLoad.result` (issue 13: the first s
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 
 
 class BackgroundLoad:
-    """``loading.load(path, ...)`` running on a daemon thread from construction on."""
+    """``loading.load(path, ...)`` running on a daemon thread from construction on; then ``then(profile)``
+    on the same thread, if given (the viewer's preparation of its first screen: True once done,
+    kept as :attr:`prepared`), so that a cached re-open's tables are built while Textual imports."""
 
     def __init__(
         self,
@@ -26,8 +29,12 @@ class BackgroundLoad:
         run: str | None = None,
         comm_pattern: str | None = None,
         step_range: str | None = None,
+        then: Callable[[Profile], bool] | None = None,
     ) -> None:
         self.path = path
+        self.then = then
+        #: Whether ``then`` prepared the profile (False: the viewer's load thread does it).
+        self.prepared = False
         self._options = {"use_cache": use_cache, "run": run, "comm_pattern": comm_pattern, "step_range": step_range}
         self._profile: Profile | None = None
         self._error: BaseException | None = None
@@ -40,6 +47,8 @@ class BackgroundLoad:
             from .loading import load
 
             self._profile = load(self.path, **self._options)  # type: ignore[arg-type]
+            if self.then is not None:
+                self.prepared = self.then(self._profile)
         except BaseException as exc:  # handed to the waiting thread as it is
             self._error = exc
         finally:

@@ -150,8 +150,10 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             self.post_message(LoadPhase("reading and parsing"))
             preloaded, self.preloaded = self.preloaded, None  # "r" (next run) reads the file again
             pending, self.pending = self.pending, None
+            prepared = False  # the read's thread prepared the first screen already (a re-open: lifecycle.prepare_early)
             if preloaded is None and pending is not None:
                 preloaded = pending.result()
+                prepared = pending.prepared and not self.capture
             profile = preloaded or load(
                 self.path,
                 use_cache=not self.no_cache,
@@ -162,6 +164,9 @@ class ProfviewApp(Navigation, DrillWorker, CompareMode, App[int]):
             if self.capture:
                 profile.use_capture(self.capture, use_cache=not self.no_cache)
                 profile.check_captures()  # a bad capture fails the load with its one line
+            if prepared:
+                self.find_start_scope(profile)
+                return ProfileLoaded(profile)
             if lifecycle.is_large(profile):  # the kernel table first; the model (seconds) behind it
                 self.post_message(LoadPhase("building the kernel table"))
                 profile.kernels()

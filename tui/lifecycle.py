@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import ProfviewError
-from ..profiles.trace_profile import Profile
+
+if TYPE_CHECKING:  # imported for its type only: the CLI hands prepare_early to the read before Polars is in
+    from ..profiles.trace_profile import Profile
 
 #: From this many events a trace shows its first screen (the early Overview, Kernels) before the
 #: model is linked (about 0.1 s of linking per 100,000 events on one core; issue 13).
@@ -73,4 +76,16 @@ def remember(profile: Profile) -> None:
         profile.release_events()
 
 
-__all__ = ["LARGE_TRACE_EVENTS", "is_large", "prepare", "remember"]
+def prepare_early(profile: Profile) -> bool:
+    """:func:`prepare` then :func:`remember` on the read's own thread, while the viewer still imports
+    (:class:`profview.profiles.background.BackgroundLoad`'s ``then``): a re-opened trace's first
+    screen then waits for neither.  A large trace is left as it is (its kernel table comes first,
+    on the UI's load thread); returns whether the profile was prepared."""
+    if is_large(profile):
+        return False
+    prepare(profile, lambda _phase: None)
+    remember(profile)
+    return True
+
+
+__all__ = ["LARGE_TRACE_EVENTS", "is_large", "prepare", "prepare_early", "remember"]
