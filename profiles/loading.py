@@ -343,16 +343,7 @@ def _parse_nsys(name: str, use_cache: bool, step_range: str | None = None, proce
     if step_range is not None:
         trace.metadata["nsys"][STEP_RANGE_KEY] = step_range
     events = trace.events
-    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
-    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
-    fields: TraceFields = {
-        "format": FORMAT,
-        "missing": trace.missing,
-        "metadata": trace.metadata,
-        "warnings": trace.warnings,
-        "truncated": False,
-        "event_count": events.height,
-    }
+    fields = _checked_fields(name, events, FORMAT, trace.missing, trace.metadata, trace.warnings)
     if use_cache and before is not None:
         cache.store(name, events, fields, version=before)
     return Profile(
@@ -441,16 +432,10 @@ def _rocprof_profile(name: str, file: TraceFile, use_cache: bool) -> Profile:
         # A document laid out in a way the reader did not foresee: one line, never a traceback.
         raise ProfviewError(source.path, f"could not read this rocprofv3 JSON ({type(exc).__name__}: {exc})") from None
     events = trace.events
-    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
-    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
-    fields: TraceFields = {
-        "format": trace.format,
-        "missing": trace.missing,
-        "metadata": trace.metadata,
-        "warnings": source.warnings + trace.warnings,
-        "truncated": bool(source.warnings),
-        "event_count": events.height,
-    }
+    fields = _checked_fields(
+        name, events, trace.format, trace.missing, trace.metadata, source.warnings + trace.warnings,
+        truncated=bool(source.warnings),
+    )
     return _events_profile(name, file, events, fields, use_cache)
 
 
@@ -466,16 +451,7 @@ def _rocpd_profile(name: str, use_cache: bool) -> Profile:
         # A database laid out in a way the reader did not foresee: one line, never a traceback.
         raise ProfviewError(name, f"could not read this rocpd database ({type(exc).__name__}: {exc})") from None
     events = trace.events
-    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
-    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
-    fields: TraceFields = {
-        "format": trace.format,
-        "missing": trace.missing,
-        "metadata": trace.metadata,
-        "warnings": trace.warnings,
-        "truncated": False,
-        "event_count": events.height,
-    }
+    fields = _checked_fields(name, events, trace.format, trace.missing, trace.metadata, trace.warnings)
     if use_cache and before is not None:
         cache.store(name, events, fields, version=before)
     return Profile(
@@ -485,6 +461,30 @@ def _rocpd_profile(name: str, use_cache: bool) -> Profile:
         reread_events=partial(_read_events_again, name, use_cache, fields["event_count"]),
         **fields,
     )
+
+
+def _checked_fields(
+    name: str,
+    events: pl.DataFrame,
+    trace_format: str,
+    missing: dict[str, str],
+    metadata: dict[str, Any],
+    warnings: list[str],
+    *,
+    truncated: bool = False,
+) -> TraceFields:
+    """A read trace's fields, once its events are known to leave room for the views' analysis
+    (a one-line refusal otherwise: the frame's size, and its long names, which each view copies)."""
+    needed = events.estimated_size() * ANALYSIS_MEMORY_FACTOR + long_name_bytes(events) * LONG_NAME_COPIES
+    check_memory(name, int(needed) + BASE_MEMORY, whole_process=True)
+    return {
+        "format": trace_format,
+        "missing": missing,
+        "metadata": metadata,
+        "warnings": warnings,
+        "truncated": truncated,
+        "event_count": events.height,
+    }
 
 
 def _version(name: str) -> dict[str, Any] | None:

@@ -10,7 +10,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from support import SHARED, sample
+import polars as pl
+import pytest
+from support import SHARED, run_cli, sample
 
 SHARED_FILE = SHARED / "formats" / "rocprofv3" / "tracelens__908_results.json.gz"
 SAMPLE = "rocprofv3_mi350x_train_cut.json.gz"
@@ -95,3 +97,39 @@ def write(doc: dict[str, Any], path: Path) -> Path:
     """``doc`` as a plain JSON file at ``path``."""
     path.write_text(json.dumps(doc))
     return path
+
+
+def refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line ``profview summary`` prints for ``path``, which it must refuse with exit 2."""
+    assert run_cli(["summary", str(path), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and path.name in lines[0], err
+    return lines[0]
+
+
+def assert_traced_run_links(profile: Any, doc: dict[str, Any]) -> None:
+    """The profile read from :func:`traced_run`'s document (in any of rocprofv3's outputs) links
+    its calls, markers and copies as the document says: the kinds, the copy's bytes, the roctx
+    range's device and host time, and both kernels launched under it by ``hipLaunchKernel``."""
+    raw = doc["rocprofiler-sdk-tool"][0]
+    assert not profile.missing
+    events = profile.events
+    assert events is not None
+    kinds = dict(zip(events["name"].to_list(), events["kind"].cast(pl.String).to_list(), strict=True))
+    assert kinds["hipLaunchKernel"] == "runtime" and kinds["train_step"] == "user_annotation"
+    assert kinds["ncclAllReduce"] == "cpu_op" and kinds["MEMORY_COPY_HOST_TO_DEVICE"] == "memcpy"
+    copy_row = events.filter(pl.col("kind") == "memcpy").row(0, named=True)
+    assert (copy_row["bytes"], copy_row["device"]) == (4096, 0)
+    dispatches = raw["buffer_records"]["kernel_dispatch"]
+    names = {s["kernel_id"]: s["formatted_kernel_name"] for s in raw["kernel_symbols"]}
+    step = profile.ops().filter(pl.col("name") == "train_step").row(0, named=True)
+    device_ns = sum(d["end_timestamp"] - d["start_timestamp"] for d in dispatches)
+    assert step["device_total_us"] == pytest.approx(device_ns / 1000)
+    assert step["host_total_us"] == pytest.approx(3.0)  # 3,000 ns
+    first = names[dispatches[0]["dispatch_info"]["kernel_id"]]
+    assert {names[d["dispatch_info"]["kernel_id"]] for d in dispatches} == {first}  # one kernel, twice
+    launched = profile.kernel_launches(first).row(0, named=True)
+    assert (launched["op"], launched["calls"]) == ("train_step", 2)
+    assert profile.launches("hipLaunchKernel").filter(pl.col("name") == first)["calls"].to_list() == [2]

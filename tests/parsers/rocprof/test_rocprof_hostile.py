@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rocprof_witness import SAMPLE, document, write
-from support import run_cli, sample
+from rocprof_witness import SAMPLE, document, refused, write
+from support import sample
 
 import profview
 from profview.errors import ProfviewError
@@ -23,15 +23,6 @@ def plain_sample() -> bytes:
     with gzip.open(sample(SAMPLE)) as fh:
         return fh.read()
 
-
-def refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """The one line ``profview summary`` prints for ``path``, which it must refuse with exit 2."""
-    assert run_cli(["summary", str(path), "--no-cache"]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and path.name in lines[0], err
-    return lines[0]
 
 
 def test_a_cut_document_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from rocprof_witness import SAMPLE, SHARED_FILE, document, kernel_witness, traced_run, write
+from rocprof_witness import SAMPLE, SHARED_FILE, assert_traced_run_links, document, kernel_witness, traced_run, write
 from support import run_cli, sample
 
 import profview
@@ -87,29 +87,7 @@ def test_calls_markers_copies_and_correlation(tmp_path: Path) -> None:
     """hipLaunchKernel calls link to their dispatches by the internal correlation id, so the
     roctx range around them is the kernels' operator; the copy is GPU work with its bytes."""
     doc = traced_run()
-    raw = doc["rocprofiler-sdk-tool"][0]
-    profile = profview.load(write(doc, tmp_path / "traced.json"), use_cache=False)
-    assert not profile.missing
-    events = profile.events
-    assert events is not None
-    kinds = dict(zip(events["name"].to_list(), events["kind"].cast(pl.String).to_list(), strict=True))
-    assert kinds["hipLaunchKernel"] == "runtime" and kinds["train_step"] == "user_annotation"
-    assert kinds["ncclAllReduce"] == "cpu_op" and kinds["MEMORY_COPY_HOST_TO_DEVICE"] == "memcpy"
-    copy_row = events.filter(pl.col("kind") == "memcpy").row(0, named=True)
-    assert (copy_row["bytes"], copy_row["device"]) == (4096, 0)
-    dispatches = raw["buffer_records"]["kernel_dispatch"]
-    names = {s["kernel_id"]: s["formatted_kernel_name"] for s in raw["kernel_symbols"]}
-    ops = profile.ops()
-    step = ops.filter(pl.col("name") == "train_step").row(0, named=True)
-    device_ns = sum(d["end_timestamp"] - d["start_timestamp"] for d in dispatches)
-    assert step["device_total_us"] == pytest.approx(device_ns / 1000)
-    assert step["host_total_us"] == pytest.approx(3.0)  # 3,000 ns
-    first = names[dispatches[0]["dispatch_info"]["kernel_id"]]
-    assert {names[d["dispatch_info"]["kernel_id"]] for d in dispatches} == {first}  # one kernel, twice
-    launched = profile.kernel_launches(first).row(0, named=True)
-    assert (launched["op"], launched["calls"]) == ("train_step", 2)
-    by_call = profile.launches("hipLaunchKernel")
-    assert by_call.filter(pl.col("name") == first)["calls"].to_list() == [2]
+    assert_traced_run_links(profview.load(write(doc, tmp_path / "traced.json"), use_cache=False), doc)
 
 
 def test_a_cached_reopen_is_the_same_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

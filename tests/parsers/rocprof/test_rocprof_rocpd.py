@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from rocprof_witness import SHARED_FILE, document, traced_run
+from rocprof_witness import SHARED_FILE, assert_traced_run_links, document, refused, traced_run
 from support import run_cli
 
 import profview
@@ -211,27 +211,9 @@ def test_the_shared_run_as_a_database_gives_the_json_kernel_table(shared_dir: Pa
 
 
 def test_hip_calls_and_markers_link_kernels_and_operators(tmp_path: Path) -> None:
+    """The same links from a database as from the JSON document it was built from."""
     doc = traced_run()
-    raw = doc["rocprofiler-sdk-tool"][0]
-    profile = profview.load(convert(doc, tmp_path / "traced.db"), use_cache=False)
-    assert not profile.missing
-    events = profile.events
-    assert events is not None
-    kinds = dict(zip(events["name"].to_list(), events["kind"].cast(pl.String).to_list(), strict=True))
-    assert kinds["hipLaunchKernel"] == "runtime" and kinds["train_step"] == "user_annotation"
-    assert kinds["ncclAllReduce"] == "cpu_op" and kinds["MEMORY_COPY_HOST_TO_DEVICE"] == "memcpy"
-    copy_row = events.filter(pl.col("kind") == "memcpy").row(0, named=True)
-    assert (copy_row["bytes"], copy_row["device"]) == (4096, 0)
-    dispatches = raw["buffer_records"]["kernel_dispatch"]
-    names = {s["kernel_id"]: s["formatted_kernel_name"] for s in raw["kernel_symbols"]}
-    step = profile.ops().filter(pl.col("name") == "train_step").row(0, named=True)
-    device_ns = sum(d["end_timestamp"] - d["start_timestamp"] for d in dispatches)
-    assert step["device_total_us"] == pytest.approx(device_ns / 1000)
-    assert step["host_total_us"] == pytest.approx(3.0)  # 3,000 ns
-    first = names[dispatches[0]["dispatch_info"]["kernel_id"]]
-    launched = profile.kernel_launches(first).row(0, named=True)
-    assert (launched["op"], launched["calls"]) == ("train_step", 2)
-    assert profile.launches("hipLaunchKernel").filter(pl.col("name") == first)["calls"].to_list() == [2]
+    assert_traced_run_links(profview.load(convert(doc, tmp_path / "traced.db"), use_cache=False), doc)
 
 
 def test_the_cli_reads_a_database_and_names_no_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -242,15 +224,6 @@ def test_the_cli_reads_a_database_and_names_no_refusal(tmp_path: Path, capsys: p
         rows = list(csv.DictReader(fh))
     assert [int(r["calls"]) for r in rows] == [2]
 
-
-def refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """The one line ``profview summary`` prints for ``path``, refused with exit 2."""
-    assert run_cli(["summary", str(path), "--no-cache"]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and path.name in lines[0], err
-    return lines[0]
 
 
 def test_a_cut_database_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
